@@ -1,0 +1,47 @@
+# Fails when a library includes a header from a folder it may not depend on.
+# The allowed arrows are the table in docs/architecture.md; keep both true.
+# Usage: cmake -DROOT=<repo> -P tools/check_includes.cmake
+cmake_minimum_required(VERSION 3.25)
+
+set(allowed_common      "")
+set(allowed_crypto      "common")
+set(allowed_kernels     "common;crypto")
+set(allowed_protocol    "common;crypto")
+set(allowed_worker      "common;crypto;kernels;protocol")
+set(allowed_contract_vm "common;crypto;kernels;protocol")
+set(allowed_referee     "common;crypto;protocol;contract_vm")
+set(allowed_net         "common;crypto")
+set(allowed_node        "common;crypto;kernels;protocol;worker;contract_vm;referee;net")
+set(libraries common crypto kernels protocol worker contract_vm referee net node)
+
+if(NOT ROOT)
+  message(FATAL_ERROR "pass -DROOT=<repository root>")
+endif()
+
+set(violations 0)
+foreach(lib ${libraries})
+  file(GLOB_RECURSE sources
+       "${ROOT}/${lib}/*.h" "${ROOT}/${lib}/*.cpp" "${ROOT}/${lib}/*.cu" "${ROOT}/${lib}/*.cuh")
+  foreach(src ${sources})
+    file(STRINGS "${src}" includes REGEX "^[ \t]*#[ \t]*include[ \t]+\"[a-z_]+/")
+    foreach(line ${includes})
+      string(REGEX REPLACE "^[ \t]*#[ \t]*include[ \t]+\"([a-z_]+)/.*" "\\1" target "${line}")
+      if(target STREQUAL lib)
+        continue()
+      endif()
+      if(NOT target IN_LIST libraries)
+        continue()  # not one of ours (e.g. "gtest/gtest.h")
+      endif()
+      if(NOT target IN_LIST allowed_${lib})
+        file(RELATIVE_PATH rel "${ROOT}" "${src}")
+        message(SEND_ERROR "${rel}: ${lib}/ may not include ${target}/ (${line})")
+        math(EXPR violations "${violations} + 1")
+      endif()
+    endforeach()
+  endforeach()
+endforeach()
+
+if(violations GREATER 0)
+  message(FATAL_ERROR "${violations} include(s) break the dependency arrows of docs/architecture.md")
+endif()
+message(STATUS "dependency arrows hold")
