@@ -1,0 +1,58 @@
+#pragma once
+// Determinism modes and the per-job execution configuration (DESIGN.md,
+// "Determinism modes").
+
+#include <cstdint>
+#include <string_view>
+
+#include "common/result.h"
+
+namespace vt::kernels {
+
+enum class Mode : std::uint8_t {
+  kNative = 0,   // vendor BLAS fp32 + system libm: fast, not reproducible
+  kRepops = 1,   // one fixed floating-point operation order: bitwise reproducible
+  kRounded = 2,  // fp64 compute, round to b bits, log near-boundary directions
+};
+
+std::string_view ModeName(Mode mode);
+Result<Mode> ParseMode(std::string_view name);  // "native" | "repops" | "rounded"
+
+// Which vector instruction set repops kernels use. Results are identical for
+// every choice (that is the point); kAuto picks the widest the CPU supports.
+enum class Simd : std::uint8_t { kAuto = 0, kScalar = 1, kAvx2 = 2, kAvx512 = 3 };
+std::string_view SimdName(Simd simd);
+Simd DetectSimd();  // widest supported by this CPU
+// The path a request actually runs: kAuto → DetectSimd(); a request wider
+// than the CPU supports falls back to the widest supported one.
+Simd ResolveSimd(Simd requested);
+bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
+
+// Rounded-mode parameters. τ is stored as an integer (no floats in consensus
+// objects): tau_q16 / 65536 units of the b-bit ulp. τ = 0 is valid and means
+// "round to nearest, log nothing" (rounded mode without logs). τ is capped at
+// 1/4 ulp: beyond that a quarter or more of all values would be logged, and
+// the cap keeps the replay check's 4τ window inside one grid interval.
+inline constexpr int kMinRoundingBits = 23;
+inline constexpr int kMaxRoundingBits = 32;
+inline constexpr std::uint32_t kMaxTauQ16 = 1u << 14;
+
+struct RoundingSpec {
+  int bits = 32;                    // 23 ≤ bits ≤ 32
+  std::uint32_t tau_q16 = 1u << 12; // τ = 1/16 ulp by default; see calibration
+
+  double tau() const { return static_cast<double>(tau_q16) / 65536.0; }
+  Status Validate() const;
+};
+
+// How a job executes its operators. Not part of any hash except through the
+// job spec, which fixes mode and rounding (threads and simd never change
+// results in repops/rounded mode).
+struct ExecConfig {
+  Mode mode = Mode::kRepops;
+  int threads = 1;  // worker threads (parallel over independent outputs only)
+  Simd simd = Simd::kAuto;
+  RoundingSpec rounding;
+};
+
+}  // namespace vt::kernels
