@@ -1,0 +1,282 @@
+// Throughput of the crypto library against plain OpenSSL / libsecp256k1
+// calls measured in the same run.
+//
+//   crypto_bench            full run, then a summary table with ratios
+//   crypto_bench --quick    tiny sizes and minimal time (the CTest smoke run)
+// Other flags go to Google Benchmark (e.g. --benchmark_filter=Merkle).
+
+#include <benchmark/benchmark.h>
+#include <openssl/sha.h>
+#include <secp256k1.h>
+#include <secp256k1_extrakeys.h>
+#include <secp256k1_schnorrsig.h>
+
+#include <array>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "crypto/keys.h"
+#include "crypto/merkle.h"
+#include "crypto/sha256.h"
+#include "crypto/tags.h"
+
+namespace {
+
+using vt::Bytes;
+using vt::ByteSpan;
+using vt::Hash256;
+namespace crypto = vt::crypto;
+
+bool g_quick = false;
+std::size_t MerkleLeaves() { return g_quick ? 1024 : std::size_t{1} << 20; }
+
+Bytes Filled(std::size_t n) {
+  Bytes b(n);
+  for (std::size_t i = 0; i < n; ++i) b[i] = static_cast<std::uint8_t>(i * 131 + 7);
+  return b;
+}
+
+// ---- SHA-256 -------------------------------------------------------------------
+
+void BM_Sha256(benchmark::State& state) {
+  const Bytes msg = Filled(static_cast<std::size_t>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(crypto::Sha256Digest(msg));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+
+// Baseline: OpenSSL's single-call SHA256() (it fetches the digest per call).
+void BM_Sha256OpenSslOneCall(benchmark::State& state) {
+  const Bytes msg = Filled(static_cast<std::size_t>(state.range(0)));
+  std::array<unsigned char, 32> out{};
+  for (auto _ : state) {
+    SHA256(msg.data(), msg.size(), out.data());
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * state.range(0));
+}
+
+// ---- tagged hashing --------------------------------------------------------------
+
+void BM_TaggedHash64(benchmark::State& state) {
+  static const crypto::TaggedHasher hasher(crypto::tags::kTensor);
+  const Bytes item = Filled(64);
+  for (auto _ : state) benchmark::DoNotOptimize(hasher.Hash(item));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+// Baseline: the definition without a midstate, SHA256(t || t || data) with the
+// tag hash t recomputed per item.
+void BM_TaggedHash64NoMidstate(benchmark::State& state) {
+  const Bytes item = Filled(64);
+  const std::string_view tag = crypto::tags::kTensor;
+  for (auto _ : state) {
+    const Hash256 t = crypto::Sha256Digest(tag);
+    crypto::Sha256 h;
+    h.Update(t.span()).Update(t.span()).Update(item);
+    benchmark::DoNotOptimize(h.Finalize());
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+// ---- Merkle --------------------------------------------------------------------
+
+std::vector<Hash256> Leaves() {
+  std::vector<Hash256> leaves(MerkleLeaves());
+  for (std::size_t i = 0; i < leaves.size(); ++i) {
+    std::memcpy(leaves[i].bytes.data(), &i, sizeof i);
+  }
+  return leaves;
+}
+
+void BM_MerkleRoot(benchmark::State& state) {
+  const auto leaves = Leaves();
+  for (auto _ : state) benchmark::DoNotOptimize(crypto::MerkleRoot(leaves));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * leaves.size()));
+}
+
+// Comparison: the tree with every level kept (what a worker holds to answer
+// proofs and walk moves).
+void BM_MerkleTreeBuild(benchmark::State& state) {
+  const auto leaves = Leaves();
+  for (auto _ : state) benchmark::DoNotOptimize(crypto::MerkleTree::FromLeafHashes(leaves).root());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * leaves.size()));
+}
+
+// ---- Schnorr -------------------------------------------------------------------
+
+const crypto::SecretKey& BenchKey() {
+  static const crypto::SecretKey key = [] {
+    auto k = crypto::SecretKey::FromBytes(
+        vt::FromHex("B7E151628AED2A6ABF7158809CF4F3C762E7160F38B4DA56A784D9045190CFEF").value());
+    return std::move(k).value();
+  }();
+  return key;
+}
+
+void BM_SchnorrSign(benchmark::State& state) {
+  const Bytes msg = Filled(32);
+  const std::array<std::uint8_t, 32> aux{};
+  for (auto _ : state) benchmark::DoNotOptimize(crypto::SignWithAux(BenchKey(), msg, aux));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+void BM_SchnorrVerify(benchmark::State& state) {
+  const Bytes msg = Filled(32);
+  const crypto::Signature sig = crypto::Sign(BenchKey(), msg).value();
+  const crypto::PublicKey& pub = BenchKey().public_key();
+  for (auto _ : state) benchmark::DoNotOptimize(crypto::Verify(pub, msg, sig));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+// Baselines: libsecp256k1 called directly (no self-verification after signing).
+struct RawSecp {
+  secp256k1_context* ctx = secp256k1_context_create(SECP256K1_CONTEXT_NONE);
+  secp256k1_keypair keypair{};
+  secp256k1_xonly_pubkey pub{};
+  RawSecp() {
+    const auto secret = BenchKey().UnsafeSecretBytes();
+    if (secp256k1_keypair_create(ctx, &keypair, secret.data()) != 1 ||
+        secp256k1_keypair_xonly_pub(ctx, &pub, nullptr, &keypair) != 1) {
+      std::abort();
+    }
+  }
+  ~RawSecp() { secp256k1_context_destroy(ctx); }
+  RawSecp(const RawSecp&) = delete;
+  RawSecp& operator=(const RawSecp&) = delete;
+};
+
+void BM_RawSecpSign(benchmark::State& state) {
+  static RawSecp raw;
+  const Bytes msg = Filled(32);
+  std::array<unsigned char, 32> aux{};
+  std::array<unsigned char, 64> sig{};
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        secp256k1_schnorrsig_sign32(raw.ctx, sig.data(), msg.data(), &raw.keypair, aux.data()));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+void BM_RawSecpVerify(benchmark::State& state) {
+  static RawSecp raw;
+  const Bytes msg = Filled(32);
+  std::array<unsigned char, 32> aux{};
+  std::array<unsigned char, 64> sig{};
+  if (secp256k1_schnorrsig_sign32(raw.ctx, sig.data(), msg.data(), &raw.keypair, aux.data()) != 1)
+    std::abort();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        secp256k1_schnorrsig_verify(raw.ctx, sig.data(), msg.data(), msg.size(), &raw.pub));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
+}
+
+void Register() {
+  for (std::int64_t size : {std::int64_t{64}, std::int64_t{1024}, std::int64_t{1} << 20}) {
+    benchmark::RegisterBenchmark("Sha256", BM_Sha256)->Arg(size);
+    benchmark::RegisterBenchmark("Sha256OpenSslOneCall", BM_Sha256OpenSslOneCall)->Arg(size);
+  }
+  benchmark::RegisterBenchmark("TaggedHash64", BM_TaggedHash64);
+  benchmark::RegisterBenchmark("TaggedHash64NoMidstate", BM_TaggedHash64NoMidstate);
+  benchmark::RegisterBenchmark("MerkleRoot", BM_MerkleRoot)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("MerkleTreeBuild", BM_MerkleTreeBuild)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("SchnorrSign", BM_SchnorrSign)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("RawSecpSign", BM_RawSecpSign)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("SchnorrVerify", BM_SchnorrVerify)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("RawSecpVerify", BM_RawSecpVerify)->Unit(benchmark::kMicrosecond);
+}
+
+// Keeps the console output and remembers CPU seconds per iteration by name
+// (CPU time, not wall time: the build machines are shared, and preemption
+// by other jobs should not show up as slowness of the code).
+class CollectingReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const Run& run : runs) {
+      if (run.iterations > 0 && run.run_type == Run::RT_Iteration) {
+        m_seconds[run.benchmark_name()] = run.cpu_accumulated_time / static_cast<double>(run.iterations);
+      }
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  double Seconds(const std::string& name) const {
+    auto it = m_seconds.find(name);
+    return it == m_seconds.end() ? 0.0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> m_seconds;
+};
+
+void PrintSummary(const CollectingReporter& r) {
+  auto ratio = [](double ours, double base) { return base > 0 && ours > 0 ? base / ours : 0.0; };
+  std::printf("\nSummary (CPU time; ratio = ours / baseline throughput, same run; >1 means faster)\n");
+  if (g_quick) std::printf("(--quick: one short pass with cold caches; these numbers mean nothing)\n");
+  std::printf("%-34s %20s   %-34s %20s %8s\n", "operation", "ours", "baseline", "baseline value", "ratio");
+  for (std::int64_t size : {std::int64_t{64}, std::int64_t{1024}, std::int64_t{1} << 20}) {
+    const std::string arg = "/" + std::to_string(size);
+    const double ours = r.Seconds("Sha256" + arg);
+    const double base = r.Seconds("Sha256OpenSslOneCall" + arg);
+    const std::string label = size == 64 ? "64 B" : size == 1024 ? "1 KiB" : "1 MiB";
+    auto mbs = [&](double s) { return s > 0 ? static_cast<double>(size) / s / 1e6 : 0.0; };
+    std::printf("%-34s %15.1f MB/s   %-34s %15.1f MB/s %8.2f\n",
+                ("SHA-256 " + label + " (EVP, reused ctx)").c_str(), mbs(ours),
+                "OpenSSL SHA256() single call", mbs(base), ratio(ours, base));
+  }
+  {
+    const double ours = r.Seconds("TaggedHash64");
+    const double base = r.Seconds("TaggedHash64NoMidstate");
+    std::printf("%-34s %13.2f Mitem/s   %-34s %13.2f Mitem/s %8.2f\n", "tagged hash 64 B (midstate)",
+                ours > 0 ? 1e-6 / ours : 0.0, "tagged hash without midstate", base > 0 ? 1e-6 / base : 0.0,
+                ratio(ours, base));
+  }
+  {
+    const double ours = r.Seconds("MerkleRoot");
+    const double base = r.Seconds("MerkleTreeBuild");
+    const double n = static_cast<double>(MerkleLeaves());
+    std::printf("%-34s %12.1f ms %6.2f M/s  %-34s %12.1f ms %6.2f M/s %5.2f\n",
+                ("Merkle root, " + std::to_string(MerkleLeaves()) + " leaves").c_str(), ours * 1e3,
+                ours > 0 ? n / ours / 1e6 : 0.0, "full tree kept (MerkleTree)", base * 1e3,
+                base > 0 ? n / base / 1e6 : 0.0, ratio(ours, base));
+  }
+  {
+    const double ours = r.Seconds("SchnorrSign");
+    const double base = r.Seconds("RawSecpSign");
+    std::printf("%-34s %17.0f /s   %-34s %17.0f /s %8.2f\n", "Schnorr sign (+ self-verify)",
+                ours > 0 ? 1 / ours : 0.0, "libsecp256k1 sign32, no check", base > 0 ? 1 / base : 0.0,
+                ratio(ours, base));
+  }
+  {
+    const double ours = r.Seconds("SchnorrVerify");
+    const double base = r.Seconds("RawSecpVerify");
+    std::printf("%-34s %17.0f /s   %-34s %17.0f /s %8.2f\n", "Schnorr verify", ours > 0 ? 1 / ours : 0.0,
+                "libsecp256k1 verify", base > 0 ? 1 / base : 0.0, ratio(ours, base));
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::string(argv[i]) == "--quick") {
+      g_quick = true;
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  static char min_time[] = "--benchmark_min_time=0.001";
+  if (g_quick) args.push_back(min_time);
+  int args_count = static_cast<int>(args.size());
+  benchmark::Initialize(&args_count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
+  Register();
+  CollectingReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  PrintSummary(reporter);
+  benchmark::Shutdown();
+  return 0;
+}

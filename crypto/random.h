@@ -1,0 +1,16 @@
+#pragma once
+// Randomness from the operating system (getrandom(2)) for keys, nonces,
+// salts and signing aux data. Never used for anything consensus-relevant:
+// consensus randomness is derived from seeds (Philox, see DESIGN.md).
+
+#include <cstdint>
+#include <span>
+
+#include "common/result.h"
+
+namespace vt::crypto {
+
+// Fills `out` completely, or returns Error "os-random-failed".
+Status FillOsRandom(std::span<std::uint8_t> out);
+
+}  // namespace vt::crypto

@@ -1,0 +1,49 @@
+#pragma once
+// Every domain-separation tag of the project, in one place (DESIGN.md:
+// "every hash is domain-separated by a tag"). A tag names what is hashed and
+// the version of its encoding; changing an encoding means a new tag, never a
+// silent change under an old one. Add new tags here, keep them unique (the
+// crypto tests check uniqueness of the list below).
+
+#include <array>
+#include <string_view>
+
+namespace vt::crypto::tags {
+
+// Merkle trees (crypto/merkle.h). Leaves and nodes also carry a prefix byte
+// (0x00 / 0x01) inside their tagged hash.
+inline constexpr std::string_view kMerkleLeaf = "veritrain/merkle/leaf/v1";
+inline constexpr std::string_view kMerkleNode = "veritrain/merkle/node/v1";
+inline constexpr std::string_view kMerkleRoot = "veritrain/merkle/root/v1";
+
+inline constexpr std::string_view kTensor = "veritrain/tensor/v1";
+inline constexpr std::string_view kAddress = "veritrain/address/v1";
+inline constexpr std::string_view kTx = "veritrain/tx/v1";
+inline constexpr std::string_view kBlock = "veritrain/block/v1";
+
+// Integrity checksum of an encrypted key file (crypto/keyfile.h).
+inline constexpr std::string_view kKeyFileChecksum = "veritrain/keyfile/checksum/v1";
+
+// Protocol objects (protocol/types.h, protocol/state.h; docs/formats.md
+// "Protocol objects").
+inline constexpr std::string_view kJob = "veritrain/job/v1";
+inline constexpr std::string_view kCommitment = "veritrain/commitment/v1";
+inline constexpr std::string_view kNodeRecord = "veritrain/node-record/v1";
+inline constexpr std::string_view kStateHeader = "veritrain/state/header/v1";
+
+// Chain objects (contract_vm/; docs/formats.md "Transactions and blocks").
+inline constexpr std::string_view kTxId = "veritrain/txid/v1";
+inline constexpr std::string_view kStateEntry = "veritrain/state/entry/v1";
+inline constexpr std::string_view kReceipt = "veritrain/receipt/v1";
+inline constexpr std::string_view kGenesis = "veritrain/genesis/v1";
+
+// All tags above; tests assert that they are pairwise distinct.
+// clang-format off
+inline constexpr std::array kAll = {
+    kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kAddress, kTx, kBlock, kKeyFileChecksum,
+    kJob, kCommitment, kNodeRecord, kStateHeader,
+    kTxId, kStateEntry, kReceipt, kGenesis,
+};
+// clang-format on
+
+}  // namespace vt::crypto::tags
