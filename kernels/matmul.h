@@ -28,6 +28,11 @@ struct GemmArgs {
 
 // Fixed-order fp32 GEMM (bitwise identical for every threads/simd choice).
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
+// The definition itself: a plain triple loop over hd::RepopsDot (tests and
+// tools compare every fast path with it bitwise).
+void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c);
+// The SIMD path GemmRepops takes for a requested Simd on this CPU/build.
+Simd RepopsSimdUsed(Simd requested);
 // OpenBLAS sgemm: the native baseline.
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
 // OpenBLAS dgemm on fp64 operands: the working precision of rounded mode.
@@ -41,6 +46,8 @@ struct MatMulOptions {
 // out[..., m, n] = op(a)[..., m, k] · op(b)[..., k, n]. `a` may be batched
 // (rank ≥ 2, leading dims are batch); `b` is rank 2 (shared) or has the same
 // batch dims as `a`. Shape mismatches are Status::Invalid "shape-mismatch".
+// `out` is resized (and must not alias `a` or `b`). Rounded mode rounds the
+// whole output once, in row-major order, through ctx.RoundOutput.
 Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
               MatMulOptions options = {});
 

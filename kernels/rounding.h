@@ -21,6 +21,9 @@
 
 namespace vt::kernels {
 
+// Positions are below 2^62 (a node never has more outputs).
+inline constexpr std::uint64_t kMaxLogPosition = (std::uint64_t{1} << 62) - 1;
+
 // One logged rounding decision. `position` indexes the node's outputs
 // concatenated in order; `up` = took the upper (toward +inf) neighbour.
 struct LogEntry {
@@ -38,11 +41,29 @@ struct RoundingLog {
 // Compact byte form: delta-encoded varints, zstd-compressed (docs/formats.md).
 Bytes EncodeRoundingLog(const RoundingLog& log);
 Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes);
+// Hash over the canonical (uncompressed) payload, so it does not depend on
+// the zstd version: TaggedHash("veritrain/rounding-log/v1", payload).
 Hash256 HashRoundingLog(const RoundingLog& log);
+// The canonical uncompressed payload (varint count, then per entry the varint
+// (delta << 1 | up)) and its strict parser; Encode/Decode wrap them in zstd.
+Bytes RoundingLogPayload(const RoundingLog& log);
+Result<RoundingLog> ParseRoundingLogPayload(ByteSpan payload);
 
 // Round one fp64 value to the b-bit grid to nearest (ties to even).
 // NaN → canonical quiet NaN; ±inf stay; overflow follows IEEE round-to-nearest.
 float RoundToBits(double x, int bits);
+
+// Everything rounded mode knows about one value (for tests, calibration and
+// tools; NodeRounding uses the same arithmetic inline).
+struct RoundingRegion {
+  float nearest = 0;               // RoundToBits(x, bits)
+  float down = 0, up = 0;          // the grid neighbours toward -inf / +inf
+  bool has_boundary = false;       // false for NaN, ±inf, |x| ≥ 2^128
+  bool nearest_is_up = false;      // the direction a trainer would log
+  bool near_boundary = false;      // |x − m| < τ·u: logged when recording
+  bool within_replay_window = false;  // |x − m| < 4τ·u: a logged entry is accepted
+};
+RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec);
 
 // The rounding state of one node in rounded mode: records decisions (trainer)
 // or follows a given log (replayer, referee).
@@ -52,10 +73,13 @@ class NodeRounding {
   static NodeRounding Replay(const RoundingSpec& spec, RoundingLog log);
 
   // Round `exact` into `out` (same size), continuing this node's position
-  // counter. Replay fails (Status::Invalid "log-entry-outside-region") when a
-  // logged position's value lies far outside the logging region, and
-  // ("log-entry-out-of-range") when entries remain past the node's outputs
-  // at Finish().
+  // counter. Replay fails with Status::Invalid
+  //   "log-entry-outside-region"  a logged position's own value is not within
+  //                               4τ·u of its rounding boundary (or is NaN/inf):
+  //                               "far" = outside that window (rounding.cpp);
+  //   "log-entries-unsorted"      positions not strictly increasing;
+  // and Finish() with "log-entry-out-of-range" when entries remain past the
+  // node's outputs. Recording never fails.
   Status Round(std::span<const double> exact, std::span<float> out);
   Status Finish() const;
 

@@ -1,0 +1,43 @@
+#pragma once
+// The CUDA variants of the kernels, callable from plain C++ (this header has
+// no CUDA types). Built into the static library vt_kernels_cuda only when
+// VERITRAIN_CUDA is on; vt_kernels then links it and defines VT_HAVE_CUDA.
+//
+// All entry points take and return host memory (they copy to and from the
+// device), and fail with Status::Error("cuda-unavailable") when no device
+// exists, or ("cuda-error", detail) on a CUDA/cuBLAS failure.
+//
+// Determinism: GemmRepopsCuda computes every output element with the same
+// per-step arithmetic as the CPU (hd::RepopsStep in kernels/arith_hd.h, with
+// __fmul_rn/__fadd_rn, compiled with --fmad=false), over p = 0..k−1 in order,
+// one thread per element — bitwise equal to GemmRepops on the CPU.
+// RoundToBitsCuda runs the same b-bit rounding (hd::Locate & co.) on the
+// device. cuBLAS sgemm/dgemm are the native / rounded-mode working-precision
+// paths, with whatever order cuBLAS picks.
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "common/result.h"
+#include "kernels/matmul.h"
+#include "kernels/mode.h"
+
+namespace vt::kernels::cuda {
+
+// True when the CUDA runtime works and at least one device is present.
+bool CudaAvailable();
+// Why not (or the device's name when available).
+std::string CudaDescription();
+
+Status GemmRepopsCuda(const GemmArgs& g, const float* a, const float* b, float* c);
+Status GemmNativeCuda(const GemmArgs& g, const float* a, const float* b, float* c);
+Status GemmF64Cuda(const GemmArgs& g, const double* a, const double* b, double* c);
+
+// Rounds `exact` to the b-bit grid on the device. flags[i] bit 0: the value
+// is within τ·u of its rounding boundary (a trainer would log it); bit 1: the
+// nearest neighbour is the upper one (the logged direction).
+Status RoundToBitsCuda(const RoundingSpec& spec, std::span<const double> exact, std::span<float> out,
+                       std::span<std::uint8_t> flags);
+
+}  // namespace vt::kernels::cuda

@@ -1,0 +1,264 @@
+// The blocked repops GEMM driver (GotoBLAS-style loops, fixed per-element
+// order; see kernels/gemm_repops.h) and the portable scalar micro-kernel.
+
+#include "kernels/gemm_repops.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "kernels/arith_hd.h"
+#include "kernels/parallel.h"
+
+namespace vt::kernels::detail {
+namespace {
+
+// Cache blocking. KC×NR B panels stay in L1 while a column of A tiles streams
+// past; an MC×KC block of A lives in L2; a KC×NC block of B in L2/L3.
+#ifndef VT_GEMM_KC
+#define VT_GEMM_KC 1024
+#define VT_GEMM_MC 192
+#define VT_GEMM_NC 4096
+#define VT_GEMM_NGROUP 192
+#endif
+constexpr std::int64_t kKc = VT_GEMM_KC;
+constexpr std::int64_t kMc = VT_GEMM_MC;
+constexpr std::int64_t kNc = VT_GEMM_NC;
+// Column groups handed to one task (a multiple of every NR).
+constexpr std::int64_t kNGroup = VT_GEMM_NGROUP;
+constexpr double kMinWorkPerThread = 1 << 17;
+// Largest micro-kernel tile (the partial-tile buffer).
+constexpr int kMaxTileRows = 32;
+constexpr int kMaxTileCols = 128;
+
+struct AlignedFree {
+  void operator()(float* p) const { std::free(p); }
+};
+
+// A per-thread scratch buffer, grown on demand and reused across calls.
+float* Scratch(std::unique_ptr<float, AlignedFree>& buf, std::size_t& cap, std::size_t floats) {
+  if (cap < floats) {
+    const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
+    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+    cap = bytes / sizeof(float);
+  }
+  return buf.get();
+}
+
+float* ThreadAPack(std::size_t floats) {
+  thread_local std::unique_ptr<float, AlignedFree> buf;
+  thread_local std::size_t cap = 0;
+  return Scratch(buf, cap, floats);
+}
+float* ThreadBPack(std::size_t floats) {
+  thread_local std::unique_ptr<float, AlignedFree> buf;
+  thread_local std::size_t cap = 0;
+  return Scratch(buf, cap, floats);
+}
+
+// A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c].
+struct View {
+  const float* p;
+  std::int64_t ld;
+  bool trans;
+};
+
+// Both operands are packed into panels of w lanes (MR rows of A, NR columns
+// of B): panel q holds out[q·kc·w + p·w + lane] for p < kc, lanes past the end
+// zero. Copies only, no arithmetic.
+
+// Lanes contiguous in the source (A transposed, B not): element (p, x) at
+// src[(p0 + p)·ld + x0 + x]. Rows are walked in blocks of kRowBlock across all
+// panels, so reads stay sequential and the source pages in the TLB, instead
+// of one strided pass over all k rows per panel.
+void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
+                         std::int64_t count, int w, float* out) {
+  constexpr std::int64_t kRowBlock = 16;
+  for (std::int64_t pb = 0; pb < kc; pb += kRowBlock) {
+    const std::int64_t pe = std::min(kc, pb + kRowBlock);
+    for (std::int64_t q = 0; q < count; q += w) {
+      const std::int64_t valid = std::min<std::int64_t>(w, count - q);
+      float* panel = out + q * kc;
+      for (std::int64_t p = pb; p < pe; ++p) {
+        const float* row = src + (p0 + p) * ld + x0 + q;
+        float* dst = panel + p * w;
+        if (valid == w) {
+          // Constant sizes let the compiler inline the copy (no libc call).
+          switch (w) {
+            case 8: std::memcpy(dst, row, 8 * sizeof(float)); break;
+            case 16: std::memcpy(dst, row, 16 * sizeof(float)); break;
+            case 32: std::memcpy(dst, row, 32 * sizeof(float)); break;
+            default: std::memcpy(dst, row, static_cast<std::size_t>(w) * sizeof(float)); break;
+          }
+        } else {
+          std::int64_t x = 0;
+          for (; x < valid; ++x) dst[x] = row[x];
+          for (; x < w; ++x) dst[x] = 0.0f;
+        }
+      }
+    }
+  }
+}
+
+// Lanes strided in the source (A not transposed, B transposed): element
+// (p, x) at src[(x0 + x)·ld + p0 + p]; each lane's k run is contiguous.
+void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
+                      std::int64_t count, int w, float* out) {
+  for (std::int64_t q = 0; q < count; q += w) {
+    const std::int64_t valid = std::min<std::int64_t>(w, count - q);
+    float* panel = out + q * kc;
+    for (std::int64_t x = 0; x < w; ++x) {
+      if (x < valid) {
+        const float* lane = src + (x0 + q + x) * ld + p0;
+        for (std::int64_t p = 0; p < kc; ++p) panel[p * w + x] = lane[p];
+      } else {
+        for (std::int64_t p = 0; p < kc; ++p) panel[p * w + x] = 0.0f;
+      }
+    }
+  }
+}
+
+// Rows [i0, i0+rows) × k range [p0, p0+kc) of op(A) into MR-row panels.
+void PackA(const View& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr,
+           float* out) {
+  if (a.trans) {
+    PackContiguousLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
+  } else {
+    PackStridedLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
+  }
+}
+
+// k range [p0, p0+kc) × columns [j0, j0+cols) of op(B) into NR-column panels.
+void PackB(const View& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols, int nr,
+           float* out) {
+  if (b.trans) {
+    PackStridedLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
+  } else {
+    PackContiguousLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
+  }
+}
+
+// One tile, full or partial (partial tiles go through a local buffer so the
+// micro-kernel always sees MR×NR; padding lanes never touch real outputs).
+void RunTile(const MicroKernel& kern, std::int64_t kc, const float* ap, const float* bp, float* c,
+             std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool load_c) {
+  if (rows == kern.mr && cols == kern.nr) {
+    kern.fn(kc, ap, bp, c, ldc, load_c);
+    return;
+  }
+  alignas(64) float tile[kMaxTileRows * kMaxTileCols];
+  for (std::int64_t r = 0; r < kern.mr; ++r) {
+    for (std::int64_t j = 0; j < kern.nr; ++j) {
+      tile[r * kern.nr + j] = (load_c && r < rows && j < cols) ? c[r * ldc + j] : 0.0f;
+    }
+  }
+  kern.fn(kc, ap, bp, tile, kern.nr, load_c);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    std::memcpy(c + r * ldc, tile + r * kern.nr, static_cast<std::size_t>(cols) * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void GemmRepopsBlocked(const MicroKernel& kern, int threads, const GemmArgs& g, const float* a,
+                       const float* b, float* c) {
+  const std::int64_t m = g.m, n = g.n, k = g.k;
+  if (m <= 0 || n <= 0) return;
+  if (k <= 0) {
+    if (!g.accumulate) {
+      for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + n, 0.0f);
+    }
+    return;
+  }
+  // Small products are not worth waking threads for (~2^17 multiply-adds is
+  // tens of microseconds, about the cost of a pool round trip).
+  const double work = static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+  if (work < static_cast<double>(threads) * kMinWorkPerThread) {
+    threads = std::max(1, static_cast<int>(work / kMinWorkPerThread));
+  }
+  const View av{a, g.lda, g.trans_a};
+  const View bv{b, g.ldb, g.trans_b};
+  const int mr = kern.mr, nr = kern.nr;
+  assert(mr > 0 && nr > 0 && mr <= kMaxTileRows && nr <= kMaxTileCols && kNGroup % nr == 0);
+  // k blocks of (nearly) equal size, none longer than kKc: a short tail
+  // block would cost a full extra pass over C for little work.
+  const std::int64_t k_blocks = (k + kKc - 1) / kKc;
+  const std::int64_t kc_step = (k + k_blocks - 1) / k_blocks;
+
+  for (std::int64_t jc = 0; jc < n; jc += kNc) {
+    const std::int64_t nc = std::min(kNc, n - jc);
+    const std::int64_t nc_padded = (nc + nr - 1) / nr * nr;
+    for (std::int64_t pc = 0; pc < k; pc += kc_step) {
+      const std::int64_t kc = std::min(kc_step, k - pc);
+      const bool load_c = g.accumulate || pc > 0;
+
+      // Pack this KC×NC block of B (shared by all tasks), in parallel over panels.
+      float* b_pack = ThreadBPack(static_cast<std::size_t>(kc * nc_padded));
+      const std::int64_t b_panels = nc_padded / nr;
+      ParallelFor(threads, b_panels, [&](std::int64_t q0, std::int64_t q1) {
+        PackB(bv, pc, kc, jc + q0 * nr, std::min(nc, q1 * nr) - q0 * nr, nr, b_pack + q0 * nr * kc);
+      });
+
+      // Tasks: (row block of MC) × (column group of kNGroup), row-block major
+      // so that consecutive tasks of one thread reuse its packed A block.
+      const std::int64_t row_blocks = (m + kMc - 1) / kMc;
+      const std::int64_t col_groups = (nc + kNGroup - 1) / kNGroup;
+      ParallelFor(threads, row_blocks * col_groups, [&](std::int64_t t0, std::int64_t t1) {
+        float* a_pack = ThreadAPack(static_cast<std::size_t>(kMc * kc + mr * kc));
+        std::int64_t packed_block = -1;
+        for (std::int64_t t = t0; t < t1; ++t) {
+          const std::int64_t ib = t / col_groups, cg = t % col_groups;
+          const std::int64_t ic = ib * kMc;
+          const std::int64_t mc = std::min(kMc, m - ic);
+          if (packed_block != ib) {
+            PackA(av, ic, mc, pc, kc, mr, a_pack);
+            packed_block = ib;
+          }
+          const std::int64_t j_begin = cg * kNGroup, j_end = std::min(nc, j_begin + kNGroup);
+          for (std::int64_t jr = j_begin; jr < j_end; jr += nr) {
+            const std::int64_t cols = std::min<std::int64_t>(nr, j_end - jr);
+            const float* bp = b_pack + jr * kc;
+            for (std::int64_t ir = 0; ir < mc; ir += mr) {
+              const std::int64_t rows = std::min<std::int64_t>(mr, mc - ir);
+              RunTile(kern, kc, a_pack + ir * kc, bp, c + (ic + ir) * g.ldc + jc + jr, g.ldc, rows, cols,
+                      load_c);
+            }
+          }
+        }
+      });
+    }
+  }
+}
+
+// ---- scalar micro-kernel ---------------------------------------------------------
+namespace {
+
+constexpr int kScalarMr = 4;
+constexpr int kScalarNr = 8;
+
+void ScalarKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load_c) {
+  float acc[kScalarMr][kScalarNr];
+  for (int r = 0; r < kScalarMr; ++r) {
+    for (int j = 0; j < kScalarNr; ++j) acc[r][j] = load_c ? c[r * ldc + j] : 0.0f;
+  }
+  for (std::int64_t p = 0; p < kc; ++p) {
+    const float* arow = ap + p * kScalarMr;
+    const float* brow = bp + p * kScalarNr;
+    for (int r = 0; r < kScalarMr; ++r) {
+      for (int j = 0; j < kScalarNr; ++j) {
+        acc[r][j] = hd::RepopsStep(acc[r][j], arow[r], brow[j]);
+      }
+    }
+  }
+  for (int r = 0; r < kScalarMr; ++r) {
+    for (int j = 0; j < kScalarNr; ++j) c[r * ldc + j] = acc[r][j];
+  }
+}
+
+}  // namespace
+
+MicroKernel ScalarMicroKernel() { return {kScalarMr, kScalarNr, &ScalarKernel, "scalar"}; }
+
+}  // namespace vt::kernels::detail

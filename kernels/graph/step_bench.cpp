@@ -1,0 +1,254 @@
+// Training-step benchmark: one full step (forward, loss, backward, optimizer)
+// of each model family in every determinism mode, timed against native mode
+// in the same run, with the rounding-log size per step.
+//
+//   kernels_step_bench                 mlp-fashion, cnn-fashion, gpt-tiny (a minute or so)
+//   kernels_step_bench --quick         mlp-tiny, cnn-tiny, gpt-tiny, one iteration each (CTest smoke run)
+//   kernels_step_bench --gpt2-small    adds one GPT-2 small step (B=1, T=1024) per mode: minutes on 2 cores
+//   kernels_step_bench --threads=N     operator threads (default: all cores)
+// Other flags go to Google Benchmark (e.g. --benchmark_filter=gpt).
+//
+// Modes: native (OpenBLAS sgemm, libm), repops (fixed order), repops+hash
+// (repops plus a Tensor::Hash of every node output, as a worker committing
+// node records does), rounded-record (fp64, round, log) and rounded-replay
+// (fp64, follow the recorded log).
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/philox.h"
+#include "common/random.h"
+#include "kernels/graph/executor.h"
+#include "kernels/graph/model.h"
+#include "kernels/graph/step_graph.h"
+#include "kernels/rounding.h"
+
+namespace vt::kernels::graph {
+namespace {
+
+enum class BenchMode { kNative, kRepops, kRepopsHash, kRoundedRecord, kRoundedReplay };
+constexpr BenchMode kModes[] = {BenchMode::kNative, BenchMode::kRepops, BenchMode::kRepopsHash,
+                                BenchMode::kRoundedRecord, BenchMode::kRoundedReplay};
+
+const char* BenchModeName(BenchMode m) {
+  switch (m) {
+    case BenchMode::kNative:
+      return "native";
+    case BenchMode::kRepops:
+      return "repops";
+    case BenchMode::kRepopsHash:
+      return "repops+hash";
+    case BenchMode::kRoundedRecord:
+      return "rounded-record";
+    case BenchMode::kRoundedReplay:
+      return "rounded-replay";
+  }
+  return "?";
+}
+
+struct Case {
+  std::string model;
+  std::int64_t batch;
+};
+
+// Everything one model's benchmarks share: built once, outside the timing.
+struct Workload {
+  ModelSpec model;
+  OptimizerSpec opt;
+  StepGraph graph;
+  std::vector<Tensor> state;
+  std::vector<Tensor> batch;
+  std::vector<RoundingLog> logs;  // recorded once for the replay benchmark
+  std::uint64_t values_rounded = 0;
+  std::size_t log_bytes = 0;  // zstd-compressed per node, summed over the step
+  std::size_t log_entries = 0;
+  bool ready = false;
+};
+
+constexpr std::uint64_t kSeed = 1;
+int g_threads = 1;
+std::map<std::string, Workload> g_workloads;
+
+std::vector<Tensor> SyntheticBatch(const ModelSpec& model, std::int64_t batch) {
+  const std::vector<Shape> shapes = *BatchShapes(model, batch);
+  PhiloxStream s(2024, 0, 0);
+  Tensor inputs(shapes[0]), targets(shapes[1]);
+  std::uint64_t classes = 0;
+  if (model.family() == ModelFamily::kGpt) {
+    classes = static_cast<std::uint64_t>(std::get<GptSpec>(model.arch).vocab);
+    for (std::int64_t i = 0; i < inputs.numel(); ++i)
+      inputs[i] = static_cast<float>(NextUniformInt(s, classes));
+  } else {
+    classes = static_cast<std::uint64_t>(model.family() == ModelFamily::kMlp
+                                             ? std::get<MlpSpec>(model.arch).classes
+                                             : std::get<CnnSpec>(model.arch).classes);
+    for (std::int64_t i = 0; i < inputs.numel(); ++i) inputs[i] = NextNormal(s);
+  }
+  for (std::int64_t i = 0; i < targets.numel(); ++i)
+    targets[i] = static_cast<float>(NextUniformInt(s, classes));
+  return {std::move(inputs), std::move(targets)};
+}
+
+ExecConfig ConfigFor(BenchMode m) {
+  ExecConfig c;
+  c.threads = g_threads;
+  c.mode = m == BenchMode::kNative                                              ? Mode::kNative
+           : (m == BenchMode::kRoundedRecord || m == BenchMode::kRoundedReplay) ? Mode::kRounded
+                                                                                : Mode::kRepops;
+  return c;
+}
+
+Workload* Prepare(const Case& c) {
+  Workload& w = g_workloads[c.model];
+  if (w.ready) return &w;
+  w.model = *ModelPreset(c.model);
+  w.opt.kind = OptimizerKind::kAdamW;
+  w.opt.lr = 1e-3f;
+  w.opt.clip_norm = 1.0f;
+  auto g = BuildStepGraph(w.model, w.opt, 0, *BatchShapes(w.model, c.batch));
+  if (!g.ok()) return nullptr;
+  w.graph = std::move(g).value();
+  auto init = InitState(w.model, w.opt, 1, g_threads);
+  if (!init.ok()) return nullptr;
+  w.state = std::move(init->tensors);
+  w.batch = SyntheticBatch(w.model, c.batch);
+  StepOptions o;
+  o.seed = kSeed;  // the replay must use the seed the log was recorded with (dropout masks)
+  auto rec = ExecuteStep(ConfigFor(BenchMode::kRoundedRecord), w.graph, w.state, w.batch, o);
+  if (!rec.ok()) return nullptr;
+  w.logs = std::move(rec->logs);
+  w.values_rounded = rec->values_rounded;
+  for (const RoundingLog& l : w.logs) {
+    w.log_entries += l.entries.size();
+    w.log_bytes += EncodeRoundingLog(l).size();
+  }
+  w.ready = true;
+  return &w;
+}
+
+void RunStep(benchmark::State& state, Case c, BenchMode mode) {
+  Workload* w = Prepare(c);
+  if (w == nullptr) {
+    state.SkipWithError("could not prepare the workload");
+    return;
+  }
+  const ExecConfig config = ConfigFor(mode);
+  StepOptions o;
+  o.seed = kSeed;
+  o.hash_outputs = mode == BenchMode::kRepopsHash;
+  if (mode == BenchMode::kRoundedReplay) o.replay_logs = &w->logs;
+  for (auto _ : state) {
+    auto r = ExecuteStep(config, w->graph, w->state, w->batch, o);
+    if (!r.ok()) {
+      state.SkipWithError(r.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(r->loss);
+  }
+  state.counters["nodes"] = static_cast<double>(w->graph.nodes.size());
+}
+
+struct Measured {
+  double seconds = 0;
+};
+std::map<std::pair<std::string, BenchMode>, Measured> g_results;
+
+class Collector : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const Run& run : runs) {
+      if (run.run_type != Run::RT_Iteration || run.error_occurred) continue;
+      const std::string name = run.benchmark_name();  // step/<model>/<mode>
+      const auto a = name.find('/'), b = name.find('/', a + 1);
+      if (a == std::string::npos || b == std::string::npos) continue;
+      const std::string model = name.substr(a + 1, b - a - 1);
+      std::string mode_name = name.substr(b + 1);
+      if (const auto slash = mode_name.find('/'); slash != std::string::npos) mode_name.resize(slash);
+      for (BenchMode m : kModes) {
+        if (mode_name == BenchModeName(m)) {
+          g_results[{model, m}].seconds = run.real_accumulated_time / static_cast<double>(run.iterations);
+        }
+      }
+    }
+  }
+};
+
+void PrintTable(const std::vector<Case>& cases) {
+  std::printf(
+      "\nOne training step (forward, loss, backward, clip, AdamW), %d thread(s); time relative to native\n",
+      g_threads);
+  std::printf("%-12s %5s %6s %10s %8s %12s %15s %15s %12s %12s %8s\n", "model", "batch", "nodes", "native ms",
+              "repops", "repops+hash", "rounded-record", "rounded-replay", "log KiB/step", "log B/Mval",
+              "logged");
+  for (const Case& c : cases) {
+    const auto native = g_results.find({c.model, BenchMode::kNative});
+    const auto wl = g_workloads.find(c.model);
+    if (native == g_results.end() || wl == g_workloads.end() || native->second.seconds <= 0) continue;
+    const double base = native->second.seconds;
+    const auto ratio = [&](BenchMode m) {
+      const auto it = g_results.find({c.model, m});
+      return it == g_results.end() ? -1.0 : it->second.seconds / base;
+    };
+    const Workload& w = wl->second;
+    const double values = static_cast<double>(w.values_rounded);
+    std::printf("%-12s %5lld %6zu %10.2f %7.2fx %11.2fx %14.2fx %14.2fx %12.1f %12.0f %7.1f%%\n",
+                c.model.c_str(), static_cast<long long>(c.batch), w.graph.nodes.size(), base * 1e3,
+                ratio(BenchMode::kRepops), ratio(BenchMode::kRepopsHash), ratio(BenchMode::kRoundedRecord),
+                ratio(BenchMode::kRoundedReplay), static_cast<double>(w.log_bytes) / 1024.0,
+                values > 0 ? static_cast<double>(w.log_bytes) / values * 1e6 : 0.0,
+                values > 0 ? 100.0 * static_cast<double>(w.log_entries) / values : 0.0);
+  }
+  std::printf(
+      "log: zstd-compressed rounding logs of all nodes of one step (default tau = 1/16 ulp, b = 32);\n"
+      "B/Mval: log bytes per million rounded output values; logged: fraction of values with a log entry.\n");
+}
+
+}  // namespace
+}  // namespace vt::kernels::graph
+
+int main(int argc, char** argv) {
+  using namespace vt::kernels::graph;
+  bool quick = false, gpt2 = false;
+  g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) {
+      quick = true;
+    } else if (std::strcmp(argv[i], "--gpt2-small") == 0) {
+      gpt2 = true;
+    } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
+      g_threads = std::max(1, std::atoi(argv[i] + 10));
+    } else {
+      args.push_back(argv[i]);
+    }
+  }
+  std::vector<Case> cases;
+  if (quick) {
+    cases = {{"mlp-tiny", 8}, {"cnn-tiny", 4}, {"gpt-tiny", 2}};
+  } else {
+    cases = {{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}};
+  }
+  if (gpt2) cases.push_back({"gpt2-small", 1});
+  for (const Case& c : cases) {
+    for (BenchMode m : kModes) {
+      auto* b =
+          benchmark::RegisterBenchmark(("step/" + c.model + "/" + BenchModeName(m)).c_str(), RunStep, c, m);
+      b->Unit(benchmark::kMillisecond)->UseRealTime();
+      if (quick || c.model == "gpt2-small") b->Iterations(1);
+    }
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  Collector reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  PrintTable(cases);
+  return 0;
+}

@@ -1,0 +1,143 @@
+// Causal multi-head self-attention (packed qkv, see attention.h).
+//
+// Per (batch b, head h) — items run in parallel, each writing disjoint
+// outputs; D = C/H, scale = 1 / Sqrt(D) in T (IEEE sqrt and division):
+// Forward:
+//   S = Q·Kᵀ                    repops GEMM element: Σ_{i<D} q_t[i]·k_u[i], sequential from +0
+//   s_tu = S_tu·scale            for u ≤ t (causal); m_t = max_{u≤t} s_tu (sequential)
+//   e_tu = Exp(s_tu − m_t);  z_t = TreeSum_{u≤t}(e_tu);  att_tu = e_tu / z_t;  att_tu = +0 for u > t
+//   y_t = Σ_{u=0..T−1} att_tu·v_u  (GEMM over all u, the masked terms being +0·v)
+//   outputs: y [B,T,C], att [B,H,T,T]
+// Backward (dY = dy of the head, att from the forward):
+//   dV = attᵀ·dY                 GEMM, sequential over t
+//   dP = dY·Vᵀ                   GEMM, sequential over i < D
+//   r_t = TreeSum_{u≤t}(att_tu·dP_tu);  dS_tu = (att_tu·(dP_tu − r_t))·scale for u ≤ t, +0 above
+//   dQ = dS·K,  dK = dSᵀ·Q       GEMMs, sequential over u resp. t
+//   output: dqkv [B,T,3C]
+// Rounded mode: the same in fp64 with OpenBLAS dgemm, libm exp; outputs rounded.
+
+#include "kernels/ops/attention.h"
+
+#include "kernels/ops/op_util.h"
+
+namespace vt::kernels {
+
+using namespace opsdetail;
+
+namespace {
+
+struct AttnGeometry {
+  std::int64_t b = 0, t = 0, c = 0, h = 0, d = 0;
+};
+
+Status AttnGeometryFor(const Tensor& qkv, std::int64_t heads, AttnGeometry* g) {
+  VT_TRY(CheckInput(qkv, "attention qkv"));
+  if (qkv.rank() != 3 || qkv.dim(2) % 3 != 0) return ShapeMismatch("attention needs qkv [B, T, 3C]");
+  g->b = qkv.dim(0);
+  g->t = qkv.dim(1);
+  g->c = qkv.dim(2) / 3;
+  if (heads < 1 || heads > g->c || g->c % heads != 0) {
+    return BadAttribute("attention heads must divide C = " + std::to_string(g->c));
+  }
+  g->h = heads;
+  g->d = g->c / heads;
+  std::int64_t att = 0;
+  if (!ProductWithin({g->b, g->h, g->t, g->t}, &att)) return TooLarge("attention probabilities");
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att) {
+  AttnGeometry g;
+  VT_TRY(AttnGeometryFor(qkv, heads, &g));
+  y.Resize({g.b, g.t, g.c});
+  att.Resize({g.b, g.h, g.t, g.t});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    T* ao = outs.Bind(att);
+    std::vector<T> qs;
+    const T* qa = Operand<T>(qkv, qs);
+    const T scale = T(1) / M::Sqrt(static_cast<T>(g.d));
+    const std::int64_t t_count = g.t, c3 = 3 * g.c;
+    ForEachItem<M>(ctx, g.b * g.h, [&](const ExecConfig& cfg, int, std::int64_t item) {
+      const std::int64_t b = item / g.h, h = item % g.h;
+      const T* q = qa + b * t_count * c3 + h * g.d;
+      const T* k = q + g.c;
+      const T* v = q + 2 * g.c;
+      T* a = ao + item * t_count * t_count;
+      M::Gemm(cfg, MakeGemm(t_count, t_count, g.d, false, c3, true, c3, t_count), q, k, a);
+      for (std::int64_t t = 0; t < t_count; ++t) {
+        T* row = a + t * t_count;
+        for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] * scale;
+        T m = row[0];
+        for (std::int64_t u = 1; u <= t; ++u) {
+          if (row[u] > m) m = row[u];
+        }
+        for (std::int64_t u = 0; u <= t; ++u) row[u] = M::Exp(row[u] - m);
+        const T z = TreeSum<T>(t + 1, [&](std::int64_t u) { return row[u]; });
+        for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
+        for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);
+      }
+      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, g.c), a, v,
+              yo + b * t_count * g.c + h * g.d);
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& qkv, const Tensor& att,
+                         std::int64_t heads, Tensor& dqkv) {
+  AttnGeometry g;
+  VT_TRY(AttnGeometryFor(qkv, heads, &g));
+  VT_TRY(CheckInput(dy, "attention dy"));
+  VT_TRY(CheckInput(att, "attention att"));
+  VT_TRY(CheckShapeIs(dy, {g.b, g.t, g.c}, "attention dy"));
+  VT_TRY(CheckShapeIs(att, {g.b, g.h, g.t, g.t}, "attention att"));
+  dqkv.Resize(qkv.shape());
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* dqo = outs.Bind(dqkv);
+    std::vector<T> qs, dys, as;
+    const T* qa = Operand<T>(qkv, qs);
+    const T* dya = Operand<T>(dy, dys);
+    const T* aa = Operand<T>(att, as);
+    const T scale = T(1) / M::Sqrt(static_cast<T>(g.d));
+    const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
+    const std::int64_t items = g.b * g.h;
+    std::vector<T> scratch(static_cast<std::size_t>(ItemSlots<M>(ctx, items, 2 * tt) * tt * 2));
+    ForEachItem<M>(ctx, items, [&](const ExecConfig& cfg, int slot, std::int64_t item) {
+      const std::int64_t b = item / g.h, h = item % g.h;
+      const T* q = qa + b * t_count * c3 + h * g.d;
+      const T* k = q + g.c;
+      const T* v = q + 2 * g.c;
+      const T* a = aa + item * tt;
+      const T* dyh = dya + b * t_count * g.c + h * g.d;
+      T* dq = dqo + b * t_count * c3 + h * g.d;
+      T* dk = dq + g.c;
+      T* dv = dq + 2 * g.c;
+      T* dp = scratch.data() + slot * tt * 2;
+      T* ds = dp + tt;
+      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, c3), a, dyh, dv);
+      M::Gemm(cfg, MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count), dyh, v, dp);
+      for (std::int64_t t = 0; t < t_count; ++t) {
+        const T* arow = a + t * t_count;
+        const T* prow = dp + t * t_count;
+        T* srow = ds + t * t_count;
+        const T r = TreeSum<T>(t + 1, [&](std::int64_t u) { return arow[u] * prow[u]; });
+        for (std::int64_t u = 0; u <= t; ++u) srow[u] = (arow[u] * (prow[u] - r)) * scale;
+        for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
+      }
+      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, c3), ds, k, dq);
+      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, c3), ds, q, dk);
+    }, 2 * tt);
+    return outs.Commit(ctx);
+  });
+}
+
+}  // namespace vt::kernels

@@ -1,0 +1,27 @@
+#pragma once
+// Causal multi-head self-attention on packed q, k, v (conventions:
+// kernels/ops/linear.h).
+//
+// Design choice: the operator takes the fused projection's output
+// qkv [B, T, 3C] (llm.c's layout: q = qkv[..., 0:C], k = qkv[..., C:2C],
+// v = qkv[..., 2C:3C]; head h owns columns h·D .. h·D+D−1 of each, D = C/H).
+// A transformer block composes it as
+//   Linear(x, W_qkv [3C, C], b_qkv) → Attention → Linear(·, W_o [C, C], b_o),
+// so projections are ordinary linear nodes and this node holds no weights.
+
+#include <cstdint>
+
+#include "common/result.h"
+#include "kernels/op_context.h"
+#include "kernels/tensor.h"
+
+namespace vt::kernels {
+
+// Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the
+// softmax probabilities, zero above the diagonal; saved for the backward).
+Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att);
+// dy [B, T, C], qkv, att (the forward's output) → dqkv [B, T, 3C].
+Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& qkv, const Tensor& att,
+                         std::int64_t heads, Tensor& dqkv);
+
+}  // namespace vt::kernels

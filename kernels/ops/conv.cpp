@@ -1,0 +1,402 @@
+// Conv2d (im2col + GEMM) and 2-D pooling, NCHW.
+//
+// Conv2dForward — x [N,Ci,H,W], w [Co,Ci,KH,KW], b [Co] → y [N,Co,OH,OW].
+//   For each image n in order: col = im2col(x[n]), a [Ci·KH·KW, OH·OW]
+//   matrix with row q = (ci·KH + kh)·KW + kw and column p = oh·OW + ow,
+//   col[q][p] = x[n, ci, oh·sh − ph + kh, ow·sw − pw + kw] (0 outside);
+//   y[n] = w[Co, Ci·KH·KW] · col: each element a repops GEMM element
+//   (sequential over q from +0), then y = y + b[co] (bias last).
+// Conv2dBackward — outputs dx, dw, db in that order.
+//   dw = Σ_n dy[n]·col(n)ᵀ: each element sequential over (n, p) — image 0's
+//        p = 0..OH·OW−1 first, then image 1's, … (GemmArgs::accumulate);
+//   dcol = wᵀ·dy[n] (sequential over co); dx[n] = col2im(dcol): dx starts at
+//        +0 and each element receives its contributions in increasing (q, p)
+//        order;
+//   db[co] = TreeSum over j = n·OH·OW + p of dy[n, co, p].
+// MaxPool2d — y = the first maximum in window order (kh, kw row-major,
+//   padding excluded); a NaN replaces the current maximum (PyTorch's rule,
+//   so NaN propagates). Backward: dx starts at +0; per (n, c) plane, for the
+//   outputs in row-major order, dx[argmax] += dy (the same argmax rule).
+// AvgPool2d — y = (Σ over the valid window positions in row-major order,
+//   from +0) / (KH·KW). Backward: per plane, for the outputs in row-major
+//   order, g = dy / (KH·KW) is added to every valid position of its window in
+//   row-major order (dx starts at +0).
+// Rounded mode runs the same sequences in fp64 (OpenBLAS dgemm for the GEMMs)
+// and rounds the outputs in the order above.
+
+#include "kernels/ops/conv.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/ops/op_util.h"
+
+namespace vt::kernels {
+
+using namespace opsdetail;
+
+namespace {
+
+struct ConvGeometry {
+  std::int64_t n = 0, ci = 0, h = 0, w = 0;
+  std::int64_t co = 0, kh = 0, kw = 0;
+  std::int64_t oh = 0, ow = 0;
+  std::int64_t ckk = 0, ohw = 0;
+};
+
+Status CheckSpatial(std::int64_t stride_h, std::int64_t stride_w, std::int64_t pad_h, std::int64_t pad_w) {
+  if (stride_h < 1 || stride_w < 1 || stride_h > kMaxSpatialAttr || stride_w > kMaxSpatialAttr) {
+    return BadAttribute("stride must be in [1, 2^20]");
+  }
+  if (pad_h < 0 || pad_w < 0 || pad_h > kMaxSpatialAttr || pad_w > kMaxSpatialAttr) {
+    return BadAttribute("padding must be in [0, 2^20]");
+  }
+  return Status::Ok();
+}
+
+// Output extent of one spatial axis; 0 when the window does not fit.
+std::int64_t OutExtent(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  const std::int64_t span = in + 2 * pad - kernel;  // |terms| ≤ 2^32 + 2^21: no overflow
+  return span < 0 ? 0 : span / stride + 1;
+}
+
+Status ConvGeometryFor(const Tensor& x, const Tensor& w, const Conv2dParams& p, ConvGeometry* g) {
+  VT_TRY(CheckInput(x, "conv2d x"));
+  VT_TRY(CheckInput(w, "conv2d w"));
+  if (x.rank() != 4 || w.rank() != 4) return ShapeMismatch("conv2d needs x [N,Ci,H,W] and w [Co,Ci,KH,KW]");
+  if (x.dim(1) != w.dim(1)) {
+    return ShapeMismatch("conv2d channels: x " + ShapeToString(x.shape()) + ", w " + ShapeToString(w.shape()));
+  }
+  VT_TRY(CheckSpatial(p.stride_h, p.stride_w, p.pad_h, p.pad_w));
+  g->n = x.dim(0);
+  g->ci = x.dim(1);
+  g->h = x.dim(2);
+  g->w = x.dim(3);
+  g->co = w.dim(0);
+  g->kh = w.dim(2);
+  g->kw = w.dim(3);
+  g->oh = OutExtent(g->h, g->kh, p.stride_h, p.pad_h);
+  g->ow = OutExtent(g->w, g->kw, p.stride_w, p.pad_w);
+  if (g->oh < 1 || g->ow < 1) return ShapeMismatch("conv2d kernel larger than the padded input");
+  if (!ProductWithin({g->ci, g->kh, g->kw}, &g->ckk) || !ProductWithin({g->oh, g->ow}, &g->ohw)) {
+    return TooLarge("conv2d geometry");
+  }
+  std::int64_t col = 0, out = 0;
+  if (!ProductWithin({g->ckk, g->ohw}, &col) || !ProductWithin({g->n, g->co, g->ohw}, &out)) {
+    return TooLarge("conv2d im2col buffer or output");
+  }
+  return Status::Ok();
+}
+
+// col[q][p] for one image (rows q of channel range [c0, c1)).
+template <class T>
+void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1, T* col) {
+  const std::int64_t kk = g.kh * g.kw;
+  for (std::int64_t c = c0; c < c1; ++c) {
+    const float* plane = x + c * g.h * g.w;
+    for (std::int64_t r = 0; r < kk; ++r) {
+      const std::int64_t kh = r / g.kw, kw = r % g.kw;
+      T* row = col + (c * kk + r) * g.ohw;
+      for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+        const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
+        T* out = row + oh * g.ow;
+        if (ih < 0 || ih >= g.h) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = T(0);
+          continue;
+        }
+        const float* in = plane + ih * g.w;
+        for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+          const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
+          out[ow] = (iw < 0 || iw >= g.w) ? T(0) : static_cast<T>(in[iw]);
+        }
+      }
+    }
+  }
+}
+
+// dx[c] += dcol rows of channel c, in increasing (q, p) order; dx zeroed by the caller.
+template <class T>
+void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1, T* dx) {
+  const std::int64_t kk = g.kh * g.kw;
+  for (std::int64_t c = c0; c < c1; ++c) {
+    T* plane = dx + c * g.h * g.w;
+    for (std::int64_t r = 0; r < kk; ++r) {
+      const std::int64_t kh = r / g.kw, kw = r % g.kw;
+      const T* row = dcol + (c * kk + r) * g.ohw;
+      for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+        const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
+        if (ih < 0 || ih >= g.h) continue;
+        T* out = plane + ih * g.w;
+        const T* in = row + oh * g.ow;
+        for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+          const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
+          if (iw >= 0 && iw < g.w) out[iw] = out[iw] + in[ow];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
+                     const Conv2dParams& params) {
+  ConvGeometry g;
+  VT_TRY(ConvGeometryFor(x, w, params, &g));
+  if (b != nullptr) {
+    VT_TRY(CheckInput(*b, "conv2d b"));
+    VT_TRY(CheckShapeIs(*b, {g.co}, "conv2d b"));
+  }
+  y.Resize({g.n, g.co, g.oh, g.ow});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    std::vector<T> ws;
+    const T* wa = Operand<T>(w, ws);
+    std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const float* xn = x.data() + n * g.ci * g.h * g.w;
+      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+        Im2Col(xn, g, params, c0, c1, col.data());
+      });
+      T* yn = yo + n * g.co * g.ohw;
+      M::Gemm(ctx.config(), MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw), wa, col.data(), yn);
+      if (b != nullptr) {
+        ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
+          for (std::int64_t c = c0; c < c1; ++c) {
+            const T bias = static_cast<T>((*b)[c]);
+            T* row = yn + c * g.ohw;
+            for (std::int64_t p = 0; p < g.ohw; ++p) row[p] = row[p] + bias;
+          }
+        });
+      }
+    }
+    return outs.Commit(ctx);
+  });
+}
+
+Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx,
+                      Tensor& dw, Tensor& db, const Conv2dParams& params) {
+  ConvGeometry g;
+  VT_TRY(ConvGeometryFor(x, w, params, &g));
+  VT_TRY(CheckInput(dy, "conv2d dy"));
+  VT_TRY(CheckShapeIs(dy, {g.n, g.co, g.oh, g.ow}, "conv2d dy"));
+  dx.Resize(x.shape());
+  dw.Resize(w.shape());
+  db.Resize({g.co});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* dxo = outs.BindZeroed(dx);
+    T* dwo = outs.Bind(dw);
+    T* dbo = outs.Bind(db);
+    std::vector<T> ws, dys;
+    const T* wa = Operand<T>(w, ws);
+    const T* dya = Operand<T>(dy, dys);
+    std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
+    std::vector<T> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
+    const std::int64_t x_image = g.ci * g.h * g.w;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const float* xn = x.data() + n * x_image;
+      const T* dyn = dya + n * g.co * g.ohw;
+      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+        Im2Col(xn, g, params, c0, c1, col.data());
+      });
+      M::Gemm(ctx.config(), MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0), dyn, col.data(),
+              dwo);
+      M::Gemm(ctx.config(), MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw), wa, dyn, dcol.data());
+      T* dxn = dxo + n * x_image;
+      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+        Col2Im(dcol.data(), g, params, c0, c1, dxn);
+      });
+    }
+    ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        dbo[c] = TreeSum<T>(g.n * g.ohw, [&](std::int64_t j) {
+          const std::int64_t n = j / g.ohw, p = j % g.ohw;
+          return dya[(n * g.co + c) * g.ohw + p];
+        });
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+// ---- pooling -------------------------------------------------------------------
+
+namespace {
+
+struct PoolGeometry {
+  std::int64_t planes = 0, h = 0, w = 0, oh = 0, ow = 0;
+};
+
+Status PoolGeometryFor(const Tensor& x, const Pool2dParams& p, PoolGeometry* g) {
+  VT_TRY(CheckInput(x, "pool2d x"));
+  if (x.rank() != 4) return ShapeMismatch("pool2d needs x [N,C,H,W]");
+  if (p.kernel_h < 1 || p.kernel_w < 1 || p.kernel_h > kMaxSpatialAttr || p.kernel_w > kMaxSpatialAttr) {
+    return BadAttribute("pool kernel must be in [1, 2^20]");
+  }
+  VT_TRY(CheckSpatial(p.stride_h, p.stride_w, p.pad_h, p.pad_w));
+  if (p.pad_h > p.kernel_h / 2 || p.pad_w > p.kernel_w / 2) {
+    return BadAttribute("pool padding must be at most half the kernel");
+  }
+  g->planes = x.dim(0) * x.dim(1);
+  g->h = x.dim(2);
+  g->w = x.dim(3);
+  g->oh = OutExtent(g->h, p.kernel_h, p.stride_h, p.pad_h);
+  g->ow = OutExtent(g->w, p.kernel_w, p.stride_w, p.pad_w);
+  if (g->oh < 1 || g->ow < 1) return ShapeMismatch("pool kernel larger than the padded input");
+  std::int64_t out = 0;
+  if (!ProductWithin({g->planes, g->oh, g->ow}, &out)) return TooLarge("pool2d output");
+  return Status::Ok();
+}
+
+// Index (ih·W + iw) of the maximum of one window: the first valid position,
+// replaced by any later value that is greater or NaN.
+std::int64_t WindowArgmax(const float* plane, const PoolGeometry& g, const Pool2dParams& p, std::int64_t oh,
+                          std::int64_t ow) {
+  std::int64_t best_idx = -1;
+  float best = 0.0f;
+  const std::int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
+  for (std::int64_t kh = 0; kh < p.kernel_h; ++kh) {
+    const std::int64_t ih = h0 + kh;
+    if (ih < 0 || ih >= g.h) continue;
+    for (std::int64_t kw = 0; kw < p.kernel_w; ++kw) {
+      const std::int64_t iw = w0 + kw;
+      if (iw < 0 || iw >= g.w) continue;
+      const float v = plane[ih * g.w + iw];
+      if (best_idx < 0 || v > best || std::isnan(v)) {
+        best = v;
+        best_idx = ih * g.w + iw;
+      }
+    }
+  }
+  return best_idx;  // ≥ 0: pad ≤ kernel/2 puts a valid position in every window
+}
+
+}  // namespace
+
+Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const Pool2dParams& params) {
+  PoolGeometry g;
+  VT_TRY(PoolGeometryFor(x, params, &g));
+  y.Resize({x.dim(0), x.dim(1), g.oh, g.ow});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* plane = x.data() + pl * g.h * g.w;
+        T* out = yo + pl * g.oh * g.ow;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            const std::int64_t idx = WindowArgmax(plane, g, params, oh, ow);
+            out[oh * g.ow + ow] = idx < 0 ? T(0) : static_cast<T>(plane[idx]);  // idx ≥ 0 (see WindowArgmax)
+          }
+        }
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Tensor& dx,
+                         const Pool2dParams& params) {
+  PoolGeometry g;
+  VT_TRY(PoolGeometryFor(x, params, &g));
+  VT_TRY(CheckInput(dy, "maxpool dy"));
+  VT_TRY(CheckShapeIs(dy, {x.dim(0), x.dim(1), g.oh, g.ow}, "maxpool dy"));
+  dx.Resize(x.shape());
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* dxo = outs.BindZeroed(dx);
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* plane = x.data() + pl * g.h * g.w;
+        const float* grad = dy.data() + pl * g.oh * g.ow;
+        T* out = dxo + pl * g.h * g.w;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            const std::int64_t idx = WindowArgmax(plane, g, params, oh, ow);
+            if (idx >= 0) out[idx] = out[idx] + static_cast<T>(grad[oh * g.ow + ow]);
+          }
+        }
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status AvgPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const Pool2dParams& params) {
+  PoolGeometry g;
+  VT_TRY(PoolGeometryFor(x, params, &g));
+  y.Resize({x.dim(0), x.dim(1), g.oh, g.ow});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    const T area = static_cast<T>(params.kernel_h * params.kernel_w);
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* plane = x.data() + pl * g.h * g.w;
+        T* out = yo + pl * g.oh * g.ow;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            T sum = T(0);
+            for (std::int64_t kh = 0; kh < params.kernel_h; ++kh) {
+              const std::int64_t ih = oh * params.stride_h - params.pad_h + kh;
+              if (ih < 0 || ih >= g.h) continue;
+              for (std::int64_t kw = 0; kw < params.kernel_w; ++kw) {
+                const std::int64_t iw = ow * params.stride_w - params.pad_w + kw;
+                if (iw >= 0 && iw < g.w) sum = sum + static_cast<T>(plane[ih * g.w + iw]);
+              }
+            }
+            out[oh * g.ow + ow] = sum / area;
+          }
+        }
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Tensor& dx,
+                         const Pool2dParams& params) {
+  PoolGeometry g;
+  VT_TRY(PoolGeometryFor(x, params, &g));
+  VT_TRY(CheckInput(dy, "avgpool dy"));
+  VT_TRY(CheckShapeIs(dy, {x.dim(0), x.dim(1), g.oh, g.ow}, "avgpool dy"));
+  dx.Resize(x.shape());
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* dxo = outs.BindZeroed(dx);
+    const T area = static_cast<T>(params.kernel_h * params.kernel_w);
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* grad = dy.data() + pl * g.oh * g.ow;
+        T* out = dxo + pl * g.h * g.w;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            const T share = static_cast<T>(grad[oh * g.ow + ow]) / area;
+            for (std::int64_t kh = 0; kh < params.kernel_h; ++kh) {
+              const std::int64_t ih = oh * params.stride_h - params.pad_h + kh;
+              if (ih < 0 || ih >= g.h) continue;
+              for (std::int64_t kw = 0; kw < params.kernel_w; ++kw) {
+                const std::int64_t iw = ow * params.stride_w - params.pad_w + kw;
+                if (iw >= 0 && iw < g.w) out[ih * g.w + iw] = out[ih * g.w + iw] + share;
+              }
+            }
+          }
+        }
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+}  // namespace vt::kernels

@@ -1,0 +1,193 @@
+// Linear layer and MatMul backward.
+//
+// Shapes: x [..., K] (R = product of the leading dims rows), w [N, K], b [N].
+//
+// LinearForward — output y [..., N].
+//   repops: y[r, n] = GEMM element (Σ_{k=0..K-1} x[r,k]·w[n,k], sequential
+//           from +0, kernels/matmul.h), then y[r, n] = y[r, n] + b[n]
+//           (one fp32 add, bias last).
+//   rounded: the same in fp64 (OpenBLAS dgemm), then y is rounded.
+//   native: OpenBLAS sgemm, then the bias add.
+// LinearBackward — outputs dx [..., K], dw [N, K], db [N], in that order.
+//   dx[r, k] = Σ_{n sequential} dy[r,n]·w[n,k]            (GEMM, k-dim = N)
+//   dw[n, k] = Σ_{r sequential} dy[r,n]·x[r,k]            (GEMM, k-dim = R,
+//              r over all leading positions in row-major order)
+//   db[n]    = TreeSum over r of dy[r, n]                  (op_util.h tree)
+// MatMulBackward — C = op(A)·op(B) (kernels/matmul.h); outputs dA, dB:
+//   d op(A) = dC·op(B)ᵀ, d op(B) = op(A)ᵀ·dC, stored transposed when the
+//   operand is. With a shared (rank-2) B, dB accumulates over the batch:
+//   batch 0 first, each GEMM element sequential over its rows, continuing
+//   from the previous batch's value (GemmArgs::accumulate) — one sequential
+//   sum over all batch·m rows.
+
+#include "kernels/ops/linear.h"
+
+#include "kernels/ops/op_util.h"
+
+namespace vt::kernels {
+
+using namespace opsdetail;
+
+namespace {
+
+Status ValidateLinear(const Tensor& x, const Tensor& w, const Tensor* b) {
+  VT_TRY(CheckInput(x, "linear x"));
+  VT_TRY(CheckInput(w, "linear w"));
+  if (x.rank() < 1 || w.rank() != 2) return ShapeMismatch("linear needs x [..., K] and w [N, K]");
+  if (x.dim(-1) != w.dim(1)) {
+    return ShapeMismatch("linear: x " + ShapeToString(x.shape()) + " and w " + ShapeToString(w.shape()));
+  }
+  if (b != nullptr) {
+    VT_TRY(CheckInput(*b, "linear b"));
+    VT_TRY(CheckShapeIs(*b, {w.dim(0)}, "linear b"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y) {
+  VT_TRY(ValidateLinear(x, w, b));
+  const std::int64_t n = w.dim(0), k = w.dim(1);
+  const std::int64_t rows = Prod(x.shape(), 0, x.shape().size() - 1);
+  Shape y_shape = x.shape();
+  y_shape.back() = n;
+  VT_TRY(CheckOutputShape(y_shape, "linear y"));
+  y.Resize(y_shape);
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    std::vector<T> xs, ws;
+    const T* xa = Operand<T>(x, xs);
+    const T* wa = Operand<T>(w, ws);
+    M::Gemm(ctx.config(), MakeGemm(rows, n, k, false, k, true, k, n), xa, wa, yo);
+    if (b != nullptr) {
+      const float* bias = b->data();
+      ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r) {
+          T* row = yo + r * n;
+          for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] + static_cast<T>(bias[j]);
+        }
+      });
+    }
+    return outs.Commit(ctx);
+  });
+}
+
+Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx,
+                      Tensor& dw, Tensor& db) {
+  VT_TRY(ValidateLinear(x, w, nullptr));
+  VT_TRY(CheckInput(dy, "linear dy"));
+  const std::int64_t n = w.dim(0), k = w.dim(1);
+  Shape y_shape = x.shape();
+  y_shape.back() = n;
+  VT_TRY(CheckShapeIs(dy, y_shape, "linear dy"));
+  const std::int64_t rows = Prod(x.shape(), 0, x.shape().size() - 1);
+  dx.Resize(x.shape());
+  dw.Resize(w.shape());
+  db.Resize({n});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* dxo = outs.Bind(dx);
+    T* dwo = outs.Bind(dw);
+    T* dbo = outs.Bind(db);
+    std::vector<T> dys, xs, ws;
+    const T* dya = Operand<T>(dy, dys);
+    const T* xa = Operand<T>(x, xs);
+    const T* wa = Operand<T>(w, ws);
+    M::Gemm(ctx.config(), MakeGemm(rows, k, n, false, n, false, k, k), dya, wa, dxo);
+    M::Gemm(ctx.config(), MakeGemm(n, k, rows, true, n, false, k, k), dya, xa, dwo);
+    ColumnTreeSum<T>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
+    return outs.Commit(ctx);
+  });
+}
+
+Status ValidateMatMul(const Tensor& a, const Tensor& b, MatMulOptions options, Shape* out_shape) {
+  VT_TRY(CheckInput(a, "matmul a"));
+  VT_TRY(CheckInput(b, "matmul b"));
+  if (a.rank() < 2 || b.rank() < 2) return ShapeMismatch("matmul operands need rank >= 2");
+  const std::int64_t m = options.trans_a ? a.dim(-1) : a.dim(-2);
+  const std::int64_t k = options.trans_a ? a.dim(-2) : a.dim(-1);
+  const std::int64_t kb = options.trans_b ? b.dim(-1) : b.dim(-2);
+  const std::int64_t n = options.trans_b ? b.dim(-2) : b.dim(-1);
+  if (k != kb) {
+    return ShapeMismatch("matmul inner dimensions: " + ShapeToString(a.shape()) + " x " + ShapeToString(b.shape()));
+  }
+  if (b.rank() != 2 &&
+      (b.rank() != a.rank() || !std::equal(a.shape().begin(), a.shape().end() - 2, b.shape().begin()))) {
+    return ShapeMismatch("matmul batch dimensions: " + ShapeToString(a.shape()) + " x " + ShapeToString(b.shape()));
+  }
+  Shape out(a.shape().begin(), a.shape().end() - 2);
+  out.push_back(m);
+  out.push_back(n);
+  VT_TRY(CheckOutputShape(out, "matmul out"));
+  if (out_shape != nullptr) *out_shape = std::move(out);
+  return Status::Ok();
+}
+
+Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, const Tensor& b, Tensor& da,
+                      Tensor& db, MatMulOptions options) {
+  Shape out_shape;
+  VT_TRY(ValidateMatMul(a, b, options, &out_shape));
+  VT_TRY(CheckInput(dy, "matmul dy"));
+  VT_TRY(CheckShapeIs(dy, out_shape, "matmul dy"));
+  const bool ta = options.trans_a, tb = options.trans_b;
+  const std::int64_t ra = a.dim(-2), ca = a.dim(-1), rb = b.dim(-2), cb = b.dim(-1);
+  const std::int64_t m = ta ? ca : ra, k = ta ? ra : ca, n = tb ? rb : cb;
+  const std::int64_t batch = Prod(a.shape(), 0, a.shape().size() - 2);
+  const bool shared_b = b.rank() == 2;
+  da.Resize(a.shape());
+  db.Resize(b.shape());
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* dao = outs.Bind(da);
+    T* dbo = outs.Bind(db);
+    std::vector<T> dys, as, bs;
+    const T* dya = Operand<T>(dy, dys);
+    const T* aa = Operand<T>(a, as);
+    const T* ba = Operand<T>(b, bs);
+    // dA for one batch item (or for all rows at once when `rows` = batch·m).
+    auto grad_a = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* bp, T* dap) {
+      if (!ta) {
+        M::Gemm(cfg, MakeGemm(rows, k, n, false, n, !tb, cb, ca), dyp, bp, dap);
+      } else {
+        M::Gemm(cfg, MakeGemm(k, m, n, tb, cb, true, n, ca), bp, dyp, dap);
+      }
+    };
+    auto grad_b = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* ap, T* dbp, bool acc) {
+      if (!tb) {
+        M::Gemm(cfg, MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc), ap, dyp, dbp);
+      } else {
+        M::Gemm(cfg, MakeGemm(n, k, rows, true, n, ta, ca, cb, acc), dyp, ap, dbp);
+      }
+    };
+    const std::int64_t a_stride = ra * ca, b_stride = rb * cb, dy_stride = m * n;
+    if (shared_b && !ta) {
+      // Row-major [batch·m, k] stack: one GEMM each (same per-element order
+      // as batch-by-batch accumulation).
+      grad_a(ctx.config(), batch * m, dya, ba, dao);
+      grad_b(ctx.config(), batch * m, dya, aa, dbo, false);
+    } else if (shared_b) {
+      ForEachItem<M>(ctx, batch, [&](const ExecConfig& cfg, int, std::int64_t i) {
+        grad_a(cfg, m, dya + i * dy_stride, ba, dao + i * a_stride);
+      });
+      for (std::int64_t i = 0; i < batch; ++i) {
+        grad_b(ctx.config(), m, dya + i * dy_stride, aa + i * a_stride, dbo, i > 0);
+      }
+    } else {
+      ForEachItem<M>(ctx, batch, [&](const ExecConfig& cfg, int, std::int64_t i) {
+        grad_a(cfg, m, dya + i * dy_stride, ba + i * b_stride, dao + i * a_stride);
+        grad_b(cfg, m, dya + i * dy_stride, aa + i * a_stride, dbo + i * b_stride, false);
+      });
+    }
+    return outs.Commit(ctx);
+  });
+}
+
+}  // namespace vt::kernels

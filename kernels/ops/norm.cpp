@@ -1,0 +1,295 @@
+// BatchNorm2d and LayerNorm.
+//
+// T is fp32 (native, repops) or fp64 (rounded); Sqrt is IEEE sqrt (correctly
+// rounded, hence identical everywhere); TreeSum is the fixed tree of
+// op_util.h. Parallelism only over channels (batchnorm) or rows (layernorm).
+//
+// BatchNorm2dTrain, per channel c over its n = N·H·W values x_j, j = n_idx·H·W + hw:
+//   mean = TreeSum(x_j) / n
+//   ssq  = TreeSum((x_j − mean)·(x_j − mean))
+//   var = ssq / n;  var_unbiased = ssq / (n − 1);  rstd = 1 / Sqrt(var + eps)
+//   y_j  = ((x_j − mean)·rstd)·gamma + beta
+//   running_mean' = (1 − m)·running_mean + m·mean
+//   running_var'  = (1 − m)·running_var + m·var_unbiased      (m = momentum)
+//   outputs: y, running_mean', running_var', saved_mean = mean, saved_rstd = rstd
+// BatchNorm2dEval: rstd = 1 / Sqrt(running_var + eps);
+//   y = ((x − running_mean)·rstd)·gamma + beta
+// BatchNorm2dBackward, per channel, x̂_j = (x_j − mean)·rstd:
+//   dbeta = TreeSum(dy_j);  dgamma = TreeSum(dy_j·x̂_j)
+//   dx_j = ((gamma·rstd) / n)·((n·dy_j − dbeta) − x̂_j·dgamma)
+//   outputs: dx, dgamma, dbeta
+// LayerNormForward, per row r of C values:
+//   mean = TreeSum(x_c) / C;  var = TreeSum((x_c − mean)·(x_c − mean)) / C
+//   rstd = 1 / Sqrt(var + eps);  y_c = ((x_c − mean)·rstd)·gamma_c + beta_c
+//   outputs: y, mean [R], rstd [R]
+// LayerNormBackward, x̂ = (x − mean)·rstd, g_c = dy_c·gamma_c:
+//   a = TreeSum(g_c) / C;  b = TreeSum(g_c·x̂_c) / C
+//   dx_c = ((g_c − a) − x̂_c·b)·rstd
+//   dgamma_c = TreeSum over rows of dy·x̂;  dbeta_c = TreeSum over rows of dy
+//   outputs: dx, dgamma, dbeta
+
+#include "kernels/ops/norm.h"
+
+#include <cmath>
+
+#include "kernels/ops/op_util.h"
+
+namespace vt::kernels {
+
+using namespace opsdetail;
+
+namespace {
+
+Status CheckBatchNormParams(const BatchNormParams& p) {
+  if (!(std::isfinite(p.eps) && p.eps > 0.0f)) return BadAttribute("batchnorm eps must be finite and > 0");
+  if (!InRange(p.momentum, 0.0f, 1.0f)) return BadAttribute("batchnorm momentum must be in [0, 1]");
+  return Status::Ok();
+}
+
+Status CheckChannelVectors(const Tensor& x, std::initializer_list<std::pair<const Tensor*, const char*>> vectors) {
+  VT_TRY(CheckInput(x, "batchnorm x"));
+  if (x.rank() != 4) return ShapeMismatch("batchnorm needs x [N,C,H,W]");
+  for (const auto& [t, name] : vectors) {
+    VT_TRY(CheckInput(*t, name));
+    VT_TRY(CheckShapeIs(*t, {x.dim(1)}, name));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                        const Tensor& running_mean, const Tensor& running_var, Tensor& y, Tensor& new_running_mean,
+                        Tensor& new_running_var, Tensor& saved_mean, Tensor& saved_rstd,
+                        const BatchNormParams& params) {
+  VT_TRY(CheckBatchNormParams(params));
+  VT_TRY(CheckChannelVectors(x, {{&gamma, "batchnorm gamma"},
+                                 {&beta, "batchnorm beta"},
+                                 {&running_mean, "batchnorm running_mean"},
+                                 {&running_var, "batchnorm running_var"}}));
+  const std::int64_t nb = x.dim(0), c_count = x.dim(1), hw = x.dim(2) * x.dim(3);
+  const std::int64_t n = nb * hw;
+  if (n < 2) return ShapeMismatch("batchnorm training needs more than one value per channel");
+  y.Resize(x.shape());
+  for (Tensor* t : {&new_running_mean, &new_running_var, &saved_mean, &saved_rstd}) t->Resize({c_count});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    T* rmo = outs.Bind(new_running_mean);
+    T* rvo = outs.Bind(new_running_var);
+    T* mo = outs.Bind(saved_mean);
+    T* ro = outs.Bind(saved_rstd);
+    const float* xd = x.data();
+    const T eps = static_cast<T>(params.eps), mom = static_cast<T>(params.momentum);
+    const T one_minus = T(1) - mom;
+    ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
+        const T mean = TreeSum<T>(n, [&](std::int64_t j) { return static_cast<T>(xd[at(j)]); }) / static_cast<T>(n);
+        const T ssq = TreeSum<T>(n, [&](std::int64_t j) {
+          const T d = static_cast<T>(xd[at(j)]) - mean;
+          return d * d;
+        });
+        const T var = ssq / static_cast<T>(n);
+        const T var_unbiased = ssq / static_cast<T>(n - 1);
+        const T rstd = T(1) / M::Sqrt(var + eps);
+        const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
+        for (std::int64_t i = 0; i < nb; ++i) {
+          const std::int64_t base = (i * c_count + c) * hw;
+          for (std::int64_t p = 0; p < hw; ++p) {
+            yo[base + p] = ((static_cast<T>(xd[base + p]) - mean) * rstd) * g + b;
+          }
+        }
+        rmo[c] = one_minus * static_cast<T>(running_mean[c]) + mom * mean;
+        rvo[c] = one_minus * static_cast<T>(running_var[c]) + mom * var_unbiased;
+        mo[c] = mean;
+        ro[c] = rstd;
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status BatchNorm2dEval(const OpContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta,
+                       const Tensor& running_mean, const Tensor& running_var, Tensor& y,
+                       const BatchNormParams& params) {
+  VT_TRY(CheckBatchNormParams(params));
+  VT_TRY(CheckChannelVectors(x, {{&gamma, "batchnorm gamma"},
+                                 {&beta, "batchnorm beta"},
+                                 {&running_mean, "batchnorm running_mean"},
+                                 {&running_var, "batchnorm running_var"}}));
+  const std::int64_t nb = x.dim(0), c_count = x.dim(1), hw = x.dim(2) * x.dim(3);
+  y.Resize(x.shape());
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    const T eps = static_cast<T>(params.eps);
+    ParallelFor(ctx.threads(), nb * c_count, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const std::int64_t c = pl % c_count;
+        const T mean = static_cast<T>(running_mean[c]);
+        const T rstd = T(1) / M::Sqrt(static_cast<T>(running_var[c]) + eps);
+        const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
+        const float* in = x.data() + pl * hw;
+        T* out = yo + pl * hw;
+        for (std::int64_t p = 0; p < hw; ++p) out[p] = ((static_cast<T>(in[p]) - mean) * rstd) * g + b;
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                           const Tensor& saved_mean, const Tensor& saved_rstd, Tensor& dx, Tensor& dgamma,
+                           Tensor& dbeta) {
+  VT_TRY(CheckChannelVectors(x, {{&gamma, "batchnorm gamma"},
+                                 {&saved_mean, "batchnorm saved_mean"},
+                                 {&saved_rstd, "batchnorm saved_rstd"}}));
+  VT_TRY(CheckInput(dy, "batchnorm dy"));
+  VT_TRY(CheckSameShape(dy, x, "batchnorm dy vs x"));
+  const std::int64_t nb = x.dim(0), c_count = x.dim(1), hw = x.dim(2) * x.dim(3);
+  const std::int64_t n = nb * hw;
+  dx.Resize(x.shape());
+  dgamma.Resize({c_count});
+  dbeta.Resize({c_count});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* dxo = outs.Bind(dx);
+    T* dgo = outs.Bind(dgamma);
+    T* dbo = outs.Bind(dbeta);
+    const float* xd = x.data();
+    const float* dyd = dy.data();
+    ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
+        const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
+        const T sum_dy = TreeSum<T>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); });
+        const T sum_dy_xhat = TreeSum<T>(n, [&](std::int64_t j) {
+          const std::int64_t i = at(j);
+          return static_cast<T>(dyd[i]) * ((static_cast<T>(xd[i]) - mean) * rstd);
+        });
+        const T k = (static_cast<T>(gamma[c]) * rstd) / static_cast<T>(n);
+        const T nt = static_cast<T>(n);
+        for (std::int64_t i = 0; i < nb; ++i) {
+          const std::int64_t base = (i * c_count + c) * hw;
+          for (std::int64_t p = 0; p < hw; ++p) {
+            const T xhat = (static_cast<T>(xd[base + p]) - mean) * rstd;
+            dxo[base + p] = k * ((nt * static_cast<T>(dyd[base + p]) - sum_dy) - xhat * sum_dy_xhat);
+          }
+        }
+        dgo[c] = sum_dy_xhat;
+        dbo[c] = sum_dy;
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+namespace {
+
+Status CheckLayerNorm(const Tensor& x, const Tensor& gamma, const Tensor* beta) {
+  VT_TRY(CheckInput(x, "layernorm x"));
+  VT_TRY(CheckInput(gamma, "layernorm gamma"));
+  if (x.rank() < 1) return ShapeMismatch("layernorm needs x [..., C]");
+  VT_TRY(CheckShapeIs(gamma, {x.dim(-1)}, "layernorm gamma"));
+  if (beta != nullptr) {
+    VT_TRY(CheckInput(*beta, "layernorm beta"));
+    VT_TRY(CheckShapeIs(*beta, {x.dim(-1)}, "layernorm beta"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LayerNormForward(const OpContext& ctx, const Tensor& x, const Tensor& gamma, const Tensor& beta, Tensor& y,
+                        Tensor& mean, Tensor& rstd, float eps) {
+  if (!(std::isfinite(eps) && eps > 0.0f)) return BadAttribute("layernorm eps must be finite and > 0");
+  VT_TRY(CheckLayerNorm(x, gamma, &beta));
+  const std::int64_t c_count = x.dim(-1);
+  const std::int64_t rows = Prod(x.shape(), 0, x.shape().size() - 1);
+  y.Resize(x.shape());
+  mean.Resize({rows});
+  rstd.Resize({rows});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using M = decltype(math);
+    using T = typename M::T;
+    Outputs<T> outs;
+    T* yo = outs.Bind(y);
+    T* mo = outs.Bind(mean);
+    T* ro = outs.Bind(rstd);
+    const T eps_t = static_cast<T>(eps);
+    const T ct = static_cast<T>(c_count);
+    ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const float* in = x.data() + r * c_count;
+        const T mu = TreeSum<T>(c_count, [&](std::int64_t c) { return static_cast<T>(in[c]); }) / ct;
+        const T var = TreeSum<T>(c_count, [&](std::int64_t c) {
+                        const T d = static_cast<T>(in[c]) - mu;
+                        return d * d;
+                      }) /
+                      ct;
+        const T rs = T(1) / M::Sqrt(var + eps_t);
+        T* out = yo + r * c_count;
+        for (std::int64_t c = 0; c < c_count; ++c) {
+          out[c] = ((static_cast<T>(in[c]) - mu) * rs) * static_cast<T>(gamma[c]) + static_cast<T>(beta[c]);
+        }
+        mo[r] = mu;
+        ro[r] = rs;
+      }
+    });
+    return outs.Commit(ctx);
+  });
+}
+
+Status LayerNormBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& gamma,
+                         const Tensor& mean, const Tensor& rstd, Tensor& dx, Tensor& dgamma, Tensor& dbeta) {
+  VT_TRY(CheckLayerNorm(x, gamma, nullptr));
+  VT_TRY(CheckInput(dy, "layernorm dy"));
+  VT_TRY(CheckSameShape(dy, x, "layernorm dy vs x"));
+  const std::int64_t c_count = x.dim(-1);
+  const std::int64_t rows = Prod(x.shape(), 0, x.shape().size() - 1);
+  VT_TRY(CheckInput(mean, "layernorm mean"));
+  VT_TRY(CheckInput(rstd, "layernorm rstd"));
+  VT_TRY(CheckShapeIs(mean, {rows}, "layernorm mean"));
+  VT_TRY(CheckShapeIs(rstd, {rows}, "layernorm rstd"));
+  dx.Resize(x.shape());
+  dgamma.Resize({c_count});
+  dbeta.Resize({c_count});
+  return DispatchMode(ctx, [&](auto math) -> Status {
+    using T = typename decltype(math)::T;
+    Outputs<T> outs;
+    T* dxo = outs.Bind(dx);
+    T* dgo = outs.Bind(dgamma);
+    T* dbo = outs.Bind(dbeta);
+    const float* xd = x.data();
+    const float* dyd = dy.data();
+    const T ct = static_cast<T>(c_count);
+    auto xhat = [&](std::int64_t r, std::int64_t c) {
+      return (static_cast<T>(xd[r * c_count + c]) - static_cast<T>(mean[r])) * static_cast<T>(rstd[r]);
+    };
+    ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const float* g_in = dyd + r * c_count;
+        auto g = [&](std::int64_t c) { return static_cast<T>(g_in[c]) * static_cast<T>(gamma[c]); };
+        const T a = TreeSum<T>(c_count, g) / ct;
+        const T b = TreeSum<T>(c_count, [&](std::int64_t c) { return g(c) * xhat(r, c); }) / ct;
+        const T rs = static_cast<T>(rstd[r]);
+        T* out = dxo + r * c_count;
+        for (std::int64_t c = 0; c < c_count; ++c) out[c] = ((g(c) - a) - xhat(r, c) * b) * rs;
+      }
+    });
+    ColumnTreeSum<T>(ctx.threads(), rows, c_count,
+                     [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]) * xhat(r, c); },
+                     dgo);
+    ColumnTreeSum<T>(ctx.threads(), rows, c_count,
+                     [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]); }, dbo);
+    return outs.Commit(ctx);
+  });
+}
+
+}  // namespace vt::kernels

@@ -1,0 +1,391 @@
+#pragma once
+// Internal to kernels/ops (not a public header): input validation, the three
+// arithmetic policies behind the modes, the fixed reduction tree and the fp64
+// output buffers of rounded mode. Every operator is written once as a
+// template over a policy M:
+//
+//   M = NativeMath  T = float   libm, OpenBLAS sgemm
+//   M = RepopsMath  T = float   common/detmath.h, GemmRepops (fixed order)
+//   M = F64Math     T = double  libm in double, OpenBLAS dgemm; the outputs
+//                               are then rounded by ctx.RoundOutput
+//
+// so the operation order written in an operator's source is the same in all
+// modes; only precision, transcendental functions and the GEMM differ.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <deque>
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "common/detmath.h"
+#include "common/result.h"
+#include "kernels/matmul.h"
+#include "kernels/op_context.h"
+#include "kernels/parallel.h"
+#include "kernels/tensor.h"
+
+namespace vt::kernels::opsdetail {
+
+// ---- limits (protocol constants: an operator rejects anything larger) -------
+
+inline constexpr int kMaxRank = 8;
+// Elements of any tensor an operator reads, writes or allocates as scratch.
+// INT32_MAX keeps every GEMM dimension and leading dimension inside the
+// 32-bit integers of the BLAS interface.
+inline constexpr std::int64_t kMaxElements = 2147483647;
+// Spatial attributes (kernel, stride, padding) and other small integers.
+inline constexpr std::int64_t kMaxSpatialAttr = std::int64_t{1} << 20;
+
+// ---- stable reject reasons ----------------------------------------------------
+
+inline Status ShapeMismatch(std::string detail) { return Status::Invalid("shape-mismatch", detail); }
+inline Status BadAttribute(std::string detail) { return Status::Invalid("bad-attribute", detail); }
+inline Status TooLarge(std::string detail) { return Status::Invalid("too-large", detail); }
+inline Status BadIndex(std::string detail) { return Status::Invalid("bad-index", detail); }
+
+// Every tensor an operator reads: rank ≤ kMaxRank, every dimension ≥ 1 (empty
+// tensors are rejected: no training step has one, and it keeps every size
+// computation below free of division by zero and overflow), the product of
+// the dimensions ≤ kMaxElements and equal to the number of stored values.
+inline Status CheckInput(const Tensor& t, std::string_view name) {
+  if (t.rank() > kMaxRank) return ShapeMismatch(std::string(name) + ": rank above 8");
+  std::int64_t n = 1;
+  for (std::int64_t d : t.shape()) {
+    if (d < 1) return Status::Invalid("empty-tensor", std::string(name) + " has a dimension < 1: " + ShapeToString(t.shape()));
+    if (d > kMaxElements || n > kMaxElements / d) return TooLarge(std::string(name) + ": " + ShapeToString(t.shape()));
+    n *= d;
+  }
+  if (n != t.numel()) return ShapeMismatch(std::string(name) + ": value count differs from its shape");
+  return Status::Ok();
+}
+
+// Checked product of non-negative factors; false on overflow past kMaxElements.
+inline bool ProductWithin(std::initializer_list<std::int64_t> factors, std::int64_t* out) {
+  std::int64_t n = 1;
+  for (std::int64_t f : factors) {
+    if (f < 0) return false;
+    if (f != 0 && n > kMaxElements / f) return false;
+    n *= f;
+  }
+  *out = n;
+  return true;
+}
+
+// An output or scratch shape: every dimension ≥ 1 and at most kMaxElements in all.
+inline Status CheckOutputShape(const Shape& shape, std::string_view name) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 1) return ShapeMismatch(std::string(name) + ": empty output " + ShapeToString(shape));
+    if (d > kMaxElements || n > kMaxElements / d) return TooLarge(std::string(name) + ": " + ShapeToString(shape));
+    n *= d;
+  }
+  return Status::Ok();
+}
+
+// Product of shape[begin, end) (inputs are validated, so it cannot overflow).
+inline std::int64_t Prod(const Shape& shape, std::size_t begin, std::size_t end) {
+  std::int64_t n = 1;
+  for (std::size_t i = begin; i < end && i < shape.size(); ++i) n *= shape[i];
+  return n;
+}
+
+inline Status CheckSameShape(const Tensor& a, const Tensor& b, std::string_view what) {
+  if (a.shape() != b.shape()) {
+    return ShapeMismatch(std::string(what) + ": " + ShapeToString(a.shape()) + " vs " + ShapeToString(b.shape()));
+  }
+  return Status::Ok();
+}
+
+inline Status CheckShapeIs(const Tensor& t, const Shape& want, std::string_view name) {
+  if (t.shape() != want) {
+    return ShapeMismatch(std::string(name) + " must be " + ShapeToString(want) + ", got " + ShapeToString(t.shape()));
+  }
+  return Status::Ok();
+}
+
+// A finite float attribute in [lo, hi] (NaN fails every comparison).
+inline bool InRange(float v, float lo, float hi) { return v >= lo && v <= hi; }
+
+// ---- policies -------------------------------------------------------------------
+
+struct NativeMath {
+  using T = float;
+  static constexpr bool kRounded = false;
+  static constexpr bool kFixedOrder = false;
+  static float Exp(float x) { return std::exp(x); }
+  static float Log(float x) { return std::log(x); }
+  static float Tanh(float x) { return std::tanh(x); }
+  static float Cos(float x) { return std::cos(x); }
+  static float Sqrt(float x) { return std::sqrt(x); }
+  static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
+    GemmNative(c, g, a, b, out);
+  }
+};
+
+struct RepopsMath {
+  using T = float;
+  static constexpr bool kRounded = false;
+  static constexpr bool kFixedOrder = true;
+  static float Exp(float x) { return detmath::Exp(x); }
+  static float Log(float x) { return detmath::Log(x); }
+  static float Tanh(float x) { return detmath::Tanh(x); }
+  static float Cos(float x) { return detmath::Cos(x); }
+  static float Sqrt(float x) { return detmath::Sqrt(x); }  // IEEE correctly rounded
+  static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
+    GemmRepops(c, g, a, b, out);
+  }
+};
+
+struct F64Math {
+  using T = double;
+  static constexpr bool kRounded = true;
+  static constexpr bool kFixedOrder = false;
+  static double Exp(double x) { return std::exp(x); }
+  static double Log(double x) { return std::log(x); }
+  static double Tanh(double x) { return std::tanh(x); }
+  static double Cos(double x) { return std::cos(x); }
+  static double Sqrt(double x) { return std::sqrt(x); }
+  static void Gemm(const ExecConfig& c, const GemmArgs& g, const double* a, const double* b, double* out) {
+    GemmF64(c, g, a, b, out);
+  }
+};
+
+// Runs f(NativeMath{}) / f(RepopsMath{}) / f(F64Math{}) for ctx's mode.
+template <class F>
+Status DispatchMode(const OpContext& ctx, F&& f) {
+  switch (ctx.mode()) {
+    case Mode::kNative:
+      return f(NativeMath{});
+    case Mode::kRepops:
+      return f(RepopsMath{});
+    case Mode::kRounded:
+      if (ctx.rounding() == nullptr) {
+        return Status::Error("rounding-state-missing", "rounded mode needs a NodeRounding in the OpContext");
+      }
+      return f(F64Math{});
+  }
+  return Status::Invalid("bad-mode", "unknown execution mode");
+}
+
+inline GemmArgs MakeGemm(std::int64_t m, std::int64_t n, std::int64_t k, bool trans_a, std::int64_t lda,
+                         bool trans_b, std::int64_t ldb, std::int64_t ldc, bool accumulate = false) {
+  GemmArgs g;
+  g.m = m;
+  g.n = n;
+  g.k = k;
+  g.trans_a = trans_a;
+  g.trans_b = trans_b;
+  g.lda = lda;
+  g.ldb = ldb;
+  g.ldc = ldc;
+  g.accumulate = accumulate;
+  return g;
+}
+
+// Whether GEMMs of policy M may run inside ParallelFor bodies (one thread
+// each). Only the repops GEMM is ours; OpenBLAS's thread count is global, so
+// native and fp64 GEMMs run one after the other with the job's threads.
+template <class M>
+inline constexpr bool kGemmInsideParallelFor = std::is_same_v<M, RepopsMath>;
+
+// Runs fn(config, slot, i) for every i in [0, count), where each i does
+// independent work (typically GEMMs on disjoint outputs). Repops spreads the
+// items over ItemSlots() slots run in parallel, with single-threaded GEMMs
+// inside; otherwise (and always for the OpenBLAS policies, whose thread count
+// is process-global) one slot runs the items in order with the job's threads
+// inside each GEMM. Results never depend on the choice. Callers allocate
+// per-slot scratch before the call (`slot` < ItemSlots()), so no allocation
+// happens inside a pool worker.
+inline constexpr std::int64_t kSlotScratchBudget = std::int64_t{1} << 26;  // elements, all slots together
+
+template <class M>
+int ItemSlots(const OpContext& ctx, std::int64_t count, std::int64_t scratch_per_slot = 0) {
+  if constexpr (kGemmInsideParallelFor<M>) {
+    std::int64_t slots = std::min(ctx.threads(), 64);
+    if (scratch_per_slot > 0) slots = std::min(slots, kSlotScratchBudget / scratch_per_slot);
+    if (slots > 1 && count >= slots) return static_cast<int>(slots);
+  }
+  (void)ctx;
+  (void)count;
+  (void)scratch_per_slot;
+  return 1;
+}
+
+template <class M, class Fn>
+void ForEachItem(const OpContext& ctx, std::int64_t count, const Fn& fn, std::int64_t scratch_per_slot = 0) {
+  const int slots = ItemSlots<M>(ctx, count, scratch_per_slot);
+  if (slots == 1) {
+    for (std::int64_t i = 0; i < count; ++i) fn(ctx.config(), 0, i);
+    return;
+  }
+  ExecConfig one = ctx.config();
+  one.threads = 1;
+  ParallelFor(slots, slots, [&](std::int64_t s0, std::int64_t s1) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      for (std::int64_t i = count * s / slots; i < count * (s + 1) / slots; ++i) fn(one, static_cast<int>(s), i);
+    }
+  });
+}
+
+// The GEMM operands of a policy: fp32 tensors are used in place, rounded mode
+// works on fp64 copies.
+template <class T>
+const T* Operand(const Tensor& t, std::vector<T>& scratch) {
+  if constexpr (std::is_same_v<T, float>) {
+    (void)scratch;
+    return t.data();
+  } else {
+    scratch.assign(t.values().begin(), t.values().end());
+    return scratch.data();
+  }
+}
+
+// Output buffers of one operator invocation. In the fp32 modes an output is
+// written in place; in rounded mode into an fp64 buffer that Commit() rounds
+// into the tensor through ctx.RoundOutput, in Bind order — which is the
+// operator's documented output order (log positions run over the outputs
+// concatenated in that order).
+template <class T>
+class Outputs {
+ public:
+  T* Bind(Tensor& t) {
+    if constexpr (std::is_same_v<T, float>) {
+      return t.data();
+    } else {
+      m_bound.emplace_back(&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0));
+      return m_bound.back().second.data();
+    }
+  }
+  // Like Bind, but the buffer starts zeroed in every mode (scatter-add targets).
+  T* BindZeroed(Tensor& t) {
+    T* p = Bind(t);
+    if constexpr (std::is_same_v<T, float>) std::fill(t.values().begin(), t.values().end(), 0.0f);
+    return p;
+  }
+  Status Commit(const OpContext& ctx) {
+    if constexpr (std::is_same_v<T, double>) {
+      for (auto& [tensor, exact] : m_bound) VT_TRY(ctx.RoundOutput(exact, tensor->values()));
+    } else {
+      (void)ctx;
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::deque<std::pair<Tensor*, std::vector<double>>> m_bound;  // deque: stable addresses
+};
+
+// ---- the fixed reduction tree ------------------------------------------------------
+//
+// TreeSum(n, get) is THE reduction order of every repops reduction (and the
+// fp64 order of rounded mode): the terms get(0..n-1) are cut into blocks of
+// kTreeBlock consecutive terms; each block is summed left to right starting
+// from +0; the block sums are combined pairwise by halving the block list,
+// the left half taking the extra block when the count is odd:
+//   S(blocks[0..b)) = b == 1 ? blocks[0] : S(first ⌈b/2⌉) + S(the rest).
+// The tree depends only on n, never on the thread count.
+
+inline constexpr std::int64_t kTreeBlock = 64;
+
+template <class T>
+T CombinePairwise(const T* s, std::int64_t count) {
+  if (count <= 0) return T(0);
+  if (count == 1) return s[0];
+  const std::int64_t h = (count + 1) / 2;
+  return CombinePairwise(s, h) + CombinePairwise(s + h, count - h);
+}
+
+// CombinePairwise over s[0], s[stride], s[2·stride], …
+template <class T>
+T CombineStrided(const T* s, std::int64_t stride, std::int64_t count) {
+  if (count <= 0) return T(0);
+  if (count == 1) return s[0];
+  const std::int64_t h = (count + 1) / 2;
+  return CombineStrided(s, stride, h) + CombineStrided(s + h * stride, stride, count - h);
+}
+
+template <class T, class Get>
+T TreeSumRange(std::int64_t begin, std::int64_t n, const Get& get) {
+  if (n <= kTreeBlock) {
+    T acc = T(0);
+    for (std::int64_t i = 0; i < n; ++i) acc = acc + static_cast<T>(get(begin + i));
+    return acc;
+  }
+  const std::int64_t blocks = (n + kTreeBlock - 1) / kTreeBlock;
+  const std::int64_t left = (blocks + 1) / 2 * kTreeBlock;
+  return TreeSumRange<T>(begin, left, get) + TreeSumRange<T>(begin + left, n - left, get);
+}
+
+template <class T, class Get>
+T TreeSum(std::int64_t n, const Get& get) {
+  return TreeSumRange<T>(0, n, get);
+}
+
+// The same value as TreeSum, with the block sums computed in parallel.
+template <class T, class Get>
+T ParallelTreeSum(int threads, std::int64_t n, const Get& get) {
+  if (n <= kTreeBlock * 8 || threads <= 1) return TreeSum<T>(n, get);
+  const std::int64_t blocks = (n + kTreeBlock - 1) / kTreeBlock;
+  std::vector<T> sums(static_cast<std::size_t>(blocks));
+  ParallelFor(threads, blocks, [&](std::int64_t b0, std::int64_t b1) {
+    for (std::int64_t b = b0; b < b1; ++b) {
+      const std::int64_t begin = b * kTreeBlock;
+      const std::int64_t len = std::min(kTreeBlock, n - begin);
+      T acc = T(0);
+      for (std::int64_t i = 0; i < len; ++i) acc = acc + static_cast<T>(get(begin + i));
+      sums[static_cast<std::size_t>(b)] = acc;
+    }
+  });
+  return CombinePairwise(sums.data(), blocks);
+}
+
+// Per-column TreeSum over the rows of an R×C matrix given by get(r, c):
+// out[c] = TreeSum(R, r ↦ get(r, c)), computed block-row by block-row so the
+// inner loop runs along contiguous columns.
+template <class T, class Get>
+void ColumnTreeSum(int threads, std::int64_t rows, std::int64_t cols, const Get& get, T* out) {
+  const std::int64_t blocks = (rows + kTreeBlock - 1) / kTreeBlock;
+  // Allocated here, not in the parallel body: an allocation failure must
+  // surface as std::bad_alloc in the calling thread (RunOp turns it into a
+  // Status), never inside a pool worker.
+  std::vector<T> sums(static_cast<std::size_t>(blocks * cols));
+  ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      T* acc = sums.data() + b * cols;
+      for (std::int64_t c = c0; c < c1; ++c) acc[c] = T(0);
+      const std::int64_t r_end = std::min(rows, (b + 1) * kTreeBlock);
+      for (std::int64_t r = b * kTreeBlock; r < r_end; ++r) {
+        for (std::int64_t c = c0; c < c1; ++c) acc[c] = acc[c] + static_cast<T>(get(r, c));
+      }
+    }
+    for (std::int64_t c = c0; c < c1; ++c) {
+      // CombinePairwise over column c's block sums (stride cols).
+      out[c] = CombineStrided(sums.data() + c, cols, blocks);
+    }
+  });
+}
+
+// x^n for integer n ≥ 0 by binary exponentiation, in T: a fixed sequence of
+// multiplications (never std::pow, whose last bit differs between libms).
+// result = 1; base = x; for each bit of n from the lowest: if set,
+// result = result·base; then base = base·base (skipped after the top bit).
+template <class T>
+T PowInt(T x, std::uint64_t n) {
+  T result = T(1);
+  T base = x;
+  while (n != 0) {
+    if ((n & 1u) != 0) result = result * base;
+    n >>= 1;
+    if (n != 0) base = base * base;
+  }
+  return result;
+}
+
+}  // namespace vt::kernels::opsdetail

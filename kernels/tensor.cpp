@@ -1,0 +1,102 @@
+#include "kernels/tensor.h"
+
+#include <bit>
+#include <cassert>
+#include <cstring>
+
+#include "common/encoding.h"
+#include "crypto/sha256.h"
+#include "crypto/tags.h"
+
+namespace vt::kernels {
+
+static_assert(std::endian::native == std::endian::little,
+              "tensor hashing writes raw IEEE bytes and assumes a little-endian host");
+
+std::int64_t NumElements(const Shape& shape) {
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string ShapeToString(const Shape& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) s += ", ";
+    s += std::to_string(shape[i]);
+  }
+  s += "]";
+  return s;
+}
+
+Tensor::Tensor(Shape shape) : m_shape(std::move(shape)) {
+  m_values.assign(static_cast<std::size_t>(NumElements(m_shape)), 0.0f);
+}
+
+Tensor::Tensor(Shape shape, std::vector<float> values)
+    : m_shape(std::move(shape)), m_values(std::move(values)) {
+  assert(static_cast<std::int64_t>(m_values.size()) == NumElements(m_shape));
+}
+
+namespace {
+// Shapes from outside: non-negative dims whose product fits comfortably.
+constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
+constexpr std::size_t kMaxRank = 32;
+constexpr std::uint8_t kDtypeF32 = 0;
+
+Status CheckShape(const Shape& shape) {
+  if (shape.size() > kMaxRank) return Status::Invalid("tensor-bad-shape", "rank above 32");
+  std::int64_t n = 1;
+  for (std::int64_t d : shape) {
+    if (d < 0) return Status::Invalid("tensor-bad-shape", "negative dimension");
+    if (d != 0 && n > kMaxElements / d) return Status::Invalid("tensor-bad-shape", "too many elements");
+    n *= d;
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Result<Tensor> Tensor::FromValues(Shape shape, std::vector<float> values) {
+  VT_TRY(CheckShape(shape));
+  if (static_cast<std::int64_t>(values.size()) != NumElements(shape)) {
+    return Status::Invalid("tensor-size-mismatch",
+                           "value count " + std::to_string(values.size()) + " does not match shape " +
+                               ShapeToString(shape));
+  }
+  return Tensor(std::move(shape), std::move(values));
+}
+
+Result<Tensor> Tensor::Reshaped(Shape shape) const {
+  VT_TRY(CheckShape(shape));
+  if (NumElements(shape) != numel()) {
+    return Status::Invalid("shape-mismatch",
+                           "cannot reshape " + ShapeToString(m_shape) + " to " + ShapeToString(shape));
+  }
+  return Tensor(std::move(shape), m_values);
+}
+
+void Tensor::Resize(const Shape& shape) {
+  if (shape == m_shape) return;
+  m_shape = shape;
+  m_values.assign(static_cast<std::size_t>(NumElements(m_shape)), 0.0f);
+}
+
+Hash256 Tensor::Hash() const {
+  // Header: dtype byte (0 = f32), rank varint, each dim varint; then the raw
+  // little-endian IEEE bytes of the values (docs/formats.md, "Tensors").
+  static const crypto::TaggedHasher hasher(crypto::tags::kTensor);
+  Writer header;
+  header.PutU8(kDtypeF32);
+  header.PutVarint(m_shape.size());
+  for (std::int64_t d : m_shape) header.PutVarint(static_cast<std::uint64_t>(d));
+  const ByteSpan raw(reinterpret_cast<const std::uint8_t*>(m_values.data()), m_values.size() * sizeof(float));
+  return hasher.Hash({ByteSpan(header.bytes()), raw});
+}
+
+bool Tensor::BitwiseEqual(const Tensor& other) const {
+  return m_shape == other.m_shape &&
+         (m_values.empty() ||
+          std::memcmp(m_values.data(), other.m_values.data(), m_values.size() * sizeof(float)) == 0);
+}
+
+}  // namespace vt::kernels

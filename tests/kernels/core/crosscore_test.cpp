@@ -1,0 +1,134 @@
+// "Different hardware" on one machine: OpenBLAS picks its kernels per CPU
+// model and OPENBLAS_CORETYPE forces a model, fixed at process start, so each
+// configuration runs in a child process (kernels_coretype_probe) and reports
+// the hash of one fixed matmul's output.
+//
+// (a) The problem is real: native fp32 sgemm gives different bits under
+//     different core types and (for some) thread counts; rounded mode without
+//     logs (fp64 dgemm rounded to nearest fp32) differs too on inputs with
+//     cancellation — here a large term that cancels exactly inside each dot
+//     product, so the fp64 rounding errors depend on how each kernel
+//     associates the sum.
+// (b) Rounded mode with the trainer's log replays bitwise identically under
+//     every core type and thread count.
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct ProbeResult {
+  std::string corename;
+  std::string hash;
+  std::string raw;
+};
+
+ProbeResult RunProbe(const std::string& coretype, const std::string& args) {
+  const std::string env = coretype.empty() ? "env -u OPENBLAS_CORETYPE" : "env OPENBLAS_CORETYPE=" + coretype;
+  const std::string cmd = env + " '" VT_CORETYPE_PROBE "' " + args;
+  ProbeResult r;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return r;
+  char buf[512];
+  while (std::fgets(buf, sizeof buf, pipe) != nullptr) r.raw += buf;
+  pclose(pipe);
+  const auto space = r.raw.find(' ');
+  if (space != std::string::npos && r.raw.rfind("error", 0) != 0) {
+    r.corename = r.raw.substr(0, space);
+    r.hash = r.raw.substr(space + 1);
+    while (!r.hash.empty() && (r.hash.back() == '\n' || r.hash.back() == '\r')) r.hash.pop_back();
+  }
+  return r;
+}
+
+// Core types this CPU can run ("" = OpenBLAS's own choice).
+std::vector<std::string> CoreTypes() {
+  std::vector<std::string> out = {"", "Prescott", "Nehalem"};
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx")) out.push_back("Sandybridge");
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back("Haswell");
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
+    out.push_back("SkylakeX");
+  }
+  return out;
+}
+
+std::string Name(const std::string& coretype) { return coretype.empty() ? "(default)" : coretype; }
+
+constexpr const char* kUniform = "256 256 256 uniform";
+constexpr const char* kCancel = "256 256 256 cancel";
+
+TEST(CrossCoreTypeTest, NativeSgemmDiffersAcrossCoreTypesAndThreads) {
+  std::set<std::string> hashes;
+  bool thread_dependent = false;
+  for (const std::string& ct : CoreTypes()) {
+    const ProbeResult t1 = RunProbe(ct, std::string("native 1 ") + kUniform);
+    const ProbeResult t2 = RunProbe(ct, std::string("native 2 ") + kUniform);
+    ASSERT_FALSE(t1.hash.empty()) << Name(ct) << ": " << t1.raw;
+    ASSERT_FALSE(t2.hash.empty()) << Name(ct) << ": " << t2.raw;
+    if (!ct.empty()) {
+      EXPECT_EQ(t1.corename, ct) << "OPENBLAS_CORETYPE was not honoured";
+    }
+    std::printf("[native] %-12s threads=1 %s threads=2 %s\n", Name(ct).c_str(), t1.hash.substr(0, 16).c_str(),
+                t2.hash.substr(0, 16).c_str());
+    hashes.insert(t1.hash);
+    hashes.insert(t2.hash);
+    thread_dependent = thread_dependent || t1.hash != t2.hash;
+  }
+  EXPECT_GE(hashes.size(), 3u) << "expected fp32 sgemm bits to depend on the OpenBLAS core type";
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    // OpenBLAS 0.3.21's Haswell sgemm splits k between threads for this shape.
+    EXPECT_TRUE(thread_dependent) << "expected some core type's sgemm bits to depend on the thread count";
+  }
+}
+
+TEST(CrossCoreTypeTest, RoundedWithoutLogsDiffersOnCancellingInputs) {
+  std::set<std::string> hashes;
+  for (const std::string& ct : CoreTypes()) {
+    for (int threads : {1, 2}) {
+      const ProbeResult r = RunProbe(ct, "rounded-nolog " + std::to_string(threads) + " " + kCancel);
+      ASSERT_FALSE(r.hash.empty()) << Name(ct) << ": " << r.raw;
+      std::printf("[rounded, no log] %-12s threads=%d %s\n", Name(ct).c_str(), threads, r.hash.substr(0, 16).c_str());
+      hashes.insert(r.hash);
+    }
+  }
+  // OpenBLAS's Prescott dgemm associates the k sum differently from the
+  // newer kernels; rounding its fp64 results to nearest flips a few values.
+  EXPECT_GE(hashes.size(), 2u) << "expected rounded-to-nearest fp64 results to differ between core types";
+}
+
+TEST(CrossCoreTypeTest, RoundedWithLogsReplaysBitwiseEverywhere) {
+  const std::string log_path = ::testing::TempDir() + "vt_crosscore_" + std::to_string(getpid()) + ".log";
+  for (const std::string& trainer : {std::string(""), std::string("Prescott")}) {
+    const ProbeResult rec = RunProbe(trainer, "record 1 " + std::string(kCancel) + " " + log_path);
+    ASSERT_FALSE(rec.hash.empty()) << rec.raw;
+    for (const std::string& ct : CoreTypes()) {
+      for (int threads : {1, 2}) {
+        const ProbeResult rep =
+            RunProbe(ct, "replay " + std::to_string(threads) + " " + kCancel + " " + log_path);
+        EXPECT_EQ(rep.hash, rec.hash) << "trainer " << Name(trainer) << ", replayer " << Name(ct) << " threads "
+                                      << threads << ": " << rep.raw;
+      }
+    }
+  }
+  std::remove(log_path.c_str());
+}
+
+TEST(CrossCoreTypeTest, RepopsIgnoresTheBlasCoreType) {
+  std::set<std::string> hashes;
+  for (const std::string& ct : CoreTypes()) {
+    const ProbeResult r = RunProbe(ct, std::string("repops 2 ") + kUniform);
+    ASSERT_FALSE(r.hash.empty()) << r.raw;
+    hashes.insert(r.hash);
+  }
+  EXPECT_EQ(hashes.size(), 1u);
+}
+
+}  // namespace

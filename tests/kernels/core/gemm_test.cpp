@@ -1,0 +1,233 @@
+// Repops GEMM: every SIMD path × thread count equals a naive loop bitwise;
+// golden hashes pin the bits; native sgemm is checked against fp64.
+
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/philox.h"
+#include "kernels/matmul.h"
+#include "kernels/tensor.h"
+#include "tests/support/test_seed.h"
+
+namespace vt::kernels {
+namespace {
+
+// The definition, written out independently of the library: one fp32
+// accumulator per output, starting at +0 (or C), mul then add, p in order.
+void NaiveGemm(const GemmArgs& g, const float* a, const float* b, float* c) {
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      float acc = g.accumulate ? c[i * g.ldc + j] : 0.0f;
+      for (std::int64_t p = 0; p < g.k; ++p) {
+        const float av = g.trans_a ? a[p * g.lda + i] : a[i * g.lda + p];
+        const float bv = g.trans_b ? b[j * g.ldb + p] : b[p * g.ldb + j];
+        const float prod = av * bv;
+        acc = acc + prod;
+      }
+      c[i * g.ldc + j] = acc;
+    }
+  }
+}
+
+std::vector<float> RandomFloats(std::mt19937_64& rng, std::size_t n) {
+  std::vector<float> v(n);
+  std::normal_distribution<float> normal;
+  for (auto& x : v) {
+    x = normal(rng);
+    // Some exact zeros, negative zeros and wide magnitudes.
+    const auto r = rng() % 64;
+    if (r == 0) x = 0.0f;
+    if (r == 1) x = -0.0f;
+    if (r == 2) x *= 1e20f;
+    if (r == 3) x *= 1e-30f;
+  }
+  return v;
+}
+
+// Uniform in [-1, 1) from a Philox stream: exact, the same everywhere.
+std::vector<float> PhiloxFloats(std::uint64_t seed, std::uint32_t tensor, std::size_t n) {
+  PhiloxStream s(seed, 0, tensor);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(s.NextU32() >> 8) * 0x1p-23f - 1.0f;
+  return v;
+}
+
+std::vector<Simd> SupportedSimds() {
+  std::vector<Simd> out = {Simd::kScalar};
+  if (SimdSupported(Simd::kAvx2)) out.push_back(Simd::kAvx2);
+  if (SimdSupported(Simd::kAvx512)) out.push_back(Simd::kAvx512);
+  return out;
+}
+
+bool SameBits(const std::vector<float>& x, const std::vector<float>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
+}
+
+struct Case {
+  std::int64_t m, n, k;
+  bool ta, tb, acc;
+};
+
+void RunCase(std::mt19937_64& rng, const Case& cs) {
+  GemmArgs g;
+  g.m = cs.m;
+  g.n = cs.n;
+  g.k = cs.k;
+  g.trans_a = cs.ta;
+  g.trans_b = cs.tb;
+  g.accumulate = cs.acc;
+  // Leading dimensions with some padding.
+  g.lda = (cs.ta ? cs.m : cs.k) + static_cast<std::int64_t>(rng() % 3);
+  g.ldb = (cs.tb ? cs.k : cs.n) + static_cast<std::int64_t>(rng() % 3);
+  g.ldc = cs.n + static_cast<std::int64_t>(rng() % 3);
+  const std::int64_t a_rows = cs.ta ? cs.k : cs.m, b_rows = cs.tb ? cs.n : cs.k;
+  const auto a = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * g.lda)));
+  const auto b = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * g.ldb)));
+  const auto c0 = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * g.ldc)));
+  std::vector<float> want = c0;
+  NaiveGemm(g, a.data(), b.data(), want.data());
+  std::vector<float> ref = c0;
+  GemmRepopsReference(g, a.data(), b.data(), ref.data());
+  ASSERT_TRUE(SameBits(ref, want)) << "GemmRepopsReference";
+  for (Simd simd : SupportedSimds()) {
+    for (int threads : {1, 2, 3, 8}) {
+      std::vector<float> got = c0;
+      ExecConfig config;
+      config.threads = threads;
+      config.simd = simd;
+      GemmRepops(config, g, a.data(), b.data(), got.data());
+      ASSERT_TRUE(SameBits(got, want)) << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta
+                                       << " tb=" << cs.tb << " acc=" << cs.acc << " simd=" << SimdName(simd)
+                                       << " threads=" << threads;
+    }
+  }
+}
+
+TEST(GemmRepopsTest, MatchesNaiveLoopBitwiseOnEdgeShapes) {
+  std::mt19937_64 rng(test::TestSeed());
+  const std::int64_t dims[] = {1, 2, 7, 16, 17, 31, 33, 97};
+  for (std::int64_t m : dims) {
+    for (std::int64_t n : dims) {
+      const std::int64_t k = dims[rng() % 8];
+      RunCase(rng, {m, n, k, (rng() & 1) != 0, (rng() & 1) != 0, (rng() & 1) != 0});
+    }
+  }
+  // k = 0: C = 0 (or unchanged when accumulating).
+  RunCase(rng, {5, 6, 0, false, false, false});
+  RunCase(rng, {5, 6, 0, true, true, true});
+}
+
+TEST(GemmRepopsTest, MatchesNaiveLoopBitwiseOnRandomShapes) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x9e77);
+  for (int i = 0; i < 12; ++i) {
+    // Crosses the k blocking (256), the row blocking (192) and column groups.
+    const Case cs{1 + static_cast<std::int64_t>(rng() % 300), 1 + static_cast<std::int64_t>(rng() % 300),
+                  1 + static_cast<std::int64_t>(rng() % 600), (rng() & 1) != 0, (rng() & 1) != 0,
+                  (rng() & 1) != 0};
+    RunCase(rng, cs);
+  }
+  RunCase(rng, {257, 389, 521, false, false, false});  // primes over every block size
+}
+
+TEST(GemmRepopsTest, SpecialValuesPropagateIdentically) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x1f);
+  GemmArgs g{19, 37, 23, false, false, 23, 37, 37, false};
+  auto a = RandomFloats(rng, 19 * 23);
+  auto b = RandomFloats(rng, 23 * 37);
+  a[5] = INFINITY;
+  a[40] = NAN;
+  b[7] = -INFINITY;
+  b[100] = 3e38f;
+  b[101] = 3e38f;
+  std::vector<float> want(19 * 37);
+  NaiveGemm(g, a.data(), b.data(), want.data());
+  for (Simd simd : SupportedSimds()) {
+    std::vector<float> got(19 * 37);
+    GemmRepops(ExecConfig{Mode::kRepops, 2, simd, {}}, g, a.data(), b.data(), got.data());
+    // Finite and infinite results are bitwise equal. NaN sign/payload is not
+    // part of the repops contract (x86 propagates whichever NaN operand the
+    // compiler put first, GPUs produce one canonical NaN), so NaNs compare
+    // as a class.
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << i;
+      } else {
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(got[i]), std::bit_cast<std::uint32_t>(want[i])) << i;
+      }
+    }
+  }
+}
+
+// The golden hashes pin the result bits: any change of order, blocking bug,
+// fma contraction or compiler difference shows up as a different hash.
+// Computed once with this implementation (g++ 12, AVX-512 machine) and
+// checked for every SIMD path and thread count.
+TEST(GemmRepopsTest, GoldenHashes) {
+  struct Golden {
+    std::int64_t m, n, k;
+    bool ta, tb;
+    const char* hash;
+  };
+  const Golden goldens[] = {
+      {64, 64, 64, false, false, "ff4e3a4d7316871caa970e73f7f87a171a48cee45e14ffe4a06b3b754a7b5bed"},
+      {33, 70, 300, true, false, "4ac3a107ab6f14e649507cbdc9f00f31a3f4030db42cdb2f4bdf0d311a710996"},
+      {128, 96, 513, false, true, "1914831639c5b103a387fd4b3534be12435306e1c952212abf48156ae736c617"},
+  };
+  for (const Golden& gd : goldens) {
+    const auto a = PhiloxFloats(42, 1, static_cast<std::size_t>(gd.m * gd.k));
+    const auto b = PhiloxFloats(42, 2, static_cast<std::size_t>(gd.k * gd.n));
+    GemmArgs g{gd.m, gd.n, gd.k, gd.ta, gd.tb, gd.ta ? gd.m : gd.k, gd.tb ? gd.k : gd.n, gd.n, false};
+    for (Simd simd : SupportedSimds()) {
+      for (int threads : {1, 3}) {
+        Tensor c({gd.m, gd.n});
+        GemmRepops(ExecConfig{Mode::kRepops, threads, simd, {}}, g, a.data(), b.data(), c.data());
+        EXPECT_EQ(c.Hash().Hex(), gd.hash) << gd.m << "x" << gd.n << "x" << gd.k << " " << SimdName(simd);
+      }
+    }
+  }
+}
+
+TEST(GemmNativeTest, SgemmIsCloseToFp64) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xb1a5);
+  for (const Case& cs : {Case{64, 80, 200, false, false, false}, Case{33, 17, 65, true, true, false},
+                         Case{100, 3, 1000, false, true, false}}) {
+    GemmArgs g{cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.ta ? cs.m : cs.k, cs.tb ? cs.k : cs.n, cs.n, false};
+    std::vector<float> a(static_cast<std::size_t>(cs.m * cs.k)), b(static_cast<std::size_t>(cs.k * cs.n));
+    std::normal_distribution<float> normal;
+    for (auto& x : a) x = normal(rng);
+    for (auto& x : b) x = normal(rng);
+    std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+    std::vector<double> c64(static_cast<std::size_t>(cs.m * cs.n));
+    std::vector<float> c(static_cast<std::size_t>(cs.m * cs.n));
+    for (int threads : {1, 2}) {
+      ExecConfig config{Mode::kNative, threads, Simd::kAuto, {}};
+      GemmNative(config, g, a.data(), b.data(), c.data());
+      GemmF64(config, g, a64.data(), b64.data(), c64.data());
+      // The classical bound |ĉ − c| ≤ γ_k Σ_p |a_ip||b_pj|, γ_k ≈ k·2^-24; we
+      // allow k·2^-23 (plus the final fp32 rounding). A transposition or
+      // stride mistake gives errors of the size of the sum itself.
+      for (std::int64_t i = 0; i < cs.m; ++i) {
+        for (std::int64_t j = 0; j < cs.n; ++j) {
+          double s = 0, abs_sum = 0;
+          for (std::int64_t p = 0; p < cs.k; ++p) {
+            const double prod = a64[cs.ta ? p * cs.m + i : i * cs.k + p] * b64[cs.tb ? j * cs.k + p : p * cs.n + j];
+            s += prod;
+            abs_sum += std::fabs(prod);
+          }
+          const double tol = static_cast<double>(cs.k + 1) * 0x1p-23 * abs_sum;
+          ASSERT_NEAR(c[i * cs.n + j], s, tol) << i << "," << j;
+          ASSERT_NEAR(c64[i * cs.n + j], s, 1e-12 * abs_sum);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace vt::kernels

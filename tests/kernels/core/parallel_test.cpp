@@ -1,0 +1,53 @@
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "kernels/parallel.h"
+
+namespace vt::kernels {
+namespace {
+
+// Every index exactly once, chunks contiguous and non-empty, for many sizes.
+TEST(ParallelForTest, CoversEveryIndexOnce) {
+  for (int threads : {0, 1, 2, 3, 8, 64}) {
+    for (std::int64_t n : {0, 1, 2, 5, 63, 1000}) {
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n));
+      std::atomic<int> chunks{0};
+      ParallelFor(threads, n, [&](std::int64_t b, std::int64_t e) {
+        EXPECT_LT(b, e);
+        ++chunks;
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+      EXPECT_LE(chunks.load(), std::max(1, threads));
+      if (n > 0) {
+        EXPECT_EQ(chunks.load(), std::min<std::int64_t>(std::max(1, threads), n));
+      }
+    }
+  }
+}
+
+// Nested calls (fn itself calls ParallelFor) and several threads calling at
+// once both complete with every index covered.
+TEST(ParallelForTest, NestedAndConcurrentCallersComplete) {
+  std::atomic<std::int64_t> sum{0};
+  std::vector<std::thread> callers;
+  for (int c = 0; c < 4; ++c) {
+    callers.emplace_back([&] {
+      for (int rep = 0; rep < 50; ++rep) {
+        ParallelFor(3, 10, [&](std::int64_t b, std::int64_t e) {
+          for (std::int64_t i = b; i < e; ++i) {
+            ParallelFor(2, 7, [&](std::int64_t b2, std::int64_t e2) { sum += e2 - b2; });
+          }
+        });
+      }
+    });
+  }
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(sum.load(), 4 * 50 * 10 * 7);
+}
+
+}  // namespace
+}  // namespace vt::kernels

@@ -1,0 +1,442 @@
+// One harness for every operator in every mode (ggml's test-backend-ops,
+// evmone's TEST_P over interpreters):
+//   OpMode.MatchesFp64Reference        case × mode: outputs vs the fp64 reference
+//   OpGradient.MatchesFiniteDifferences gradient case × mode: backward vs central
+//                                       differences of the fp64 reference
+//   OpRepops.BitwiseAcrossThreadsAndSimd threads {1,2,3,8} × every SIMD path
+//   OpRepops.GoldenHashes               outputs of fixed Philox inputs, hard-coded
+//   OpRounded.ReplayAcrossThreads       record a log, replay on other thread counts
+//   OpRounded.ForgedLogRejected         far-from-boundary and out-of-range entries
+//   OpMode.NaNInputsDoNotCrash, OpShapes.* hostile inputs through RunOp
+// Randomised inputs come from vt::test::TestSeed() (VT_TEST_SEED replays).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "common/philox.h"
+#include "kernels/ops/registry.h"
+#include "tests/kernels/ops/ops_cases.h"
+#include "tests/support/test_seed.h"
+
+namespace vt::kernels::testing {
+namespace {
+
+const OpCase& FindCase(const std::string& name) {
+  for (const OpCase& c : AllCases()) {
+    if (c.name == name) return c;
+  }
+  ADD_FAILURE() << "no case " << name;
+  return AllCases().front();
+}
+
+// A per-case stream salt that does not move when cases are added.
+std::uint32_t Salt(const std::string& name) {
+  std::uint32_t h = 2166136261u;
+  for (unsigned char ch : name) h = (h ^ ch) * 16777619u;
+  return h;
+}
+
+std::vector<std::string> CaseNames(bool gradient_only = false, bool with_inputs_only = false) {
+  std::vector<std::string> names;
+  for (const OpCase& c : AllCases()) {
+    if ((!gradient_only || c.grad) && (!with_inputs_only || !c.inputs.empty())) names.push_back(c.name);
+  }
+  return names;
+}
+
+ExecConfig Config(Mode mode, int threads = 2, Simd simd = Simd::kAuto) {
+  ExecConfig cfg;
+  cfg.mode = mode;
+  cfg.threads = threads;
+  cfg.simd = simd;
+  return cfg;
+}
+
+std::vector<T64> AllToT64(const std::vector<Tensor>& ts) {
+  std::vector<T64> out;
+  for (const Tensor& t : ts) out.push_back(ToT64(t));
+  return out;
+}
+
+// Spacing of fp32 at |x|.
+double Ulp32(double x) {
+  const float f = static_cast<float>(std::fabs(x));
+  return static_cast<double>(std::nextafter(f, std::numeric_limits<float>::infinity())) - static_cast<double>(f);
+}
+
+std::string ParamName(const std::string& name, Mode mode) { return name + "_" + std::string(ModeName(mode)); }
+
+// ---- outputs vs the fp64 reference ----------------------------------------------------
+
+class OpMode : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
+
+TEST_P(OpMode, MatchesFp64Reference) {
+  const auto& [name, mode] = GetParam();
+  const OpCase& c = FindCase(name);
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(name));
+  const RunResult r = RunNode(Config(mode), c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const std::vector<T64> ref = c.reference(AllToT64(inputs));
+  ASSERT_EQ(r.outputs.size(), ref.size());
+  for (std::size_t o = 0; o < ref.size(); ++o) {
+    ASSERT_EQ(r.outputs[o].shape(), ref[o].shape) << "output " << o;
+    int failures = 0;
+    double worst = 0;
+    for (std::int64_t i = 0; i < ref[o].numel(); ++i) {
+      const double want = ref[o].v[i], got = r.outputs[o][i];
+      // Rounded mode: fp64 then one rounding, so within one fp32 ulp of the
+      // exact value (plus fp64 noise). fp32 modes: the per-case tolerance.
+      const double tol = mode == Mode::kRounded ? Ulp32(want) + 1e-12 : c.atol + c.rtol * std::fabs(want);
+      const double err = std::fabs(got - want);
+      worst = std::max(worst, err / tol);
+      if (!(err <= tol) && ++failures <= 3) {
+        ADD_FAILURE() << name << " output " << o << "[" << i << "]: got " << got << ", fp64 reference " << want
+                      << " (tolerance " << tol << ")";
+      }
+    }
+    EXPECT_EQ(failures, 0) << "output " << o << ": worst error/tolerance " << worst;
+  }
+}
+
+TEST_P(OpMode, NaNInputsDoNotCrash) {
+  const auto& [name, mode] = GetParam();
+  const OpCase& c = FindCase(name);
+  std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(name));
+  for (Tensor& t : inputs) std::fill(t.values().begin(), t.values().end(), std::numeric_limits<float>::quiet_NaN());
+  const RunResult a = RunNode(Config(mode), c.kind, c.attrs, Pointers(inputs), c.rng);
+  // Index inputs (embedding, labels) reject NaN; everything else computes NaNs.
+  ASSERT_TRUE(a.status.ok() || a.status.is_invalid()) << a.status.ToString();
+  if (a.status.is_invalid()) {
+    EXPECT_EQ(a.status.reason(), "bad-index") << a.status.ToString();
+    return;
+  }
+  if (mode == Mode::kNative) return;
+  const RunResult b = RunNode(Config(mode, 3), c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(b.status.ok()) << b.status.ToString();
+  for (std::size_t o = 0; o < a.outputs.size(); ++o) EXPECT_TRUE(a.outputs[o].BitwiseEqual(b.outputs[o])) << o;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpMode,
+                         ::testing::Combine(::testing::ValuesIn(CaseNames()),
+                                            ::testing::Values(Mode::kNative, Mode::kRepops, Mode::kRounded)),
+                         [](const auto& p) { return ParamName(std::get<0>(p.param), std::get<1>(p.param)); });
+
+// ---- gradients vs finite differences ----------------------------------------------------
+
+class OpGradient : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
+
+TEST_P(OpGradient, MatchesFiniteDifferences) {
+  const auto& [name, mode] = GetParam();
+  const OpCase& c = FindCase(name);
+  const GradSpec& g = *c.grad;
+  const std::uint64_t seed = vt::test::TestSeed();
+  const std::vector<Tensor> inputs = MakeInputs(c, seed, Salt(name));
+  const ExecConfig cfg = Config(mode);
+  const RunResult fwd = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(fwd.status.ok()) << fwd.status.ToString();
+
+  // Upstream gradient dy: uniform in [-1, 1), shaped like the weighted output.
+  Tensor dy(fwd.outputs[static_cast<std::size_t>(g.output)].shape());
+  PhiloxStream rng(seed, Salt(name) ^ 0xd1u, 99);
+  for (std::int64_t i = 0; i < dy.numel(); ++i) {
+    dy[i] = static_cast<float>(static_cast<double>(rng.NextU32() >> 8) * (2.0 / 16777216.0) - 1.0);
+  }
+  std::vector<const Tensor*> bwd_in;
+  for (const Src& s : g.sources) {
+    bwd_in.push_back(s.kind == Src::kDy      ? &dy
+                     : s.kind == Src::kInput ? &inputs[static_cast<std::size_t>(s.index)]
+                                             : &fwd.outputs[static_cast<std::size_t>(s.index)]);
+  }
+  const RunResult bwd = RunNode(cfg, g.backward, g.attrs, bwd_in, c.rng);
+  ASSERT_TRUE(bwd.status.ok()) << bwd.status.ToString();
+
+  // Loss L(x) = Σ dy · reference(x)[output], differentiated centrally in fp64.
+  const std::vector<T64> ref_in = AllToT64(inputs);
+  const T64 dy64 = ToT64(dy);
+  auto loss = [&](const std::vector<T64>& in) {
+    const std::vector<T64> out = c.reference(in);
+    double l = 0;
+    for (std::int64_t i = 0; i < dy64.numel(); ++i) l += dy64.v[i] * out[static_cast<std::size_t>(g.output)].v[i];
+    return l;
+  };
+  const double h = 1e-6;
+  for (std::size_t w = 0; w < g.wrt.size(); ++w) {
+    const std::size_t in_index = static_cast<std::size_t>(g.wrt[w]);
+    const Tensor& grad = bwd.outputs[static_cast<std::size_t>(g.grad_outputs[w])];
+    ASSERT_EQ(grad.shape(), inputs[in_index].shape()) << "gradient " << w;
+    int failures = 0;
+    for (std::int64_t e = 0; e < grad.numel(); ++e) {
+      std::vector<T64> plus = ref_in, minus = ref_in;
+      plus[in_index].v[e] += h;
+      minus[in_index].v[e] -= h;
+      const double fd = (loss(plus) - loss(minus)) / (2 * h);
+      // Rounded mode rounds an fp64 gradient once: ~1e-7 relative, plus the
+      // fp32 rounding of saved forward outputs it reads.
+      const double tol = mode == Mode::kRounded ? 1e-6 + 1e-5 * std::fabs(fd) : g.atol + g.rtol * std::fabs(fd);
+      if (!(std::fabs(grad[e] - fd) <= tol) && ++failures <= 3) {
+        ADD_FAILURE() << name << " d/d input " << in_index << "[" << e << "]: backward " << grad[e]
+                      << ", finite difference " << fd << " (tolerance " << tol << ")";
+      }
+    }
+    EXPECT_EQ(failures, 0) << "input " << in_index;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Differentiable, OpGradient,
+                         ::testing::Combine(::testing::ValuesIn(CaseNames(true)),
+                                            ::testing::Values(Mode::kNative, Mode::kRepops, Mode::kRounded)),
+                         [](const auto& p) { return ParamName(std::get<0>(p.param), std::get<1>(p.param)); });
+
+// ---- repops: bitwise reproducibility -------------------------------------------------------
+
+class OpRepops : public ::testing::TestWithParam<std::string> {};
+
+std::vector<Simd> SimdChoices() {
+  std::vector<Simd> out = {Simd::kScalar};
+  const Simd best = DetectSimd();
+  if (best == Simd::kAvx2 || best == Simd::kAvx512) out.push_back(Simd::kAvx2);
+  if (best == Simd::kAvx512) out.push_back(Simd::kAvx512);
+  return out;
+}
+
+TEST_P(OpRepops, BitwiseAcrossThreadsAndSimd) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  const RunResult base = RunNode(Config(Mode::kRepops, 1, Simd::kScalar), c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(base.status.ok()) << base.status.ToString();
+  for (int threads : {1, 2, 3, 8}) {
+    for (Simd simd : SimdChoices()) {
+      const RunResult r = RunNode(Config(Mode::kRepops, threads, simd), c.kind, c.attrs, Pointers(inputs), c.rng);
+      ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+      ASSERT_EQ(r.outputs.size(), base.outputs.size());
+      for (std::size_t o = 0; o < r.outputs.size(); ++o) {
+        EXPECT_TRUE(r.outputs[o].BitwiseEqual(base.outputs[o]))
+            << "output " << o << " differs with threads=" << threads << " simd=" << SimdName(simd);
+      }
+    }
+  }
+}
+
+// Golden hashes: the first 16 hex digits of Tensor::Hash() of each repops
+// output (comma-separated, in output order) for inputs drawn from Philox with
+// the fixed seed kGoldenSeed. Computed once with g++ 12 on x86-64 (AVX-512
+// machine) and checked to be identical under clang++ 14, every thread count
+// and every SIMD path. A change here means the repops result of an operator
+// changed: that is a protocol change (new results are not the old ones).
+constexpr std::uint64_t kGoldenSeed = 0x7665726974726169ULL;  // "veritrai"
+
+const std::map<std::string, std::string>& Goldens() {
+  static const std::map<std::string, std::string> goldens = {
+      {"matmul", "165e3be1fe2cd058"},
+      {"matmul_tt_batched", "903975df4d001882"},
+      {"matmul_ta_shared", "e5f2091a583b5a8d"},
+      {"matmul_tb_shared", "0a60a4cbcfcba7ac"},
+      {"linear", "4487c136fdb8520b"},
+      {"linear_nobias", "de28f6ce9bdcb84c"},
+      {"linear_big", "2f1b4f7368a1bdb4"},
+      {"conv2d", "01c506a3333efdc4"},
+      {"conv2d_stride_nobias", "02cb63ff6a08d43e"},
+      {"conv2d_big", "963fd4869e7f175a"},
+      {"maxpool2d", "b9985114e99a9e01"},
+      {"avgpool2d", "d996fe9a4fd8b12c"},
+      {"maxpool2d_2x2", "ba244846a3dc60f3"},
+      {"batchnorm2d_train", "642221f87f0c3e86,e0b74bad9b9c914a,2ed705736400ede1,1f8b52e2945bd1f7,f13fc2a0dbc3f984"},
+      {"batchnorm2d_eval", "aa8638e94cd43548"},
+      {"layernorm", "4e1f45d576e51794,c874ae1541a25c88,8abaa455d544daf8"},
+      {"embedding", "be2f6955deb92b71"},
+      {"relu", "072a85c538d0f093"},
+      {"gelu", "07925d3031a5bc32"},
+      {"softmax", "aacde05036f85f6c"},
+      {"attention", "cea35673eb710329,39d0e2d3e709cd02"},
+      {"attention_big", "eaa8df2eea94bb7c,5423ed3512191424"},
+      {"dropout", "46ac7018039cff62,5f3c736e5e6c13cf"},
+      {"add", "4ceb273a67be5f23"},
+      {"reshape", "cca069edcd785eb9"},
+      {"transpose", "4a30b9bdc41b373a"},
+      {"sum_all", "8e7f3a294609d652"},
+      {"sum_axis1", "e9cd060e136a00a3"},
+      {"sum_axis2", "72395434b8c5284c"},
+      {"mean_all", "6f35585b22c8be9a"},
+      {"mean_axis0", "8a7827f8fdccc3e7"},
+      {"cross_entropy", "2ae61e20944de19a"},
+      {"sgd", "31f6a4f8a2df8996,f3dcb076247b284c"},
+      {"sgd_nesterov", "1514c0bf49df1d86,5a7f57d25d5aaa60"},
+      {"adamw", "92648eb976543a6b,1bfb2c31b5ebf2f2,8ce078448714ed20"},
+      {"clip_active", "7e4f5e8c70e11326,84399b5fb2aede9b,b3d6080369f4280e,f64235a414739567"},
+      {"clip_inactive", "5cbfdbd4c20a7e0f,0ecf3463e5fc859d,ee590e41861a512b,7fbb02c31101ea18"},
+      {"lr_constant_warmup", "6c2268f5f8b5991d"},
+      {"lr_cosine", "79ac5b02ba544721"},
+      {"lr_cosine_end", "555474b64a1ac22a"},
+      {"lr_linear", "5565ef522c2bb1a4"},
+  };
+  return goldens;
+}
+
+std::string ShortHashes(const std::vector<Tensor>& outputs) {
+  std::string s;
+  for (const Tensor& t : outputs) {
+    if (!s.empty()) s += ",";
+    s += t.Hash().Hex().substr(0, 16);
+  }
+  return s;
+}
+
+TEST_P(OpRepops, GoldenHashes) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, kGoldenSeed, Salt(c.name));
+  const RunResult r = RunNode(Config(Mode::kRepops, 3), c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const std::string got = ShortHashes(r.outputs);
+  const auto it = Goldens().find(c.name);
+  ASSERT_TRUE(it != Goldens().end()) << "no golden for this case; computed:\n      {\"" << c.name << "\", \"" << got
+                                     << "\"},";
+  EXPECT_EQ(it->second, got) << "computed:\n      {\"" << c.name << "\", \"" << got << "\"},";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpRepops, ::testing::ValuesIn(CaseNames()),
+                         [](const auto& p) { return p.param; });
+
+// ---- rounded mode: logs ---------------------------------------------------------------------
+
+class OpRounded : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpRounded, ReplayAcrossThreads) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  const RunResult rec = RunNode(Config(Mode::kRounded, 1), c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(rec.status.ok()) << rec.status.ToString();
+  for (int threads : {2, 3, 8}) {
+    const RunResult rep = RunNode(Config(Mode::kRounded, threads), c.kind, c.attrs, Pointers(inputs), c.rng, &rec.log);
+    ASSERT_TRUE(rep.status.ok()) << rep.status.ToString();
+    for (std::size_t o = 0; o < rec.outputs.size(); ++o) {
+      EXPECT_TRUE(rep.outputs[o].BitwiseEqual(rec.outputs[o])) << "output " << o << " threads=" << threads;
+    }
+  }
+  // A logged direction is obeyed: flipping one entry (near its boundary, so
+  // still accepted) moves exactly that value to the other neighbour.
+  if (!rec.log.entries.empty()) {
+    RoundingLog flipped = rec.log;
+    flipped.entries[0].up = !flipped.entries[0].up;
+    const RunResult rep = RunNode(Config(Mode::kRounded, 2), c.kind, c.attrs, Pointers(inputs), c.rng, &flipped);
+    ASSERT_TRUE(rep.status.ok()) << rep.status.ToString();
+    std::uint64_t pos = 0, changed = 0, changed_at = 0;
+    for (std::size_t o = 0; o < rec.outputs.size(); ++o) {
+      for (std::int64_t i = 0; i < rec.outputs[o].numel(); ++i, ++pos) {
+        if (std::bit_cast<std::uint32_t>(rec.outputs[o][i]) != std::bit_cast<std::uint32_t>(rep.outputs[o][i])) {
+          ++changed;
+          changed_at = pos;
+        }
+      }
+    }
+    EXPECT_EQ(changed, 1u);
+    EXPECT_EQ(changed_at, rec.log.entries[0].position);
+  }
+}
+
+TEST_P(OpRounded, ForgedLogRejected) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  // τ = 2^-16 ulp: the replay window (4τ) then covers a 2^-13 fraction of
+  // values, so even single-output operators have a position far from it.
+  // The window check itself does not depend on τ.
+  ExecConfig cfg = Config(Mode::kRounded, 2);
+  cfg.rounding.tau_q16 = 1;
+  const RunResult rec = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(rec.status.ok()) << rec.status.ToString();
+  // Concatenated fp64 reference values: pick a position far from its
+  // rounding boundary (outside the replay window) that is not logged.
+  std::vector<double> exact;
+  for (const T64& t : c.reference(AllToT64(inputs))) exact.insert(exact.end(), t.v.begin(), t.v.end());
+  ASSERT_FALSE(exact.empty());
+  const std::uint64_t start = vt::test::TestSeed() % exact.size();
+  std::optional<LogEntry> forged;
+  for (std::uint64_t k = 0; k < exact.size() && !forged; ++k) {
+    const std::uint64_t pos = (start + k) % exact.size();
+    const RoundingRegion region = ClassifyRounding(exact[pos], cfg.rounding);
+    const bool logged = std::any_of(rec.log.entries.begin(), rec.log.entries.end(),
+                                    [&](const LogEntry& e) { return e.position == pos; });
+    if (region.has_boundary && !region.within_replay_window && !logged) {
+      forged = LogEntry{pos, !region.nearest_is_up};
+    }
+  }
+  if (!forged) GTEST_SKIP() << "all " << exact.size() << " outputs lie within the replay window for this seed";
+  RoundingLog bad = rec.log;
+  bad.entries.push_back(*forged);
+  std::sort(bad.entries.begin(), bad.entries.end(),
+            [](const LogEntry& a, const LogEntry& b) { return a.position < b.position; });
+  const RunResult rep = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng, &bad);
+  ASSERT_TRUE(rep.status.is_invalid()) << rep.status.ToString();
+  EXPECT_EQ(rep.status.reason(), "log-entry-outside-region");
+
+  // An entry past the node's last output is rejected at Finish().
+  RoundingLog past = rec.log;
+  past.entries.push_back(LogEntry{exact.size(), true});
+  const RunResult rep2 = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng, &past);
+  ASSERT_TRUE(rep2.status.is_invalid()) << rep2.status.ToString();
+  EXPECT_EQ(rep2.status.reason(), "log-entry-out-of-range");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
+                         [](const auto& p) { return p.param; });
+
+// ---- hostile shapes through RunOp ------------------------------------------------------------
+
+class OpShapes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpShapes, WrongShapesRejected) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<Tensor> bad = inputs;
+    Shape s = inputs[i].shape();
+    s.push_back(2);
+    bad[i] = Tensor(s, std::vector<float>(static_cast<std::size_t>(NumElements(s)), 0.5f));
+    const RunResult r = RunNode(Config(Mode::kRepops), c.kind, c.attrs, Pointers(bad), c.rng);
+    const bool bound = std::find(c.shape_bound.begin(), c.shape_bound.end(), static_cast<int>(i)) != c.shape_bound.end();
+    if (bound) {
+      EXPECT_TRUE(r.status.is_invalid()) << "input " << i << ": " << r.status.ToString();
+    } else {
+      EXPECT_TRUE(r.status.ok() || r.status.is_invalid()) << "input " << i << ": " << r.status.ToString();
+    }
+    // Rank 9: above every operator's limit.
+    bad[i] = Tensor(Shape(9, 1), {1.0f});
+    const RunResult deep = RunNode(Config(Mode::kRepops), c.kind, c.attrs, Pointers(bad), c.rng);
+    EXPECT_TRUE(deep.status.is_invalid()) << "input " << i << ": " << deep.status.ToString();
+  }
+}
+
+TEST_P(OpShapes, EmptyAndHugeEmptyInputsRejected) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  for (std::size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<Tensor> bad = inputs;
+    Shape s = inputs[i].shape();
+    s[0] = 0;
+    bad[i] = Tensor(s);
+    const RunResult r = RunNode(Config(Mode::kRepops), c.kind, c.attrs, Pointers(bad), c.rng);
+    ASSERT_TRUE(r.status.is_invalid()) << "input " << i << ": " << r.status.ToString();
+    EXPECT_EQ(r.status.reason(), "empty-tensor");
+    // Zero elements but dimensions whose product overflows int64 if the zero is skipped.
+    Result<Tensor> huge = Tensor::FromValues({std::int64_t{1} << 40, 0, std::int64_t{1} << 40}, {});
+    ASSERT_TRUE(huge.ok());
+    bad[i] = *huge;
+    for (Mode mode : {Mode::kNative, Mode::kRepops, Mode::kRounded}) {
+      const RunResult h = RunNode(Config(mode), c.kind, c.attrs, Pointers(bad), c.rng);
+      ASSERT_TRUE(h.status.is_invalid()) << "input " << i << ": " << h.status.ToString();
+    }
+  }
+}
+
+// (Operators without input tensors — the schedules — have nothing to mis-shape.)
+INSTANTIATE_TEST_SUITE_P(AllOps, OpShapes, ::testing::ValuesIn(CaseNames(false, true)),
+                         [](const auto& p) { return p.param; });
+
+}  // namespace
+}  // namespace vt::kernels::testing
