@@ -17,6 +17,8 @@ inline constexpr std::string_view kMerkleNode = "veritrain/merkle/node/v1";
 inline constexpr std::string_view kMerkleRoot = "veritrain/merkle/root/v1";
 
 inline constexpr std::string_view kTensor = "veritrain/tensor/v1";
+// One node's rounding log, over its canonical payload (kernels/rounding.h).
+inline constexpr std::string_view kRoundingLog = "veritrain/rounding-log/v1";
 inline constexpr std::string_view kAddress = "veritrain/address/v1";
 inline constexpr std::string_view kTx = "veritrain/tx/v1";
 inline constexpr std::string_view kBlock = "veritrain/block/v1";
@@ -37,12 +39,16 @@ inline constexpr std::string_view kStateEntry = "veritrain/state/entry/v1";
 inline constexpr std::string_view kReceipt = "veritrain/receipt/v1";
 inline constexpr std::string_view kGenesis = "veritrain/genesis/v1";
 
+// P2P frame magic of a chain (net/frame.h ChainMagic; docs/formats.md "P2P wire format").
+inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
+
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
 inline constexpr std::array kAll = {
-    kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kAddress, kTx, kBlock, kKeyFileChecksum,
+    kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kRoundingLog, kAddress, kTx, kBlock, kKeyFileChecksum,
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
+    kNetMagic,
 };
 // clang-format on
 

@@ -1,0 +1,94 @@
+#pragma once
+// JSON-RPC 2.0 over HTTP/1.1 (Boost.Beast) on 127.0.0.1:<port>.
+//
+// * POST with a JSON body to any path; other verbs get 405. Keep-alive is
+//   honoured; idle connections close after idle_timeout.
+// * Bodies over max_body_bytes are refused from the Content-Length header,
+//   before the body is read: HTTP 413 with a JSON-RPC -32600 error, then the
+//   connection closes.
+// * Single requests, notifications (no "id": no response, HTTP 204) and
+//   batches (arrays of up to max_batch requests) are supported.
+// * Error codes and the mapping of Status to errors: net/rpc.h.
+//
+// Threading: the server lives on an io_context run by one thread; handlers
+// run on that thread, one at a time. Register every method before Start();
+// the registry is read-only afterwards. Stop() is thread-safe.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "common/result.h"
+#include "net/rpc.h"
+
+namespace vt::net {
+
+struct RpcServerConfig {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: ephemeral (port() tells which)
+  std::size_t max_body_bytes = std::size_t{1} << 20;
+  std::size_t max_header_bytes = 8 * 1024;
+  std::size_t max_connections = 64;
+  std::size_t max_batch = 100;
+  std::chrono::milliseconds idle_timeout{30000};
+};
+
+struct RpcServerStats {
+  std::uint64_t http_requests = 0;
+  std::uint64_t rpc_calls = 0;
+  std::uint64_t rpc_errors = 0;
+  std::uint64_t connections = 0;
+  std::uint64_t rejected_connections = 0;
+};
+
+class RpcServer {
+ public:
+  using Handler = std::function<Result<Json>(const Json& params)>;
+
+  RpcServer(boost::asio::io_context& io, RpcServerConfig config);
+  ~RpcServer();
+  RpcServer(const RpcServer&) = delete;
+  RpcServer& operator=(const RpcServer&) = delete;
+
+  // Before Start(). A second registration of a name replaces the first.
+  void Register(std::string name, Handler handler);
+
+  // Binds and starts accepting. Error "rpc-listen-failed".
+  Status Start();
+  // Thread-safe: stops accepting and closes every connection.
+  void Stop();
+  std::uint16_t port() const { return m_port.load(); }
+
+  // The JSON-RPC layer without HTTP: the response body for a request body,
+  // or nullopt when nothing is to be sent back (only notifications).
+  std::optional<std::string> HandleBody(std::string_view body);
+
+  RpcServerStats Stats() const;
+
+  struct Impl;  // the accept loop and HTTP sessions (rpc_server.cpp)
+
+ private:
+  Json HandleOne(const Json& request, bool* is_notification);
+
+  boost::asio::io_context& m_io;
+  RpcServerConfig m_config;
+  std::unordered_map<std::string, Handler> m_methods;
+  std::atomic<std::uint16_t> m_port{0};
+  std::shared_ptr<Impl> m_impl;
+};
+
+// A JSON-RPC error object {"code", "message", "data"?}.
+Json RpcErrorObject(int code, std::string_view message, const Json& data = nullptr);
+// The error object for a failed Status (see net/rpc.h for the mapping).
+Json RpcErrorFromStatus(const Status& status);
+
+}  // namespace vt::net
