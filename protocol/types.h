@@ -6,11 +6,13 @@
 // folder and never each other.
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/encoding.h"
 #include "common/result.h"
 
 namespace vt::protocol {
@@ -39,8 +41,24 @@ struct JobSpec {
   bool operator==(const JobSpec&) const = default;
 };
 
+// Semantic checks every job must pass (DecodeJobSpec applies them too).
+// Invalid with one of: "job-bad-version", "job-bad-mode", "job-bad-rounding",
+// "job-bad-batch-size", "job-bad-dataset-size", "job-bad-steps",
+// "job-bad-interval", "job-too-many-checkpoints".
+Status ValidateJobSpec(const JobSpec& job);
+
+// Caps of the job encoding and of the checkpoint tree.
+inline constexpr std::size_t kMaxSpecBytes = std::size_t{1} << 20;          // model, optimizer, tau table
+inline constexpr std::uint64_t kMaxCheckpoints = std::uint64_t{1} << 24;     // leaves of the checkpoint tree
+
 // Checkpoint indices a commitment covers: 0, k, 2k, …, and N (once).
+// Empty when interval == 0 (no valid job has k = 0). N = 0 gives {0}.
 std::vector<std::uint64_t> CheckpointSteps(std::uint64_t num_steps, std::uint64_t interval);
+// O(1) versions for the referee: the number of checkpoints (the leaf count of
+// the checkpoint tree; 0 when interval == 0) and the step of checkpoint `i`.
+std::uint64_t CheckpointCount(std::uint64_t num_steps, std::uint64_t interval);
+// Precondition: interval > 0 and i < CheckpointCount(num_steps, interval).
+std::uint64_t CheckpointStepAt(std::uint64_t num_steps, std::uint64_t interval, std::uint64_t i);
 
 // A solver's signed claim about its training run.
 struct Commitment {
@@ -80,9 +98,18 @@ struct NodeRecord {
   bool operator==(const NodeRecord&) const = default;
 };
 
-// Canonical encodings (strict decoders reject trailing bytes, caps, etc.).
+// Caps of the node-record encoding.
+inline constexpr std::size_t kMaxNodeAttrBytes = std::size_t{1} << 16;
+inline constexpr std::size_t kMaxNodeInputs = 1024;
+inline constexpr std::size_t kMaxNodeOutputs = 1024;
+
+// Canonical encodings (docs/formats.md, "Protocol objects"). Decoders are
+// strict: enc-* reasons from common/encoding.h for malformed bytes, trailing
+// bytes included, plus the semantic reasons named at each decoder.
 Bytes EncodeJobSpec(const JobSpec& job);
+// Also rejects what ValidateJobSpec rejects.
 Result<JobSpec> DecodeJobSpec(ByteSpan bytes);
+// TaggedHash("veritrain/job/v1", EncodeJobSpec(job)).
 Hash256 JobHash(const JobSpec& job);
 
 Bytes EncodeCommitment(const Commitment& c);
@@ -91,8 +118,22 @@ Result<Commitment> DecodeCommitment(ByteSpan bytes);
 Hash256 CommitmentSigningHash(const Commitment& c);
 
 Bytes EncodeNodeRecord(const NodeRecord& r);
+// Also rejects "node-bad-input-ref": a nonzero slot on a kState/kBatch input.
 Result<NodeRecord> DecodeNodeRecord(ByteSpan bytes);
-// Merkle leaf hash of a node record in the operator-level tree.
+// Merkle leaf hash of a node record in the operator-level tree:
+// TaggedHash("veritrain/node-record/v1", EncodeNodeRecord(r)), used directly
+// as the leaf hash (crypto/merkle.h allows own tagged leaf hashes).
 Hash256 NodeRecordHash(const NodeRecord& r);
+
+// The same encodings in the common/encoding.h convention, for embedding
+// these objects in larger ones (transactions, messages).
+void Encode(Writer& w, const JobSpec& job);
+Result<JobSpec> Decode(Reader& r, DecodeAs<JobSpec>);
+void Encode(Writer& w, const Commitment& c);
+Result<Commitment> Decode(Reader& r, DecodeAs<Commitment>);
+void Encode(Writer& w, const InputRef& in);
+Result<InputRef> Decode(Reader& r, DecodeAs<InputRef>);
+void Encode(Writer& w, const NodeRecord& rec);
+Result<NodeRecord> Decode(Reader& r, DecodeAs<NodeRecord>);
 
 }  // namespace vt::protocol

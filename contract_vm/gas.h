@@ -1,0 +1,65 @@
+#pragma once
+// Gas: every transaction pays for what it makes the chain do. The schedule is
+// consensus (changing a number is a fork); the arbitration precompile is
+// metered by the operator's flop count (kernels OpFlops), so re-executing a
+// GPT-2 matmul costs what it costs.
+
+#include <cstdint>
+#include <limits>
+
+#include "common/result.h"
+
+namespace vt::vm {
+
+struct GasSchedule {
+  std::uint64_t tx_base = 1000;         // signature check, account update
+  std::uint64_t tx_byte = 1;            // per encoded transaction byte (data availability)
+  std::uint64_t state_read = 20;        // per Get
+  std::uint64_t state_write = 100;      // per Put/Delete
+  std::uint64_t state_byte = 1;         // per byte of key and value written
+  std::uint64_t hash_block = 2;         // per 64 bytes hashed by a contract
+  std::uint64_t merkle_node = 4;        // per node hash in a proof or walk check
+  std::uint64_t sig_verify = 500;       // BIP-340 verification inside a contract
+  std::uint64_t event = 50;             // per event, plus event_byte per data byte
+  std::uint64_t event_byte = 1;
+  std::uint64_t flops_per_gas = 1000;   // arbitration: ceil(flops / flops_per_gas)
+  std::uint64_t graph_node = 10;        // building a step graph, per node
+};
+
+inline constexpr GasSchedule kGas{};
+
+inline constexpr std::uint64_t CeilDiv(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+
+// Counts gas against a limit; Charge fails with "tx-out-of-gas" (and then
+// pins used() at the limit, as the whole limit is spent).
+class GasMeter {
+ public:
+  explicit GasMeter(std::uint64_t limit) : m_limit(limit) {}
+
+  Status Charge(std::uint64_t gas) noexcept {
+    if (gas > m_limit - m_used) {
+      m_used = m_limit;
+      return Status::Invalid("tx-out-of-gas");
+    }
+    m_used += gas;
+    return Status::Ok();
+  }
+  // Saturating helpers for costs computed from sizes.
+  static std::uint64_t Mul(std::uint64_t a, std::uint64_t b) noexcept {
+    if (a != 0 && b > std::numeric_limits<std::uint64_t>::max() / a) return std::numeric_limits<std::uint64_t>::max();
+    return a * b;
+  }
+  static std::uint64_t Add(std::uint64_t a, std::uint64_t b) noexcept {
+    return a > std::numeric_limits<std::uint64_t>::max() - b ? std::numeric_limits<std::uint64_t>::max() : a + b;
+  }
+
+  std::uint64_t limit() const { return m_limit; }
+  std::uint64_t used() const { return m_used; }
+  std::uint64_t left() const { return m_limit - m_used; }
+
+ private:
+  std::uint64_t m_limit;
+  std::uint64_t m_used = 0;
+};
+
+}  // namespace vt::vm

@@ -1,0 +1,131 @@
+#include "contract_vm/graph_source.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "contract_vm/tensor_bytes.h"
+#include "kernels/graph/model.h"
+#include "kernels/graph/step_graph.h"
+#include "kernels/mode.h"
+#include "protocol/data_order.h"
+
+namespace vt::vm {
+namespace {
+
+// The job's τ in rounded mode. PROVISIONAL, mirroring worker/job.h
+// DecodeTauTable until kernels defines the JobSpec tau-table encoding: empty
+// (the default RoundingSpec τ) or varint version 1 ‖ u32 tau_q16 ‖ varint 0.
+Result<std::uint32_t> JobTau(const protocol::JobSpec& job) {
+  if (job.tau_table.empty()) return kernels::RoundingSpec{}.tau_q16;
+  Reader r(job.tau_table);
+  auto fail = [](const Status& s) { return Status::Invalid("job-bad-tau-table", s.ToString()); };
+  auto version = r.GetVarint();
+  if (!version.ok()) return fail(version.status());
+  if (*version != 1) return Status::Invalid("job-bad-tau-table", "unknown tau table version");
+  auto tau = r.GetU32();
+  if (!tau.ok()) return fail(tau.status());
+  auto count = r.GetVarint();
+  if (!count.ok()) return fail(count.status());
+  if (*count != 0) return Status::Invalid("job-bad-tau-table", "per-operator entries are not supported yet");
+  if (Status s = r.Finish(); !s.ok()) return fail(s);
+  kernels::RoundingSpec spec;
+  spec.tau_q16 = *tau;
+  if (Status s = spec.Validate(); !s.ok()) return fail(s);
+  return *tau;
+}
+
+protocol::InputRef ToRef(const kernels::graph::NodeInput& in) {
+  return protocol::InputRef{static_cast<protocol::InputSource>(in.source), in.index, in.slot};
+}
+
+struct Specs {
+  kernels::graph::ModelSpec model;
+  kernels::graph::OptimizerSpec optimizer;
+  std::vector<kernels::Shape> batch_shapes;
+};
+
+Result<Specs> DecodeSpecs(const protocol::JobSpec& job) {
+  Specs s;
+  VT_ASSIGN_OR_RETURN(s.model, kernels::graph::DecodeModelSpec(job.model));
+  VT_ASSIGN_OR_RETURN(s.optimizer, kernels::graph::DecodeOptimizerSpec(job.optimizer));
+  VT_ASSIGN_OR_RETURN(s.batch_shapes, kernels::graph::BatchShapes(s.model, job.batch_size));
+  return s;
+}
+
+Result<std::vector<kernels::Shape>> BatchShapesOf(const protocol::JobSpec& job) {
+  auto model = kernels::graph::DecodeModelSpec(job.model);
+  if (!model.ok()) return model.status();
+  return kernels::graph::BatchShapes(*model, job.batch_size);
+}
+
+}  // namespace
+
+Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::uint64_t step) const noexcept {
+  VT_ASSIGN_OR_RETURN(Specs specs, DecodeSpecs(job));
+  VT_ASSIGN_OR_RETURN(kernels::graph::StepGraph g,
+                      kernels::graph::BuildStepGraph(specs.model, specs.optimizer, step, specs.batch_shapes));
+  const bool rounded = job.mode == static_cast<std::uint8_t>(kernels::Mode::kRounded);
+  std::uint32_t tau = 0;
+  if (rounded) {
+    VT_ASSIGN_OR_RETURN(tau, JobTau(job));
+  }
+  StepGraph out;
+  out.num_state_tensors = static_cast<std::uint32_t>(g.state_names.size());
+  out.nodes.reserve(g.nodes.size());
+  for (const kernels::graph::Node& n : g.nodes) {
+    NodeSpec spec;
+    spec.op_kind = static_cast<std::uint16_t>(n.kind);
+    spec.attrs = EncodeToBytes(n.attrs);
+    for (const auto& in : n.inputs) spec.inputs.push_back(ToRef(in));
+    spec.num_outputs = static_cast<std::uint32_t>(n.num_outputs());
+    spec.tau_q16 = tau;
+    out.nodes.push_back(std::move(spec));
+  }
+  for (const auto& in : g.next_state) out.next_state.push_back(ToRef(in));
+  return out;
+}
+
+Result<protocol::StateHeader> KernelsGraphSource::NextHeader(const protocol::JobSpec& job,
+                                                             const protocol::StateHeader& header) const noexcept {
+  if (job.dataset_size == 0 || header.data_offset >= job.dataset_size)
+    return Status::Invalid("data-bad-cursor", "cursor outside the dataset");
+  protocol::StateHeader next = header;
+  next.step += 1;
+  // offset + B may pass several epochs when the batch is larger than the dataset.
+  const std::uint64_t advanced = header.data_offset + job.batch_size;
+  next.data_epoch += advanced / job.dataset_size;
+  next.data_offset = advanced % job.dataset_size;
+  return next;
+}
+
+Result<std::vector<std::uint64_t>> KernelsGraphSource::BatchIndices(const protocol::JobSpec& job,
+                                                                    const protocol::StateHeader& header) const noexcept {
+  return protocol::BatchIndices(job.seed, job.dataset_size, header.data_epoch, header.data_offset, job.batch_size);
+}
+
+Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const protocol::JobSpec& job,
+                                                                       std::span<const Bytes> examples) const noexcept {
+  VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes, BatchShapesOf(job));
+  if (examples.size() != job.batch_size) return Status::Invalid("batch-shape-mismatch", "wrong example count");
+  std::vector<kernels::Tensor> batch;
+  for (const kernels::Shape& s : shapes) batch.emplace_back(s);
+  if (batch.size() != 2) return Status::Invalid("batch-shape-mismatch", "a batch is inputs and targets");
+  std::array<std::int64_t, 2> per_example{};
+  for (int k = 0; k < 2; ++k) per_example[k] = batch[k].numel() / static_cast<std::int64_t>(job.batch_size);
+  for (std::size_t e = 0; e < examples.size(); ++e) {
+    Reader r(examples[e]);
+    for (int k = 0; k < 2; ++k) {
+      VT_ASSIGN_OR_RETURN(kernels::Tensor t, DecodeTensor(r));
+      // The example's own shape must be the batch shape without its leading B.
+      const kernels::Shape expected(batch[k].shape().begin() + 1, batch[k].shape().end());
+      if (t.shape() != expected) return Status::Invalid("batch-shape-mismatch", "example " + std::to_string(e));
+      std::copy(t.values().begin(), t.values().end(),
+                batch[k].values().begin() + static_cast<std::ptrdiff_t>(e) * per_example[k]);
+    }
+    VT_TRY(r.Finish());
+  }
+  return batch;
+}
+
+}  // namespace vt::vm

@@ -1,0 +1,32 @@
+#pragma once
+// The production StepGraphSource: the step graph comes from kernels/graph
+// (BuildStepGraph over the job's ModelSpec and OptimizerSpec — the very graph
+// the worker trains with), and the batch and header follow the training
+// loop's conventions (docs/referee.md, "What arbitration assumes"):
+//
+//  * data order: protocol/data_order.h BatchIndices from the header's cursor
+//    (data_epoch, data_offset);
+//  * dataset leaf i = tensor bytes of input_i ‖ tensor bytes of target_i
+//    (worker/dataset.h), stacked into [B, …] batch tensors;
+//  * the header of h_{t+1} = the header of h_t with step + 1 and the cursor
+//    advanced by B; names and rng_counter unchanged;
+//  * rounded mode: every node uses the job's τ — the default RoundingSpec τ
+//    for an empty tau table, else the provisional single-τ table of
+//    worker/job.h (version 1, one tau_q16, no per-operator entries).
+
+#include "contract_vm/step_graph.h"
+
+namespace vt::vm {
+
+class KernelsGraphSource final : public StepGraphSource {
+ public:
+  Result<StepGraph> Build(const protocol::JobSpec& job, std::uint64_t step) const noexcept override;
+  Result<protocol::StateHeader> NextHeader(const protocol::JobSpec& job,
+                                           const protocol::StateHeader& header) const noexcept override;
+  Result<std::vector<std::uint64_t>> BatchIndices(const protocol::JobSpec& job,
+                                                  const protocol::StateHeader& header) const noexcept override;
+  Result<std::vector<kernels::Tensor>> AssembleBatch(const protocol::JobSpec& job,
+                                                     std::span<const Bytes> examples) const noexcept override;
+};
+
+}  // namespace vt::vm

@@ -1,0 +1,138 @@
+#pragma once
+// The deterministic transaction machine: accounts, nonces, fees, native
+// contracts, blocks, the state root, the supply invariant.
+//
+// State layout (ordered byte keys, docs/formats.md "Transactions and blocks"):
+//   "a/" ‖ address(20)                  → Account (u64 balance ‖ u64 nonce)
+//   "e/" ‖ u16be contract ‖ escrow name  → u64 amount held by a contract
+//   "c/" ‖ u16be contract ‖ key          → contract storage
+//   "m/params"                           → ChainParams
+//   "m/supply"                           → u64 genesis supply
+//   "m/burned"                           → u64 burned so far
+// Invariant after every block: Σ balances + Σ escrows + burned = supply.
+//
+// No floats, no wall clock, no unordered iteration: two machines that apply
+// the same blocks to the same genesis reach the same state root.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/encoding.h"
+#include "common/result.h"
+#include "contract_vm/amount.h"
+#include "contract_vm/block.h"
+#include "contract_vm/contract.h"
+#include "contract_vm/state.h"
+#include "contract_vm/tx.h"
+#include "crypto/keys.h"
+
+namespace vt::vm {
+
+struct Account {
+  Amount balance = 0;
+  std::uint64_t nonce = 0;
+  bool operator==(const Account&) const = default;
+};
+
+struct ChainParams {
+  std::uint64_t chain_id = 1;
+  std::uint64_t block_gas_limit = std::uint64_t{1} << 40;
+  // An arbitration of GPT-2 small's costliest node posts ~363 MB of inputs.
+  std::uint64_t max_tx_bytes = std::uint64_t{512} << 20;
+  Amount min_gas_price = 1;
+  bool operator==(const ChainParams&) const = default;
+};
+
+struct Allocation {
+  crypto::Address address;
+  Amount amount = 0;
+  bool operator==(const Allocation&) const = default;
+};
+
+struct Genesis {
+  ChainParams params;
+  std::uint64_t time = 0;
+  std::vector<Allocation> allocations;  // strictly increasing addresses
+  bool operator==(const Genesis&) const = default;
+};
+
+void Encode(Writer& w, const Account& a);
+Result<Account> Decode(Reader& r, DecodeAs<Account>);
+void Encode(Writer& w, const ChainParams& p);
+Result<ChainParams> Decode(Reader& r, DecodeAs<ChainParams>);
+void Encode(Writer& w, const Genesis& g);
+Result<Genesis> Decode(Reader& r, DecodeAs<Genesis>);
+// TaggedHash("veritrain/genesis/v1", encoding): the parent hash of block 1.
+Hash256 GenesisHash(const Genesis& g);
+
+// State keys.
+Bytes AccountKey(const crypto::Address& address);
+Bytes EscrowKey(std::uint16_t contract, ByteSpan name);
+Bytes ContractKey(std::uint16_t contract, ByteSpan key);
+
+// Read helpers (absent account = zero balance, zero nonce).
+Result<Account> ReadAccount(const StateStore& state, const crypto::Address& address) noexcept;
+Result<ChainParams> ReadParams(const StateStore& state) noexcept;
+
+struct SupplyReport {
+  Amount supply = 0;
+  Amount balances = 0;
+  Amount escrows = 0;
+  Amount burned = 0;
+};
+// Sums every balance and escrow by scanning the state (independently of any
+// counter) and checks the invariant. Invalid "supply-mismatch" or
+// "amount-overflow".
+Result<SupplyReport> AuditSupply(const StateStore& state) noexcept;
+
+// A transaction a proposer left out, and why.
+struct RejectedTx {
+  Hash256 tx_id;
+  Status status;
+};
+
+struct BlockResult {
+  Block block;  // as applied (BuildBlock fills in the header)
+  std::vector<Receipt> receipts;
+  ChainTip tip;
+};
+
+class Vm {
+ public:
+  // `arbiter` may be null (a chain without the arbitration precompile).
+  Vm(const ContractRegistry& contracts, const Arbiter* arbiter) : m_contracts(contracts), m_arbiter(arbiter) {}
+
+  // Writes the genesis state into an empty store. Invalid "genesis-unsorted",
+  // "genesis-supply-overflow", "genesis-bad-params", "genesis-not-empty".
+  Result<ChainTip> ApplyGenesis(StateStore& store, const Genesis& genesis) const noexcept;
+
+  // Would `tx` be accepted as the next transaction on top of `state` in a
+  // block at `height`? The mempool's check; reasons in tx.h.
+  Status CheckTransaction(const StateStore& state, const Transaction& tx) const noexcept;
+
+  // Validates and applies a block on top of `parent`: all of it (committed
+  // to `store` in one batch) or nothing. Invalid with a "block-*" reason, or
+  // the reason of the first invalid transaction (detail names its index).
+  Result<BlockResult> ApplyBlock(StateStore& store, const ChainTip& parent, const Block& block) const noexcept;
+
+  // The proposer's side: executes `candidates` in order, leaves out the ones
+  // that are invalid at their turn (reported in `rejected`), fills in and
+  // signs the header, and commits like ApplyBlock.
+  Result<BlockResult> ProduceBlock(StateStore& store, const ChainTip& parent, std::vector<Transaction> candidates,
+                                   std::uint64_t time, const crypto::SecretKey& proposer,
+                                   std::vector<RejectedTx>* rejected) const noexcept;
+
+ private:
+  // Invalid: the transaction cannot be included. Otherwise its receipt.
+  Result<Receipt> ExecuteTransaction(StateOverlay& block_state, const ChainParams& params, const BlockEnv& env,
+                                     const Transaction& tx, std::uint64_t* block_gas_used) const noexcept;
+  Status CheckHeader(const ChainParams& params, const ChainTip& parent, const BlockHeader& h) const noexcept;
+
+  const ContractRegistry& m_contracts;
+  const Arbiter* m_arbiter;
+};
+
+}  // namespace vt::vm

@@ -1,0 +1,231 @@
+#include "referee/messages.h"
+
+namespace vt::referee {
+namespace {
+
+using crypto::MerkleProof;
+
+Result<MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, DecodeAs<MerkleProof>{}); }
+Result<protocol::NodeRecord> GetRecord(Reader& r) { return protocol::Decode(r, DecodeAs<protocol::NodeRecord>{}); }
+
+constexpr std::size_t kMaxPayloadBytes = std::size_t{1} << 30;
+
+}  // namespace
+
+std::string_view GameResultName(GameResult r) {
+  switch (r) {
+    case GameResult::kOpen: return "open";
+    case GameResult::kSolverWon: return "solver-won";
+    case GameResult::kChallengerWon: return "challenger-won";
+    case GameResult::kBothLost: return "both-lost";
+    case GameResult::kNoContest: return "no-contest";
+  }
+  return "unknown";
+}
+
+void Encode(Writer& w, const PostBountyArgs& v) {
+  protocol::Encode(w, v.job);
+  w.PutHash(v.initial_state);
+  w.PutU64(v.reward);
+  w.PutU64(v.solver_bond);
+  w.PutU64(v.challenger_bond);
+  w.PutU64(v.solve_window);
+  w.PutU64(v.challenge_window);
+  w.PutU64(v.clock_budget);
+}
+Result<PostBountyArgs> Decode(Reader& r, DecodeAs<PostBountyArgs>) {
+  PostBountyArgs v;
+  VT_ASSIGN_OR_RETURN(v.job, protocol::Decode(r, DecodeAs<protocol::JobSpec>{}));
+  VT_ASSIGN_OR_RETURN(v.initial_state, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.reward, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.solver_bond, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.challenger_bond, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.solve_window, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.challenge_window, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.clock_budget, r.GetU64());
+  return v;
+}
+
+void Encode(Writer& w, const BountyIdArgs& v) { w.PutU64(v.bounty_id); }
+Result<BountyIdArgs> Decode(Reader& r, DecodeAs<BountyIdArgs>) {
+  BountyIdArgs v;
+  VT_ASSIGN_OR_RETURN(v.bounty_id, r.GetU64());
+  return v;
+}
+
+void Encode(Writer& w, const CommitArgs& v) {
+  w.PutU64(v.bounty_id);
+  protocol::Encode(w, v.commitment);
+  w.PutHash(v.checkpoint_top);
+  crypto::Encode(w, v.first_proof);
+  crypto::Encode(w, v.last_proof);
+}
+Result<CommitArgs> Decode(Reader& r, DecodeAs<CommitArgs>) {
+  CommitArgs v;
+  VT_ASSIGN_OR_RETURN(v.bounty_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.commitment, protocol::Decode(r, DecodeAs<protocol::Commitment>{}));
+  VT_ASSIGN_OR_RETURN(v.checkpoint_top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.first_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.last_proof, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const OpenGameArgs& v) {
+  w.PutU64(v.bounty_id);
+  w.PutHash(v.checkpoint_root);
+  w.PutHash(v.checkpoint_top);
+  crypto::Encode(w, v.first_proof);
+}
+Result<OpenGameArgs> Decode(Reader& r, DecodeAs<OpenGameArgs>) {
+  OpenGameArgs v;
+  VT_ASSIGN_OR_RETURN(v.bounty_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.checkpoint_root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.checkpoint_top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.first_proof, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const RevealChildrenArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutHash(v.reveal.left);
+  w.PutHash(v.reveal.right);
+}
+Result<RevealChildrenArgs> Decode(Reader& r, DecodeAs<RevealChildrenArgs>) {
+  RevealChildrenArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.reveal.left, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.reveal.right, r.GetHash());
+  return v;
+}
+
+void Encode(Writer& w, const StepRootArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutHash(v.root);
+  w.PutHash(v.top);
+  w.PutHash(v.start_state);
+  crypto::Encode(w, v.start_proof);
+  crypto::Encode(w, v.first_proof);
+  crypto::Encode(w, v.last_proof);
+}
+Result<StepRootArgs> Decode(Reader& r, DecodeAs<StepRootArgs>) {
+  StepRootArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.start_state, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.start_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.first_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.last_proof, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const NodeRootArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutHash(v.root);
+  w.PutHash(v.top);
+  w.PutHash(v.agreed_state);
+  crypto::Encode(w, v.agreed_proof);
+  protocol::Encode(w, v.assemble);
+  crypto::Encode(w, v.assemble_proof);
+}
+Result<NodeRootArgs> Decode(Reader& r, DecodeAs<NodeRootArgs>) {
+  NodeRootArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.agreed_state, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.agreed_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.assemble, GetRecord(r));
+  VT_ASSIGN_OR_RETURN(v.assemble_proof, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const RevealRecordArgs& v) {
+  w.PutU64(v.game_id);
+  protocol::Encode(w, v.record);
+}
+Result<RevealRecordArgs> Decode(Reader& r, DecodeAs<RevealRecordArgs>) {
+  RevealRecordArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.record, GetRecord(r));
+  return v;
+}
+
+void Encode(Writer& w, const LogProofs& v) {
+  crypto::Encode(w, v.node_in_step);
+  w.PutHash(v.step_log_root);
+  crypto::Encode(w, v.step_in_interval);
+  w.PutHash(v.interval_log_hash);
+  crypto::Encode(w, v.interval_in_root);
+}
+Result<LogProofs> Decode(Reader& r, DecodeAs<LogProofs>) {
+  LogProofs v;
+  VT_ASSIGN_OR_RETURN(v.node_in_step, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.step_log_root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.step_in_interval, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.interval_log_hash, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.interval_in_root, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const ArbitrateArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutU8(v.node_root_of);
+  w.PutBytes(v.payload);
+  w.PutOptional(v.log_proofs, [](Writer& out, const LogProofs& p) { Encode(out, p); });
+}
+Result<ArbitrateArgs> Decode(Reader& r, DecodeAs<ArbitrateArgs>) {
+  ArbitrateArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
+  VT_ASSIGN_OR_RETURN(v.payload, r.GetBytes(kMaxPayloadBytes));
+  VT_ASSIGN_OR_RETURN(v.log_proofs,
+                      r.GetOptional<LogProofs>([](Reader& in) { return Decode(in, DecodeAs<LogProofs>{}); }));
+  return v;
+}
+
+void Encode(Writer& w, const GameIdArgs& v) { w.PutU64(v.game_id); }
+Result<GameIdArgs> Decode(Reader& r, DecodeAs<GameIdArgs>) {
+  GameIdArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  return v;
+}
+
+void Encode(Writer& w, const GameOpenedEvent& e) {
+  w.PutU64(e.game_id);
+  w.PutU64(e.bounty_id);
+}
+Result<GameOpenedEvent> Decode(Reader& r, DecodeAs<GameOpenedEvent>) {
+  GameOpenedEvent e;
+  VT_ASSIGN_OR_RETURN(e.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(e.bounty_id, r.GetU64());
+  return e;
+}
+
+void Encode(Writer& w, const WalkDoneEvent& e) {
+  w.PutU64(e.game_id);
+  w.PutEnum(e.level);
+  w.PutU64(e.index);
+}
+Result<WalkDoneEvent> Decode(Reader& r, DecodeAs<WalkDoneEvent>) {
+  WalkDoneEvent e;
+  VT_ASSIGN_OR_RETURN(e.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(e.level, r.GetEnum(Level::kNode));
+  VT_ASSIGN_OR_RETURN(e.index, r.GetU64());
+  return e;
+}
+
+void Encode(Writer& w, const GameResolvedEvent& e) {
+  w.PutU64(e.game_id);
+  w.PutEnum(e.result);
+  w.PutString(e.reason);
+}
+Result<GameResolvedEvent> Decode(Reader& r, DecodeAs<GameResolvedEvent>) {
+  GameResolvedEvent e;
+  VT_ASSIGN_OR_RETURN(e.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(e.result, r.GetEnum(GameResult::kNoContest));
+  VT_ASSIGN_OR_RETURN(e.reason, r.GetString(64));
+  return e;
+}
+
+}  // namespace vt::referee

@@ -1,0 +1,205 @@
+#pragma once
+// The referee's calls (method ids and canonical argument encodings) and the
+// events it emits (docs/formats.md, "Referee"). Clients, the worker's
+// solver/challenger daemons and the tests build transactions from these.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "common/bytes.h"
+#include "common/encoding.h"
+#include "common/result.h"
+#include "contract_vm/amount.h"
+#include "crypto/merkle.h"
+#include "protocol/types.h"
+
+namespace vt::referee {
+
+using vm::Amount;
+
+// The referee's contract id on every chain.
+inline constexpr std::uint16_t kRefereeContractId = 1;
+
+enum class Method : std::uint16_t {
+  kPostBounty = 1,
+  kClaim = 2,
+  kCommit = 3,
+  kRefund = 4,
+  kFinalize = 5,
+  kOpenGame = 10,
+  kRevealChildren = 11,
+  kPostStepRoot = 12,
+  kPostNodeRoot = 13,
+  kRevealRecord = 14,
+  kArbitrate = 15,
+  kClaimTimeout = 16,
+};
+
+struct PostBountyArgs {
+  protocol::JobSpec job;
+  Hash256 initial_state;          // h_0: the client fixes the starting state
+  Amount reward = 0;
+  Amount solver_bond = 0;
+  Amount challenger_bond = 0;
+  std::uint64_t solve_window = 0;      // blocks from posting: claim and commit before it ends
+  std::uint64_t challenge_window = 0;  // blocks from the commitment: open games before it ends
+  std::uint64_t clock_budget = 0;      // blocks on each party's chess clock, per game
+  bool operator==(const PostBountyArgs&) const = default;
+};
+
+// Claim, Refund, Finalize.
+struct BountyIdArgs {
+  std::uint64_t bounty_id = 0;
+  bool operator==(const BountyIdArgs&) const = default;
+};
+
+struct CommitArgs {
+  std::uint64_t bounty_id = 0;
+  protocol::Commitment commitment;
+  Hash256 checkpoint_top;          // the top under commitment.checkpoint_root
+  crypto::MerkleProof first_proof; // leaf 0 = the bounty's h_0
+  crypto::MerkleProof last_proof;  // last leaf = commitment.final_state_hash
+  bool operator==(const CommitArgs&) const = default;
+};
+
+struct OpenGameArgs {
+  std::uint64_t bounty_id = 0;
+  Hash256 checkpoint_root;         // the challenger's root over the same checkpoints
+  Hash256 checkpoint_top;
+  crypto::MerkleProof first_proof; // leaf 0 = the bounty's h_0
+  bool operator==(const OpenGameArgs&) const = default;
+};
+
+struct RevealChildrenArgs {
+  std::uint64_t game_id = 0;
+  crypto::NodeReveal reveal;
+  bool operator==(const RevealChildrenArgs&) const = default;
+};
+
+// Level 2: a root over the per-step state hashes h_{s_{j-1}} … h_{s_j} of the
+// disputed interval (leaves are the state hashes themselves).
+struct StepRootArgs {
+  std::uint64_t game_id = 0;
+  Hash256 root;
+  Hash256 top;
+  Hash256 start_state;              // h_{s_{j-1}}, the agreed checkpoint …
+  crypto::MerkleProof start_proof;  // … opened in the poster's own checkpoint tree at j-1
+  crypto::MerkleProof first_proof;  // leaf 0 of `root` = start_state
+  crypto::MerkleProof last_proof;   // last leaf of `root` = the poster's checkpoint j
+  bool operator==(const StepRootArgs&) const = default;
+};
+
+// Level 3: a root over the node records of step t (graph nodes, then the
+// assemble node whose single output is the poster's h_{t+1}).
+struct NodeRootArgs {
+  std::uint64_t game_id = 0;
+  Hash256 root;
+  Hash256 top;
+  Hash256 agreed_state;              // h_t …
+  crypto::MerkleProof agreed_proof;  // … opened in the poster's own step tree
+  protocol::NodeRecord assemble;     // the last leaf of `root` …
+  crypto::MerkleProof assemble_proof;
+  bool operator==(const NodeRootArgs&) const = default;
+};
+
+struct RevealRecordArgs {
+  std::uint64_t game_id = 0;
+  protocol::NodeRecord record;
+  bool operator==(const RevealRecordArgs&) const = default;
+};
+
+// Rounded mode: the chain from the disputed node's log hash to the
+// commitment's log_root (docs/referee.md, "Rounding logs").
+struct LogProofs {
+  crypto::MerkleProof node_in_step;      // node log hash in the step's log root
+  Hash256 step_log_root;
+  crypto::MerkleProof step_in_interval;  // step log root in the interval's log hash
+  Hash256 interval_log_hash;
+  crypto::MerkleProof interval_in_root;  // interval log hash in commitment.log_root
+  bool operator==(const LogProofs&) const = default;
+};
+
+struct ArbitrateArgs {
+  std::uint64_t game_id = 0;
+  std::uint8_t node_root_of = 0;  // producer proofs are against this party's node root (0 solver, 1 challenger)
+  Bytes payload;  // vm::ArbitrationPayload, encoded
+  std::optional<LogProofs> log_proofs;
+  bool operator==(const ArbitrateArgs&) const = default;
+};
+
+struct GameIdArgs {
+  std::uint64_t game_id = 0;
+  bool operator==(const GameIdArgs&) const = default;
+};
+
+#define VT_REFEREE_CODEC(T)         \
+  void Encode(Writer& w, const T& v); \
+  Result<T> Decode(Reader& r, DecodeAs<T>);
+VT_REFEREE_CODEC(PostBountyArgs)
+VT_REFEREE_CODEC(BountyIdArgs)
+VT_REFEREE_CODEC(CommitArgs)
+VT_REFEREE_CODEC(OpenGameArgs)
+VT_REFEREE_CODEC(RevealChildrenArgs)
+VT_REFEREE_CODEC(StepRootArgs)
+VT_REFEREE_CODEC(NodeRootArgs)
+VT_REFEREE_CODEC(RevealRecordArgs)
+VT_REFEREE_CODEC(LogProofs)
+VT_REFEREE_CODEC(ArbitrateArgs)
+VT_REFEREE_CODEC(GameIdArgs)
+#undef VT_REFEREE_CODEC
+
+// ---- events ---------------------------------------------------------------------
+
+namespace topics {
+inline constexpr std::string_view kBountyPosted = "bounty-posted";        // u64 bounty
+inline constexpr std::string_view kBountyClaimed = "bounty-claimed";      // u64 bounty
+inline constexpr std::string_view kBountyCommitted = "bounty-committed";  // u64 bounty
+inline constexpr std::string_view kBountyFinalized = "bounty-finalized";  // u64 bounty
+inline constexpr std::string_view kBountyRefunded = "bounty-refunded";    // u64 bounty
+inline constexpr std::string_view kBountyFailed = "bounty-failed";        // u64 bounty
+inline constexpr std::string_view kGameOpened = "game-opened";            // GameOpenedEvent
+inline constexpr std::string_view kWalkDone = "walk-done";                // WalkDoneEvent
+inline constexpr std::string_view kGameResolved = "game-resolved";        // GameResolvedEvent
+}  // namespace topics
+
+enum class Level : std::uint8_t { kCheckpoint = 0, kStep = 1, kNode = 2 };
+
+enum class GameResult : std::uint8_t {
+  kOpen = 0,
+  kSolverWon = 1,      // the challenger lost
+  kChallengerWon = 2,  // the solver lost
+  kBothLost = 3,       // neither claim was right (or both clocks ran out)
+  kNoContest = 4,      // closed because the solver lost another game; bond refunded
+};
+std::string_view GameResultName(GameResult r);
+
+struct GameOpenedEvent {
+  std::uint64_t game_id = 0;
+  std::uint64_t bounty_id = 0;
+  bool operator==(const GameOpenedEvent&) const = default;
+};
+
+struct WalkDoneEvent {
+  std::uint64_t game_id = 0;
+  Level level = Level::kCheckpoint;
+  std::uint64_t index = 0;  // checkpoint j, step t (absolute), node i
+  bool operator==(const WalkDoneEvent&) const = default;
+};
+
+struct GameResolvedEvent {
+  std::uint64_t game_id = 0;
+  GameResult result = GameResult::kOpen;
+  std::string reason;  // "timeout", "arbitration", "record-bad-op", …
+  bool operator==(const GameResolvedEvent&) const = default;
+};
+
+void Encode(Writer& w, const GameOpenedEvent& e);
+Result<GameOpenedEvent> Decode(Reader& r, DecodeAs<GameOpenedEvent>);
+void Encode(Writer& w, const WalkDoneEvent& e);
+Result<WalkDoneEvent> Decode(Reader& r, DecodeAs<WalkDoneEvent>);
+void Encode(Writer& w, const GameResolvedEvent& e);
+Result<GameResolvedEvent> Decode(Reader& r, DecodeAs<GameResolvedEvent>);
+
+}  // namespace vt::referee

@@ -1,0 +1,153 @@
+#pragma once
+// What the referee keeps in contract storage: bounties, games, and the
+// transcript of the walk in progress (docs/formats.md, "Referee"). Exposed
+// so that clients and tests can read a bounty or a game from any state.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/encoding.h"
+#include "common/result.h"
+#include "contract_vm/amount.h"
+#include "contract_vm/state.h"
+#include "crypto/keys.h"
+#include "crypto/merkle.h"
+#include "protocol/types.h"
+#include "referee/messages.h"
+
+namespace vt::referee {
+
+enum class BountyState : std::uint8_t {
+  kOpen = 0,       // posted, no solver yet
+  kClaimed = 1,    // a solver has bonded; its commitment is due by solve_deadline
+  kCommitted = 2,  // commitment posted; challenge window running
+  kFinalized = 3,  // reward and bond paid to the solver
+  kFailed = 4,     // the solver lost a game or timed out: reward back to the client
+  kRefunded = 5,   // nobody solved it: reward back to the client
+};
+
+struct Bounty {
+  std::uint64_t id = 0;
+  crypto::Address client;
+  Hash256 job_hash;
+  Hash256 initial_state;
+  Amount reward = 0;
+  Amount solver_bond = 0;
+  Amount challenger_bond = 0;
+  std::uint64_t posted_height = 0;
+  std::uint64_t solve_deadline = 0;  // last height to claim and commit
+  std::uint64_t challenge_window = 0;
+  std::uint64_t clock_budget = 0;
+  std::uint64_t num_steps = 0;
+  std::uint64_t checkpoint_interval = 0;
+  std::uint8_t mode = 0;
+  BountyState state = BountyState::kOpen;
+  crypto::Address solver;
+  std::array<std::uint8_t, 32> solver_key{};
+  protocol::Commitment commitment;
+  Hash256 checkpoint_top;
+  std::uint64_t challenge_deadline = 0;  // last height to open a game
+  std::uint32_t open_games = 0;
+  std::vector<std::uint64_t> games;
+  bool operator==(const Bounty&) const = default;
+};
+
+enum class Party : std::uint8_t { kSolver = 0, kChallenger = 1 };
+inline constexpr std::size_t Idx(Party p) { return static_cast<std::size_t>(p); }
+
+enum class GamePhase : std::uint8_t {
+  kCheckpointWalk = 0,
+  kStepRoots = 1,
+  kStepWalk = 2,
+  kNodeRoots = 3,
+  kNodeWalk = 4,
+  kRevealRecords = 5,
+  kArbitration = 6,
+  kResolved = 7,
+};
+
+// A per-party chess clock, in blocks. While `owes` is set the party is due to
+// move and its clock runs from `owes_since`; a move at height h costs
+// max(0, h - owes_since - 1) (the next block is free: a one-block Fischer
+// increment) and the clock has run out at a height h > owes_since + left + 1.
+struct Clock {
+  bool owes = false;
+  std::uint64_t owes_since = 0;
+  std::uint64_t left = 0;
+  bool operator==(const Clock&) const = default;
+};
+
+struct Game {
+  std::uint64_t id = 0;
+  std::uint64_t bounty_id = 0;
+  crypto::Address challenger;
+  Hash256 challenger_root;
+  GamePhase phase = GamePhase::kCheckpointWalk;
+  GameResult result = GameResult::kOpen;
+  std::string reason;
+  std::array<Clock, 2> clocks{};
+  std::uint64_t opened_height = 0;
+  std::uint64_t resolved_height = 0;
+  std::array<std::uint32_t, 3> rounds{};  // completed walk rounds per level
+  // Level 1 result: the first disputed checkpoint j and each party's h there.
+  std::uint64_t checkpoint_index = 0;
+  std::array<Hash256, 2> checkpoint_leaf{};
+  // Level 2.
+  std::array<bool, 2> step_posted{};
+  std::array<Hash256, 2> step_root{};
+  std::array<Hash256, 2> step_top{};
+  Hash256 start_state;
+  std::uint64_t step = 0;  // t: agreed h_t, disputed h_{t+1}
+  std::array<Hash256, 2> step_leaf{};
+  // Level 3.
+  std::uint64_t node_count = 0;
+  std::array<bool, 2> node_posted{};
+  std::array<Hash256, 2> node_root{};
+  std::array<Hash256, 2> node_top{};
+  Hash256 agreed_state;
+  std::uint64_t node_index = 0;
+  std::array<Hash256, 2> node_leaf{};
+  std::array<std::optional<protocol::NodeRecord>, 2> records{};
+  bool operator==(const Game&) const = default;
+};
+
+// The walk of the current level, as the reveals that drive a crypto
+// MerkleWalk from its start: replaying them rebuilds the walk exactly.
+struct WalkTranscript {
+  std::uint64_t leaf_count = 0;
+  std::array<Hash256, 2> root{};
+  std::array<Hash256, 2> top{};
+  std::array<std::vector<crypto::NodeReveal>, 2> reveals{};
+  bool operator==(const WalkTranscript&) const = default;
+};
+
+void Encode(Writer& w, const Bounty& b);
+Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>);
+void Encode(Writer& w, const Game& g);
+Result<Game> Decode(Reader& r, DecodeAs<Game>);
+void Encode(Writer& w, const WalkTranscript& t);
+Result<WalkTranscript> Decode(Reader& r, DecodeAs<WalkTranscript>);
+
+// Storage keys inside the referee's contract storage.
+Bytes BountyKey(std::uint64_t id);
+Bytes JobKey(std::uint64_t bounty_id);
+Bytes GameKey(std::uint64_t id);
+Bytes WalkKey(std::uint64_t game_id);
+// Escrow names.
+Bytes RewardEscrow(std::uint64_t bounty_id);
+Bytes SolverBondEscrow(std::uint64_t bounty_id);
+Bytes ChallengerBondEscrow(std::uint64_t game_id);
+
+// Readers over any chain state (absent: Invalid "bounty-unknown" / "game-unknown").
+Result<Bounty> ReadBounty(const vm::StateStore& state, std::uint64_t id) noexcept;
+Result<Game> ReadGame(const vm::StateStore& state, std::uint64_t id) noexcept;
+Result<protocol::JobSpec> ReadJob(const vm::StateStore& state, std::uint64_t bounty_id) noexcept;
+// nullopt when no walk is in progress.
+Result<std::optional<WalkTranscript>> ReadWalk(const vm::StateStore& state, std::uint64_t game_id) noexcept;
+// Rebuilds the MerkleWalk a transcript describes.
+Result<crypto::MerkleWalk> ReplayWalk(const WalkTranscript& t) noexcept;
+
+}  // namespace vt::referee

@@ -1,0 +1,677 @@
+#include "referee/referee.h"
+
+#include <string>
+#include <utility>
+
+#include "contract_vm/amount.h"
+#include "contract_vm/arbitration.h"
+#include "contract_vm/node_spec.h"
+#include "crypto/merkle.h"
+#include "protocol/types.h"
+#include "referee/messages.h"
+#include "referee/records.h"
+
+namespace vt::referee {
+namespace {
+
+using crypto::MerkleProof;
+using vm::Amount;
+using WalkParty = crypto::MerkleWalk::Party;
+
+constexpr std::uint8_t kModeRepops = 1;
+constexpr std::uint8_t kModeRounded = 2;
+const Bytes kNextBountyKey = {'n', '/', 'b'};
+const Bytes kNextGameKey = {'n', '/', 'g'};
+
+constexpr Party kSolver = Party::kSolver;
+constexpr Party kChallenger = Party::kChallenger;
+constexpr WalkParty AsWalk(Party p) { return p == kSolver ? WalkParty::kA : WalkParty::kB; }
+constexpr Party Other(Party p) { return p == kSolver ? kChallenger : kSolver; }
+
+Bytes U64(std::uint64_t v) {
+  Writer w;
+  w.PutU64(v);
+  return std::move(w).Take();
+}
+
+template <typename T>
+Result<T> DecodeArgs(ByteSpan args) {
+  auto v = DecodeExact<T>(args);
+  if (!v.ok()) return Status::Invalid("referee-malformed-args", v.status().ToString());
+  return v;
+}
+
+bool IsWalkPhase(GamePhase p) {
+  return p == GamePhase::kCheckpointWalk || p == GamePhase::kStepWalk || p == GamePhase::kNodeWalk;
+}
+
+Level LevelOf(GamePhase p) {
+  switch (p) {
+    case GamePhase::kCheckpointWalk: return Level::kCheckpoint;
+    case GamePhase::kStepWalk: return Level::kStep;
+    default: return Level::kNode;
+  }
+}
+
+// One call's view of the referee: the context, and helpers that meter and
+// check everything against it.
+class Session {
+ public:
+  Session(vm::CallContext& ctx, const RefereeParams& params) : m_ctx(ctx), m_params(params) {}
+
+  Status PostBounty(const PostBountyArgs& a);
+  Status Claim(const BountyIdArgs& a);
+  Status Commit(const CommitArgs& a);
+  Status Refund(const BountyIdArgs& a);
+  Status Finalize(const BountyIdArgs& a);
+  Status OpenGame(const OpenGameArgs& a);
+  Status RevealChildren(const RevealChildrenArgs& a);
+  Status PostStepRoot(const StepRootArgs& a);
+  Status PostNodeRoot(const NodeRootArgs& a);
+  Status RevealRecord(const RevealRecordArgs& a);
+  Status Arbitrate(const ArbitrateArgs& a);
+  Status ClaimTimeout(const GameIdArgs& a);
+
+ private:
+  std::uint64_t height() const { return m_ctx.height(); }
+
+  // ---- storage ----
+  template <typename T>
+  Result<T> Load(const Bytes& key, std::string_view absent) {
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> v, m_ctx.Get(key));
+    if (!v) return Status::Invalid(absent);
+    VT_TRY(m_ctx.ChargeHashing(v->size()));
+    auto rec = DecodeExact<T>(*v);
+    if (!rec.ok()) return Status::Error("state-corrupt", rec.status().ToString());
+    return rec;
+  }
+  Result<Bounty> LoadBounty(std::uint64_t id) { return Load<Bounty>(BountyKey(id), "bounty-unknown"); }
+  Result<Game> LoadGame(std::uint64_t id) { return Load<Game>(GameKey(id), "game-unknown"); }
+  Result<WalkTranscript> LoadWalk(std::uint64_t id) {
+    auto t = Load<WalkTranscript>(WalkKey(id), "game-no-walk");
+    if (!t.ok() && t.status().is_invalid()) return Status::Error("state-corrupt", "a walk phase without a walk");
+    return t;
+  }
+  Result<protocol::JobSpec> LoadJob(std::uint64_t bounty_id) {
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> v, m_ctx.Get(JobKey(bounty_id)));
+    if (!v) return Status::Error("state-corrupt", "bounty without its job");
+    VT_TRY(m_ctx.ChargeHashing(v->size()));
+    auto job = protocol::DecodeJobSpec(*v);
+    if (!job.ok()) return Status::Error("state-corrupt", job.status().ToString());
+    return job;
+  }
+  Status Save(const Bounty& b) { return m_ctx.Put(BountyKey(b.id), EncodeToBytes(b)); }
+  Status Save(const Game& g) { return m_ctx.Put(GameKey(g.id), EncodeToBytes(g)); }
+  Status Save(std::uint64_t game_id, const WalkTranscript& t) { return m_ctx.Put(WalkKey(game_id), EncodeToBytes(t)); }
+  Result<std::uint64_t> NextId(const Bytes& counter) {
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> v, m_ctx.Get(counter));
+    std::uint64_t next = 0;
+    if (v) {
+      Reader r(*v);
+      auto u = r.GetU64();
+      if (!u.ok() || !r.Finish().ok()) return Status::Error("state-corrupt", "id counter");
+      next = *u;
+    }
+    VT_TRY(m_ctx.Put(counter, U64(next + 1)));
+    return next;
+  }
+
+  // ---- checks ----
+  Status CheckTop(std::uint64_t count, const Hash256& top, const Hash256& root, std::string_view reason) {
+    VT_TRY(m_ctx.ChargeMerkle(1));
+    if (crypto::MerkleRootFromTop(count, top) != root) return Status::Invalid(reason, "top does not match the root");
+    return Status::Ok();
+  }
+  Status CheckProof(const Hash256& root, const Hash256& leaf, const MerkleProof& proof, std::uint64_t index,
+                    std::uint64_t count, std::string_view reason) {
+    VT_TRY(m_ctx.ChargeMerkle(proof.siblings.size() + 1));
+    if (proof.leaf_index != index || proof.leaf_count != count)
+      return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
+                                         std::to_string(proof.leaf_count) + ", expected " + std::to_string(index) +
+                                         " of " + std::to_string(count));
+    if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Status::Invalid(reason, s.ToString());
+    return Status::Ok();
+  }
+  Result<Party> PartyOf(const Bounty& b, const Game& g) const {
+    if (m_ctx.sender() == b.solver) return kSolver;
+    if (m_ctx.sender() == g.challenger) return kChallenger;
+    return Status::Invalid("game-not-a-party");
+  }
+  Status CheckMove(const Game& g, Party p) const {
+    if (g.phase == GamePhase::kResolved) return Status::Invalid("game-resolved");
+    const Clock& c = g.clocks[Idx(p)];
+    if (!c.owes) return Status::Invalid("game-not-your-turn");
+    if (Expired(c)) return Status::Invalid("game-clock-expired");
+    return Status::Ok();
+  }
+  // A Fischer increment of one block: the reply in the block right after
+  // the obligation arose is free, so prompt parties never lose budget and
+  // `clock_budget` is the total delay a party may add over a whole game.
+  bool Expired(const Clock& c) const { return c.owes && height() > c.owes_since + c.left + 1; }
+  void Spend(Game& g, Party p) const {
+    Clock& c = g.clocks[Idx(p)];
+    const std::uint64_t elapsed = height() - c.owes_since;
+    c.left -= elapsed > 0 ? elapsed - 1 : 0;  // CheckMove made sure it does not underflow
+    c.owes = false;
+  }
+  void Owe(Game& g, Party p) const {
+    g.clocks[Idx(p)].owes = true;
+    g.clocks[Idx(p)].owes_since = height();
+  }
+  void OweBoth(Game& g) const {
+    Owe(g, kSolver);
+    Owe(g, kChallenger);
+  }
+  std::uint64_t CheckpointCount(const Bounty& b) const {
+    return protocol::CheckpointCount(b.num_steps, b.checkpoint_interval);
+  }
+  std::uint64_t CheckpointStep(const Bounty& b, std::uint64_t i) const {
+    return protocol::CheckpointStepAt(b.num_steps, b.checkpoint_interval, i);
+  }
+
+  // ---- outcomes ----
+  Status Emit(std::string_view topic, const Bytes& data) { return m_ctx.Emit(topic, data); }
+  Status FinishLevel(Game& g, const Bounty& b, const crypto::MerkleWalk& walk);
+  Status SlashSolverBond(const Bounty& b, const crypto::Address& beneficiary);
+  Status Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason);
+  Status CloseGame(Game& g, GameResult result, std::string_view reason);
+  Status VerifyLogChain(const Game& g, const Bounty& b, const Hash256& log_hash, const LogProofs& lp);
+
+  vm::CallContext& m_ctx;
+  const RefereeParams& m_params;
+};
+
+// ---- bounty lifecycle -------------------------------------------------------------
+
+Status Session::PostBounty(const PostBountyArgs& a) {
+  VT_TRY(protocol::ValidateJobSpec(a.job));
+  if (a.job.mode != kModeRepops && a.job.mode != kModeRounded)
+    return Status::Invalid("bounty-bad-mode", "disputes need a reproducible mode (repops or rounded)");
+  if (a.reward == 0) return Status::Invalid("bounty-bad-reward");
+  if (a.solver_bond == 0 || a.challenger_bond == 0) return Status::Invalid("bounty-bad-bond");
+  for (std::uint64_t w : {a.solve_window, a.challenge_window, a.clock_budget})
+    if (w == 0 || w > m_params.max_window) return Status::Invalid("bounty-bad-window");
+
+  VT_ASSIGN_OR_RETURN(std::uint64_t id, NextId(kNextBountyKey));
+  VT_TRY(m_ctx.LockFromSender(RewardEscrow(id), a.reward));
+  Bounty b;
+  b.id = id;
+  b.client = m_ctx.sender();
+  b.job_hash = protocol::JobHash(a.job);
+  b.initial_state = a.initial_state;
+  b.reward = a.reward;
+  b.solver_bond = a.solver_bond;
+  b.challenger_bond = a.challenger_bond;
+  b.posted_height = height();
+  b.solve_deadline = height() + a.solve_window;
+  b.challenge_window = a.challenge_window;
+  b.clock_budget = a.clock_budget;
+  b.num_steps = a.job.num_steps;
+  b.checkpoint_interval = a.job.checkpoint_interval;
+  b.mode = a.job.mode;
+  const Bytes job = protocol::EncodeJobSpec(a.job);
+  VT_TRY(m_ctx.ChargeHashing(job.size()));
+  VT_TRY(m_ctx.Put(JobKey(id), job));
+  VT_TRY(Save(b));
+  return Emit(topics::kBountyPosted, U64(id));
+}
+
+Status Session::Claim(const BountyIdArgs& a) {
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(a.bounty_id));
+  if (b.state != BountyState::kOpen) return Status::Invalid("bounty-not-open");
+  if (height() > b.solve_deadline) return Status::Invalid("bounty-solve-window-over");
+  VT_TRY(m_ctx.LockFromSender(SolverBondEscrow(b.id), b.solver_bond));
+  b.state = BountyState::kClaimed;
+  b.solver = m_ctx.sender();
+  std::copy(m_ctx.sender_key().begin(), m_ctx.sender_key().end(), b.solver_key.begin());
+  VT_TRY(Save(b));
+  return Emit(topics::kBountyClaimed, U64(b.id));
+}
+
+Status Session::Commit(const CommitArgs& a) {
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(a.bounty_id));
+  if (b.state != BountyState::kClaimed) return Status::Invalid("bounty-not-claimed");
+  if (m_ctx.sender() != b.solver) return Status::Invalid("bounty-not-solver");
+  if (height() > b.solve_deadline) return Status::Invalid("bounty-solve-window-over");
+  const protocol::Commitment& c = a.commitment;
+  if (c.bounty_id != b.id || c.job_hash != b.job_hash) return Status::Invalid("commit-bad-job");
+  if (c.solver != b.solver_key) return Status::Invalid("commit-bad-signer");
+  bool valid = false;
+  const Hash256 msg = protocol::CommitmentSigningHash(c);
+  VT_TRY(m_ctx.VerifySignature(c.solver, msg.span(), c.signature, &valid));
+  if (!valid) return Status::Invalid("commit-bad-signature");
+  const std::uint64_t n = CheckpointCount(b);
+  VT_TRY(CheckTop(n, a.checkpoint_top, c.checkpoint_root, "commit-bad-top"));
+  VT_TRY(CheckProof(c.checkpoint_root, b.initial_state, a.first_proof, 0, n, "commit-bad-first-leaf"));
+  VT_TRY(CheckProof(c.checkpoint_root, c.final_state_hash, a.last_proof, n - 1, n, "commit-bad-last-leaf"));
+  if (c.log_root.IsZero() != (b.mode != kModeRounded)) return Status::Invalid("commit-bad-log-root");
+  b.commitment = c;
+  b.checkpoint_top = a.checkpoint_top;
+  b.state = BountyState::kCommitted;
+  b.challenge_deadline = height() + b.challenge_window;
+  VT_TRY(Save(b));
+  return Emit(topics::kBountyCommitted, U64(b.id));
+}
+
+Status Session::SlashSolverBond(const Bounty& b, const crypto::Address& beneficiary) {
+  const Amount share = vm::ShareBps(b.solver_bond, m_params.winner_share_bps);
+  VT_TRY(m_ctx.Release(SolverBondEscrow(b.id), beneficiary, share));
+  return m_ctx.Burn(SolverBondEscrow(b.id), b.solver_bond - share);
+}
+
+Status Session::Refund(const BountyIdArgs& a) {
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(a.bounty_id));
+  if (height() <= b.solve_deadline) return Status::Invalid("bounty-not-refundable", "the solve window is open");
+  if (b.state == BountyState::kOpen) {
+    VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.client, b.reward));
+    b.state = BountyState::kRefunded;
+    VT_TRY(Save(b));
+    return Emit(topics::kBountyRefunded, U64(b.id));
+  }
+  if (b.state == BountyState::kClaimed) {
+    // The solver bonded and never committed: it timed out.
+    VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.client, b.reward));
+    VT_TRY(SlashSolverBond(b, b.client));
+    b.state = BountyState::kFailed;
+    VT_TRY(Save(b));
+    return Emit(topics::kBountyFailed, U64(b.id));
+  }
+  return Status::Invalid("bounty-not-refundable");
+}
+
+Status Session::Finalize(const BountyIdArgs& a) {
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(a.bounty_id));
+  if (b.state != BountyState::kCommitted) return Status::Invalid("bounty-not-committed");
+  if (height() <= b.challenge_deadline) return Status::Invalid("bounty-challenge-window-open");
+  if (b.open_games != 0) return Status::Invalid("bounty-games-open");
+  VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.solver, b.reward));
+  VT_TRY(m_ctx.Release(SolverBondEscrow(b.id), b.solver, b.solver_bond));
+  b.state = BountyState::kFinalized;
+  VT_TRY(Save(b));
+  return Emit(topics::kBountyFinalized, U64(b.id));
+}
+
+// ---- the game -----------------------------------------------------------------------
+
+Status Session::OpenGame(const OpenGameArgs& a) {
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(a.bounty_id));
+  if (b.state != BountyState::kCommitted) return Status::Invalid("bounty-not-challengeable");
+  if (height() > b.challenge_deadline) return Status::Invalid("bounty-challenge-window-over");
+  if (m_ctx.sender() == b.solver) return Status::Invalid("game-solver-cannot-challenge");
+  if (b.games.size() >= m_params.max_games_per_bounty) return Status::Invalid("bounty-too-many-games");
+  const std::uint64_t n = CheckpointCount(b);
+  VT_TRY(CheckTop(n, a.checkpoint_top, a.checkpoint_root, "game-bad-top"));
+  VT_TRY(CheckProof(a.checkpoint_root, b.initial_state, a.first_proof, 0, n, "game-bad-first-leaf"));
+  if (a.checkpoint_root == b.commitment.checkpoint_root) return Status::Invalid("game-same-root");
+
+  VT_ASSIGN_OR_RETURN(std::uint64_t id, NextId(kNextGameKey));
+  VT_TRY(m_ctx.LockFromSender(ChallengerBondEscrow(id), b.challenger_bond));
+  Game g;
+  g.id = id;
+  g.bounty_id = b.id;
+  g.challenger = m_ctx.sender();
+  g.challenger_root = a.checkpoint_root;
+  g.phase = GamePhase::kCheckpointWalk;
+  g.opened_height = height();
+  g.clocks[0].left = g.clocks[1].left = b.clock_budget;
+  OweBoth(g);
+  WalkTranscript t;
+  t.leaf_count = n;
+  t.root = {b.commitment.checkpoint_root, a.checkpoint_root};
+  t.top = {b.checkpoint_top, a.checkpoint_top};
+  if (auto walk = ReplayWalk(t); !walk.ok()) return walk.status();
+  b.games.push_back(id);
+  b.open_games += 1;
+  VT_TRY(Save(id, t));
+  VT_TRY(Save(g));
+  VT_TRY(Save(b));
+  return Emit(topics::kGameOpened, EncodeToBytes(GameOpenedEvent{id, b.id}));
+}
+
+Status Session::RevealChildren(const RevealChildrenArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (!IsWalkPhase(g.phase)) return Status::Invalid(g.phase == GamePhase::kResolved ? "game-resolved" : "game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
+  VT_TRY(CheckMove(g, p));
+  VT_ASSIGN_OR_RETURN(WalkTranscript t, LoadWalk(g.id));
+  // Replaying the transcript costs one check per reveal so far.
+  VT_TRY(m_ctx.ChargeMerkle(2 + t.reveals[0].size() + t.reveals[1].size()));
+  auto replayed = ReplayWalk(t);
+  if (!replayed.ok()) return Status::Error("state-corrupt", "walk transcript: " + replayed.status().ToString());
+  crypto::MerkleWalk walk = std::move(replayed).value();
+  const unsigned before = walk.moves();
+  VT_TRY(walk.RevealChildren(AsWalk(p), a.reveal));
+  t.reveals[Idx(p)].push_back(a.reveal);
+  Spend(g, p);
+  if (walk.moves() > before) {
+    g.rounds[static_cast<std::size_t>(LevelOf(g.phase))] += 1;
+    if (walk.phase() == crypto::MerkleWalk::Phase::kDone) {
+      VT_TRY(m_ctx.Delete(WalkKey(g.id)));
+      VT_TRY(FinishLevel(g, b, walk));
+    } else {
+      OweBoth(g);
+      VT_TRY(Save(g.id, t));
+    }
+  } else {
+    VT_TRY(Save(g.id, t));
+  }
+  return Save(g);
+}
+
+Status Session::FinishLevel(Game& g, const Bounty& b, const crypto::MerkleWalk& walk) {
+  const std::uint64_t leaf = walk.disputed_leaf();
+  const std::array<Hash256, 2> hashes = {walk.leaf_hash(WalkParty::kA), walk.leaf_hash(WalkParty::kB)};
+  WalkDoneEvent event{g.id, LevelOf(g.phase), leaf};
+  switch (g.phase) {
+    case GamePhase::kCheckpointWalk:
+      // Leaf 0 is h_0 in both trees (checked at commit and open).
+      if (leaf == 0) return Status::Error("game-inconsistent", "checkpoint 0 disputed");
+      g.checkpoint_index = leaf;
+      g.checkpoint_leaf = hashes;
+      g.phase = GamePhase::kStepRoots;
+      break;
+    case GamePhase::kStepWalk:
+      // Leaf 0 is the agreed start in both step trees.
+      if (leaf == 0) return Status::Error("game-inconsistent", "interval start disputed");
+      g.step = CheckpointStep(b, g.checkpoint_index - 1) + leaf - 1;
+      g.step_leaf = hashes;
+      g.phase = GamePhase::kNodeRoots;
+      event.index = g.step;
+      break;
+    case GamePhase::kNodeWalk:
+      g.node_index = leaf;
+      g.node_leaf = hashes;
+      g.phase = GamePhase::kRevealRecords;
+      break;
+    default:
+      return Status::Error("game-inconsistent", "no walk in this phase");
+  }
+  OweBoth(g);
+  return Emit(topics::kWalkDone, EncodeToBytes(event));
+}
+
+Status Session::PostStepRoot(const StepRootArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase != GamePhase::kStepRoots) return Status::Invalid("game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
+  VT_TRY(CheckMove(g, p));
+  if (g.step_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  const std::uint64_t j = g.checkpoint_index;
+  const std::uint64_t s0 = CheckpointStep(b, j - 1);
+  const std::uint64_t leaves = CheckpointStep(b, j) - s0 + 1;
+  VT_TRY(CheckTop(leaves, a.top, a.root, "game-bad-top"));
+  // Leaf j-1 is agreed: a proof against the poster's own root carries the
+  // same leaf as one against the other's (crypto/merkle.h, MerkleWalk).
+  const Hash256& own_root = p == kSolver ? b.commitment.checkpoint_root : g.challenger_root;
+  VT_TRY(CheckProof(own_root, a.start_state, a.start_proof, j - 1, CheckpointCount(b), "game-bad-start"));
+  if (g.step_posted[Idx(Other(p))] && a.start_state != g.start_state) return Status::Invalid("game-bad-start");
+  VT_TRY(CheckProof(a.root, a.start_state, a.first_proof, 0, leaves, "game-bad-first-leaf"));
+  VT_TRY(CheckProof(a.root, g.checkpoint_leaf[Idx(p)], a.last_proof, leaves - 1, leaves, "game-bad-last-leaf"));
+  g.start_state = a.start_state;
+  g.step_root[Idx(p)] = a.root;
+  g.step_top[Idx(p)] = a.top;
+  g.step_posted[Idx(p)] = true;
+  Spend(g, p);
+  if (g.step_posted[0] && g.step_posted[1]) {
+    if (g.step_root[0] == g.step_root[1]) return Status::Invalid("game-same-root");
+    WalkTranscript t{leaves, g.step_root, g.step_top, {}};
+    VT_TRY(Save(g.id, t));
+    g.phase = GamePhase::kStepWalk;
+    OweBoth(g);
+  }
+  return Save(g);
+}
+
+Status Session::PostNodeRoot(const NodeRootArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase != GamePhase::kNodeRoots) return Status::Invalid("game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
+  VT_TRY(CheckMove(g, p));
+  if (g.node_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  if (g.node_count == 0) {
+    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(b.id));
+    VT_ASSIGN_OR_RETURN(vm::StepShape shape, arbiter->Shape(job, g.step, m_ctx.gas()));
+    g.node_count = shape.node_count;
+  }
+  const std::uint64_t nodes = g.node_count;
+  VT_TRY(CheckTop(nodes, a.top, a.root, "game-bad-top"));
+  const std::uint64_t j = g.checkpoint_index;
+  const std::uint64_t s0 = CheckpointStep(b, j - 1);
+  const std::uint64_t leaves = CheckpointStep(b, j) - s0 + 1;
+  VT_TRY(CheckProof(g.step_root[Idx(p)], a.agreed_state, a.agreed_proof, g.step - s0, leaves,
+                    "game-bad-agreed-state"));
+  if (g.node_posted[Idx(Other(p))] && a.agreed_state != g.agreed_state)
+    return Status::Invalid("game-bad-agreed-state");
+  if (a.assemble.op_kind != vm::kAssembleOpKind || a.assemble.output_hashes.size() != 1 ||
+      a.assemble.output_hashes[0] != g.step_leaf[Idx(p)])
+    return Status::Invalid("game-bad-assemble", "the last node must output the poster's h_{t+1}");
+  VT_TRY(CheckProof(a.root, protocol::NodeRecordHash(a.assemble), a.assemble_proof, nodes - 1, nodes,
+                    "game-bad-assemble"));
+  g.agreed_state = a.agreed_state;
+  g.node_root[Idx(p)] = a.root;
+  g.node_top[Idx(p)] = a.top;
+  g.node_posted[Idx(p)] = true;
+  Spend(g, p);
+  if (g.node_posted[0] && g.node_posted[1]) {
+    if (g.node_root[0] == g.node_root[1]) return Status::Invalid("game-same-root");
+    WalkTranscript t{nodes, g.node_root, g.node_top, {}};
+    VT_TRY(Save(g.id, t));
+    g.phase = GamePhase::kNodeWalk;
+    OweBoth(g);
+  }
+  return Save(g);
+}
+
+Status Session::RevealRecord(const RevealRecordArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase != GamePhase::kRevealRecords) return Status::Invalid("game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
+  VT_TRY(CheckMove(g, p));
+  if (g.records[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  const Bytes encoded = protocol::EncodeNodeRecord(a.record);
+  VT_TRY(m_ctx.ChargeHashing(encoded.size()));
+  if (protocol::NodeRecordHash(a.record) != g.node_leaf[Idx(p)]) return Status::Invalid("game-bad-record");
+  VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+  VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(b.id));
+  VT_ASSIGN_OR_RETURN(vm::NodeSpec spec, arbiter->ExpectedNode(job, g.step, g.node_index, m_ctx.gas()));
+  if (Status s = vm::CheckRecordAgainstSpec(a.record, spec, b.mode == kModeRounded); !s.ok()) {
+    // A committed record that is not the node the job prescribes: its author lied.
+    VT_TRY(Resolve(g, b, p == kSolver, p == kChallenger, s.reason()));
+    VT_TRY(Save(b));
+    return Save(g);
+  }
+  g.records[Idx(p)] = a.record;
+  Spend(g, p);
+  if (g.records[0] && g.records[1]) {
+    // The solver owes the node's inputs; anyone may supply them.
+    g.phase = GamePhase::kArbitration;
+    Owe(g, kSolver);
+  }
+  return Save(g);
+}
+
+Status Session::VerifyLogChain(const Game& g, const Bounty& b, const Hash256& log_hash, const LogProofs& lp) {
+  const std::uint64_t j = g.checkpoint_index;
+  const std::uint64_t s0 = CheckpointStep(b, j - 1);
+  const std::uint64_t s1 = CheckpointStep(b, j);
+  VT_TRY(CheckProof(lp.step_log_root, log_hash, lp.node_in_step, g.node_index, g.node_count - 1,
+                    "arb-bad-log-proof"));
+  VT_TRY(CheckProof(lp.interval_log_hash, lp.step_log_root, lp.step_in_interval, g.step - s0, s1 - s0,
+                    "arb-bad-log-proof"));
+  return CheckProof(b.commitment.log_root, lp.interval_log_hash, lp.interval_in_root, j - 1, CheckpointCount(b) - 1,
+                    "arb-bad-log-proof");
+}
+
+Status Session::Arbitrate(const ArbitrateArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase != GamePhase::kArbitration) return Status::Invalid("game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  if (Expired(g.clocks[Idx(kSolver)])) return Status::Invalid("game-clock-expired");
+  VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+  vm::ArbitrationCase c;
+  VT_ASSIGN_OR_RETURN(c.job, LoadJob(b.id));
+  c.step = g.step;
+  c.state_hash = g.agreed_state;
+  // Leaves before the disputed node are agreed: producers may be opened
+  // against either party's root, whichever the submitter holds the tree of.
+  if (a.node_root_of > 1) return Status::Invalid("referee-malformed-args", "node_root_of is 0 or 1");
+  c.node_root = g.node_root[a.node_root_of];
+  c.node_count = g.node_count;
+  c.node_index = g.node_index;
+  VT_ASSIGN_OR_RETURN(vm::ArbitrationOutcome outcome, arbiter->Arbitrate(c, a.payload, m_ctx.gas()));
+
+  const bool logged = b.mode == kModeRounded && g.node_index + 1 < g.node_count;
+  if (logged) {
+    if (!a.log_proofs) return Status::Invalid("arb-bad-log-proof", "rounded mode needs the log's proofs");
+    VT_TRY(VerifyLogChain(g, b, outcome.log_hash, *a.log_proofs));
+  } else if (a.log_proofs) {
+    return Status::Invalid("arb-bad-log-proof", "this node has no log");
+  }
+
+  switch (outcome.kind) {
+    case vm::ArbitrationKind::kLogRejected:
+      VT_TRY(Resolve(g, b, true, false, "solver-log-rejected"));
+      break;
+    case vm::ArbitrationKind::kOpFailed:
+      VT_TRY(Resolve(g, b, true, true, "node-op-failed"));
+      break;
+    case vm::ArbitrationKind::kExecuted: {
+      std::array<bool, 2> right{};
+      for (Party p : {kSolver, kChallenger}) {
+        const protocol::NodeRecord& rec = *g.records[Idx(p)];
+        right[Idx(p)] = rec.output_hashes == outcome.output_hashes && (!logged || rec.log_hash == outcome.log_hash);
+      }
+      // Two different records cannot both be the node's one correct record.
+      if (right[0] && right[1]) return Status::Invalid("game-inconsistent", "both records match the re-execution");
+      VT_TRY(Resolve(g, b, !right[Idx(kSolver)], !right[Idx(kChallenger)], "arbitration"));
+      break;
+    }
+  }
+  VT_TRY(Save(b));
+  return Save(g);
+}
+
+Status Session::ClaimTimeout(const GameIdArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase == GamePhase::kResolved) return Status::Invalid("game-resolved");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  const bool solver_out = Expired(g.clocks[Idx(kSolver)]);
+  const bool challenger_out = Expired(g.clocks[Idx(kChallenger)]);
+  if (!solver_out && !challenger_out) return Status::Invalid("game-no-timeout");
+  VT_TRY(Resolve(g, b, solver_out, challenger_out, "timeout"));
+  VT_TRY(Save(b));
+  return Save(g);
+}
+
+Status Session::CloseGame(Game& g, GameResult result, std::string_view reason) {
+  g.phase = GamePhase::kResolved;
+  g.result = result;
+  g.reason = std::string(reason);
+  g.resolved_height = height();
+  g.clocks[0].owes = g.clocks[1].owes = false;
+  VT_TRY(m_ctx.Delete(WalkKey(g.id)));
+  return Emit(topics::kGameResolved, EncodeToBytes(GameResolvedEvent{g.id, result, std::string(reason)}));
+}
+
+Status Session::Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason) {
+  const Bytes game_bond = ChallengerBondEscrow(g.id);
+  const Amount c_bond = b.challenger_bond;
+  GameResult result;
+  if (!solver_lost) {
+    // The challenger lied: its bond pays the solver's share, the rest burns.
+    const Amount share = vm::ShareBps(c_bond, m_params.winner_share_bps);
+    VT_TRY(m_ctx.Release(game_bond, b.solver, share));
+    VT_TRY(m_ctx.Burn(game_bond, c_bond - share));
+    result = GameResult::kSolverWon;
+  } else if (!challenger_lost) {
+    VT_TRY(m_ctx.Release(game_bond, g.challenger, c_bond));
+    VT_TRY(SlashSolverBond(b, g.challenger));
+    result = GameResult::kChallengerWon;
+  } else {
+    VT_TRY(m_ctx.Burn(game_bond, c_bond));
+    VT_TRY(m_ctx.Burn(SolverBondEscrow(b.id), b.solver_bond));
+    result = GameResult::kBothLost;
+  }
+  b.open_games -= 1;
+  VT_TRY(CloseGame(g, result, reason));
+  if (!solver_lost) return Status::Ok();
+
+  // A solver that loses any game loses the bounty: the reward goes back to
+  // the client and every other open game closes with its bond refunded.
+  VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.client, b.reward));
+  b.state = BountyState::kFailed;
+  for (std::uint64_t other_id : b.games) {
+    if (other_id == g.id) continue;
+    VT_ASSIGN_OR_RETURN(Game other, LoadGame(other_id));
+    if (other.phase == GamePhase::kResolved) continue;
+    VT_TRY(m_ctx.Release(ChallengerBondEscrow(other.id), other.challenger, c_bond));
+    b.open_games -= 1;
+    VT_TRY(CloseGame(other, GameResult::kNoContest, "solver-lost-elsewhere"));
+    VT_TRY(Save(other));
+  }
+  return Emit(topics::kBountyFailed, U64(b.id));
+}
+
+}  // namespace
+
+Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept {
+  Session s(ctx, m_params);
+  switch (static_cast<Method>(method)) {
+    case Method::kPostBounty: {
+      VT_ASSIGN_OR_RETURN(PostBountyArgs a, DecodeArgs<PostBountyArgs>(args));
+      return s.PostBounty(a);
+    }
+    case Method::kClaim: {
+      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
+      return s.Claim(a);
+    }
+    case Method::kCommit: {
+      VT_ASSIGN_OR_RETURN(CommitArgs a, DecodeArgs<CommitArgs>(args));
+      return s.Commit(a);
+    }
+    case Method::kRefund: {
+      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
+      return s.Refund(a);
+    }
+    case Method::kFinalize: {
+      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
+      return s.Finalize(a);
+    }
+    case Method::kOpenGame: {
+      VT_ASSIGN_OR_RETURN(OpenGameArgs a, DecodeArgs<OpenGameArgs>(args));
+      return s.OpenGame(a);
+    }
+    case Method::kRevealChildren: {
+      VT_ASSIGN_OR_RETURN(RevealChildrenArgs a, DecodeArgs<RevealChildrenArgs>(args));
+      return s.RevealChildren(a);
+    }
+    case Method::kPostStepRoot: {
+      VT_ASSIGN_OR_RETURN(StepRootArgs a, DecodeArgs<StepRootArgs>(args));
+      return s.PostStepRoot(a);
+    }
+    case Method::kPostNodeRoot: {
+      VT_ASSIGN_OR_RETURN(NodeRootArgs a, DecodeArgs<NodeRootArgs>(args));
+      return s.PostNodeRoot(a);
+    }
+    case Method::kRevealRecord: {
+      VT_ASSIGN_OR_RETURN(RevealRecordArgs a, DecodeArgs<RevealRecordArgs>(args));
+      return s.RevealRecord(a);
+    }
+    case Method::kArbitrate: {
+      VT_ASSIGN_OR_RETURN(ArbitrateArgs a, DecodeArgs<ArbitrateArgs>(args));
+      return s.Arbitrate(a);
+    }
+    case Method::kClaimTimeout: {
+      VT_ASSIGN_OR_RETURN(GameIdArgs a, DecodeArgs<GameIdArgs>(args));
+      return s.ClaimTimeout(a);
+    }
+  }
+  return Status::Invalid("referee-unknown-method", std::to_string(method));
+}
+
+}  // namespace vt::referee

@@ -1,0 +1,44 @@
+#pragma once
+// The referee: the native contract that runs training bounties and their
+// dispute games (DESIGN.md, "The dispute game"; docs/referee.md).
+//
+// Bounty: post (job, h_0, escrowed reward, bonds, windows, clock budget) →
+// claim (solver bond) → commit (signed commitment, leaf 0 = h_0, last leaf =
+// final state) → challenge window → finalize (reward + bond to the solver),
+// or refund (nobody solved it; or the solver timed out: its bond is slashed).
+//
+// Game (one per challenger, many in parallel): three leftmost-difference
+// walks — checkpoints, steps of the disputed interval, node records of the
+// disputed step — each root checked against its parent level, then both
+// records of the disputed node are revealed and checked against the job's
+// graph, then the arbitration precompile re-executes the node. Per-party
+// chess clocks in blocks; anyone may claim a timeout. The loser's bond: a
+// winner's share to the winner, the rest burned. A solver that loses any game
+// loses the bounty; the other games close with bonds refunded.
+
+#include <cstdint>
+
+#include "common/bytes.h"
+#include "common/result.h"
+#include "contract_vm/contract.h"
+
+namespace vt::referee {
+
+struct RefereeParams {
+  std::uint32_t winner_share_bps = 5000;   // of the loser's bond; the rest is burned
+  std::uint32_t max_games_per_bounty = 64;
+  std::uint64_t max_window = std::uint64_t{1} << 32;  // blocks, for windows and clock budgets
+};
+
+class Referee final : public vm::NativeContract {
+ public:
+  explicit Referee(RefereeParams params = {}) : m_params(params) {}
+  Status Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept override;
+
+  const RefereeParams& params() const { return m_params; }
+
+ private:
+  RefereeParams m_params;
+};
+
+}  // namespace vt::referee

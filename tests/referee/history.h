@@ -1,0 +1,90 @@
+#pragma once
+// Off-chain side of the scenario harness: a tiny but real training job (an
+// MLP from kernels/graph on a synthetic dataset, trained with the kernels
+// executor), a party's full history of it (state hashes, node records,
+// per-node outputs, rounding logs, all Merkle trees), optionally with lies
+// planted at chosen steps and nodes, and the builders of every referee call
+// argument from such a history (what a solver/challenger daemon would post).
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "contract_vm/arbitration.h"
+#include "contract_vm/graph_source.h"
+#include "crypto/keys.h"
+#include "crypto/merkle.h"
+#include "kernels/mode.h"
+#include "kernels/rounding.h"
+#include "kernels/tensor.h"
+#include "protocol/state.h"
+#include "protocol/types.h"
+#include "referee/messages.h"
+
+namespace vt::test {
+
+struct TinyJob {
+  protocol::JobSpec job;
+  std::vector<Bytes> examples;  // dataset-commitment leaves
+  crypto::MerkleTree dataset_tree;
+  Hash256 initial_state;
+};
+
+// MLP 6 → 8 → 3 (relu), SGD with momentum, 20 examples, batch 4.
+TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed = 42);
+
+enum class LieKind {
+  kOutput,      // perturb every element of output 0 of (step, node) unevenly; later nodes consume it
+  kSpec,        // kOutput, and the node's record names a wrong op kind
+  kLog,         // rounded mode: a log entry outside the logging region at (step, node), output flipped there
+  kCheckpoint,  // claim a wrong h at checkpoint index `step` (node unused); everything else honest
+};
+
+struct Lie {
+  LieKind kind = LieKind::kOutput;
+  std::uint64_t step = 0;
+  std::uint32_t node = 0;
+};
+
+struct History {
+  protocol::JobSpec job;
+  std::vector<Hash256> h;                               // claimed h_t, t = 0..N
+  std::vector<protocol::StateHeader> headers;           // header of h_t
+  std::vector<std::vector<kernels::Tensor>> states;     // state tensors of h_t (name order)
+  std::vector<std::vector<protocol::NodeRecord>> records;               // per step: graph nodes + assemble
+  std::vector<std::vector<std::vector<kernels::Tensor>>> outputs;       // per step, per node
+  std::vector<std::vector<kernels::RoundingLog>> logs;                  // rounded mode: per step, per node
+  crypto::MerkleTree checkpoint_tree;
+  std::vector<crypto::MerkleTree> step_trees;   // interval j (1-based) at j-1
+  std::vector<crypto::MerkleTree> node_trees;   // per step
+  // Rounded mode: the commitment's log tree.
+  std::vector<crypto::MerkleTree> step_log_trees;      // per step, over node log hashes
+  std::vector<crypto::MerkleTree> interval_log_trees;  // per interval, over step log roots
+  crypto::MerkleTree log_root_tree;                    // over interval log hashes
+  Hash256 log_root;                                    // zero outside rounded mode
+  std::vector<Lie> lies;
+
+  bool LiedAt(std::uint64_t step, std::uint64_t node) const;
+  std::uint64_t num_steps() const { return job.num_steps; }
+};
+
+// Trains the job. In rounded mode with `follow` set (a challenger replaying a
+// solver), each step first follows `follow`'s logs and records its own from
+// the first step whose logs do not replay.
+Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History* follow = nullptr);
+
+// ---- call arguments from a history -----------------------------------------------
+
+referee::CommitArgs MakeCommit(const History& h, std::uint64_t bounty_id, const crypto::SecretKey& solver);
+referee::OpenGameArgs MakeOpenGame(const History& h, std::uint64_t bounty_id);
+referee::StepRootArgs MakeStepRoot(const History& h, std::uint64_t game_id, std::uint64_t checkpoint_index);
+referee::NodeRootArgs MakeNodeRoot(const History& h, std::uint64_t game_id, std::uint64_t checkpoint_index,
+                                   std::uint64_t step);
+// The arbitration of node `node` of step `step`, from `inputs_from`'s data
+// (any party: the inputs are agreed), with the log and its proofs from
+// `solver` (the committed log is the solver's).
+referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& inputs_from, const History& solver,
+                                     std::uint64_t game_id, std::uint8_t node_root_of, std::uint64_t step,
+                                     std::uint64_t node);
+
+}  // namespace vt::test

@@ -1,0 +1,102 @@
+#pragma once
+// The in-process scenario harness: a chain with the referee and the
+// arbitration precompile, a client, a solver and challengers as agents that
+// read the chain state after every block and send the moves their history
+// dictates (honest, lying, or falling silent at a chosen phase). Block
+// heights are the simulated clock. TestChain audits the supply invariant
+// after every block and replays every block on a validator replica.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "contract_vm/amount.h"
+#include "kernels/mode.h"
+#include "referee/messages.h"
+#include "referee/records.h"
+#include "tests/referee/history.h"
+
+namespace vt::test {
+class TestChain;
+}
+
+namespace vt::test {
+
+struct AgentPlan {
+  std::vector<Lie> lies;                          // empty: honest
+  std::optional<referee::GamePhase> silent_from;  // withholds every move from this phase on
+  bool arbitrates = true;                         // sends the arbitration inputs when right at the node
+};
+
+struct ScenarioConfig {
+  kernels::Mode mode = kernels::Mode::kRepops;
+  std::uint64_t steps = 10;
+  std::uint64_t interval = 3;
+  AgentPlan solver;
+  std::vector<AgentPlan> challengers;
+  bool solver_claims = true;
+  bool solver_commits = true;
+  vm::Amount reward = 1'000'000;
+  vm::Amount solver_bond = 400'000;
+  vm::Amount challenger_bond = 200'000;
+  std::uint64_t solve_window = 20;
+  std::uint64_t challenge_window = 8;
+  std::uint64_t clock_budget = 6;
+  std::uint64_t max_blocks = 400;
+};
+
+struct GameReport {
+  std::size_t challenger = 0;
+  referee::Game game;
+  std::vector<referee::WalkDoneEvent> walks;
+  std::uint64_t txs = 0;    // game transactions (open, moves, arbitration, timeout)
+  std::uint64_t bytes = 0;  // their encoded size
+  std::uint64_t arbitration_bytes = 0;  // of which the arbitration transaction(s)
+  std::uint64_t blocks = 0; // from the opening block to the resolving block
+};
+
+struct ScenarioReport {
+  referee::Bounty bounty;
+  std::vector<GameReport> games;
+  // Balance change of each party, fees added back (so bonds, rewards and
+  // payouts only): "client", "solver", "challenger0", …
+  std::map<std::string, std::int64_t> net;
+  std::vector<std::string> failed_calls;  // "sender: reason" of failed receipts
+  std::uint64_t blocks = 0;
+  vm::Amount burned = 0;
+  History solver_history;
+};
+
+ScenarioReport RunScenario(const ScenarioConfig& config);
+
+// The driver behind RunScenario, for tests that stop a game at a chosen
+// phase and poke at it.
+class ScenarioDriver {
+ public:
+  explicit ScenarioDriver(const ScenarioConfig& config);
+  ~ScenarioDriver();
+  ScenarioDriver(const ScenarioDriver&) = delete;
+  ScenarioDriver& operator=(const ScenarioDriver&) = delete;
+
+  // Trains the histories, posts, claims, commits and opens the games.
+  void Start();
+  // One block of agent actions; false when no game is open.
+  bool Step();
+  // Start, Step until no game is open, settle the bounty, report.
+  ScenarioReport Run();
+
+  TestChain& chain();
+  const TinyJob& tiny() const;
+  const History& history(std::size_t agent) const;  // 0 client, 1 solver, 2.. challengers
+  const crypto::SecretKey& key(std::size_t agent) const;
+  const std::vector<std::uint64_t>& game_ids() const;
+
+ private:
+  class Impl;
+  std::unique_ptr<Impl> m_impl;
+};
+
+}  // namespace vt::test
