@@ -1,0 +1,107 @@
+// The worker's dispute answers are what the chain's arbitration precompile
+// accepts: node-input exports decode as vm::ArbitrationPayload and the
+// arbiter, rebuilding the node from the job alone, confirms an honest record
+// and convicts a forged log. (worker/ may not include contract_vm/; this
+// test may.)
+
+#include <gtest/gtest.h>
+
+#include "contract_vm/arbitration.h"
+#include "contract_vm/graph_source.h"
+#include "contract_vm/node_spec.h"
+#include "tests/worker/train_fixtures.h"
+#include "worker/adversary.h"
+#include "worker/commitment.h"
+#include "worker/dispute.h"
+#include "worker/trainer.h"
+
+namespace vt::worker {
+namespace {
+
+using test::Family;
+
+struct Param {
+  Family family;
+  const char* mode;
+};
+
+class ArbitrationTest : public testing::TestWithParam<Param> {};
+
+TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {
+  static_assert(kAssembleOpKind == vm::kAssembleOpKind);
+  const LoadedJob j = test::MakeJob(GetParam().family, GetParam().mode);
+  const Job& job = j.job;
+  const bool rounded = job.mode() == kernels::Mode::kRounded;
+  test::TempDir dir;
+  ASSERT_TRUE(Train(job, j.dataset, dir.path()).ok());
+  auto run = RunDir::Open(dir.path(), false);
+  Party party{&job, &j.dataset, &*run, rounded ? &*run : nullptr, ExecConfigFor(job), nullptr};
+  const vm::KernelsGraphSource source;
+  const vm::Arbiter arbiter(source);
+  const std::uint64_t step = 4;
+  auto records = AnswerNodeRecords(party, step);
+  ASSERT_TRUE(records.ok());
+  for (std::uint64_t i = 0; i < records->records.size(); ++i) {
+    auto inputs = AnswerNodeInputs(party, step, i);
+    ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+    // The record is the node the referee expects from the job alone.
+    vm::GasMeter spec_gas(std::uint64_t{1} << 40);
+    auto spec = arbiter.ExpectedNode(job.spec, step, i, spec_gas);
+    ASSERT_TRUE(spec.ok()) << spec.status().ToString();
+    EXPECT_TRUE(vm::CheckRecordAgainstSpec(records->records[i], *spec, rounded).ok()) << "node " << i;
+
+    const Bytes payload = EncodeArbitrationPayload(*inputs);
+    ASSERT_TRUE(DecodeExact<vm::ArbitrationPayload>(payload).ok());
+    vm::ArbitrationCase c;
+    c.job = job.spec;
+    c.step = step;
+    c.state_hash = inputs->state_hash;
+    c.node_root = inputs->node_root;
+    c.node_count = inputs->node_count;
+    c.node_index = i;
+    vm::GasMeter gas(std::uint64_t{1} << 50);
+    auto outcome = arbiter.Arbitrate(c, payload, gas);
+    ASSERT_TRUE(outcome.ok()) << "node " << i << ": " << outcome.status().ToString();
+    EXPECT_EQ(outcome->kind, vm::ArbitrationKind::kExecuted) << outcome->detail;
+    EXPECT_EQ(outcome->output_hashes, records->records[i].output_hashes) << "node " << i << " " << inputs->node_name;
+    if (rounded && i + 1 < records->records.size()) {
+      EXPECT_EQ(outcome->log_hash, records->records[i].log_hash);
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, ArbitrationTest,
+                         testing::Values(Param{Family::kMlp, "repops"}, Param{Family::kMlp, "rounded"},
+                                         Param{Family::kCnn, "repops"}, Param{Family::kGpt, "rounded"}),
+                         [](const testing::TestParamInfo<Param>& p) {
+                           return std::string(test::FamilyName(p.param.family)) + "_" + p.param.mode;
+                         });
+
+TEST(ArbitrationTest, TheArbiterRejectsAForgedLogEntry) {
+  const LoadedJob j = test::MakeJob(Family::kMlp, "rounded");
+  const Job& job = j.job;
+  auto adversary = MakeAdversary(*ParseAdversarySpec("forge-log:step=4,node=0"), job, j.dataset);
+  ASSERT_TRUE(adversary.ok());
+  test::TempDir dir;
+  TrainOptions options;
+  options.adversary = adversary->get();
+  ASSERT_TRUE(Train(job, j.dataset, dir.path(), options).ok());
+  auto run = RunDir::Open(dir.path(), false);
+  Party solver{&job, &j.dataset, &*run, &*run, ExecConfigFor(job), adversary->get()};
+  auto inputs = AnswerNodeInputs(solver, 4, 0);
+  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
+  const vm::KernelsGraphSource source;
+  const vm::Arbiter arbiter(source);
+  vm::ArbitrationCase c{job.spec, 4, inputs->state_hash, inputs->node_root, inputs->node_count, 0};
+  vm::GasMeter gas(std::uint64_t{1} << 50);
+  auto outcome = arbiter.Arbitrate(c, EncodeArbitrationPayload(*inputs), gas);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->kind, vm::ArbitrationKind::kLogRejected) << outcome->detail;
+  // The worker's own re-execution agrees with the chain's.
+  auto verdict = ReexecuteNode(job, *inputs);
+  ASSERT_TRUE(verdict.ok());
+  EXPECT_EQ(verdict->kind, NodeVerdictKind::kLogRejected);
+}
+
+}  // namespace
+}  // namespace vt::worker

@@ -1,0 +1,267 @@
+#include "worker/checkpoint_store.h"
+
+#include <zstd.h>
+#include <zstd_errors.h>
+
+#include <algorithm>
+#include <cassert>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "common/encoding.h"
+#include "worker/file_io.h"
+#include "worker/tensor_codec.h"
+
+namespace vt::worker {
+
+namespace {
+
+constexpr std::uint8_t kMagic[6] = {'V', 'T', 'C', 'K', 'P', 'T'};
+constexpr std::uint16_t kFormatVersion = 1;
+constexpr std::uint8_t kFlagByteShuffle = 0x01;
+// A payload this large is a damaged header, not a state (1 TiB).
+constexpr std::uint64_t kMaxPayloadBytes = std::uint64_t{1} << 40;
+constexpr std::string_view kSuffix = ".ckpt";
+constexpr std::uint64_t kMaxZstdExpansion = 32768;
+
+Status Corrupt(const std::string& detail) { return Status::Invalid("checkpoint-corrupt", detail); }
+Status Truncated(const std::string& detail) { return Status::Invalid("checkpoint-truncated", detail); }
+
+// Byte planes of each tensor's values in the payload, in place. `forward`
+// shuffles (value-major → plane-major), otherwise unshuffles. The payload's
+// structure was produced by EncodeState, or is checked here while walking it.
+Status ShufflePayload(Bytes& payload, bool forward) {
+  Reader r(payload);
+  VT_ASSIGN_OR_RETURN(protocol::StateHeader header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
+  Bytes scratch;
+  for (std::size_t t = 0; t < header.tensor_names.size(); ++t) {
+    VT_ASSIGN_OR_RETURN(TensorHeader th, ReadTensorHeader(r));
+    const std::size_t pos = r.position();
+    const auto n = static_cast<std::size_t>(th.numel);
+    VT_TRY(r.GetFixed(n * 4).status());
+    std::uint8_t* data = payload.data() + pos;
+    scratch.assign(data, data + n * 4);
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t k = 0; k < 4; ++k) {
+        if (forward) data[k * n + i] = scratch[i * 4 + k];
+        else data[i * 4 + k] = scratch[k * n + i];
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+void PutLe(Bytes& out, std::uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) out.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+}
+
+std::uint64_t GetLe(ByteSpan in, std::size_t pos, int n) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<std::uint64_t>(in[pos + static_cast<std::size_t>(i)]) << (8 * i);
+  return v;
+}
+
+struct FileHeader {
+  Hash256 state_hash;
+  std::uint64_t step = 0;
+  std::uint64_t payload_size = 0;
+  std::uint8_t flags = 0;
+};
+
+Result<FileHeader> ParseHeader(ByteSpan file) {
+  if (file.size() < kCheckpointHeaderSize)
+    return Truncated("file of " + std::to_string(file.size()) + " bytes is shorter than the 57-byte header");
+  if (std::memcmp(file.data(), kMagic, sizeof(kMagic)) != 0) return Corrupt("bad magic");
+  if (GetLe(file, 6, 2) != kFormatVersion)
+    return Corrupt("format version " + std::to_string(GetLe(file, 6, 2)) + " is not 1");
+  FileHeader h;
+  std::memcpy(h.state_hash.bytes.data(), file.data() + 8, 32);
+  h.step = GetLe(file, 40, 8);
+  h.payload_size = GetLe(file, 48, 8);
+  h.flags = file[56];
+  if ((h.flags & ~kFlagByteShuffle) != 0) return Corrupt("unknown flags");
+  if (h.payload_size > kMaxPayloadBytes) return Corrupt("payload size above 1 TiB");
+  return h;
+}
+
+std::string ZstdText(std::size_t code) { return ZSTD_getErrorName(code); }
+
+// "<64 lower-case hex>.ckpt" → the hash; anything else is not ours.
+Result<Hash256> HashFromFileName(const std::string& name) {
+  if (name.size() != 64 + kSuffix.size() || name.compare(64, kSuffix.size(), kSuffix) != 0)
+    return Status::Invalid("not-a-checkpoint");
+  VT_ASSIGN_OR_RETURN(Hash256 h, Hash256::FromHex(std::string_view(name).substr(0, 64)));
+  if (h.Hex() != name.substr(0, 64)) return Status::Invalid("not-a-checkpoint");
+  return h;
+}
+
+// The directory's entries (without throwing on iteration errors).
+Result<std::vector<std::filesystem::directory_entry>> ListDir(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::directory_entry> out;
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) out.push_back(*it);
+  if (ec) return Status::Error("file-read-failed", dir.string() + ": " + ec.message());
+  return out;
+}
+
+}  // namespace
+
+Bytes EncodeCheckpointFile(const TrainingState& state, const Hash256& state_hash, const CheckpointOptions& options) {
+  Bytes payload = EncodeState(state);
+  if (options.byte_shuffle) {
+    const Status st = ShufflePayload(payload, /*forward=*/true);
+    (void)st;
+    assert(st.ok() && "EncodeState produced a payload it cannot walk");
+  }
+  Bytes out;
+  out.reserve(kCheckpointHeaderSize + ZSTD_compressBound(payload.size()));
+  out.insert(out.end(), std::begin(kMagic), std::end(kMagic));
+  PutLe(out, kFormatVersion, 2);
+  out.insert(out.end(), state_hash.bytes.begin(), state_hash.bytes.end());
+  PutLe(out, state.step, 8);
+  PutLe(out, payload.size(), 8);
+  out.push_back(options.byte_shuffle ? kFlagByteShuffle : 0);
+
+  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
+  assert(cctx != nullptr);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, options.zstd_level);
+  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
+  const std::size_t header = out.size();
+  out.resize(header + ZSTD_compressBound(payload.size()));
+  const std::size_t n = ZSTD_compress2(cctx.get(), out.data() + header, out.size() - header, payload.data(), payload.size());
+  // With a ZSTD_compressBound buffer compression cannot fail short of a bug.
+  assert(!ZSTD_isError(n));
+  out.resize(header + n);
+  return out;
+}
+
+Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expected_hash) {
+  VT_ASSIGN_OR_RETURN(FileHeader h, ParseHeader(file));
+  if (h.state_hash != expected_hash)
+    return Corrupt("header names state " + h.state_hash.Hex() + ", expected " + expected_hash.Hex());
+
+  const ByteSpan frame = file.subspan(kCheckpointHeaderSize);
+  const std::size_t frame_size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
+  if (ZSTD_isError(frame_size)) {
+    if (ZSTD_getErrorCode(frame_size) == ZSTD_error_srcSize_wrong)
+      return Truncated("the zstd frame is cut short after " + std::to_string(frame.size()) + " bytes");
+    return Corrupt("zstd frame: " + ZstdText(frame_size));
+  }
+  if (frame_size != frame.size())
+    return Corrupt(std::to_string(frame.size() - frame_size) + " bytes after the zstd frame");
+  const unsigned long long content = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (content != h.payload_size) return Corrupt("zstd content size disagrees with the header");
+  // No zstd frame expands more than 32768-fold (a 4-byte RLE block per 128 KiB):
+  // a larger claim is damage, and must not turn into a huge allocation.
+  if (h.payload_size / kMaxZstdExpansion > frame.size()) return Corrupt("payload size impossible for the frame size");
+
+  Bytes payload(static_cast<std::size_t>(h.payload_size));
+  const std::size_t got = ZSTD_decompress(payload.data(), payload.size(), frame.data(), frame.size());
+  if (ZSTD_isError(got)) return Corrupt("zstd: " + ZstdText(got));
+  if (got != payload.size()) return Corrupt("zstd frame decompressed to the wrong size");
+
+  if ((h.flags & kFlagByteShuffle) != 0) {
+    const Status st = ShufflePayload(payload, /*forward=*/false);
+    if (!st.ok()) return Corrupt("payload: " + st.ToString());
+  }
+  auto state = DecodeState(payload);
+  if (!state.ok()) return Corrupt("payload: " + state.status().ToString());
+  if (state->step != h.step) return Corrupt("header step disagrees with the state");
+  const Hash256 actual = StateHash(*state);
+  if (actual != expected_hash) return Corrupt("state hashes to " + actual.Hex() + ", expected " + expected_hash.Hex());
+  return state;
+}
+
+// ---- CheckpointStore ---------------------------------------------------------------
+
+Result<CheckpointStore> CheckpointStore::Open(const std::filesystem::path& dir, CheckpointOptions options) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error("file-write-failed", dir.string() + ": " + ec.message());
+  VT_ASSIGN_OR_RETURN(auto entries, ListDir(dir));
+  for (const auto& entry : entries) {
+    if (!IsTempFileName(entry.path().filename().string())) continue;
+    if (!std::filesystem::remove(entry.path(), ec) && ec)
+      return Status::Error("file-write-failed", entry.path().string() + ": " + ec.message());
+  }
+  return CheckpointStore(dir, options);
+}
+
+std::filesystem::path CheckpointStore::PathFor(const Hash256& state_hash) const {
+  return m_dir / (state_hash.Hex() + std::string(kSuffix));
+}
+
+Result<Hash256> CheckpointStore::Put(const TrainingState& state) {
+  VT_TRY(ValidateState(state));
+  const Hash256 hash = StateHash(state);
+  VT_TRY(WriteFileAtomic(PathFor(hash), EncodeCheckpointFile(state, hash, m_options)));
+  return hash;
+}
+
+Result<TrainingState> CheckpointStore::Get(const Hash256& state_hash) const {
+  const auto path = PathFor(state_hash);
+  auto file = ReadFile(path);
+  if (!file.ok()) {
+    if (file.status().reason() == "file-not-found")
+      return Status::Error("checkpoint-not-found", "no checkpoint " + state_hash.Hex() + " in " + m_dir.string());
+    return file.status();
+  }
+  auto state = DecodeCheckpointFile(*file, state_hash);
+  if (!state.ok()) return state.status().WithContext(path.string());
+  return state;
+}
+
+bool CheckpointStore::Contains(const Hash256& state_hash) const {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(PathFor(state_hash), ec);
+}
+
+Result<std::vector<CheckpointInfo>> CheckpointStore::List() const {
+  std::vector<CheckpointInfo> out;
+  std::error_code ec;
+  VT_ASSIGN_OR_RETURN(auto entries, ListDir(m_dir));
+  for (const auto& entry : entries) {
+    auto hash = HashFromFileName(entry.path().filename().string());
+    if (!hash.ok() || !entry.is_regular_file(ec)) continue;
+    auto prefix = ReadFilePrefix(entry.path(), kCheckpointHeaderSize);
+    if (!prefix.ok()) {
+      if (prefix.status().reason() == "file-not-found") continue;  // removed meanwhile
+      return prefix.status();
+    }
+    auto header = ParseHeader(*prefix);
+    if (!header.ok() || header->state_hash != *hash) continue;  // Get reports what is wrong with it
+    out.push_back({*hash, header->step, static_cast<std::uint64_t>(entry.file_size(ec))});
+  }
+  std::sort(out.begin(), out.end(), [](const CheckpointInfo& a, const CheckpointInfo& b) {
+    return a.step != b.step ? a.step < b.step : a.state_hash < b.state_hash;
+  });
+  return out;
+}
+
+Status CheckpointStore::Remove(const Hash256& state_hash) {
+  std::error_code ec;
+  if (!std::filesystem::remove(PathFor(state_hash), ec)) {
+    if (ec) return Status::Error("file-write-failed", PathFor(state_hash).string() + ": " + ec.message());
+    return Status::Error("checkpoint-not-found", "no checkpoint " + state_hash.Hex());
+  }
+  return Status::Ok();
+}
+
+Result<std::size_t> CheckpointStore::Gc(const std::set<Hash256>& keep) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  VT_ASSIGN_OR_RETURN(auto entries, ListDir(m_dir));
+  for (const auto& entry : entries) {
+    const std::string name = entry.path().filename().string();
+    auto hash = HashFromFileName(name);
+    if (!(hash.ok() && keep.count(*hash) == 0) && !IsTempFileName(name)) continue;
+    if (std::filesystem::remove(entry.path(), ec)) ++removed;
+    if (ec) return Status::Error("file-write-failed", entry.path().string() + ": " + ec.message());
+  }
+  return removed;
+}
+
+}  // namespace vt::worker

@@ -1,0 +1,142 @@
+#pragma once
+// Training jobs: the JSON job file a user writes, the protocol::JobSpec it
+// becomes (canonically encoded: its JobHash names the job in bounties and
+// commitments), and the dataset the job trains on.
+//
+// Job file (JSON; unknown keys are errors, "job-unknown-option", so a typo
+// never silently falls back to a default):
+//
+//   {
+//     "model": "mlp-tiny",                            a preset (kernels/graph/model.h), or
+//     "model": {"preset": "gpt-tiny", "dropout": 0},  a preset with fields overridden, or
+//     "model": {"family": "mlp", "input_dim": 16, "hidden": [32], "classes": 4,
+//               "activation": "relu"},                 every field of one family:
+//        mlp: input_dim, hidden, classes, activation (relu|gelu)
+//        cnn: in_channels, height, width, channels, blocks, stem_pool, classes
+//        gpt: vocab, context, layers, heads, d_model, dropout
+//     "optimizer": {"kind": "adamw"|"sgd", "lr", "min_lr", "schedule":
+//                   "constant"|"cosine"|"linear", "warmup_steps", "total_steps",
+//                   "momentum", "nesterov", "beta1", "beta2", "eps",
+//                   "weight_decay", "clip_norm"}        (absent fields: OptimizerSpec defaults)
+//     "dataset": {"kind": "synthetic", "seed", "count", "input_dim", "classes"}
+//              | {"kind": "synthetic-text", "seed", "bytes", "window"}
+//              | {"kind": "idx", "dir", "split" ("train"|"t10k"), "limit"}
+//              | {"kind": "cifar10", "files": [...], "limit"}
+//              | {"kind": "text", "path", "window"},
+//     "dataset_root": "<64 hex>",   optional: the dataset must hash to it
+//     "seed": 0, "batch_size": 8, "steps": 100, "checkpoint_interval": 10,
+//     "mode": "repops" | "rounded" | "native",
+//     "rounding": {"bits": 32, "tau": 0.0625}       rounded mode only (τ in b-bit ulps)
+//   }
+//
+// Relative dataset paths are relative to the job file's directory. Where the
+// data lives is not part of the job hash; what it is (its Merkle root and
+// size) is.
+//
+// Failures are Status::Invalid with these reasons (plus the kernels model /
+// optimizer reasons, e.g. "model-unknown-preset", "optim-bad-lr", and the
+// protocol "job-*" reasons of ValidateJobSpec):
+//   job-bad-json         not JSON, or a key twice in one object
+//   job-unknown-option   a key the schema does not have (the detail lists the known ones)
+//   job-bad-option       a value of the wrong type or range, a missing required key
+//   job-dataset-mismatch the dataset's examples do not fit the model's batch shapes
+// and dataset-root-mismatch when the data does not hash to dataset_root.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/result.h"
+#include "kernels/graph/model.h"
+#include "kernels/mode.h"
+#include "protocol/types.h"
+#include "worker/dataset.h"
+
+namespace vt::worker {
+
+// Where a job's examples come from (not hashed: the root is).
+struct DatasetSource {
+  enum class Kind : std::uint8_t { kSynthetic, kSyntheticText, kIdx, kCifar10, kText };
+  Kind kind = Kind::kSynthetic;
+  std::uint64_t seed = 0;       // synthetic kinds
+  std::uint64_t count = 0;      // synthetic: examples; synthetic-text: bytes of text
+  std::int64_t input_dim = 0;   // synthetic
+  std::uint32_t classes = 0;    // synthetic
+  std::uint32_t window = 0;     // text kinds: context length T
+  std::filesystem::path path;   // idx: directory; text: file
+  std::string split;            // idx
+  std::vector<std::filesystem::path> files;  // cifar10
+  std::uint64_t limit = 0;      // idx, cifar10: keep the first `limit` examples (0 = all)
+  bool operator==(const DatasetSource&) const = default;
+};
+
+std::string_view DatasetKindName(DatasetSource::Kind kind);
+
+// A parsed job: the protocol spec plus the decoded parts and where the data is.
+struct Job {
+  protocol::JobSpec spec;  // dataset_root / dataset_size are zero until ResolveDataset
+  kernels::graph::ModelSpec model;
+  kernels::graph::OptimizerSpec optimizer;
+  kernels::RoundingSpec rounding;  // meaningful in rounded mode
+  DatasetSource dataset;
+  std::optional<Hash256> expected_dataset_root;  // "dataset_root" of the file
+
+  kernels::Mode mode() const { return static_cast<kernels::Mode>(spec.mode); }
+  // JobHash(spec). Meaningful after ResolveDataset.
+  Hash256 Hash() const { return protocol::JobHash(spec); }
+};
+
+// Parses a job file's text. `base_dir` resolves relative dataset paths.
+Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& base_dir = {});
+// Reads and parses a job file. Error "file-not-found" / "file-read-failed".
+Result<Job> LoadJobFile(const std::filesystem::path& path);
+// The job a canonical spec describes (e.g. one read back from a run
+// directory): decodes model, optimizer and τ table. The dataset source is
+// left empty; ResolveDataset then needs one from a job file.
+Result<Job> JobFromSpec(const protocol::JobSpec& spec);
+
+// The job file in normal form: every field explicit, the model as a full
+// family object, dataset_root filled in once known. ParseJobJson of it gives
+// the same spec.
+std::string JobToJson(const Job& job, int indent = 2);
+
+// Loads (or generates) the job's dataset, its examples in the shape the model
+// reads (a [28, 28] image becomes [784] for an MLP: same values, same order),
+// which is the shape they are committed in.
+Result<Dataset> LoadJobDataset(const Job& job);
+// Fills spec.dataset_root and spec.dataset_size from `dataset`, checks the
+// root against the file's dataset_root (and against a spec that already has
+// one: dataset-root-mismatch), checks that the examples fit the model
+// (job-dataset-mismatch) and validates the complete spec.
+Status ResolveDataset(Job& job, const Dataset& dataset);
+// LoadJobFile + LoadJobDataset + ResolveDataset.
+struct LoadedJob {
+  Job job;
+  Dataset dataset;
+};
+Result<LoadedJob> LoadJobWithDataset(const std::filesystem::path& path);
+
+// The execution configuration of a job on this machine.
+kernels::ExecConfig ExecConfigFor(const Job& job, int threads = 1, kernels::Simd simd = kernels::Simd::kAuto);
+
+// The τ table of a rounded job, as carried in JobSpec::tau_table. An empty
+// table means the default τ of kernels::RoundingSpec (1/16 ulp) for every
+// node — the only form the referee's graph source accepts today. Another τ is
+// PROVISIONAL until kernels/calibration.h defines the TauTable encoding: a
+// table holding one τ for every node, encoded as
+//   varint version (= 1) ‖ u32 LE tau_q16 ‖ varint count (= 0) of per-operator entries.
+// Decoding is strict ("job-bad-tau-table"), and rejects a table holding the
+// default τ (that job is written with the empty table: one job, one hash).
+Bytes EncodeTauTable(std::uint32_t tau_q16);
+Result<std::uint32_t> DecodeTauTable(ByteSpan bytes);
+
+// A deterministic byte "text" for language-model tests and benchmarks: words
+// drawn from a small fixed vocabulary by a Philox stream keyed by `seed`,
+// separated by spaces, so that next-byte prediction is learnable.
+Bytes SyntheticText(std::uint64_t seed, std::uint64_t bytes);
+
+}  // namespace vt::worker

@@ -1,0 +1,90 @@
+#include "worker/state.h"
+
+#include <cassert>
+#include <iterator>
+
+#include "worker/tensor_codec.h"
+
+namespace vt::worker {
+
+protocol::StateHeader TrainingState::Header() const {
+  protocol::StateHeader h;
+  h.step = step;
+  h.rng_counter = rng_counter;
+  h.data_epoch = cursor.epoch;
+  h.data_offset = cursor.offset;
+  h.tensor_names.reserve(tensors.size());
+  for (const auto& [name, t] : tensors) h.tensor_names.push_back(name);
+  return h;
+}
+
+bool TrainingState::BitwiseEqual(const TrainingState& other) const {
+  if (step != other.step || rng_counter != other.rng_counter || !(cursor == other.cursor) ||
+      tensors.size() != other.tensors.size())
+    return false;
+  for (auto a = tensors.begin(), b = other.tensors.begin(); a != tensors.end(); ++a, ++b) {
+    if (a->first != b->first || !a->second.BitwiseEqual(b->second)) return false;
+  }
+  return true;
+}
+
+Status ValidateState(const TrainingState& state) { return protocol::ValidateStateHeader(state.Header()); }
+
+std::vector<Hash256> StateLeafHashes(const TrainingState& state) {
+  std::vector<Hash256> leaves;
+  leaves.reserve(state.tensors.size() + 1);
+  for (const auto& [name, t] : state.tensors) leaves.push_back(t.Hash());
+  leaves.push_back(protocol::StateHeaderHash(state.Header()));
+  return leaves;
+}
+
+Hash256 StateHash(const TrainingState& state) {
+  assert(ValidateState(state).ok());
+  return crypto::MerkleRoot(StateLeafHashes(state));
+}
+
+std::vector<TensorOpening> OpenAllTensors(const TrainingState& state) {
+  std::vector<Hash256> leaves = StateLeafHashes(state);
+  const auto tree = crypto::MerkleTree::FromLeafHashes(leaves);
+  std::vector<TensorOpening> out;
+  out.reserve(state.tensors.size());
+  for (std::uint64_t i = 0; i < state.tensors.size(); ++i) out.push_back({i, leaves[i], tree.Prove(i)});
+  return out;
+}
+
+Result<TensorOpening> OpenTensor(const TrainingState& state, std::string_view name) {
+  const auto it = state.tensors.find(std::string(name));
+  if (it == state.tensors.end())
+    return Status::Invalid("state-no-such-tensor", "the state has no tensor '" + std::string(name) + "'");
+  const auto index = static_cast<std::uint64_t>(std::distance(state.tensors.begin(), it));
+  const auto tree = crypto::MerkleTree::FromLeafHashes(StateLeafHashes(state));
+  return TensorOpening{index, tree.Leaf(index), tree.Prove(index)};
+}
+
+void EncodeState(Writer& w, const TrainingState& state) {
+  protocol::Encode(w, state.Header());
+  for (const auto& [name, t] : state.tensors) EncodeTensor(w, t);
+}
+
+Bytes EncodeState(const TrainingState& state) {
+  Writer w;
+  EncodeState(w, state);
+  return std::move(w).Take();
+}
+
+Result<TrainingState> DecodeState(ByteSpan bytes) {
+  Reader r(bytes);
+  VT_ASSIGN_OR_RETURN(protocol::StateHeader header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
+  TrainingState state;
+  state.step = header.step;
+  state.rng_counter = header.rng_counter;
+  state.cursor = {header.data_epoch, header.data_offset};
+  for (std::string& name : header.tensor_names) {
+    VT_ASSIGN_OR_RETURN(kernels::Tensor t, DecodeTensor(r));
+    state.tensors.emplace_hint(state.tensors.end(), std::move(name), std::move(t));
+  }
+  VT_TRY(r.Finish());
+  return state;
+}
+
+}  // namespace vt::worker

@@ -1,0 +1,39 @@
+#pragma once
+// Canonical byte encoding of one tensor, the preimage of Tensor::Hash
+// (docs/formats.md, "Tensors"):
+//
+//   u8 dtype (0 = f32) | varint rank | varint dim, rank times | numel × 4 bytes
+//   of little-endian IEEE-754 binary32
+//
+// so that for any tensor t: Tensor::Hash(t) = TaggedHash("veritrain/tensor/v1",
+// EncodeTensor(t)). Used for dataset examples and checkpoint payloads.
+
+#include <span>
+
+#include "common/encoding.h"
+#include "common/result.h"
+#include "kernels/tensor.h"
+
+namespace vt::worker {
+
+inline constexpr std::size_t kMaxTensorRank = 32;
+
+void EncodeTensor(Writer& w, const kernels::Tensor& t);
+Bytes EncodeTensor(const kernels::Tensor& t);
+// The same bytes from a shape and values held elsewhere (dataset storage).
+// Precondition: values.size() == NumElements(shape).
+void EncodeTensor(Writer& w, const kernels::Shape& shape, std::span<const float> values);
+// Invalid "tensor-bad-dtype", "tensor-bad-shape", or enc-* (enc-truncated
+// also when the dims promise more values than the input holds).
+Result<kernels::Tensor> DecodeTensor(Reader& r);
+
+// The part before the values, leaving `r` at the first value byte; the same
+// checks as DecodeTensor, including that numel × 4 bytes remain. For code
+// that processes the raw bytes in place (checkpoint byte shuffling).
+struct TensorHeader {
+  kernels::Shape shape;
+  std::uint64_t numel = 0;
+};
+Result<TensorHeader> ReadTensorHeader(Reader& r);
+
+}  // namespace vt::worker
