@@ -1,0 +1,359 @@
+#include "node/agent.h"
+
+#include <chrono>
+#include <thread>
+
+#include "common/encoding.h"
+#include "common/log.h"
+#include "node/json_view.h"
+#include "referee/records.h"
+#include "worker/commitment.h"
+#include "worker/trainer.h"
+
+namespace vt::node {
+namespace {
+
+using referee::GamePhase;
+using referee::Method;
+using referee::Party;
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+constexpr std::uint64_t kRetryBlocks = 12;
+
+}  // namespace
+
+Agent::Agent(AgentConfig config, crypto::SecretKey key)
+    : m_config(std::move(config)), m_key(std::move(key)),
+      m_client(m_config.rpc_host, m_config.rpc_port, std::chrono::seconds(30)) {}
+
+Agent::~Agent() = default;
+
+void Agent::Say(const std::string& line) {
+  if (!m_said.insert(line).second) return;
+  log::Get(m_config.role == AgentRole::kSolver ? "solver" : "challenger").info("{}", line);
+  if (m_config.on_event) m_config.on_event(line);
+}
+
+Status Agent::Init() {
+  for (const auto& path : m_config.job_files) {
+    VT_ASSIGN_OR_RETURN(worker::LoadedJob loaded, worker::LoadJobWithDataset(path));
+    if (loaded.job.mode() == kernels::Mode::kRounded)
+      return Status::Invalid("agent-unsupported-mode", "rounded-mode jobs are not served by the daemons yet");
+    const Hash256 h = loaded.job.Hash();
+    m_jobs.push_back({std::move(loaded), h});
+  }
+  if (m_jobs.empty()) return Status::Invalid("agent-no-jobs", "give at least one --job");
+  std::filesystem::create_directories(m_config.data_dir);
+  return Status::Ok();
+}
+
+Agent::Served* Agent::FindJob(const Hash256& job_hash) {
+  for (Served& s : m_jobs)
+    if (s.job_hash == job_hash) return &s;
+  return nullptr;
+}
+
+worker::Party Agent::PartyOf(Served& job, JobRun& run) {
+  worker::Party p;
+  p.job = &job.loaded.job;
+  p.dataset = &job.loaded.dataset;
+  p.states = run.dir.get();
+  p.logs = nullptr;
+  p.config = worker::ExecConfigFor(job.loaded.job, m_config.threads);
+  p.adversary = run.adversary.get();
+  return p;
+}
+
+Result<Agent::JobRun*> Agent::EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat) {
+  if (auto it = m_runs.find(bounty_id); it != m_runs.end()) return &it->second;
+  JobRun run;
+  const auto dir = m_config.data_dir / ("bounty-" + std::to_string(bounty_id));
+  VT_ASSIGN_OR_RETURN(worker::RunDir rd, worker::RunDir::Open(dir, true));
+  run.dir = std::make_unique<worker::RunDir>(std::move(rd));
+  if (cheat && m_config.adversary) {
+    VT_ASSIGN_OR_RETURN(run.adversary, worker::MakeAdversary(*m_config.adversary, job.loaded.job, job.loaded.dataset));
+  }
+  bool complete = false;
+  if (run.dir->HasManifest()) {
+    VT_ASSIGN_OR_RETURN(run.manifest, run.dir->LoadManifest());
+    complete = run.manifest.Complete() && run.manifest.job_hash == job.job_hash;
+  }
+  if (!complete) {
+    worker::TrainOptions opts;
+    opts.threads = m_config.threads;
+    opts.resume = run.dir->HasManifest();  // a restart continues from the last checkpoint
+    opts.adversary = run.adversary.get();
+    Say(std::string(m_config.role == AgentRole::kSolver ? "training" : "replaying") + " bounty " +
+        std::to_string(bounty_id) + " (" + std::to_string(job.loaded.job.spec.num_steps) + " steps" +
+        (run.adversary ? ", CHEATING: " + worker::DescribeAdversary(*m_config.adversary) : "") + ")");
+    const auto t0 = std::chrono::steady_clock::now();
+    VT_ASSIGN_OR_RETURN(worker::TrainSummary summary,
+                        worker::Train(job.loaded.job, job.loaded.dataset, run.dir->dir(), opts));
+    m_times.training_s += Seconds(t0);
+    run.manifest = summary.manifest;
+    if (!run.manifest.Complete()) return Status::Error("agent-train-incomplete");
+  }
+  run.checkpoint_tree = worker::CheckpointTree(run.manifest);
+  return &m_runs.emplace(bounty_id, std::move(run)).first->second;
+}
+
+Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method method, Bytes args) {
+  if (auto it = m_sent.find(key); it != m_sent.end() && height < it->second + kRetryBlocks) return Status::Ok();
+  auto id = m_client.CallReferee(m_key, method, std::move(args));
+  if (!id.ok()) {
+    // Rejected by the mempool (e.g. a duplicate after a restart): retry later.
+    m_sent[key] = height;
+    return id.status().is_invalid() ? Status::Ok() : id.status();
+  }
+  m_sent[key] = height;
+  return Status::Ok();
+}
+
+Status Agent::Poll() {
+  VT_ASSIGN_OR_RETURN(std::uint64_t height, m_client.Height());
+  for (std::uint64_t id = 0;; ++id) {
+    auto b = m_client.Bounty(id);
+    if (!b.ok()) {
+      if (b.status().reason() == "bounty-unknown") break;
+      return b.status();
+    }
+    if (m_done.count(id)) continue;
+    if (FindJob(b->job_hash) == nullptr) continue;
+    if (m_config.role == AgentRole::kSolver) {
+      VT_TRY(PollSolver(id, *b, height));
+    } else {
+      VT_TRY(PollChallenger(id, *b, height));
+    }
+  }
+  return Status::Ok();
+}
+
+Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height) {
+  const crypto::Address me = m_key.address();
+  const std::string tag = "bounty " + std::to_string(id);
+  switch (b.state) {
+    case referee::BountyState::kOpen:
+      if (height < b.solve_deadline) {
+        Say("claiming " + tag);
+        return SendOnce("claim/" + std::to_string(id), height, Method::kClaim,
+                        EncodeToBytes(referee::BountyIdArgs{id}));
+      }
+      return Status::Ok();
+    case referee::BountyState::kClaimed: {
+      if (b.solver != me) {
+        m_done.insert(id);
+        return Status::Ok();
+      }
+      Served* job = FindJob(b.job_hash);
+      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, true));
+      referee::CommitArgs a;
+      a.bounty_id = id;
+      VT_ASSIGN_OR_RETURN(a.commitment, worker::BuildCommitment(id, job->loaded.job.spec, run->manifest));
+      VT_TRY(worker::SignCommitment(a.commitment, m_key));
+      a.checkpoint_top = run->checkpoint_tree.top();
+      a.first_proof = run->checkpoint_tree.Prove(0);
+      a.last_proof = run->checkpoint_tree.Prove(run->checkpoint_tree.leaf_count() - 1);
+      Say("committing " + tag + " checkpoint_root=" + a.commitment.checkpoint_root.Hex().substr(0, 16));
+      return SendOnce("commit/" + std::to_string(id), height, Method::kCommit, EncodeToBytes(a));
+    }
+    case referee::BountyState::kCommitted: {
+      if (b.solver != me) {
+        m_done.insert(id);
+        return Status::Ok();
+      }
+      Served* job = FindJob(b.job_hash);
+      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, true));
+      for (std::uint64_t g : b.games) VT_TRY(PlayGame(g, Party::kSolver, *job, *run));
+      if (height > b.challenge_deadline && b.open_games == 0) {
+        Say("finalizing " + tag);
+        return SendOnce("finalize/" + std::to_string(id), height, Method::kFinalize,
+                        EncodeToBytes(referee::BountyIdArgs{id}));
+      }
+      return Status::Ok();
+    }
+    default:
+      if (b.solver == me) Say(tag + " ended: " + std::string(BountyStateName(b.state)));
+      m_done.insert(id);
+      return Status::Ok();
+  }
+}
+
+Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height) {
+  const crypto::Address me = m_key.address();
+  if (b.state != referee::BountyState::kCommitted) {
+    if (b.state >= referee::BountyState::kFinalized) m_done.insert(id);
+    return Status::Ok();
+  }
+  if (b.solver == me) return Status::Ok();
+  Served* job = FindJob(b.job_hash);
+  // Our own games first (after a restart there may be one already).
+  bool have_game = false;
+  for (std::uint64_t gid : b.games) {
+    VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(gid));
+    if (gv.game.challenger != me) continue;
+    have_game = true;
+    VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, false));
+    VT_TRY(PlayGame(gid, Party::kChallenger, *job, *run));
+  }
+  if (have_game || height > b.challenge_deadline) return Status::Ok();
+  VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, false));
+  if (run->checkpoint_tree.root() == b.commitment.checkpoint_root) {
+    Say("bounty " + std::to_string(id) + ": replay agrees with the commitment at every checkpoint");
+    m_done.insert(id);
+    return Status::Ok();
+  }
+  Say("bounty " + std::to_string(id) + ": replay DISAGREES with the commitment; opening a dispute");
+  return SendOnce("open/" + std::to_string(id), height, Method::kOpenGame,
+                  EncodeToBytes(referee::OpenGameArgs{id, run->checkpoint_tree.root(), run->checkpoint_tree.top(),
+                                                      run->checkpoint_tree.Prove(0)}));
+}
+
+Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run) {
+  VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(game_id));
+  const referee::Game& g = gv.game;
+  if (g.phase == GamePhase::kResolved) return Status::Ok();
+  const std::string gk = "game/" + std::to_string(game_id) + "/";
+  const std::uint64_t next = gv.height + 1;
+  const Party other = me == Party::kSolver ? Party::kChallenger : Party::kSolver;
+  const referee::Clock& theirs = g.clocks[referee::Idx(other)];
+  if (theirs.owes && next > theirs.owes_since + theirs.left) {
+    Say("game " + std::to_string(game_id) + ": the other side's clock ran out; claiming the timeout");
+    return SendOnce(gk + "timeout", gv.height, Method::kClaimTimeout, EncodeToBytes(referee::GameIdArgs{game_id}));
+  }
+  const worker::Party party = PartyOf(job, run);
+  const protocol::JobSpec& spec = job.loaded.job.spec;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto step_hashes = [&](std::uint64_t j) -> Result<const worker::StepHashes*> {
+    if (!run.step_hashes.count(j)) {
+      VT_ASSIGN_OR_RETURN(worker::StepHashes sh, worker::AnswerStepHashes(party, j));
+      run.step_hashes.emplace(j, std::move(sh));
+    }
+    return &run.step_hashes.at(j);
+  };
+  auto step_records = [&](std::uint64_t t) -> Result<const worker::StepRecords*> {
+    if (!run.step_records.count(t)) {
+      VT_ASSIGN_OR_RETURN(worker::StepRecords sr, worker::AnswerNodeRecords(party, t));
+      run.step_records.emplace(t, std::move(sr));
+    }
+    return &run.step_records.at(t);
+  };
+  Status result = Status::Ok();
+  const std::string round = std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(g.rounds[0]) + "." +
+                            std::to_string(g.rounds[1]) + "." + std::to_string(g.rounds[2]);
+  if (g.phase == GamePhase::kArbitration) {
+    // Whoever is right at the node sends its inputs (they are agreed inputs).
+    VT_ASSIGN_OR_RETURN(const worker::StepRecords* recs, step_records(g.step));
+    VT_ASSIGN_OR_RETURN(worker::NodeInputs inputs, worker::AnswerNodeInputs(party, g.step, g.node_index));
+    VT_ASSIGN_OR_RETURN(worker::NodeVerdict verdict, worker::ReexecuteNode(job.loaded.job, inputs));
+    if (g.node_index < recs->records.size() && verdict.Confirms(recs->records[g.node_index], false)) {
+      referee::ArbitrateArgs a;
+      a.game_id = game_id;
+      a.node_root_of = static_cast<std::uint8_t>(me);
+      a.payload = worker::EncodeArbitrationPayload(inputs);
+      Say("game " + std::to_string(game_id) + ": sending the inputs of step " + std::to_string(g.step) + " node " +
+          std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
+      result = SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));
+    }
+  } else if (g.clocks[referee::Idx(me)].owes) {
+    const auto wp = me == Party::kSolver ? crypto::MerkleWalk::Party::kA : crypto::MerkleWalk::Party::kB;
+    switch (g.phase) {
+      case GamePhase::kCheckpointWalk:
+      case GamePhase::kStepWalk:
+      case GamePhase::kNodeWalk: {
+        if (!gv.walk) return Status::Ok();
+        VT_ASSIGN_OR_RETURN(crypto::MerkleWalk walk, referee::ReplayWalk(*gv.walk));
+        if (walk.HasRevealed(wp)) break;
+        crypto::MerkleTree tree;
+        if (g.phase == GamePhase::kCheckpointWalk) {
+          tree = run.checkpoint_tree;
+        } else if (g.phase == GamePhase::kStepWalk) {
+          VT_ASSIGN_OR_RETURN(const worker::StepHashes* sh, step_hashes(g.checkpoint_index));
+          tree = crypto::MerkleTree::FromLeafHashes(sh->hashes);
+        } else {
+          VT_ASSIGN_OR_RETURN(const worker::StepRecords* sr, step_records(g.step));
+          tree = crypto::MerkleTree::FromLeafHashes(sr->LeafHashes());
+        }
+        result = SendOnce(gk + "reveal/" + round, gv.height, Method::kRevealChildren,
+                          EncodeToBytes(referee::RevealChildrenArgs{game_id, tree.Children(walk.current())}));
+        break;
+      }
+      case GamePhase::kStepRoots: {
+        if (g.step_posted[referee::Idx(me)]) break;
+        const std::uint64_t j = g.checkpoint_index;
+        VT_ASSIGN_OR_RETURN(const worker::StepHashes* sh, step_hashes(j));
+        const auto tree = crypto::MerkleTree::FromLeafHashes(sh->hashes);
+        referee::StepRootArgs a;
+        a.game_id = game_id;
+        a.root = tree.root();
+        a.top = tree.top();
+        a.start_state = sh->hashes.front();
+        a.start_proof = run.checkpoint_tree.Prove(j - 1);
+        a.first_proof = tree.Prove(0);
+        a.last_proof = tree.Prove(tree.leaf_count() - 1);
+        Say("game " + std::to_string(game_id) + ": first disputed checkpoint " + std::to_string(j) +
+            "; posting the per-step hashes of its interval");
+        result = SendOnce(gk + "steproot", gv.height, Method::kPostStepRoot, EncodeToBytes(a));
+        break;
+      }
+      case GamePhase::kNodeRoots: {
+        if (g.node_posted[referee::Idx(me)]) break;
+        const std::uint64_t j = g.checkpoint_index;
+        const std::uint64_t t = g.step;
+        const std::uint64_t s0 = protocol::CheckpointStepAt(spec.num_steps, spec.checkpoint_interval, j - 1);
+        VT_ASSIGN_OR_RETURN(const worker::StepHashes* sh, step_hashes(j));
+        VT_ASSIGN_OR_RETURN(const worker::StepRecords* sr, step_records(t));
+        const auto steps = crypto::MerkleTree::FromLeafHashes(sh->hashes);
+        const auto nodes = crypto::MerkleTree::FromLeafHashes(sr->LeafHashes());
+        referee::NodeRootArgs a;
+        a.game_id = game_id;
+        a.root = nodes.root();
+        a.top = nodes.top();
+        a.agreed_state = sr->state_hash;
+        a.agreed_proof = steps.Prove(t - s0);
+        a.assemble = sr->records.back();
+        a.assemble_proof = nodes.Prove(nodes.leaf_count() - 1);
+        Say("game " + std::to_string(game_id) + ": disputed step " + std::to_string(t) +
+            "; posting the node records of that step");
+        result = SendOnce(gk + "noderoot", gv.height, Method::kPostNodeRoot, EncodeToBytes(a));
+        break;
+      }
+      case GamePhase::kRevealRecords: {
+        if (g.records[referee::Idx(me)]) break;
+        VT_ASSIGN_OR_RETURN(const worker::StepRecords* sr, step_records(g.step));
+        if (g.node_index >= sr->records.size()) return Status::Error("agent-bad-node-index");
+        Say("game " + std::to_string(game_id) + ": disputed node " + std::to_string(g.node_index) + " (" +
+            (g.node_index < sr->names.size() ? sr->names[g.node_index] : std::string("assemble")) +
+            ") of step " + std::to_string(g.step) + "; revealing our record");
+        result = SendOnce(gk + "record", gv.height, Method::kRevealRecord,
+                          EncodeToBytes(referee::RevealRecordArgs{game_id, sr->records[g.node_index]}));
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  m_times.answers_s += Seconds(t0);
+  return result;
+}
+
+void Agent::Run(const std::atomic<bool>& stop) {
+  auto& lg = log::Get(m_config.role == AgentRole::kSolver ? "solver" : "challenger");
+  std::string last_error;
+  while (!stop) {
+    Status s = Poll();
+    if (!s.ok() && s.ToString() != last_error) {
+      lg.warn("poll: {} (retrying)", s.ToString());
+      last_error = s.ToString();
+    } else if (s.ok()) {
+      last_error.clear();
+    }
+    for (auto waited = std::chrono::milliseconds(0); waited < m_config.poll && !stop;
+         waited += std::chrono::milliseconds(25))
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+}
+
+}  // namespace vt::node

@@ -1,0 +1,106 @@
+#pragma once
+// The worker daemons (docs/node.md, "Solver and challenger daemons"): a
+// solver that claims bounties whose job it serves, trains, commits and
+// answers every dispute move; a challenger that replays committed runs,
+// opens a game on a mismatch and plays it to the end. Both talk to a node
+// only over JSON-RPC and poll the chain; they act on what the chain says,
+// so a restart (of the daemon or of its node) loses nothing: the chain is
+// the state of every game, and the runs (checkpoints) are on disk under the
+// data directory, reused on restart.
+//
+// Only repops and native-free jobs are served (the rounded mode needs the
+// solver's logs shipped to challengers; not wired up yet).
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "crypto/keys.h"
+#include "node/client.h"
+#include "worker/adversary.h"
+#include "worker/dataset.h"
+#include "worker/dispute.h"
+#include "worker/job.h"
+#include "worker/run_dir.h"
+
+namespace vt::node {
+
+enum class AgentRole : std::uint8_t { kSolver, kChallenger };
+
+struct AgentConfig {
+  AgentRole role = AgentRole::kSolver;
+  std::string rpc_host = "127.0.0.1";
+  std::uint16_t rpc_port = 0;
+  std::filesystem::path data_dir;
+  std::vector<std::filesystem::path> job_files;  // the jobs this agent can serve
+  std::optional<worker::AdversarySpec> adversary;  // TEST-ONLY: a cheating solver
+  int threads = 1;
+  std::chrono::milliseconds poll{150};
+  // One line per thing that happened (the demo's timeline); may be empty.
+  std::function<void(const std::string&)> on_event;
+};
+
+struct AgentTimes {
+  double training_s = 0;  // solver: training; challenger: replay
+  double answers_s = 0;   // computing dispute answers
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig config, crypto::SecretKey key);
+  ~Agent();
+
+  // Loads the job files and their datasets.
+  Status Init();
+  // One round: read the chain, act. Errors of the node (down, restarting)
+  // are returned; the caller retries.
+  Status Poll();
+  // Poll until `stop`; survives node restarts (logs and retries).
+  void Run(const std::atomic<bool>& stop);
+  AgentTimes times() const { return m_times; }
+
+ private:
+  struct Served {
+    worker::LoadedJob loaded;
+    Hash256 job_hash;
+  };
+  struct JobRun {
+    std::unique_ptr<worker::RunDir> dir;
+    worker::RunManifest manifest;
+    crypto::MerkleTree checkpoint_tree;
+    std::unique_ptr<worker::Adversary> adversary;
+    std::map<std::uint64_t, worker::StepHashes> step_hashes;    // by checkpoint index j
+    std::map<std::uint64_t, worker::StepRecords> step_records;  // by step t
+  };
+
+  Served* FindJob(const Hash256& job_hash);
+  Result<JobRun*> EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat);
+  worker::Party PartyOf(Served& job, JobRun& run);
+  Status PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
+  Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
+  Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
+  // Sends once per key; again only if the chain still asks after `retry_blocks`.
+  Status SendOnce(const std::string& key, std::uint64_t height, referee::Method method, Bytes args);
+  void Say(const std::string& line);
+
+  AgentConfig m_config;
+  crypto::SecretKey m_key;
+  ChainClient m_client;
+  std::vector<Served> m_jobs;
+  std::map<std::uint64_t, JobRun> m_runs;  // by bounty id
+  std::map<std::string, std::uint64_t> m_sent;  // move key -> height sent
+  std::set<std::uint64_t> m_done;  // bounties this agent has nothing more to do for
+  std::set<std::string> m_said;
+  AgentTimes m_times;
+};
+
+}  // namespace vt::node

@@ -1,0 +1,72 @@
+#pragma once
+// ChainClient: what the CLI, the worker daemons, the demo and the tests use
+// to talk to a node over JSON-RPC — typed reads of accounts, bounties, games
+// and jobs, and signed transactions with the right nonce.
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "contract_vm/tx.h"
+#include "contract_vm/vm.h"
+#include "crypto/keys.h"
+#include "net/rpc_client.h"
+#include "protocol/types.h"
+#include "referee/messages.h"
+#include "referee/records.h"
+
+namespace vt::node {
+
+using Json = nlohmann::json;
+
+inline constexpr std::uint64_t kDefaultGasLimit = 50'000'000;
+
+struct AccountView {
+  vm::Amount balance = 0;
+  std::uint64_t nonce = 0;
+  std::uint64_t next_nonce = 0;
+};
+
+struct GameView {
+  referee::Game game;
+  std::optional<referee::WalkTranscript> walk;
+  std::uint64_t height = 0;
+};
+
+class ChainClient {
+ public:
+  ChainClient(std::string host, std::uint16_t port,
+              std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  ~ChainClient();
+  ChainClient(ChainClient&&) noexcept;
+  ChainClient& operator=(ChainClient&&) noexcept;
+
+  Result<Json> Call(std::string_view method, const Json& params = Json::array());
+  Result<Json> ChainStatus();
+  Result<std::uint64_t> Height();
+  Result<AccountView> Account(const crypto::Address& address);
+  Result<referee::Bounty> Bounty(std::uint64_t id);
+  Result<GameView> Game(std::uint64_t id);
+  Result<protocol::JobSpec> Job(std::uint64_t bounty_id);
+
+  // Signs `payload` from `key` with the node's next nonce and submits it.
+  Result<Hash256> Send(const crypto::SecretKey& key, std::variant<vm::TransferPayload, vm::CallPayload> payload,
+                       std::uint64_t gas_limit = kDefaultGasLimit);
+  Result<Hash256> CallReferee(const crypto::SecretKey& key, referee::Method method, Bytes args);
+  // Polls until the transaction is in a block; its receipt JSON.
+  Result<Json> WaitReceipt(const Hash256& tx_id, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+  // Polls until the chain reaches `height`.
+  Status WaitHeight(std::uint64_t height, std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+ private:
+  std::unique_ptr<net::RpcClient> m_rpc;
+  std::optional<std::uint64_t> m_chain_id;
+  // Nonces handed out by this client, so several sends before a block work.
+  std::map<crypto::Address, std::uint64_t> m_nonces;
+};
+
+}  // namespace vt::node

@@ -1,0 +1,196 @@
+#include "node/json_view.h"
+
+#include "common/encoding.h"
+#include "kernels/mode.h"
+
+namespace vt::node {
+
+std::string_view BountyStateName(referee::BountyState s) {
+  switch (s) {
+    case referee::BountyState::kOpen: return "open";
+    case referee::BountyState::kClaimed: return "claimed";
+    case referee::BountyState::kCommitted: return "committed";
+    case referee::BountyState::kFinalized: return "finalized";
+    case referee::BountyState::kFailed: return "failed";
+    case referee::BountyState::kRefunded: return "refunded";
+  }
+  return "?";
+}
+
+std::string_view GamePhaseName(referee::GamePhase p) {
+  switch (p) {
+    case referee::GamePhase::kCheckpointWalk: return "checkpoint-walk";
+    case referee::GamePhase::kStepRoots: return "step-roots";
+    case referee::GamePhase::kStepWalk: return "step-walk";
+    case referee::GamePhase::kNodeRoots: return "node-roots";
+    case referee::GamePhase::kNodeWalk: return "node-walk";
+    case referee::GamePhase::kRevealRecords: return "reveal-records";
+    case referee::GamePhase::kArbitration: return "arbitration";
+    case referee::GamePhase::kResolved: return "resolved";
+  }
+  return "?";
+}
+
+std::string_view MethodName(std::uint16_t method) {
+  using M = referee::Method;
+  switch (static_cast<M>(method)) {
+    case M::kPostBounty: return "post-bounty";
+    case M::kClaim: return "claim";
+    case M::kCommit: return "commit";
+    case M::kRefund: return "refund";
+    case M::kFinalize: return "finalize";
+    case M::kOpenGame: return "open-game";
+    case M::kRevealChildren: return "reveal-children";
+    case M::kPostStepRoot: return "post-step-root";
+    case M::kPostNodeRoot: return "post-node-root";
+    case M::kRevealRecord: return "reveal-record";
+    case M::kArbitrate: return "arbitrate";
+    case M::kClaimTimeout: return "claim-timeout";
+  }
+  return "unknown";
+}
+
+Json HeaderToJson(const vm::BlockHeader& h) {
+  return Json{{"height", h.height},
+              {"hash", vm::BlockHash(h).Hex()},
+              {"parent", h.parent_hash.Hex()},
+              {"state_root", h.state_root.Hex()},
+              {"tx_root", h.tx_root.Hex()},
+              {"receipt_root", h.receipt_root.Hex()},
+              {"time", h.time},
+              {"chain_id", h.chain_id},
+              {"proposer", ToHex(h.proposer)}};
+}
+
+Json TxToJson(const vm::Transaction& tx) {
+  Json j{{"id", vm::TxId(tx).Hex()},
+         {"chain_id", tx.chain_id},
+         {"nonce", tx.nonce},
+         {"gas_limit", tx.gas_limit},
+         {"gas_price", tx.gas_price},
+         {"sender_key", ToHex(tx.sender)}};
+  if (auto from = vm::TxSenderAddress(tx); from.ok()) j["from"] = from->Hex();
+  if (const auto* t = std::get_if<vm::TransferPayload>(&tx.payload)) {
+    j["kind"] = "transfer";
+    j["to"] = t->to.Hex();
+    j["amount"] = t->amount;
+  } else {
+    const auto& c = std::get<vm::CallPayload>(tx.payload);
+    j["kind"] = "call";
+    j["contract"] = c.contract;
+    j["method"] = c.method;
+    if (c.contract == referee::kRefereeContractId) j["method_name"] = MethodName(c.method);
+    j["args_bytes"] = c.args.size();
+  }
+  return j;
+}
+
+Json BlockToJson(const vm::Block& b, bool full_txs) {
+  Json j = HeaderToJson(b.header);
+  j["tx_count"] = b.txs.size();
+  Json txs = Json::array();
+  for (const vm::Transaction& tx : b.txs) txs.push_back(full_txs ? TxToJson(tx) : Json(vm::TxId(tx).Hex()));
+  j["txs"] = std::move(txs);
+  return j;
+}
+
+Json EventToJson(const vm::Event& e) {
+  Json j{{"contract", e.contract}, {"topic", e.topic}, {"data", ToHex(e.data)}};
+  if (e.contract != referee::kRefereeContractId) return j;
+  namespace t = referee::topics;
+  if (e.topic == t::kGameOpened) {
+    if (auto ev = DecodeExact<referee::GameOpenedEvent>(e.data); ev.ok())
+      j["decoded"] = {{"game_id", ev->game_id}, {"bounty_id", ev->bounty_id}};
+  } else if (e.topic == t::kWalkDone) {
+    if (auto ev = DecodeExact<referee::WalkDoneEvent>(e.data); ev.ok()) {
+      static constexpr const char* kLevels[] = {"checkpoint", "step", "node"};
+      j["decoded"] = {{"game_id", ev->game_id},
+                      {"level", kLevels[static_cast<int>(ev->level) % 3]},
+                      {"index", ev->index}};
+    }
+  } else if (e.topic == t::kGameResolved) {
+    if (auto ev = DecodeExact<referee::GameResolvedEvent>(e.data); ev.ok())
+      j["decoded"] = {{"game_id", ev->game_id},
+                      {"result", referee::GameResultName(ev->result)},
+                      {"reason", ev->reason}};
+  } else if (e.data.size() == 8) {
+    Reader r(e.data);
+    if (auto id = r.GetU64(); id.ok()) j["decoded"] = {{"bounty_id", *id}};
+  }
+  return j;
+}
+
+Json ReceiptToJson(const vm::Receipt& r) {
+  Json events = Json::array();
+  for (const vm::Event& e : r.events) events.push_back(EventToJson(e));
+  return Json{{"tx_id", r.tx_id.Hex()}, {"success", r.success}, {"reason", r.reason},
+              {"gas_used", r.gas_used}, {"fee", r.fee},         {"events", std::move(events)}};
+}
+
+Json TipToJson(const vm::ChainTip& t) {
+  return Json{{"chain_id", t.chain_id}, {"height", t.height}, {"hash", t.hash.Hex()}, {"time", t.time}};
+}
+
+Json BountyToJson(const referee::Bounty& b) {
+  Json games = Json::array();
+  for (std::uint64_t g : b.games) games.push_back(g);
+  Json j{{"id", b.id},
+         {"state", BountyStateName(b.state)},
+         {"client", b.client.Hex()},
+         {"job_hash", b.job_hash.Hex()},
+         {"initial_state", b.initial_state.Hex()},
+         {"reward", b.reward},
+         {"solver_bond", b.solver_bond},
+         {"challenger_bond", b.challenger_bond},
+         {"posted_height", b.posted_height},
+         {"solve_deadline", b.solve_deadline},
+         {"challenge_window", b.challenge_window},
+         {"challenge_deadline", b.challenge_deadline},
+         {"clock_budget", b.clock_budget},
+         {"num_steps", b.num_steps},
+         {"checkpoint_interval", b.checkpoint_interval},
+         {"mode", kernels::ModeName(static_cast<kernels::Mode>(b.mode))},
+         {"open_games", b.open_games},
+         {"games", std::move(games)}};
+  if (b.state != referee::BountyState::kOpen) {
+    j["solver"] = b.solver.Hex();
+  }
+  if (b.state >= referee::BountyState::kCommitted && b.state != referee::BountyState::kRefunded) {
+    j["commitment"] = {{"checkpoint_root", b.commitment.checkpoint_root.Hex()},
+                       {"final_state_hash", b.commitment.final_state_hash.Hex()},
+                       {"log_root", b.commitment.log_root.Hex()}};
+  }
+  return j;
+}
+
+Json GameToJson(const referee::Game& g) {
+  Json clocks = Json::array();
+  for (const referee::Clock& c : g.clocks)
+    clocks.push_back({{"owes", c.owes}, {"owes_since", c.owes_since}, {"left", c.left}});
+  Json j{{"id", g.id},
+         {"bounty_id", g.bounty_id},
+         {"challenger", g.challenger.Hex()},
+         {"phase", GamePhaseName(g.phase)},
+         {"result", referee::GameResultName(g.result)},
+         {"reason", g.reason},
+         {"opened_height", g.opened_height},
+         {"resolved_height", g.resolved_height},
+         {"clocks", {{"solver", clocks[0]}, {"challenger", clocks[1]}}},
+         {"rounds", {g.rounds[0], g.rounds[1], g.rounds[2]}}};
+  if (g.phase > referee::GamePhase::kCheckpointWalk) j["checkpoint_index"] = g.checkpoint_index;
+  if (g.phase > referee::GamePhase::kStepWalk) j["step"] = g.step;
+  if (g.phase > referee::GamePhase::kNodeWalk) {
+    j["node_index"] = g.node_index;
+    j["node_count"] = g.node_count;
+  }
+  for (int p = 0; p < 2; ++p) {
+    if (!g.records[static_cast<std::size_t>(p)]) continue;
+    const protocol::NodeRecord& r = *g.records[static_cast<std::size_t>(p)];
+    Json outs = Json::array();
+    for (const Hash256& h : r.output_hashes) outs.push_back(h.Hex());
+    j[p == 0 ? "solver_record" : "challenger_record"] = {{"op_kind", r.op_kind}, {"outputs", outs}};
+  }
+  return j;
+}
+
+}  // namespace vt::node

@@ -1,0 +1,439 @@
+#include "node/node.h"
+
+#include <algorithm>
+#include <chrono>
+#include <tuple>
+
+#include "common/encoding.h"
+#include "common/log.h"
+#include "crypto/sha256.h"
+#include "node/json_view.h"
+#include "referee/records.h"
+
+namespace vt::node {
+namespace {
+
+spdlog::logger& Log() { return log::Get("node"); }
+
+// A block from this far in the future (by our clock) is not applied yet.
+constexpr std::uint64_t kMaxFutureMs = 5000;
+
+using Rank = std::tuple<std::uint64_t, std::uint64_t, Hash256>;
+
+Rank BlockRank(const GenesisFile& g, const vm::BlockHeader& h) {
+  const auto offset = g.ProposerOffset(h.height, h.proposer);
+  return {offset.value_or(~std::uint64_t{0}), h.time, vm::BlockHash(h)};
+}
+
+Result<vm::Block> DecodeBlock(ByteSpan bytes) {
+  auto b = DecodeExact<vm::Block>(bytes);
+  if (!b.ok()) return Status::Invalid("block-malformed", b.status().ToString());
+  return b;
+}
+
+}  // namespace
+
+std::uint64_t NowMs() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
+  VT_ASSIGN_OR_RETURN(auto chain, Chain::Open(config.data_dir / "chain", config.genesis));
+  const vm::ChainTip tip = chain->tip();
+  Log().info("{} opened chain height={} hash={}", config.name, tip.height, tip.hash.Hex().substr(0, 16));
+  return std::unique_ptr<Node>(new Node(std::move(config), std::move(chain)));
+}
+
+Node::Node(NodeConfig config, std::unique_ptr<Chain> chain) : m_config(std::move(config)), m_chain(std::move(chain)) {
+  net::P2PConfig pc;
+  pc.chain_id = m_config.genesis.chain_name + "/" + std::to_string(m_config.genesis.genesis.params.chain_id);
+  pc.genesis_hash = m_config.genesis.NetworkHash();
+  pc.listen_host = m_config.host;
+  pc.listen_port = m_config.p2p_port;
+  pc.peers = m_config.peers;
+  pc.reconnect_max = m_config.reconnect_max;
+  pc.user_agent = "vt-node/0.1 " + m_config.name;
+  net::MessageHandler* handler = this;
+  net::BlockSource* blocks = this;
+  net::BlobStore* blobs = this;
+  m_p2p = std::make_unique<net::P2PNode>(m_io, pc, handler, blocks, blobs);
+  net::RpcServerConfig rc;
+  rc.host = m_config.host;
+  rc.port = m_config.rpc_port;
+  rc.max_body_bytes = m_config.rpc_max_body;
+  m_rpc = std::make_unique<net::RpcServer>(m_io, rc);
+  m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
+  RegisterRpc();
+}
+
+Node::~Node() { Stop(); }
+
+Status Node::Start() {
+  VT_TRY(m_p2p->Start());
+  VT_TRY(m_rpc->Start());
+  m_started = true;
+  m_io_thread = std::thread([this] {
+    try {
+      m_io.run();
+    } catch (const std::exception& e) {
+      Log().error("io thread stopped: {}", e.what());
+    }
+  });
+  if (m_config.validator_key) m_producer = std::thread([this] { ProducerLoop(); });
+  Log().info("{} started p2p={} rpc={} validator={}", m_config.name, p2p_port(), rpc_port(),
+             m_config.validator_key ? m_config.validator_key->public_key().Hex().substr(0, 16) : "no");
+  return Status::Ok();
+}
+
+void Node::Stop() {
+  if (m_stopping.exchange(true)) return;
+  {
+    std::lock_guard lock(m_wake_mu);
+  }
+  m_wake.notify_all();
+  if (m_producer.joinable()) m_producer.join();
+  if (m_started) {
+    m_p2p->Stop();
+    m_rpc->Stop();
+  }
+  if (m_io_thread.joinable()) m_io_thread.join();
+  const vm::ChainTip tip = m_chain->tip();
+  Log().info("{} stopped at height={}", m_config.name, tip.height);
+}
+
+std::uint16_t Node::p2p_port() const { return m_p2p->listen_port(); }
+std::uint16_t Node::rpc_port() const { return m_rpc->port(); }
+
+NodeStats Node::stats() const {
+  std::lock_guard lock(m_stats_mu);
+  return m_stats;
+}
+
+// ---- transactions ------------------------------------------------------------------
+
+Result<Hash256> Node::SubmitTransaction(const vm::Transaction& tx) { return Submit(tx, true); }
+
+Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
+  const Hash256 id = vm::TxId(tx);
+  if (m_mempool.Contains(id)) return Status::Invalid("mempool-duplicate");
+  VT_ASSIGN_OR_RETURN(auto where, m_chain->db().FindTx(id));
+  if (where) return Status::Invalid("tx-already-included", "at height " + std::to_string(where->height));
+  VT_TRY(m_chain->CheckTransaction(tx));
+  Bytes bytes = vm::EncodeTransaction(tx);
+  VT_TRY(m_mempool.Add(tx, bytes.size()));
+  {
+    std::lock_guard lock(m_stats_mu);
+    ++m_stats.txs_accepted;
+  }
+  if (broadcast) (void)m_p2p->Broadcast(net::GossipKind::kTx, std::move(bytes));
+  m_wake.notify_all();
+  return id;
+}
+
+std::uint64_t Node::NextNonce(const crypto::Address& address) const {
+  auto account = vm::ReadAccount(m_chain->db(), address);
+  std::uint64_t next = account.ok() ? account->nonce : 0;
+  // Pending transactions of this sender with consecutive nonces.
+  std::vector<std::uint64_t> pending;
+  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0})) {
+    auto from = vm::TxSenderAddress(tx);
+    if (from.ok() && *from == address) pending.push_back(tx.nonce);
+  }
+  std::sort(pending.begin(), pending.end());
+  for (std::uint64_t n : pending)
+    if (n == next) ++next;
+  return next;
+}
+
+// ---- blocks ------------------------------------------------------------------------
+
+std::optional<Hash256> Node::HashAt(std::uint64_t height) const {
+  if (height == 0) return vm::GenesisHash(m_config.genesis.genesis);
+  auto b = m_chain->db().BlockAt(height);
+  if (!b.ok() || !*b) return std::nullopt;
+  return vm::BlockHash((*b)->header);
+}
+
+void Node::AfterBlock(const vm::Block& block) {
+  std::vector<Hash256> ids;
+  ids.reserve(block.txs.size());
+  for (const vm::Transaction& tx : block.txs) ids.push_back(vm::TxId(tx));
+  m_mempool.Remove(ids);
+  // Transactions whose nonce the chain has passed can never apply.
+  m_mempool.RemoveIf([this](const vm::Transaction& tx) {
+    auto from = vm::TxSenderAddress(tx);
+    if (!from.ok()) return true;
+    auto account = vm::ReadAccount(m_chain->db(), *from);
+    return account.ok() && tx.nonce < account->nonce;
+  });
+  m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
+  m_wake.notify_all();
+}
+
+Status Node::ApplyBlockLocked(const vm::Block& block) {
+  auto r = m_chain->AddBlock(block);
+  if (!r.ok()) return r.status();
+  AfterBlock(block);
+  return Status::Ok();
+}
+
+net::Verdict Node::HandleBlock(net::PeerId from, const vm::Block& block) {
+  if (!vm::VerifyBlockSignature(block.header)) return net::Verdict::Reject("block-bad-signature");
+  if (block.header.chain_id != m_config.genesis.genesis.params.chain_id)
+    return net::Verdict::Reject("block-wrong-chain");
+  if (!m_config.genesis.ProposerOffset(block.header.height, block.header.proposer))
+    return net::Verdict::Reject("block-bad-proposer");
+  if (block.header.time > NowMs() + kMaxFutureMs) return net::Verdict::Ignore("block-from-future");
+  std::lock_guard lock(m_write_mu);
+  const vm::ChainTip tip = m_chain->tip();
+  const std::uint64_t h = block.header.height;
+  if (h == tip.height + 1) {
+    if (block.header.parent_hash != tip.hash) {
+      ResolveFork(from, tip.height, 0);
+      return net::Verdict::Ignore("block-fork");
+    }
+    Status s = ApplyBlockLocked(block);
+    if (!s.ok()) return net::Verdict::FromStatus(s);
+    std::lock_guard slock(m_stats_mu);
+    ++m_stats.blocks_applied;
+    return net::Verdict::Accept();
+  }
+  if (h > tip.height + 1) {
+    m_p2p->StartSync();
+    return net::Verdict::Ignore("block-ahead");
+  }
+  // A block for a height we have: switch only for a better sibling of our tip.
+  if (h != tip.height || vm::BlockHash(block.header) == tip.hash) return net::Verdict::Ignore("block-old");
+  auto ours = m_chain->db().BlockAt(h);
+  if (!ours.ok() || !*ours) return net::Verdict::Ignore("block-old");
+  if (block.header.parent_hash != (*ours)->header.parent_hash) return net::Verdict::Ignore("block-old");
+  if (!(BlockRank(m_config.genesis, block.header) < BlockRank(m_config.genesis, (*ours)->header)))
+    return net::Verdict::Ignore("block-worse-sibling");
+  auto removed = m_chain->Rollback();
+  if (!removed.ok()) return net::Verdict::Ignore("rollback-failed");
+  Status s = ApplyBlockLocked(block);
+  if (!s.ok()) {
+    (void)ApplyBlockLocked(*removed);  // keep ours
+    return net::Verdict::FromStatus(s);
+  }
+  for (const vm::Transaction& tx : removed->txs) {
+    if (m_chain->CheckTransaction(tx).ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size());
+  }
+  Log().info("{} switched to a better block at height={} proposer={}", m_config.name, h,
+             ToHex(block.header.proposer).substr(0, 8));
+  std::lock_guard slock(m_stats_mu);
+  ++m_stats.reorgs;
+  return net::Verdict::Accept();
+}
+
+void Node::ResolveFork(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth) {
+  if (m_resolving && depth == 0) return;
+  if (from_height == 0 || depth > kMaxReorgDepth) {
+    m_resolving = false;
+    return;
+  }
+  m_resolving = true;
+  m_p2p->RequestBlocks(peer, from_height, static_cast<std::uint32_t>(kMaxReorgDepth * 2),
+                       [this, peer, from_height, depth](Result<net::ItemsResponse> r) {
+                         if (!r.ok() || r->items.empty()) {
+                           m_resolving = false;
+                           return;
+                         }
+                         OnForkBlocks(peer, from_height, depth, r->items);
+                       });
+}
+
+void Node::OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth,
+                        const std::vector<Bytes>& items) {
+  std::vector<vm::Block> theirs;
+  for (const Bytes& b : items) {
+    auto blk = DecodeBlock(b);
+    if (!blk.ok()) {
+      m_resolving = false;
+      return;
+    }
+    theirs.push_back(std::move(*blk));
+  }
+  std::unique_lock lock(m_write_mu);
+  const auto anchor = HashAt(from_height - 1);
+  if (!anchor || theirs.front().header.parent_hash != *anchor) {
+    lock.unlock();
+    ResolveFork(peer, from_height - 1, depth + 1);  // the fork is further back
+    return;
+  }
+  m_resolving = false;
+  // Skip the blocks we share.
+  std::size_t first_diff = 0;
+  while (first_diff < theirs.size()) {
+    const auto ours = HashAt(from_height + first_diff);
+    if (!ours || *ours != vm::BlockHash(theirs[first_diff].header)) break;
+    ++first_diff;
+  }
+  if (first_diff == theirs.size()) return;
+  const std::uint64_t fork_height = from_height + first_diff;
+  const vm::ChainTip tip = m_chain->tip();
+  const std::uint64_t their_top = from_height + theirs.size() - 1;
+  bool better = their_top > tip.height;
+  if (their_top == tip.height && fork_height <= tip.height) {
+    auto ours = m_chain->db().BlockAt(fork_height);
+    better = ours.ok() && *ours &&
+             BlockRank(m_config.genesis, theirs[first_diff].header) < BlockRank(m_config.genesis, (*ours)->header);
+  }
+  if (!better) return;
+  std::vector<vm::Block> removed;
+  while (m_chain->tip().height >= fork_height) {
+    auto b = m_chain->Rollback();
+    if (!b.ok()) {
+      Log().error("{} rollback failed: {}", m_config.name, b.status().ToString());
+      return;
+    }
+    removed.push_back(std::move(*b));
+  }
+  std::size_t applied = 0;
+  Status failure;
+  for (std::size_t i = first_diff; i < theirs.size(); ++i) {
+    failure = ApplyBlockLocked(theirs[i]);
+    if (!failure.ok()) break;
+    ++applied;
+  }
+  if (!failure.ok() && m_chain->tip().height < tip.height) {
+    // Their branch was bad and not longer after all: go back to ours.
+    for (std::size_t i = 0; i < applied; ++i) (void)m_chain->Rollback();
+    for (auto it = removed.rbegin(); it != removed.rend(); ++it) (void)ApplyBlockLocked(*it);
+    Log().warn("{} fork from peer rejected: {}", m_config.name, failure.ToString());
+    return;
+  }
+  for (const vm::Block& b : removed)
+    for (const vm::Transaction& tx : b.txs)
+      if (m_chain->CheckTransaction(tx).ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size());
+  Log().info("{} reorganised: rolled back {} block(s) from height {}, now at {}", m_config.name, removed.size(),
+             fork_height, m_chain->tip().height);
+  std::lock_guard slock(m_stats_mu);
+  ++m_stats.reorgs;
+}
+
+net::Verdict Node::OnGossip(net::PeerId from, net::GossipKind kind, const Hash256& id, ByteSpan payload) {
+  (void)id;
+  if (kind == net::GossipKind::kTx) {
+    auto tx = vm::DecodeTransaction(payload);
+    if (!tx.ok()) return net::Verdict::Reject("tx-malformed", net::penalty::kGarbage);
+    auto r = Submit(*tx, false);
+    if (r.ok()) return net::Verdict::Accept();
+    // A tx that is stale or already known is not the peer's fault.
+    return net::Verdict::Ignore(r.status().reason());
+  }
+  auto block = DecodeBlock(payload);
+  if (!block.ok()) return net::Verdict::Reject("block-malformed", net::penalty::kGarbage);
+  return HandleBlock(from, *block);
+}
+
+net::Verdict Node::OnSyncBlocks(net::PeerId from, std::uint64_t first_height, const std::vector<Bytes>& blocks) {
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    auto block = DecodeBlock(blocks[i]);
+    if (!block.ok()) return net::Verdict::Reject("block-malformed", net::penalty::kGarbage);
+    if (!vm::VerifyBlockSignature(block->header)) return net::Verdict::Reject("block-bad-signature");
+    std::lock_guard lock(m_write_mu);
+    const vm::ChainTip tip = m_chain->tip();
+    if (block->header.height <= tip.height) continue;
+    if (block->header.height != tip.height + 1 || block->header.parent_hash != tip.hash) {
+      if (!m_resolving) ResolveFork(from, tip.height, 0);
+      return net::Verdict::Ignore("sync-fork");
+    }
+    Status s = ApplyBlockLocked(*block);
+    if (!s.ok()) return net::Verdict::FromStatus(s);
+    std::lock_guard slock(m_stats_mu);
+    ++m_stats.blocks_applied;
+  }
+  (void)first_height;
+  return net::Verdict::Accept();
+}
+
+std::uint64_t Node::TipHeight() const { return m_chain->tip().height; }
+
+std::optional<Bytes> Node::BlockAt(std::uint64_t height) const {
+  auto b = m_chain->db().BlockBytesAt(height);
+  if (!b.ok()) return std::nullopt;
+  return *b;
+}
+
+std::optional<std::uint64_t> Node::BlobSize(const Hash256& hash) const {
+  auto b = m_chain->db().GetBlob(hash);
+  if (!b.ok() || !*b) return std::nullopt;
+  return (*b)->size();
+}
+
+Result<Bytes> Node::ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const {
+  VT_ASSIGN_OR_RETURN(auto b, m_chain->db().GetBlob(hash));
+  if (!b) return Status::Invalid("blob-not-found");
+  const auto end = std::min<std::uint64_t>(b->size(), offset + len);
+  return Bytes(b->begin() + static_cast<std::ptrdiff_t>(offset), b->begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+// ---- producer ------------------------------------------------------------------------
+
+void Node::ProducerLoop() {
+  const GenesisFile& g = m_config.genesis;
+  const crypto::SecretKey& key = *m_config.validator_key;
+  while (!m_stopping) {
+    std::uint64_t wait_ms = 20;
+    {
+      std::unique_lock lock(m_write_mu);
+      const vm::ChainTip tip = m_chain->tip();
+      const auto offset = g.ProposerOffset(tip.height + 1, key.public_key().bytes());
+      const std::uint64_t now = NowMs();
+      bool produce = false;
+      std::uint64_t time = 0;
+      if (offset) {
+        if (g.instant()) {
+          // Instant mode: a block as soon as there are transactions, else an
+          // empty one every proposer_timeout_ms so that block clocks run.
+          const std::uint64_t idle_at = tip.time + g.proposer_timeout_ms;
+          produce = m_mempool.size() > 0 || now >= idle_at;
+          time = std::max(now, tip.time);
+          if (!produce) wait_ms = std::min<std::uint64_t>(idle_at - now, 50);
+        } else {
+          // The rule allows us at EarliestTime(parent); locally we also wait
+          // the same schedule from when we saw the tip, so that after a long
+          // pause the validators do not all propose at once.
+          const std::uint64_t by_rule = g.EarliestTime(tip.time, *offset);
+          const std::uint64_t by_seen =
+              static_cast<std::uint64_t>(m_tip_seen_ms.load()) + g.block_interval_ms + *offset * g.proposer_timeout_ms;
+          const std::uint64_t at = std::max(by_rule, by_seen);
+          produce = now >= at;
+          time = std::max(now, by_rule);
+          if (!produce) wait_ms = std::min<std::uint64_t>(at - now, 50);
+        }
+      }
+      if (produce) {
+        std::vector<vm::RejectedTx> rejected;
+        auto result = m_chain->Produce(m_mempool.Candidates(m_config.max_block_txs), time, key, &rejected);
+        if (!result.ok()) {
+          Log().error("{} could not produce block {}: {}", m_config.name, tip.height + 1,
+                      result.status().ToString());
+          wait_ms = 200;
+        } else {
+          AfterBlock(result->block);
+          // Drop what can never apply; keep transactions waiting for an earlier nonce.
+          std::vector<Hash256> dead;
+          for (const vm::RejectedTx& r : rejected)
+            if (r.status.reason() != vm::reasons::kBadNonce) dead.push_back(r.tx_id);
+          m_mempool.Remove(dead);
+          {
+            std::lock_guard slock(m_stats_mu);
+            ++m_stats.blocks_produced;
+          }
+          (void)m_p2p->Broadcast(net::GossipKind::kBlock, EncodeToBytes(result->block));
+          wait_ms = 0;
+        }
+      }
+    }
+    if (wait_ms > 0) {
+      std::unique_lock lock(m_wake_mu);
+      if (!m_stopping) m_wake.wait_for(lock, std::chrono::milliseconds(wait_ms));
+    }
+  }
+}
+
+}  // namespace vt::node

@@ -1,0 +1,133 @@
+#pragma once
+// Node: a chain node — the Chain (LevelDB + VM + referee), a mempool, the
+// P2P layer (gossip of transactions and blocks, sync, blobs), the JSON-RPC
+// server and, on validators, the block producer (docs/node.md).
+//
+// Threads: one io thread runs the P2P node and the RPC server (all their
+// callbacks, including block application from peers); one producer thread
+// proposes blocks when it is this validator's turn. Block writes of both go
+// through m_write_mu, so the fork choice never races the producer.
+//
+// Fork choice (honest about its limits: crash faults, not Byzantine ones):
+// * the chain with more blocks wins (sync pulls it; a block that does not
+//   link to our chain makes us fetch the peer's recent blocks, find the
+//   common ancestor — at most kMaxReorgDepth back — and switch when the
+//   peer's branch is longer);
+// * at equal height the block of the lower rotation offset wins, then the
+//   earlier time, then the lower hash — so nodes that saw two blocks for one
+//   height converge on the same one.
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "common/result.h"
+#include "crypto/keys.h"
+#include "net/p2p.h"
+#include "net/rpc_server.h"
+#include "node/chain.h"
+#include "node/genesis.h"
+
+namespace vt::node {
+
+struct NodeConfig {
+  std::string name = "node";
+  std::filesystem::path data_dir;
+  GenesisFile genesis;
+  std::optional<crypto::SecretKey> validator_key;  // absent: a full node that follows
+  std::string host = "127.0.0.1";
+  std::uint16_t p2p_port = 0;  // 0: ephemeral
+  std::vector<net::Endpoint> peers;
+  std::uint16_t rpc_port = 0;  // 0: ephemeral
+  std::size_t rpc_max_body = std::size_t{64} << 20;
+  std::size_t max_block_txs = 4096;
+  // Gossip/sync timing for tests (P2PConfig defaults otherwise).
+  std::chrono::milliseconds reconnect_max{2000};
+};
+
+inline constexpr std::uint64_t kMaxReorgDepth = 32;
+
+struct NodeStats {
+  std::uint64_t blocks_produced = 0;
+  std::uint64_t blocks_applied = 0;  // from peers
+  std::uint64_t reorgs = 0;
+  std::uint64_t txs_accepted = 0;
+};
+
+class Node final : private net::MessageHandler, private net::BlockSource, private net::BlobStore {
+ public:
+  static Result<std::unique_ptr<Node>> Create(NodeConfig config);
+  ~Node() override;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Binds P2P and RPC, starts the io and producer threads.
+  Status Start();
+  // Thread-safe, idempotent: stops producing, closes sockets, joins threads.
+  void Stop();
+
+  std::uint16_t p2p_port() const;
+  std::uint16_t rpc_port() const;
+  Chain& chain() { return *m_chain; }
+  const Mempool& mempool() const { return m_mempool; }
+  NodeStats stats() const;
+
+  // Checks, queues and gossips a transaction. Invalid with the VM's tx-*
+  // reason, "mempool-duplicate", "mempool-full".
+  Result<Hash256> SubmitTransaction(const vm::Transaction& tx);
+
+ private:
+  explicit Node(NodeConfig config, std::unique_ptr<Chain> chain);
+
+  // net::MessageHandler
+  net::Verdict OnGossip(net::PeerId from, net::GossipKind kind, const Hash256& id, ByteSpan payload) override;
+  net::Verdict OnSyncBlocks(net::PeerId from, std::uint64_t first_height, const std::vector<Bytes>& blocks) override;
+  // net::BlockSource
+  std::uint64_t TipHeight() const override;
+  std::optional<Bytes> BlockAt(std::uint64_t height) const override;
+  // net::BlobStore
+  std::optional<std::uint64_t> BlobSize(const Hash256& hash) const override;
+  Result<Bytes> ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const override;
+
+  Result<Hash256> Submit(const vm::Transaction& tx, bool broadcast);
+  net::Verdict HandleBlock(net::PeerId from, const vm::Block& block);
+  Status ApplyBlockLocked(const vm::Block& block);
+  void ResolveFork(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth);
+  void OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth, const std::vector<Bytes>& items);
+  std::optional<Hash256> HashAt(std::uint64_t height) const;
+  void AfterBlock(const vm::Block& block);
+  void ProducerLoop();
+  void RegisterRpc();
+  std::uint64_t NextNonce(const crypto::Address& address) const;
+
+  NodeConfig m_config;
+  std::unique_ptr<Chain> m_chain;
+  Mempool m_mempool;
+  boost::asio::io_context m_io;
+  std::unique_ptr<net::P2PNode> m_p2p;
+  std::unique_ptr<net::RpcServer> m_rpc;
+  std::thread m_io_thread;
+  std::thread m_producer;
+  std::mutex m_write_mu;  // serialises block writes (producer vs. peers)
+  std::mutex m_wake_mu;
+  std::condition_variable m_wake;
+  std::atomic<bool> m_stopping{false};
+  bool m_started = false;
+  bool m_resolving = false;  // io thread only
+  std::atomic<std::int64_t> m_tip_seen_ms{0};  // local time the current tip arrived
+  mutable std::mutex m_stats_mu;
+  NodeStats m_stats;
+};
+
+std::uint64_t NowMs();
+
+}  // namespace vt::node

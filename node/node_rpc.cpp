@@ -1,0 +1,234 @@
+// The node's JSON-RPC methods (docs/node.md, "JSON-RPC"). Params may be
+// positional or named; errors follow net/rpc.h (-32602 bad params, -32000
+// rejected with the stable reason in error.data.reason).
+
+#include "common/encoding.h"
+#include "net/rpc.h"
+#include "node/json_view.h"
+#include "node/node.h"
+#include "referee/records.h"
+
+namespace vt::node {
+namespace {
+
+using net::Json;
+
+Result<Hash256> HashParam(const Json& params, std::size_t i, std::string_view name) {
+  VT_ASSIGN_OR_RETURN(std::string s, net::GetStringParam(params, i, name));
+  auto h = Hash256::FromHex(s);
+  if (!h.ok()) return net::InvalidParams(std::string(name) + " must be 64 hex digits");
+  return *h;
+}
+
+std::optional<Json> OptParam(const Json& params, std::size_t i, std::string_view name) {
+  if (params.is_array() && i < params.size()) return params[i];
+  if (params.is_object() && params.contains(std::string(name))) return params[std::string(name)];
+  return std::nullopt;
+}
+
+Result<std::uint64_t> OptU64(const Json& params, std::size_t i, std::string_view name, std::uint64_t dflt) {
+  auto v = OptParam(params, i, name);
+  if (!v || v->is_null()) return dflt;
+  if (!v->is_number_unsigned()) return net::InvalidParams(std::string(name) + " must be a non-negative integer");
+  return v->get<std::uint64_t>();
+}
+
+}  // namespace
+
+void Node::RegisterRpc() {
+  net::RpcServer& rpc = *m_rpc;
+  Chain& chain = *m_chain;
+
+  rpc.Register("chain_status", [this, &chain](const Json&) -> Result<Json> {
+    const vm::ChainTip tip = chain.tip();
+    const GenesisFile& g = chain.genesis();
+    const NodeStats st = stats();
+    Json validators = Json::array();
+    for (const Validator& v : g.validators) validators.push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}});
+    return Json{{"name", m_config.name},
+                {"chain_id", tip.chain_id},
+                {"chain_name", g.chain_name},
+                {"genesis_hash", g.NetworkHash().Hex()},
+                {"height", tip.height},
+                {"hash", tip.hash.Hex()},
+                {"time", tip.time},
+                {"block_interval_ms", g.block_interval_ms},
+                {"proposer_timeout_ms", g.proposer_timeout_ms},
+                {"instant", g.instant()},
+                {"validator", m_config.validator_key ? Json(m_config.validator_key->public_key().Hex()) : Json()},
+                {"validators", validators},
+                {"peers", m_p2p->Peers().size()},
+                {"mempool", m_mempool.size()},
+                {"p2p_port", p2p_port()},
+                {"blocks_produced", st.blocks_produced},
+                {"blocks_applied", st.blocks_applied},
+                {"reorgs", st.reorgs},
+                {"txs_accepted", st.txs_accepted}};
+  });
+
+  rpc.Register("submit_tx", [this](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::string hex, net::GetStringParam(params, 0, "tx"));
+    auto bytes = FromHex(hex);
+    if (!bytes.ok()) return net::InvalidParams("tx must be hex");
+    VT_ASSIGN_OR_RETURN(vm::Transaction tx, vm::DecodeTransaction(*bytes));
+    VT_ASSIGN_OR_RETURN(Hash256 id, SubmitTransaction(tx));
+    return Json{{"tx_id", id.Hex()}};
+  });
+
+  rpc.Register("get_block", [&chain](const Json& params) -> Result<Json> {
+    std::uint64_t height = chain.tip().height;
+    if (auto p = OptParam(params, 0, "height"); p && !(p->is_string() && *p == "latest") && !p->is_null()) {
+      if (!p->is_number_unsigned()) return net::InvalidParams("height must be an integer or \"latest\"");
+      height = p->get<std::uint64_t>();
+    }
+    bool full = false;
+    if (auto f = OptParam(params, 1, "full"); f && f->is_boolean()) full = f->get<bool>();
+    if (height == 0) {
+      return Json{{"height", 0}, {"hash", vm::GenesisHash(chain.genesis().genesis).Hex()},
+                  {"time", chain.genesis().genesis.time}, {"txs", Json::array()}, {"tx_count", 0}};
+    }
+    VT_ASSIGN_OR_RETURN(auto block, chain.db().BlockAt(height));
+    if (!block) return Status::Invalid("not-found", "no block at height " + std::to_string(height));
+    return BlockToJson(*block, full);
+  });
+
+  auto find_tx = [&chain](const Hash256& id) -> Result<std::pair<vm::Block, TxLocation>> {
+    VT_ASSIGN_OR_RETURN(auto loc, chain.db().FindTx(id));
+    if (!loc) return Status::Invalid("not-found", "unknown or pending transaction");
+    VT_ASSIGN_OR_RETURN(auto block, chain.db().BlockAt(loc->height));
+    if (!block || loc->index >= block->txs.size()) return Status::Error("db-corrupt", "tx index");
+    return std::make_pair(std::move(*block), *loc);
+  };
+
+  rpc.Register("get_tx", [this, find_tx](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(Hash256 id, HashParam(params, 0, "tx_id"));
+    auto found = find_tx(id);
+    if (!found.ok()) {
+      if (m_mempool.Contains(id)) return Json{{"tx_id", id.Hex()}, {"status", "pending"}};
+      return found.status();
+    }
+    Json j = TxToJson(found->first.txs[found->second.index]);
+    j["status"] = "included";
+    j["height"] = found->second.height;
+    j["index"] = found->second.index;
+    return j;
+  });
+
+  rpc.Register("get_receipt", [&chain, find_tx](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(Hash256 id, HashParam(params, 0, "tx_id"));
+    VT_ASSIGN_OR_RETURN(auto found, find_tx(id));
+    VT_ASSIGN_OR_RETURN(auto receipts, chain.db().ReceiptsAt(found.second.height));
+    if (!receipts || found.second.index >= receipts->size()) return Status::Error("db-corrupt", "receipts");
+    Json j = ReceiptToJson((*receipts)[found.second.index]);
+    j["height"] = found.second.height;
+    j["index"] = found.second.index;
+    return j;
+  });
+
+  rpc.Register("get_account", [this, &chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::string s, net::GetStringParam(params, 0, "address"));
+    auto addr = crypto::Address::FromHex(s);
+    if (!addr.ok()) return net::InvalidParams("address must be 40 hex digits");
+    VT_ASSIGN_OR_RETURN(vm::Account a, vm::ReadAccount(chain.db(), *addr));
+    return Json{{"address", addr->Hex()}, {"balance", a.balance}, {"nonce", a.nonce},
+                {"next_nonce", NextNonce(*addr)}, {"height", chain.tip().height}};
+  });
+
+  rpc.Register("get_bounty", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "bounty_id"));
+    VT_ASSIGN_OR_RETURN(referee::Bounty b, referee::ReadBounty(chain.db(), id));
+    Json j = BountyToJson(b);
+    j["encoded"] = ToHex(EncodeToBytes(b));
+    j["height"] = chain.tip().height;
+    return j;
+  });
+
+  rpc.Register("list_bounties", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 0, "from", 0));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", 100));
+    Json out = Json::array();
+    for (std::uint64_t id = from; out.size() < std::min<std::uint64_t>(limit, 1000); ++id) {
+      auto b = referee::ReadBounty(chain.db(), id);
+      if (!b.ok()) break;
+      out.push_back(BountyToJson(*b));
+    }
+    return Json{{"bounties", out}, {"height", chain.tip().height}};
+  });
+
+  rpc.Register("get_job", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "bounty_id"));
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, referee::ReadJob(chain.db(), id));
+    return Json{{"bounty_id", id}, {"job_hash", protocol::JobHash(job).Hex()},
+                {"spec", ToHex(protocol::EncodeJobSpec(job))}, {"num_steps", job.num_steps},
+                {"checkpoint_interval", job.checkpoint_interval}, {"batch_size", job.batch_size}};
+  });
+
+  rpc.Register("get_dispute", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "game_id"));
+    VT_ASSIGN_OR_RETURN(referee::Game g, referee::ReadGame(chain.db(), id));
+    Json j = GameToJson(g);
+    j["encoded"] = ToHex(EncodeToBytes(g));
+    VT_ASSIGN_OR_RETURN(auto walk, referee::ReadWalk(chain.db(), id));
+    if (walk) j["walk"] = ToHex(EncodeToBytes(*walk));
+    j["height"] = chain.tip().height;
+    return j;
+  });
+
+  rpc.Register("get_events", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 0, "from_height", 1));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", 1000));
+    std::string topic;
+    if (auto t = OptParam(params, 2, "topic"); t && t->is_string()) topic = t->get<std::string>();
+    const std::uint64_t tip = chain.tip().height;
+    from = std::max<std::uint64_t>(from, 1);
+    Json events = Json::array();
+    std::uint64_t h = from;
+    for (; h <= tip && h < from + 2000 && events.size() < limit; ++h) {
+      VT_ASSIGN_OR_RETURN(auto block, chain.db().BlockAt(h));
+      VT_ASSIGN_OR_RETURN(auto receipts, chain.db().ReceiptsAt(h));
+      if (!block || !receipts) break;
+      for (std::size_t i = 0; i < receipts->size(); ++i) {
+        const vm::Receipt& r = (*receipts)[i];
+        for (const vm::Event& e : r.events) {
+          if (!topic.empty() && e.topic != topic) continue;
+          Json ej = EventToJson(e);
+          ej["height"] = h;
+          ej["tx_id"] = r.tx_id.Hex();
+          ej["time"] = block->header.time;
+          events.push_back(std::move(ej));
+        }
+      }
+    }
+    return Json{{"events", events}, {"next_height", h}, {"height", tip}};
+  });
+
+  rpc.Register("peers", [this](const Json&) -> Result<Json> {
+    Json out = Json::array();
+    for (const net::PeerInfo& p : m_p2p->Peers())
+      out.push_back({{"id", p.id}, {"remote", p.remote.ToString()}, {"inbound", p.inbound},
+                     {"established", p.established}, {"height", p.hello.best_height}, {"score", p.score}});
+    Json bans = Json::array();
+    for (const net::BanEntry& b : m_p2p->Bans()) bans.push_back({{"key", b.key}, {"reason", b.reason}});
+    Json disc = Json::array();
+    for (const net::DisconnectRecord& d : m_p2p->RecentDisconnects())
+      disc.push_back({{"remote", d.peer.remote.ToString()}, {"reason", d.reason}});
+    return Json{{"peers", out}, {"bans", bans}, {"recent_disconnects", disc}};
+  });
+
+  rpc.Register("put_blob", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::string hex, net::GetStringParam(params, 0, "data"));
+    auto bytes = FromHex(hex);
+    if (!bytes.ok()) return net::InvalidParams("data must be hex");
+    VT_ASSIGN_OR_RETURN(Hash256 h, chain.db().PutBlob(*bytes));
+    return Json{{"hash", h.Hex()}, {"size", bytes->size()}};
+  });
+
+  rpc.Register("get_blob", [&chain](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(Hash256 h, HashParam(params, 0, "hash"));
+    VT_ASSIGN_OR_RETURN(auto b, chain.db().GetBlob(h));
+    if (!b) return Status::Invalid("not-found", "no such blob");
+    return Json{{"hash", h.Hex()}, {"data", ToHex(*b)}};
+  });
+}
+
+}  // namespace vt::node

@@ -1,0 +1,98 @@
+// End-to-end flows on a multi-process testnet (label testnet): an honest
+// solver daemon is paid; a cheating one is caught by the challenger daemon
+// at the exact step and operator and slashed — while, mid-dispute, the
+// solver daemon is killed (kill -9) and restarted and a validator is killed
+// and restarted; the restarted solver still answers before its clock runs out.
+#include "common/encoding.h"
+#include "tests/testnet/testnet_util.h"
+#include "worker/job.h"
+#include "worker/state.h"
+#include "worker/trainer.h"
+
+#ifndef VT_SOURCE_DIR
+#error "VT_SOURCE_DIR must name the repository root"
+#endif
+
+namespace vt::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
+  VT_ASSIGN_OR_RETURN(Json b, c.Call("get_bounty", Json::array({id})));
+  return b["state"].get<std::string>();
+}
+
+TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
+  const std::filesystem::path job = std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json";
+  node::TestnetSpec spec;
+  spec.validators = 4;
+  spec.block_interval_ms = 200;
+  spec.proposer_timeout_ms = 600;
+  spec.solver = spec.challenger = true;
+  spec.jobs = {job};
+  ScopedTestnet t("scenario", spec);
+  ASSERT_TRUE(t.ok());
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  ASSERT_TRUE(t.net().Up().ok());
+
+  auto loaded = worker::LoadJobWithDataset(job);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
+  auto h0 = engine.InitialState();
+  ASSERT_TRUE(h0.ok());
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  auto solver = t.net().Key("solver");
+  ASSERT_TRUE(client.ok() && solver.ok());
+  auto post = [&] {
+    referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), 1'000'000, 400'000, 200'000, 300, 12, 40};
+    auto id = c.CallReferee(*client, referee::Method::kPostBounty, EncodeToBytes(a));
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    auto r = c.WaitReceipt(*id, 20s);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE((*r)["success"].get<bool>()) << r->dump();
+  };
+
+  // 1. Honest: finalized, the solver earns the reward.
+  const vm::Amount solver_before = c.Account(solver->address())->balance;
+  post();
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 0).value_or("") == "finalized"; }, 60s))
+      << "honest bounty: " << BountyState(c, 0).value_or("?");
+  const vm::Amount solver_after = c.Account(solver->address())->balance;
+  EXPECT_GT(solver_after, solver_before + 900'000) << "reward paid (minus fees)";
+
+  // 2. Cheating: wrong output of node 1 at step 5.
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=5,node=1"});
+  ASSERT_TRUE(t.net().Stop("solver").ok());
+  ASSERT_TRUE(t.net().Start("solver").ok());
+  post();
+  ASSERT_TRUE(WaitFor([&] {
+    auto b = c.Call("get_bounty", Json::array({1}));
+    return b.ok() && !(*b)["games"].empty();
+  }, 60s)) << "no dispute opened";
+  // Mid-dispute: kill -9 the solver daemon and a validator, then restart both.
+  ASSERT_TRUE(t.net().Kill("solver").ok());
+  ASSERT_TRUE(t.net().Kill("v2").ok());
+  std::this_thread::sleep_for(1500ms);
+  ASSERT_TRUE(t.net().Start("solver").ok());
+  ASSERT_TRUE(t.net().Start("v2").ok());
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("") == "failed"; }, 90s))
+      << "cheating bounty: " << BountyState(c, 1).value_or("?");
+  auto game = c.Call("get_dispute", Json::array({0}));
+  ASSERT_TRUE(game.ok());
+  EXPECT_EQ((*game)["result"], "challenger-won");
+  EXPECT_EQ((*game)["reason"], "arbitration") << "decided by re-execution, not by a timeout";
+  EXPECT_EQ((*game)["step"], 5u);
+  EXPECT_EQ((*game)["node_index"], 1u);
+  // The restarted validator is on the same chain.
+  auto c2 = t.Client("v2");
+  const std::uint64_t h = *HeightOf(c);
+  ASSERT_TRUE(c2.WaitHeight(h, 30s).ok());
+  EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(c, h - 1));
+}
+
+}  // namespace
+}  // namespace vt::test

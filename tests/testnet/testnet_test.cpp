@@ -1,0 +1,144 @@
+// Multi-process testnet: four validator processes and a late full node on
+// loopback. Transactions submitted to one node are visible on all; the chain
+// continues with a validator killed (kill -9) and the restarted one catches
+// up; a late joiner syncs; a peer sending garbage is cut off while the chain
+// goes on; SIGTERM shuts every process down cleanly.
+#include <utility>
+
+#include <boost/asio.hpp>
+
+#include "crypto/keyfile.h"
+#include "tests/support/test_seed.h"
+#include "tests/testnet/testnet_util.h"
+
+namespace vt::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+node::TestnetSpec SmallSpec() {
+  node::TestnetSpec s;
+  s.validators = 4;
+  s.full_nodes = 1;
+  s.block_interval_ms = 150;
+  s.proposer_timeout_ms = 450;
+  return s;
+}
+
+// Every node in `names` has the same block as `ref` at each height up to
+// min(heights) - 2 (the last two may still be settling).
+void ExpectSameChain(ScopedTestnet& t, const std::vector<std::string>& names) {
+  std::vector<node::ChainClient> clients;
+  std::uint64_t low = ~std::uint64_t{0};
+  for (const std::string& n : names) {
+    clients.push_back(t.Client(n));
+    auto h = HeightOf(clients.back());
+    ASSERT_TRUE(h) << n << " does not answer";
+    low = std::min(low, *h);
+  }
+  ASSERT_GE(low, 3u);
+  for (std::uint64_t h : {std::uint64_t{1}, low / 2, low - 2}) {
+    auto ref = BlockHashAt(clients[0], h);
+    ASSERT_TRUE(ref);
+    for (std::size_t i = 1; i < clients.size(); ++i)
+      EXPECT_EQ(BlockHashAt(clients[i], h), ref) << names[i] << " differs from " << names[0] << " at height " << h;
+  }
+}
+
+TEST(Testnet, TxsVisibleEverywhereSurvivesKillRestartLateJoinerAndGarbage) {
+  ScopedTestnet t("basic", SmallSpec());
+  ASSERT_TRUE(t.ok());
+  for (const char* v : {"v0", "v1", "v2", "v3"}) ASSERT_TRUE(t.net().Start(v).ok()) << v;
+  auto c0 = t.Client("v0");
+  ASSERT_TRUE(c0.WaitHeight(3, 20s).ok());
+
+  // Transactions submitted to v0 are included and visible on every validator.
+  auto client = t.net().Key("client");
+  ASSERT_TRUE(client.ok());
+  const auto to = crypto::Address::FromHex("00000000000000000000000000000000000000aa");
+  ASSERT_TRUE(to.ok());
+  const std::uint64_t amount = 1 + TestSeed() % 1000;
+  std::vector<Hash256> ids;
+  for (int i = 0; i < 10; ++i) {
+    auto id = c0.Send(*client, vm::TransferPayload{*to, amount});
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ids.push_back(*id);
+  }
+  for (const Hash256& id : ids) {
+    auto r = c0.WaitReceipt(id, 20s);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_TRUE((*r)["success"].get<bool>());
+  }
+  for (const char* v : {"v1", "v2", "v3"}) {
+    auto c = t.Client(v);
+    EXPECT_TRUE(WaitFor([&] {
+      auto a = c.Account(*to);
+      return a.ok() && a->balance == 10 * amount;
+    }, 10s)) << v << " does not see the transfers";
+  }
+
+  // kill -9 one validator: the chain continues past its turns.
+  ASSERT_TRUE(t.net().Kill("v1").ok());
+  const std::uint64_t at_kill = *HeightOf(c0);
+  EXPECT_TRUE(c0.WaitHeight(at_kill + 8, 30s).ok()) << "the chain stopped without v1";
+  auto c2 = t.Client("v2");
+  EXPECT_TRUE(c2.WaitHeight(at_kill + 8, 10s).ok());
+
+  // Restarted, it recovers its store and catches up.
+  ASSERT_TRUE(t.net().Start("v1").ok());
+  auto c1 = t.Client("v1");
+  const std::uint64_t target = *HeightOf(c0);
+  EXPECT_TRUE(c1.WaitHeight(target, 30s).ok()) << "v1 did not catch up";
+
+  // A late joiner (full node, empty store) syncs from genesis.
+  ASSERT_TRUE(t.net().Start("f0").ok());
+  auto f0 = t.Client("f0");
+  EXPECT_TRUE(f0.WaitHeight(*HeightOf(c0), 30s).ok()) << "late joiner did not sync";
+  EXPECT_TRUE(WaitFor([&] {
+    auto a = f0.Account(*to);
+    return a.ok() && a->balance == 10 * amount;
+  }, 10s));
+
+  // Garbage from a raw TCP peer: disconnected; the chain goes on.
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket sock(io);
+    sock.connect({boost::asio::ip::make_address("127.0.0.1"), t.net().Find("v0")->p2p_port});
+    std::vector<std::uint8_t> junk(4096);
+    std::uint64_t x = TestSeed() | 1;
+    for (auto& b : junk) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      b = static_cast<std::uint8_t>(x);
+    }
+    boost::system::error_code ec;
+    boost::asio::write(sock, boost::asio::buffer(junk), ec);
+    // The node closes the connection: reads end with EOF or reset within a bound.
+    bool closed = false;
+    std::array<std::uint8_t, 4096> buf{};
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    sock.non_blocking(true);
+    while (std::chrono::steady_clock::now() < deadline) {
+      sock.read_some(boost::asio::buffer(buf), ec);
+      if (ec == boost::asio::error::would_block) {
+        std::this_thread::sleep_for(20ms);
+        continue;
+      }
+      if (ec) {
+        closed = true;
+        break;
+      }
+    }
+    EXPECT_TRUE(closed) << "the node kept a connection that sent garbage";
+  }
+  const std::uint64_t after_garbage = *HeightOf(c0);
+  EXPECT_TRUE(c0.WaitHeight(after_garbage + 3, 20s).ok());
+
+  ExpectSameChain(t, {"v0", "v1", "v2", "v3", "f0"});
+
+  // Clean shutdown: SIGTERM ends every process.
+  ASSERT_TRUE(t.net().Down().ok());
+  for (const auto& p : t.net().processes()) EXPECT_FALSE(t.net().Running(p.name)) << p.name;
+}
+
+}  // namespace
+}  // namespace vt::test

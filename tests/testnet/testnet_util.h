@@ -1,0 +1,74 @@
+#pragma once
+// Helpers for the multi-process testnet tests: a testnet in a temp dir torn
+// down at the end (even when an assertion fails), RPC waits bounded in time.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <thread>
+
+#include "node/client.h"
+#include "node/testnet.h"
+
+#ifndef VT_BIN_DIR
+#error "VT_BIN_DIR must name the directory of vt-node and vt"
+#endif
+
+namespace vt::test {
+
+class ScopedTestnet {
+ public:
+  ScopedTestnet(const std::string& tag, node::TestnetSpec spec) {
+    m_dir = std::filesystem::temp_directory_path() / ("vt-testnet-" + tag + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(m_dir);
+    auto t = node::Testnet::Create(m_dir, spec, VT_BIN_DIR);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    if (t.ok()) m_net.emplace(std::move(*t));
+  }
+  ~ScopedTestnet() {
+    if (m_net) (void)m_net->Down();
+    if (!HasFailure()) {
+      std::error_code ec;
+      std::filesystem::remove_all(m_dir, ec);
+    } else {
+      std::cerr << "testnet kept for inspection: " << m_dir << "\n";
+    }
+  }
+  static bool HasFailure() { return ::testing::Test::HasFailure(); }
+  node::Testnet& net() { return *m_net; }
+  bool ok() const { return m_net.has_value(); }
+  node::ChainClient Client(const std::string& name) {
+    return node::ChainClient("127.0.0.1", m_net->rpc_port(name), std::chrono::seconds(5));
+  }
+
+ private:
+  std::filesystem::path m_dir;
+  std::optional<node::Testnet> m_net;
+};
+
+inline std::optional<std::uint64_t> HeightOf(node::ChainClient& c) {
+  auto h = c.Height();
+  if (!h.ok()) return std::nullopt;
+  return *h;
+}
+
+inline std::optional<std::string> BlockHashAt(node::ChainClient& c, std::uint64_t height) {
+  auto b = c.Call("get_block", nlohmann::json::array({height}));
+  if (!b.ok()) return std::nullopt;
+  return (*b)["hash"].get<std::string>();
+}
+
+// Polls `pred` every 50 ms until it holds or `timeout` passes.
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return pred();
+}
+
+}  // namespace vt::test
