@@ -85,6 +85,12 @@ NodeRounding NodeRounding::Replay(const RoundingSpec& spec, RoundingLog log) {
   return NodeRounding(spec, false, std::move(log));
 }
 
+NodeRounding NodeRounding::ReplaySkippingInvalid(const RoundingSpec& spec, RoundingLog log) {
+  NodeRounding r(spec, false, std::move(log));
+  r.m_skip_invalid = true;
+  return r;
+}
+
 Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) {
   assert(exact.size() == out.size());
   assert(m_spec.bits >= kMinRoundingBits && m_spec.bits <= kMaxRoundingBits);
@@ -118,13 +124,25 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) 
   const auto& entries = m_log.entries;
   while (m_cursor < entries.size() && entries[m_cursor].position < end) {
     const LogEntry& entry = entries[m_cursor];
-    if (m_cursor > 0 && entry.position <= entries[m_cursor - 1].position) {
+    // (A position below this chunk can only follow an unsorted entry that
+    // ReplaySkippingInvalid skipped.)
+    if ((m_cursor > 0 && entry.position <= entries[m_cursor - 1].position) || entry.position < base) {
+      if (m_skip_invalid) {
+        ++m_skipped;
+        ++m_cursor;
+        continue;
+      }
       return Status::Invalid("log-entries-unsorted",
                              "log positions must strictly increase (at entry " + std::to_string(m_cursor) + ")");
     }
     const std::size_t i = static_cast<std::size_t>(entry.position - base);
     const hd::GridPos g = hd::Locate(exact[i], bits);
     if (g.special != 0 || !hd::WithinTau(g, tau, 2)) {
+      if (m_skip_invalid) {
+        ++m_skipped;
+        ++m_cursor;
+        continue;
+      }
       return Status::Invalid("log-entry-outside-region",
                              "logged position " + std::to_string(entry.position) +
                                  " is not within 4*tau ulp of a rounding boundary");
@@ -137,7 +155,7 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) 
 }
 
 Status NodeRounding::Finish() const {
-  if (!m_recording && m_cursor < m_log.entries.size()) {
+  if (!m_recording && !m_skip_invalid && m_cursor < m_log.entries.size()) {
     return Status::Invalid("log-entry-out-of-range",
                            std::to_string(m_log.entries.size() - m_cursor) +
                                " log entries lie past the node's " + std::to_string(m_position) + " outputs");

@@ -71,6 +71,12 @@ class NodeRounding {
  public:
   static NodeRounding Record(const RoundingSpec& spec);
   static NodeRounding Replay(const RoundingSpec& spec, RoundingLog log);
+  // A replay that never fails on the log: entries a strict replay rejects
+  // (outside the window, unsorted, past the node's outputs) are skipped —
+  // those values round to nearest — and counted. This is how an honest
+  // challenger follows a solver's logs to the end of a run; the referee
+  // rejects the same entries when it arbitrates the node.
+  static NodeRounding ReplaySkippingInvalid(const RoundingSpec& spec, RoundingLog log);
 
   // Round `exact` into `out` (same size), continuing this node's position
   // counter. Replay fails with Status::Invalid
@@ -86,6 +92,7 @@ class NodeRounding {
   bool recording() const { return m_recording; }
   const RoundingLog& log() const { return m_log; }
   std::uint64_t values_rounded() const { return m_position; }
+  std::uint64_t skipped_entries() const { return m_skipped; }  // ReplaySkippingInvalid only
 
  private:
   NodeRounding(const RoundingSpec& spec, bool recording, RoundingLog log)
@@ -96,6 +103,8 @@ class NodeRounding {
   RoundingLog m_log;
   std::size_t m_cursor = 0;       // next log entry to apply (replay)
   std::uint64_t m_position = 0;   // values rounded so far in this node
+  bool m_skip_invalid = false;
+  std::uint64_t m_skipped = 0;
 };
 
 }  // namespace vt::kernels

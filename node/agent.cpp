@@ -8,6 +8,8 @@
 #include "node/json_view.h"
 #include "referee/records.h"
 #include "worker/commitment.h"
+#include "worker/log_bundle.h"
+#include "worker/replay.h"
 #include "worker/trainer.h"
 
 namespace vt::node {
@@ -40,8 +42,6 @@ void Agent::Say(const std::string& line) {
 Status Agent::Init() {
   for (const auto& path : m_config.job_files) {
     VT_ASSIGN_OR_RETURN(worker::LoadedJob loaded, worker::LoadJobWithDataset(path));
-    if (loaded.job.mode() == kernels::Mode::kRounded)
-      return Status::Invalid("agent-unsupported-mode", "rounded-mode jobs are not served by the daemons yet");
     const Hash256 h = loaded.job.Hash();
     m_jobs.push_back({std::move(loaded), h});
   }
@@ -61,7 +61,11 @@ worker::Party Agent::PartyOf(Served& job, JobRun& run) {
   p.job = &job.loaded.job;
   p.dataset = &job.loaded.dataset;
   p.states = run.dir.get();
-  p.logs = nullptr;
+  // Rounded mode: both sides follow the solver's logs (the solver's own run).
+  if (job.loaded.job.mode() == kernels::Mode::kRounded) {
+    p.logs = run.solver_logs ? run.solver_logs.get() : run.dir.get();
+    p.skip_invalid_log_entries = run.solver_logs != nullptr;  // the challenger (ReplayRounded)
+  }
   p.config = worker::ExecConfigFor(job.loaded.job, m_config.threads);
   p.adversary = run.adversary.get();
   return p;
@@ -98,6 +102,69 @@ Result<Agent::JobRun*> Agent::EnsureRun(std::uint64_t bounty_id, Served& job, bo
   }
   run.checkpoint_tree = worker::CheckpointTree(run.manifest);
   return &m_runs.emplace(bounty_id, std::move(run)).first->second;
+}
+
+Result<Agent::JobRun*> Agent::EnsureReplay(std::uint64_t bounty_id, const referee::Bounty& b, Served& job) {
+  if (job.loaded.job.mode() != kernels::Mode::kRounded) return EnsureRun(bounty_id, job, false);
+  if (auto it = m_runs.find(bounty_id); it != m_runs.end()) return &it->second;
+  JobRun run;
+  const auto base = m_config.data_dir / ("bounty-" + std::to_string(bounty_id));
+  VT_ASSIGN_OR_RETURN(worker::RunDir own, worker::RunDir::Open(base, true));
+  run.dir = std::make_unique<worker::RunDir>(std::move(own));
+  VT_ASSIGN_OR_RETURN(worker::RunDir logs, worker::RunDir::Open(m_config.data_dir / ("bounty-" + std::to_string(bounty_id) + "-solver-logs"), true));
+  run.solver_logs = std::make_unique<worker::RunDir>(std::move(logs));
+  if (!run.solver_logs->HasManifest()) {
+    if (b.log_bundle.IsZero()) return Status::Invalid("agent-no-log-bundle", "the commit names no log bundle");
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> bundle, m_client.TryGetBlob(b.log_bundle));
+    if (!bundle) {
+      Say("bounty " + std::to_string(bounty_id) + ": fetching the solver's rounding logs (blob " +
+          b.log_bundle.Hex().substr(0, 16) + ")");
+      return static_cast<JobRun*>(nullptr);  // still on its way to our node; next poll
+    }
+    VT_TRY(worker::ImportLogBundle(*bundle, run.solver_logs->dir()).status());
+    Say("bounty " + std::to_string(bounty_id) + ": got the solver's rounding logs (" + std::to_string(bundle->size()) +
+        " bytes)");
+  }
+  bool complete = false;
+  if (run.dir->HasManifest()) {
+    VT_ASSIGN_OR_RETURN(run.manifest, run.dir->LoadManifest());
+    complete = run.manifest.Complete() && run.manifest.job_hash == job.job_hash;
+  }
+  if (!complete) VT_TRY(ReplayRounded(b, job, run));
+  run.checkpoint_tree = worker::CheckpointTree(run.manifest);
+  return &m_runs.emplace(bounty_id, std::move(run)).first->second;
+}
+
+Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) {
+  Say("replaying bounty " + std::to_string(b.id) + " (" + std::to_string(job.loaded.job.spec.num_steps) +
+      " steps, following the solver's rounding logs)");
+  const auto t0 = std::chrono::steady_clock::now();
+  // Follow the solver's logs, skipping entries we must reject, all the way to
+  // the end: our checkpoints are then the honest trajectory under its logs,
+  // and the dispute answers (PartyOf) are computed the same way.
+  worker::AuditOptions options;
+  options.threads = m_config.threads;
+  options.own_run_dir = run.dir->dir();
+  options.skip_invalid_log_entries = true;
+  options.to_the_end = true;
+  VT_ASSIGN_OR_RETURN(worker::AuditReport report,
+                      worker::Audit(job.loaded.job, job.loaded.dataset, *run.solver_logs, b.commitment, options));
+  m_times.training_s += Seconds(t0);
+  if (report.verdict == worker::AuditVerdict::kClaimInvalid) {
+    // The published logs do not match the signed commitment: nothing to
+    // follow. (Disputing this needs the referee to demand the logs; not built.)
+    m_done.insert(b.id);
+    return Status::Invalid("agent-claim-invalid", "bounty " + std::to_string(b.id) + ": " + report.reason + " " +
+                                                      report.detail);
+  }
+  if (!report.agree()) {
+    Say("bounty " + std::to_string(b.id) + ": replay diverges at checkpoint " +
+        std::to_string(report.first_divergent.value_or(0)) + " (" + report.reason + ", " +
+        std::to_string(report.skipped_log_entries) + " of the solver's log entries rejected)");
+  }
+  VT_ASSIGN_OR_RETURN(run.manifest, run.dir->LoadManifest());
+  if (!run.manifest.Complete()) return Status::Error("agent-replay-incomplete");
+  return Status::Ok();
 }
 
 Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method method, Bytes args) {
@@ -156,6 +223,13 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       a.checkpoint_top = run->checkpoint_tree.top();
       a.first_proof = run->checkpoint_tree.Prove(0);
       a.last_proof = run->checkpoint_tree.Prove(run->checkpoint_tree.leaf_count() - 1);
+      if (job->loaded.job.mode() == kernels::Mode::kRounded) {
+        // Publish the logs first: challengers cannot replay without them.
+        VT_ASSIGN_OR_RETURN(Bytes bundle, worker::ExportLogBundle(*run->dir));
+        VT_ASSIGN_OR_RETURN(a.log_bundle, m_client.PutBlob(bundle));
+        Say("published the rounding logs of " + tag + " (" + std::to_string(bundle.size()) + " bytes, blob " +
+            a.log_bundle.Hex().substr(0, 16) + ")");
+      }
       Say("committing " + tag + " checkpoint_root=" + a.commitment.checkpoint_root.Hex().substr(0, 16));
       return SendOnce("commit/" + std::to_string(id), height, Method::kCommit, EncodeToBytes(a));
     }
@@ -195,11 +269,13 @@ Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::ui
     VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(gid));
     if (gv.game.challenger != me) continue;
     have_game = true;
-    VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, false));
+    VT_ASSIGN_OR_RETURN(JobRun * run, EnsureReplay(id, b, *job));
+    if (run == nullptr) return Status::Ok();
     VT_TRY(PlayGame(gid, Party::kChallenger, *job, *run));
   }
   if (have_game || height > b.challenge_deadline) return Status::Ok();
-  VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, false));
+  VT_ASSIGN_OR_RETURN(JobRun * run, EnsureReplay(id, b, *job));
+  if (run == nullptr) return Status::Ok();
   if (run->checkpoint_tree.root() == b.commitment.checkpoint_root) {
     Say("bounty " + std::to_string(id) + ": replay agrees with the commitment at every checkpoint");
     m_done.insert(id);
@@ -253,6 +329,12 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
       a.game_id = game_id;
       a.node_root_of = static_cast<std::uint8_t>(me);
       a.payload = worker::EncodeArbitrationPayload(inputs);
+      if (inputs.log_chain) {
+        // Rounded mode: the node's committed log, proven up to the commitment's log root.
+        const worker::LogChain& c = *inputs.log_chain;
+        a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval, c.interval_log_hash,
+                                          c.interval_in_root};
+      }
       Say("game " + std::to_string(game_id) + ": sending the inputs of step " + std::to_string(g.step) + " node " +
           std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
       result = SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));

@@ -8,8 +8,12 @@
 // the state of every game, and the runs (checkpoints) are on disk under the
 // data directory, reused on restart.
 //
-// Only repops and native-free jobs are served (the rounded mode needs the
-// solver's logs shipped to challengers; not wired up yet).
+// Rounded-mode jobs: the solver publishes its log bundle (worker/log_bundle.h)
+// as a blob and names it in its commit; the challenger fetches it through its
+// node and replays to the end following those logs, skipping any entry a
+// strict replay rejects (the referee rejects it too), so that it has a
+// complete checkpoint tree to dispute with and answers every move from the
+// same trajectory.
 
 #include <atomic>
 #include <chrono>
@@ -75,6 +79,8 @@ class Agent {
   };
   struct JobRun {
     std::unique_ptr<worker::RunDir> dir;
+    // Rounded mode, challenger: the solver's published logs, unpacked.
+    std::unique_ptr<worker::RunDir> solver_logs;
     worker::RunManifest manifest;
     crypto::MerkleTree checkpoint_tree;
     std::unique_ptr<worker::Adversary> adversary;
@@ -84,6 +90,11 @@ class Agent {
 
   Served* FindJob(const Hash256& job_hash);
   Result<JobRun*> EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat);
+  // The challenger's run of a committed bounty; nullptr while the solver's
+  // logs (rounded mode) are still being fetched.
+  Result<JobRun*> EnsureReplay(std::uint64_t bounty_id, const referee::Bounty& b, Served& job);
+  // Rounded mode: replay to the end following the solver's logs.
+  Status ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run);
   worker::Party PartyOf(Served& job, JobRun& run);
   Status PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "common/encoding.h"
+#include "crypto/sha256.h"
 
 namespace vt::node {
 namespace {
@@ -59,6 +60,38 @@ Result<protocol::JobSpec> ChainClient::Job(std::uint64_t bounty_id) {
   VT_ASSIGN_OR_RETURN(Json j, Call("get_job", Json::array({bounty_id})));
   VT_ASSIGN_OR_RETURN(Bytes b, HexField(j, "spec"));
   return protocol::DecodeJobSpec(b);
+}
+
+Result<Hash256> ChainClient::PutBlob(ByteSpan data) {
+  VT_ASSIGN_OR_RETURN(Json j, Call("put_blob", Json::array({ToHex(data)})));
+  if (!j.contains("hash") || !j["hash"].is_string()) return Status::Error("rpc-bad-result", "put_blob: no hash");
+  auto h = Hash256::FromHex(j["hash"].get<std::string>());
+  if (!h.ok()) return Status::Error("rpc-bad-result", "put_blob: bad hash");
+  if (*h != crypto::Sha256Digest(data)) return Status::Error("rpc-bad-result", "put_blob: the node named another hash");
+  return *h;
+}
+
+Result<std::optional<Bytes>> ChainClient::TryGetBlob(const Hash256& hash) {
+  auto j = Call("get_blob", Json::array({hash.Hex()}));
+  if (!j.ok()) {
+    if (j.status().reason() == "blob-pending") return std::optional<Bytes>{};
+    return j.status();
+  }
+  VT_ASSIGN_OR_RETURN(Bytes b, HexField(*j, "data"));
+  // Never trust the node with content addressing.
+  if (crypto::Sha256Digest(b) != hash) return Status::Invalid("blob-hash-mismatch", "the node returned other bytes");
+  return std::optional<Bytes>(std::move(b));
+}
+
+Result<Bytes> ChainClient::GetBlob(const Hash256& hash, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> b, TryGetBlob(hash));
+    if (b) return std::move(*b);
+    if (std::chrono::steady_clock::now() >= deadline)
+      return Status::Invalid("blob-timeout", "blob " + hash.Hex() + " not available yet");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 Result<Hash256> ChainClient::Send(const crypto::SecretKey& key,

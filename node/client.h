@@ -53,6 +53,14 @@ class ChainClient {
   Result<GameView> Game(std::uint64_t id);
   Result<protocol::JobSpec> Job(std::uint64_t bounty_id);
 
+  // Content-addressed blobs (SHA-256 of the bytes; both directions checked
+  // here). A node that lacks a blob fetches it from its peers: TryGetBlob
+  // answers nullopt meanwhile, GetBlob polls until `timeout`
+  // (Invalid "blob-timeout"), or fails with the fetch's reason.
+  Result<Hash256> PutBlob(ByteSpan data);
+  Result<std::optional<Bytes>> TryGetBlob(const Hash256& hash);
+  Result<Bytes> GetBlob(const Hash256& hash, std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
   // Signs `payload` from `key` with the node's next nonce and submits it.
   Result<Hash256> Send(const crypto::SecretKey& key, std::variant<vm::TransferPayload, vm::CallPayload> payload,
                        std::uint64_t gas_limit = kDefaultGasLimit);

@@ -159,6 +159,7 @@ Json BountyToJson(const referee::Bounty& b) {
     j["commitment"] = {{"checkpoint_root", b.commitment.checkpoint_root.Hex()},
                        {"final_state_hash", b.commitment.final_state_hash.Hex()},
                        {"log_root", b.commitment.log_root.Hex()}};
+    if (!b.log_bundle.IsZero()) j["commitment"]["log_bundle"] = b.log_bundle.Hex();
   }
   return j;
 }

@@ -371,6 +371,31 @@ Result<Bytes> Node::ReadBlob(const Hash256& hash, std::uint64_t offset, std::uin
   return Bytes(b->begin() + static_cast<std::ptrdiff_t>(offset), b->begin() + static_cast<std::ptrdiff_t>(end));
 }
 
+Status Node::FetchBlobFromPeers(const Hash256& hash) {
+  {
+    std::lock_guard lock(m_blob_mu);
+    BlobFetchState& st = m_blob_fetches[hash];
+    if (st.in_flight) return Status::Ok();
+    if (!st.last_failure.ok() && NowMs() < st.failed_at_ms + 1000) return st.last_failure;
+    st.in_flight = true;
+  }
+  m_p2p->FetchBlob(hash, [this, hash](Result<Bytes> bytes) {
+    // P2PNode checked SHA-256(bytes) == hash before calling back.
+    Status s = bytes.ok() ? m_chain->db().PutBlob(*bytes).status() : bytes.status();
+    std::lock_guard lock(m_blob_mu);
+    if (s.ok()) {
+      m_blob_fetches.erase(hash);
+      return;
+    }
+    BlobFetchState& st = m_blob_fetches[hash];
+    st.in_flight = false;
+    st.last_failure = s;
+    st.failed_at_ms = NowMs();
+    Log().info("blob fetch failed hash={} reason={}", hash.Hex().substr(0, 16), s.ToString());
+  });
+  return Status::Ok();
+}
+
 // ---- producer ------------------------------------------------------------------------
 
 void Node::ProducerLoop() {

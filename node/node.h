@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -107,6 +108,10 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   void AfterBlock(const vm::Block& block);
   void ProducerLoop();
   void RegisterRpc();
+  // Starts fetching a blob this node lacks from its peers (at most one fetch
+  // per hash at a time); Ok while it runs, or the reason the last attempt
+  // failed if that was under a second ago ("blob-not-found", …).
+  Status FetchBlobFromPeers(const Hash256& hash);
   std::uint64_t NextNonce(const crypto::Address& address) const;
 
   NodeConfig m_config;
@@ -124,6 +129,13 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   bool m_started = false;
   bool m_resolving = false;  // io thread only
   std::atomic<std::int64_t> m_tip_seen_ms{0};  // local time the current tip arrived
+  struct BlobFetchState {
+    bool in_flight = false;
+    Status last_failure = Status::Ok();
+    std::uint64_t failed_at_ms = 0;
+  };
+  std::mutex m_blob_mu;
+  std::map<Hash256, BlobFetchState> m_blob_fetches;
   mutable std::mutex m_stats_mu;
   NodeStats m_stats;
 };

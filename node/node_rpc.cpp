@@ -223,11 +223,14 @@ void Node::RegisterRpc() {
     return Json{{"hash", h.Hex()}, {"size", bytes->size()}};
   });
 
-  rpc.Register("get_blob", [&chain](const Json& params) -> Result<Json> {
+  // A blob this node lacks is fetched from its peers in the background; the
+  // caller sees "blob-pending" and asks again (ChainClient::GetBlob polls).
+  rpc.Register("get_blob", [this, &chain](const Json& params) -> Result<Json> {
     VT_ASSIGN_OR_RETURN(Hash256 h, HashParam(params, 0, "hash"));
     VT_ASSIGN_OR_RETURN(auto b, chain.db().GetBlob(h));
-    if (!b) return Status::Invalid("not-found", "no such blob");
-    return Json{{"hash", h.Hex()}, {"data", ToHex(*b)}};
+    if (b) return Json{{"hash", h.Hex()}, {"size", b->size()}, {"data", ToHex(*b)}};
+    VT_TRY(FetchBlobFromPeers(h));
+    return Status::Invalid("blob-pending", "not stored here; fetching it from peers, ask again");
   });
 }
 

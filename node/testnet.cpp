@@ -7,9 +7,12 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <thread>
+
+#include <fmt/format.h>
 
 #include "crypto/keyfile.h"
 #include "net/rpc_client.h"
@@ -406,6 +409,37 @@ Status Testnet::Apply(const Perturbation& p) {
     return Resume(p.node);
   }
   return Status::Invalid("manifest-bad", "unknown action " + p.action);
+}
+
+Status Testnet::RunPerturbations(const std::function<void(const std::string&)>& on_event) {
+  struct Event {
+    std::uint64_t at_ms;
+    std::string node;
+    std::string action;  // kill | stop | restart | pause | resume
+  };
+  std::vector<Event> events;
+  for (const Perturbation& p : m_spec.perturbations) {
+    if (Find(p.node) == nullptr) return Status::Invalid("manifest-bad", "perturbation of unknown node " + p.node);
+    if (p.action == "disconnect") {
+      events.push_back({p.after_ms, p.node, "pause"});
+      events.push_back({p.after_ms + p.duration_ms, p.node, "resume"});
+    } else {
+      events.push_back({p.after_ms, p.node, p.action});
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) { return a.at_ms < b.at_ms; });
+  const auto start = std::chrono::steady_clock::now();
+  for (const Event& e : events) {
+    std::this_thread::sleep_until(start + std::chrono::milliseconds(e.at_ms));
+    Status s = e.action == "pause"    ? Pause(e.node)
+               : e.action == "resume" ? Resume(e.node)
+                                      : Apply(Perturbation{e.at_ms, e.node, e.action, 0});
+    if (!s.ok()) return s.WithContext(e.action + " " + e.node);
+    if (on_event) {
+      on_event(fmt::format("[{:6.2f}s] {} {}", static_cast<double>(e.at_ms) / 1000.0, e.action, e.node));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace vt::node

@@ -29,6 +29,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -104,8 +105,13 @@ class Testnet {
   Status Resume(const std::string& name);
   Status Down();
   bool Running(const std::string& name) const;
-  // Applies one perturbation now.
+  // Applies one perturbation now ("disconnect" blocks for its duration).
   Status Apply(const Perturbation& p);
+  // Applies the spec's perturbations on their schedule, measured from now: a
+  // "disconnect" becomes a pause at after_ms and a resume at after_ms +
+  // duration_ms, so it does not hold up later events. `on_event` gets one
+  // line per applied event. Stops at the first failure.
+  Status RunPerturbations(const std::function<void(const std::string&)>& on_event = {});
   // Extra daemon arguments (tests: --adversary, poll interval).
   void SetWorkerArgs(const std::string& name, std::vector<std::string> args);
 

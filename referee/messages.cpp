@@ -59,6 +59,7 @@ void Encode(Writer& w, const CommitArgs& v) {
   w.PutHash(v.checkpoint_top);
   crypto::Encode(w, v.first_proof);
   crypto::Encode(w, v.last_proof);
+  w.PutHash(v.log_bundle);
 }
 Result<CommitArgs> Decode(Reader& r, DecodeAs<CommitArgs>) {
   CommitArgs v;
@@ -67,6 +68,7 @@ Result<CommitArgs> Decode(Reader& r, DecodeAs<CommitArgs>) {
   VT_ASSIGN_OR_RETURN(v.checkpoint_top, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.first_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.last_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.log_bundle, r.GetHash());
   return v;
 }
 

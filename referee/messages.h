@@ -61,6 +61,11 @@ struct CommitArgs {
   Hash256 checkpoint_top;          // the top under commitment.checkpoint_root
   crypto::MerkleProof first_proof; // leaf 0 = the bounty's h_0
   crypto::MerkleProof last_proof;  // last leaf = commitment.final_state_hash
+  // Rounded mode: SHA-256 of the solver's published log bundle (a blob on the
+  // network, worker/log_bundle.h), which challengers need to replay; zero in
+  // the other modes. The referee records it and never reads the blob: the
+  // logs are bound by commitment.log_root, the bundle only says where they are.
+  Hash256 log_bundle;
   bool operator==(const CommitArgs&) const = default;
 };
 

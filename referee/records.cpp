@@ -80,6 +80,7 @@ void Encode(Writer& w, const Bounty& b) {
   w.PutFixed(b.solver_key);
   protocol::Encode(w, b.commitment);
   w.PutHash(b.checkpoint_top);
+  w.PutHash(b.log_bundle);
   w.PutU64(b.challenge_deadline);
   w.PutU32(b.open_games);
   w.PutVector(b.games, &Writer::PutU64);
@@ -106,6 +107,7 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.solver_key, GetArray<32>(r));
   VT_ASSIGN_OR_RETURN(b.commitment, protocol::Decode(r, DecodeAs<protocol::Commitment>{}));
   VT_ASSIGN_OR_RETURN(b.checkpoint_top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(b.log_bundle, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.challenge_deadline, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.open_games, r.GetU32());
   VT_ASSIGN_OR_RETURN(b.games, r.GetVector<std::uint64_t>(&Reader::GetU64, kMaxGamesPerBountyRecord));

@@ -49,6 +49,7 @@ struct Bounty {
   std::array<std::uint8_t, 32> solver_key{};
   protocol::Commitment commitment;
   Hash256 checkpoint_top;
+  Hash256 log_bundle;  // rounded mode: where the solver's logs are (CommitArgs::log_bundle)
   std::uint64_t challenge_deadline = 0;  // last height to open a game
   std::uint32_t open_games = 0;
   std::vector<std::uint64_t> games;

@@ -245,8 +245,10 @@ Status Session::Commit(const CommitArgs& a) {
   VT_TRY(CheckProof(c.checkpoint_root, b.initial_state, a.first_proof, 0, n, "commit-bad-first-leaf"));
   VT_TRY(CheckProof(c.checkpoint_root, c.final_state_hash, a.last_proof, n - 1, n, "commit-bad-last-leaf"));
   if (c.log_root.IsZero() != (b.mode != kModeRounded)) return Status::Invalid("commit-bad-log-root");
+  if (a.log_bundle.IsZero() != (b.mode != kModeRounded)) return Status::Invalid("commit-bad-log-bundle");
   b.commitment = c;
   b.checkpoint_top = a.checkpoint_top;
+  b.log_bundle = a.log_bundle;
   b.state = BountyState::kCommitted;
   b.challenge_deadline = height() + b.challenge_window;
   VT_TRY(Save(b));

@@ -86,6 +86,7 @@ class Recompute {
   }
 
   const RunManifest* LogManifest() const { return m_log_manifest ? &*m_log_manifest : nullptr; }
+  const Party& party() const { return m_p; }
 
   // The logs step `s` replays: null outside rounded mode or without logs.
   Result<const std::vector<kernels::RoundingLog>*> LogsFor(std::uint64_t s) {
@@ -113,6 +114,7 @@ class Recompute {
     while (state.step < t) {
       StepRequest request;
       VT_ASSIGN_OR_RETURN(request.replay_logs, LogsFor(state.step));
+      request.skip_invalid_log_entries = m_p.skip_invalid_log_entries;
       auto outcome = m_engine.Step(state, request);
       if (!outcome.ok()) return outcome.status();
     }
@@ -156,6 +158,7 @@ Result<RecordedStep> RecordStep(Recompute& rc, const Party& p, std::uint64_t t, 
   if (keep) out.start = state;
   StepRequest request;
   VT_ASSIGN_OR_RETURN(request.replay_logs, rc.LogsFor(t));
+  request.skip_invalid_log_entries = rc.party().skip_invalid_log_entries;
   request.observer = [&](std::size_t, std::span<kernels::Tensor> outputs) -> Status {
     std::vector<Hash256> h;
     for (const kernels::Tensor& o : outputs) h.push_back(o.Hash());
@@ -298,6 +301,7 @@ Result<StepHashes> AnswerStepHashes(const Party& party, std::uint64_t checkpoint
   while (state.step < end) {
     StepRequest request;
     VT_ASSIGN_OR_RETURN(request.replay_logs, rc.LogsFor(state.step));
+    request.skip_invalid_log_entries = rc.party().skip_invalid_log_entries;
     std::size_t failed = 0;
     const std::uint64_t step = state.step;
     auto outcome = rc.engine().Step(state, request, &failed);

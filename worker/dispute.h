@@ -59,6 +59,11 @@ struct Party {
   const RunDir* logs = nullptr;      // rounded mode: the run whose logs it follows (the solver's)
   kernels::ExecConfig config;
   Adversary* adversary = nullptr;    // TEST-ONLY: a cheating solver answers consistently with its cheat
+  // Rounded mode, a challenger: follow the solver's logs but skip entries a
+  // strict replay rejects (NodeRounding::ReplaySkippingInvalid), so that its
+  // answers cover the whole interval past a bad entry. Must match how it
+  // computed its own checkpoints (AuditOptions::skip_invalid_log_entries).
+  bool skip_invalid_log_entries = false;
 };
 
 // (a)

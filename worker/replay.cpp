@@ -83,6 +83,7 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
     }
     const CheckpointComparison cmp{index, state.step, manifest->checkpoints[index].state_hash, h};
     report.checkpoints.push_back(cmp);
+    if (!cmp.match() && report.verdict != AuditVerdict::kAgree) return options.to_the_end;  // not the first
     if (!cmp.match()) {
       report.verdict = AuditVerdict::kDiverged;
       report.reason = "state-hash-mismatch";
@@ -90,7 +91,7 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
                       "): solver " + cmp.claimed.Hex() + ", replay " + h.Hex();
       report.first_divergent = index;
       report.divergent_step = state.step;
-      return false;
+      return options.to_the_end;
     }
     return true;
   };
@@ -109,35 +110,48 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
       auto loaded = solver_run.LoadIntervalLogs(manifest->logs[j]);
       if (!loaded.ok()) {
         if (loaded.status().is_error() && loaded.status().reason() != "file-not-found") return loaded.status();
-        report.verdict = AuditVerdict::kDiverged;
-        report.reason = loaded.status().reason();
-        report.detail = loaded.status().detail();
-        report.first_divergent = j + 1;
-        report.divergent_step = end;
-        break;
+        if (report.verdict == AuditVerdict::kAgree) {
+          report.verdict = AuditVerdict::kDiverged;
+          report.reason = loaded.status().reason();
+          report.detail = loaded.status().detail();
+          report.first_divergent = j + 1;
+          report.divergent_step = end;
+        }
+        if (!options.to_the_end) break;
+      } else {
+        logs = std::move(loaded).value();
       }
-      logs = std::move(loaded).value();
     }
     bool failed = false;
     while (state.step < end) {
       StepRequest request;
       if (logs) request.replay_logs = &logs->steps[state.step - logs->first_step];
+      request.skip_invalid_log_entries = options.skip_invalid_log_entries;
       std::size_t failed_node = 0;
       const std::uint64_t step = state.step;
       auto outcome = engine.Step(state, request, &failed_node);
       if (!outcome.ok()) {
         if (outcome.status().is_error()) return outcome.status();
         // The solver's claims cannot be replayed: a divergence at this interval.
-        report.verdict = AuditVerdict::kDiverged;
-        report.reason = outcome.status().reason();
-        report.detail = outcome.status().detail();
-        report.first_divergent = j + 1;
-        report.divergent_step = end;
-        report.failed_step = step;
-        report.failed_node = failed_node;
-        failed = true;
-        break;
+        if (report.verdict == AuditVerdict::kAgree) {
+          report.verdict = AuditVerdict::kDiverged;
+          report.reason = outcome.status().reason();
+          report.detail = outcome.status().detail();
+          report.first_divergent = j + 1;
+          report.divergent_step = end;
+          report.failed_step = step;
+          report.failed_node = failed_node;
+        }
+        if (!options.to_the_end) {
+          failed = true;
+          break;
+        }
+        // Go on without the logs that cannot be followed (round to nearest).
+        request.replay_logs = nullptr;
+        outcome = engine.Step(state, request);
+        if (!outcome.ok()) return outcome.status();
       }
+      report.skipped_log_entries += outcome->result.skipped_log_entries;
       ++report.steps_replayed;
       progress.Update(state.step, outcome->result.loss);
     }
@@ -168,6 +182,7 @@ std::string AuditReportToJson(const AuditReport& r, int indent) {
   j["failed_step"] = opt(r.failed_step);
   j["failed_node"] = opt(r.failed_node);
   j["steps_replayed"] = r.steps_replayed;
+  j["skipped_log_entries"] = r.skipped_log_entries;
   j["seconds"] = r.seconds;
   return j.dump(indent);
 }

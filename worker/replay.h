@@ -36,6 +36,13 @@ struct AuditOptions {
   // Rounded mode: follow the solver's logs (the protocol). false records
   // fresh logs instead — only to show what happens without them.
   bool follow_logs = true;
+  // Rounded mode: skip the solver's log entries a strict replay rejects
+  // instead of stopping there (NodeRounding::ReplaySkippingInvalid).
+  bool skip_invalid_log_entries = false;
+  // Keep replaying past the first divergence (the report still names the
+  // first), so that own_run_dir ends up holding a complete run: what a
+  // challenger needs to open and play a dispute.
+  bool to_the_end = false;
 };
 
 enum class AuditVerdict : std::uint8_t {
@@ -63,6 +70,7 @@ struct AuditReport {
   std::optional<std::uint64_t> failed_step;      // a step whose replay failed …
   std::optional<std::uint64_t> failed_node;      // … at this node
   std::uint64_t steps_replayed = 0;
+  std::uint64_t skipped_log_entries = 0;  // skip_invalid_log_entries: solver entries skipped
   double seconds = 0;
 
   bool agree() const { return verdict == AuditVerdict::kAgree; }

@@ -153,6 +153,7 @@ Result<StepOutcome> StepEngine::Step(TrainingState& state, const StepRequest& re
   graph::StepOptions options;
   options.seed = m_job.spec.seed;
   options.replay_logs = replay;
+  options.skip_invalid_log_entries = request.skip_invalid_log_entries;
   options.keep_outputs = request.keep_outputs;
   options.hash_outputs = request.hash_outputs;
   options.observer = [&](std::size_t node, std::span<kernels::Tensor> outputs) -> Status {

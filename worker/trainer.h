@@ -44,6 +44,10 @@ std::uint64_t CheckpointStepOf(const protocol::JobSpec& spec, std::uint64_t inde
 struct StepRequest {
   // Rounded mode: follow these logs (one per node); null records fresh ones.
   const std::vector<kernels::RoundingLog>* replay_logs = nullptr;
+  // Follow replay_logs but skip the entries a strict replay rejects (an
+  // honest challenger's trajectory past a solver's bad log entry; the
+  // referee rejects those entries at arbitration).
+  bool skip_invalid_log_entries = false;
   bool keep_outputs = false;  // every node's outputs (node-input export)
   bool hash_outputs = false;  // every node's output hashes (node records)
   // Called after every node with its outputs (after the adversary's hook);

@@ -51,8 +51,10 @@ Status RunNode(const ExecConfig& config, const StepGraph& g, std::size_t i,
   return Status::Ok();
 }
 
-std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay) {
+std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay,
+                                         bool skip_invalid = false) {
   if (config.mode != Mode::kRounded) return std::nullopt;
+  if (replay != nullptr && skip_invalid) return NodeRounding::ReplaySkippingInvalid(config.rounding, *replay);
   if (replay != nullptr) return NodeRounding::Replay(config.rounding, *replay);
   return NodeRounding::Record(config.rounding);
 }
@@ -152,10 +154,11 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
         }
       }
       std::optional<NodeRounding> rounding =
-          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr);
+          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr, options.skip_invalid_log_entries);
       VT_TRY(RunNode(config, graph, i, inputs, options.seed, rounding ? &*rounding : nullptr, outs[i]));
       if (rounding) {
         result.values_rounded += rounding->values_rounded();
+        result.skipped_log_entries += rounding->skipped_entries();
         if (!replay) result.logs.push_back(rounding->log());
       }
       if (options.observer) VT_TRY(options.observer(i, outs[i]));

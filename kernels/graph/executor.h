@@ -35,6 +35,9 @@ struct StepOptions {
   // Rounded mode: follow these logs, one per node (a replaying auditor);
   // null records fresh logs (the trainer). Ignored in other modes.
   const std::vector<RoundingLog>* replay_logs = nullptr;
+  // Replaying: skip log entries a strict replay rejects instead of failing
+  // (NodeRounding::ReplaySkippingInvalid); StepResult counts them.
+  bool skip_invalid_log_entries = false;
   NodeObserver observer;
   // Memory: by default every intermediate tensor is freed after its last
   // consumer. keep_outputs keeps all of them in StepResult::outputs;
@@ -50,6 +53,7 @@ struct StepResult {
   // (the caller holds those logs; a GPT-2 small step logs ~10^8 entries).
   std::vector<RoundingLog> logs;
   std::uint64_t values_rounded = 0;                 // rounded mode: output values rounded in the step
+  std::uint64_t skipped_log_entries = 0;            // skip_invalid_log_entries: entries skipped
   std::vector<std::vector<Tensor>> outputs;         // keep_outputs: per node, its outputs
   std::vector<std::vector<Hash256>> output_hashes;  // hash_outputs: per node, per output
 };

@@ -360,7 +360,7 @@ int main(int argc, char** argv) {
   auto* testnet = app.add_subcommand("testnet", "a local testnet on loopback")->require_subcommand(1);
   std::string manifest, tdir;
   std::uint32_t validators = 4;
-  bool no_workers = false, purge = false;
+  bool no_workers = false, purge = false, no_perturb = false;
   std::vector<std::string> jobs;
   auto* up = testnet->add_subcommand("up", "create (if needed) and start the testnet");
   up->add_option("--dir", tdir, "testnet directory (default <home>/testnet)");
@@ -368,6 +368,7 @@ int main(int argc, char** argv) {
   up->add_option("--validators", validators, "validators (without a manifest)")->capture_default_str();
   up->add_option("--job", jobs, "job files the solver and challenger serve");
   up->add_flag("--no-workers", no_workers, "no solver and challenger daemons");
+  up->add_flag("--no-perturb", no_perturb, "do not apply the manifest's perturbations");
   up->callback(run([&] {
     const fs::path dir = tdir.empty() ? TestnetDir(g) : fs::path(tdir);
     auto t = node::Testnet::Load(dir);
@@ -395,7 +396,20 @@ int main(int argc, char** argv) {
       human += "  " + p.name + "  " + p.kind + "  pid " + std::to_string(p.pid) +
                (p.rpc_port ? "  rpc 127.0.0.1:" + std::to_string(p.rpc_port) : "") + "\n";
     }
-    Print(g, {{"dir", dir.string()}, {"processes", out}}, human);
+    Json applied = Json::array();
+    if (!no_perturb && !t->spec().perturbations.empty()) {
+      // Applied in the foreground, one line each, so the user sees them happen.
+      if (!g.json)
+        std::cout << human << "applying " << t->spec().perturbations.size() << " perturbation(s) of the manifest\n"
+                  << std::flush;
+      human.clear();
+      Status s = t->RunPerturbations([&](const std::string& line) {
+        applied.push_back(line);
+        if (!g.json) std::cout << "  " << line << "\n" << std::flush;
+      });
+      if (!s.ok()) return Fail(g, s);
+    }
+    Print(g, {{"dir", dir.string()}, {"processes", out}, {"perturbations", applied}}, human);
     return 0;
   }));
   auto* down = testnet->add_subcommand("down", "stop every process of the testnet");

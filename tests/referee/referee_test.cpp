@@ -42,6 +42,7 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   ExpectRoundTrip(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1, 2, 3, 4, 5, 6});
   ExpectRoundTrip(referee::BountyIdArgs{77});
   ExpectRoundTrip(MakeCommit(*h, 3, TestKey(2)));
+  EXPECT_FALSE(MakeCommit(*h, 3, TestKey(2)).log_bundle.IsZero());
   ExpectRoundTrip(MakeOpenGame(*h, 3));
   ExpectRoundTrip(referee::RevealChildrenArgs{5, h->checkpoint_tree.Children({1, 0})});
   ExpectRoundTrip(MakeStepRoot(*h, 1, 2));
@@ -170,6 +171,9 @@ TEST_F(RefereeTest, BountyCallsRejectWithStableReasons) {
   History with_log = *history;
   with_log.log_root.bytes[0] = 1;
   EXPECT_EQ(Run(solver, Method::kCommit, MakeCommit(with_log, 0, solver)).reason, "commit-bad-log-root");
+  commit = MakeCommit(*history, 0, solver);
+  commit.log_bundle.bytes[3] = 7;  // a log bundle in a repops job
+  EXPECT_EQ(Run(solver, Method::kCommit, commit).reason, "commit-bad-log-bundle");
   ASSERT_TRUE(Run(solver, Method::kCommit, MakeCommit(*history, 0, solver)).success);
   EXPECT_EQ(Run(solver, Method::kCommit, MakeCommit(*history, 0, solver)).reason, "bounty-not-claimed");
 

@@ -70,6 +70,7 @@ TEST(Scenario, HonestSolverWithoutChallengeIsPaidRounded) {
   EXPECT_EQ(r.bounty.state, BountyState::kFinalized);
   EXPECT_TRUE(r.games.empty()) << "a replaying auditor following the solver's logs agrees bit for bit";
   EXPECT_FALSE(r.bounty.commitment.log_root.IsZero());
+  EXPECT_FALSE(r.bounty.log_bundle.IsZero()) << "challengers learn where the logs are from the bounty";
   EXPECT_EQ(r.net.at("solver"), static_cast<std::int64_t>(kReward));
 }
 

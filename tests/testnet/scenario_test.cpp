@@ -94,5 +94,71 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(c, h - 1));
 }
 
+
+// Rounded mode end to end: the solver daemon publishes its rounding logs as
+// a blob on its own node; the challenger's node (another validator) fetches
+// it from peers; the challenger replays following the logs and agrees with
+// the honest run, then catches a cheating one at the planted step and node.
+TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
+  const std::filesystem::path job = std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json";
+  node::TestnetSpec spec;
+  spec.validators = 3;
+  spec.block_interval_ms = 200;
+  spec.proposer_timeout_ms = 600;
+  spec.solver = spec.challenger = true;
+  spec.jobs = {job};
+  ScopedTestnet t("rounded", spec);
+  ASSERT_TRUE(t.ok());
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  ASSERT_TRUE(t.net().Up().ok());
+
+  auto loaded = worker::LoadJobWithDataset(job);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  ASSERT_EQ(loaded->job.mode(), kernels::Mode::kRounded);
+  worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
+  auto h0 = engine.InitialState();
+  ASSERT_TRUE(h0.ok());
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  ASSERT_TRUE(client.ok());
+  auto post = [&] {
+    referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), 1'000'000, 400'000, 200'000, 300, 12, 40};
+    auto id = c.CallReferee(*client, referee::Method::kPostBounty, EncodeToBytes(a));
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    auto r = c.WaitReceipt(*id, 20s);
+    ASSERT_TRUE(r.ok());
+    ASSERT_TRUE((*r)["success"].get<bool>()) << r->dump();
+  };
+
+  post();
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 0).value_or("") == "finalized"; }, 90s))
+      << "honest rounded bounty: " << BountyState(c, 0).value_or("?");
+  auto b0 = c.Call("get_bounty", Json::array({0}));
+  ASSERT_TRUE(b0.ok());
+  EXPECT_TRUE((*b0)["games"].empty()) << "the challenger, following the logs, agreed";
+  ASSERT_TRUE((*b0)["commitment"].contains("log_bundle"));
+  auto bundle_hash = Hash256::FromHex((*b0)["commitment"]["log_bundle"].get<std::string>());
+  ASSERT_TRUE(bundle_hash.ok());
+  // The challenger's node (the last validator) holds the blob: it came over P2P.
+  auto last = t.Client("v2");
+  auto blob = last.GetBlob(*bundle_hash, 10s);
+  ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+  EXPECT_GT(blob->size(), 64u);
+
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=5,node=1"});
+  ASSERT_TRUE(t.net().Stop("solver").ok());
+  ASSERT_TRUE(t.net().Start("solver").ok());
+  post();
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("") == "failed"; }, 120s))
+      << "cheating rounded bounty: " << BountyState(c, 1).value_or("?");
+  auto game = c.Call("get_dispute", Json::array({0}));
+  ASSERT_TRUE(game.ok());
+  EXPECT_EQ((*game)["result"], "challenger-won");
+  EXPECT_EQ((*game)["reason"], "arbitration");
+  EXPECT_EQ((*game)["step"], 5u);
+  EXPECT_EQ((*game)["node_index"], 1u);
+}
+
 }  // namespace
 }  // namespace vt::test

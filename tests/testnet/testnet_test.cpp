@@ -2,7 +2,8 @@
 // loopback. Transactions submitted to one node are visible on all; the chain
 // continues with a validator killed (kill -9) and the restarted one catches
 // up; a late joiner syncs; a peer sending garbage is cut off while the chain
-// goes on; SIGTERM shuts every process down cleanly.
+// goes on; SIGTERM shuts every process down cleanly; a manifest's kill,
+// restart and disconnect perturbations run on schedule.
 #include <utility>
 
 #include <boost/asio.hpp>
@@ -138,6 +139,50 @@ TEST(Testnet, TxsVisibleEverywhereSurvivesKillRestartLateJoinerAndGarbage) {
   // Clean shutdown: SIGTERM ends every process.
   ASSERT_TRUE(t.net().Down().ok());
   for (const auto& p : t.net().processes()) EXPECT_FALSE(t.net().Running(p.name)) << p.name;
+}
+
+
+// A manifest's perturbations, applied on their schedule: a validator killed
+// and restarted, another cut off (paused) for a while. The chain goes on
+// throughout and both come back to the same chain.
+TEST(Testnet, ManifestPerturbationsRunOnScheduleAndTheChainRecovers) {
+  node::TestnetSpec spec = SmallSpec();
+  spec.full_nodes = 0;
+  spec.validators = 3;
+  spec.perturbations = {{300, "v1", "kill", 0}, {600, "v2", "disconnect", 1200}, {1800, "v1", "restart", 0}};
+  ScopedTestnet t("perturb", spec);
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(t.net().Up().ok());
+  auto c0 = t.Client("v0");
+  ASSERT_TRUE(c0.WaitHeight(2, 20s).ok());
+  const std::uint64_t before = *HeightOf(c0);
+
+  std::vector<std::string> lines;
+  const auto start = std::chrono::steady_clock::now();
+  Status s = t.net().RunPerturbations([&](const std::string& line) { lines.push_back(line); });
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1800ms) << "events wait for their time";
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_NE(lines[0].find("kill v1"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("pause v2"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("resume v2"), std::string::npos) << lines[2];
+  EXPECT_NE(lines[3].find("restart v1"), std::string::npos) << lines[3];
+  for (const char* v : {"v0", "v1", "v2"}) EXPECT_TRUE(t.net().Running(v)) << v;
+
+  // v0 kept producing with one validator dead and one cut off.
+  EXPECT_GT(*HeightOf(c0), before + 2);
+  const std::uint64_t target = *HeightOf(c0) + 2;
+  for (const char* v : {"v1", "v2"}) {
+    auto c = t.Client(v);
+    EXPECT_TRUE(c.WaitHeight(target, 30s).ok()) << v << " did not catch up";
+  }
+  ExpectSameChain(t, {"v0", "v1", "v2"});
+
+  // A perturbation naming a node the testnet does not have is refused.
+  nlohmann::json m = {{"validators", 2}, {"perturbations", {{{"after_ms", 10}, {"node", "v1"}, {"action", "explode"}}}}};
+  auto parsed = node::ParseManifest(m, ".");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_EQ(parsed.status().reason(), "manifest-bad");
 }
 
 }  // namespace

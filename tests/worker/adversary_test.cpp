@@ -170,11 +170,48 @@ TEST_P(AdversaryTest, LocatedAtExactlyTheCheckpointStepAndNode) {
     EXPECT_EQ(loc->verdict->kind, NodeVerdictKind::kExecuted);
   }
 
+
   // The solver's own answers are consistent with its commitment: its
   // per-step hashes end at its committed checkpoint.
   auto a = AnswerStepHashes(solver, want_checkpoint);
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->hashes.back(), summary->manifest.checkpoints[want_checkpoint].state_hash);
+
+  if (rounded) {
+    // The challenger daemon's way (node/agent.h): follow the solver's logs to
+    // the end, skipping entries a strict replay rejects. It has a complete run,
+    // names the same first divergent checkpoint, and the dispute played from
+    // that trajectory lands on the same step and node.
+    test::TempDir full_dir;
+    AuditOptions to_end = audit;
+    to_end.own_run_dir = full_dir.path();
+    to_end.skip_invalid_log_entries = true;
+    to_end.to_the_end = true;
+    auto full = Audit(job, j.dataset, *solver_run, *commitment, to_end);
+    ASSERT_TRUE(full.ok()) << full.status().ToString();
+    EXPECT_EQ(full->steps_replayed, job.spec.num_steps);
+    EXPECT_TRUE(test::ManifestOf(full_dir.path()).Complete());
+    if (spec->kind == AdversaryKind::kForgeLog) EXPECT_GE(full->skipped_log_entries, 1u);
+    if (spec->kind == AdversaryKind::kForgeLog && full->agree()) {
+      // The forged value did not reach any state (e.g. a negative value
+      // bumped up before a ReLU): every committed checkpoint is right, so
+      // there is nothing to dispute — only the strict audit sees the entry.
+      EXPECT_EQ(test::ManifestOf(full_dir.path()).CheckpointHashes(), summary->manifest.CheckpointHashes());
+      return;
+    }
+    ASSERT_EQ(full->verdict, AuditVerdict::kDiverged);
+    EXPECT_EQ(full->first_divergent, want_checkpoint);
+    auto full_run = RunDir::Open(full_dir.path(), false);
+    Party lenient{&job, &j.dataset, &*full_run, &*solver_run, ExecConfigFor(job, 2), nullptr};
+    lenient.skip_invalid_log_entries = true;
+    auto loc2 = LocateDispute(solver, lenient);
+    ASSERT_TRUE(loc2.ok()) << loc2.status().ToString();
+    EXPECT_EQ(loc2->checkpoint_index, want_checkpoint);
+    EXPECT_EQ(loc2->step, want.step);
+    EXPECT_EQ(loc2->node, want.node) << "located " << loc2->node_name;
+    EXPECT_FALSE(loc2->solver_right);
+    EXPECT_TRUE(loc2->challenger_right);
+  }
 }
 
 // Forward nodes whose first output something downstream reads (a wrong

@@ -1,0 +1,84 @@
+#include "worker/log_bundle.h"
+
+#include <string>
+#include <vector>
+
+#include "common/encoding.h"
+#include "worker/file_io.h"
+
+namespace vt::worker {
+namespace {
+
+constexpr std::string_view kMagic = "VTLB";
+// A bundle holds at most this many interval files; each is at most the
+// encoding's per-field cap (kMaxEncodedBytes is too small for big models'
+// logs, so files get their own cap).
+constexpr std::size_t kMaxIntervals = std::size_t{1} << 20;
+constexpr std::size_t kMaxLogFileBytes = std::size_t{1} << 32;
+constexpr std::size_t kMaxManifestBytes = std::size_t{64} << 20;
+
+Status Corrupt(std::string detail) { return Status::Invalid("log-bundle-corrupt", std::move(detail)); }
+
+}  // namespace
+
+Result<Bytes> ExportLogBundle(const RunDir& run) {
+  VT_ASSIGN_OR_RETURN(RunManifest manifest, run.LoadManifest());
+  Writer w;
+  w.PutFixed(AsBytes(kMagic));
+  w.PutU16(kLogBundleVersion);
+  w.PutString(ManifestToJson(manifest));
+  w.PutVarint(manifest.logs.size());
+  for (const IntervalLogEntry& entry : manifest.logs) {
+    // Read through LoadIntervalLogs first: never publish a file that does
+    // not match the manifest (a damaged disk would otherwise look like a lie).
+    VT_TRY(run.LoadIntervalLogs(entry).status());
+    VT_ASSIGN_OR_RETURN(Bytes file, ReadFile(run.LogPath(entry.index)));
+    w.PutBytes(file);
+  }
+  return std::move(w).Take();
+}
+
+Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
+  Reader r(bundle);
+  auto magic = r.GetFixed(kMagic.size());
+  if (!magic.ok() || std::string_view(reinterpret_cast<const char*>(magic->data()), magic->size()) != kMagic)
+    return Corrupt("not a log bundle (bad magic)");
+  auto version = r.GetU16();
+  if (!version.ok()) return Corrupt("truncated header");
+  if (*version != kLogBundleVersion) return Corrupt("unsupported version " + std::to_string(*version));
+  auto text = r.GetString(kMaxManifestBytes);
+  if (!text.ok()) return Corrupt("manifest: " + text.status().ToString());
+  auto manifest = ManifestFromJson(*text);
+  if (!manifest.ok()) return Corrupt("manifest: " + manifest.status().ToString());
+  auto count = r.GetVarint();
+  if (!count.ok() || *count > kMaxIntervals) return Corrupt("bad interval count");
+  if (*count != manifest->logs.size())
+    return Corrupt("holds " + std::to_string(*count) + " log files, its manifest names " +
+                   std::to_string(manifest->logs.size()));
+
+  // Decode and check everything before writing anything.
+  std::vector<ByteSpan> files;
+  files.reserve(manifest->logs.size());
+  for (const IntervalLogEntry& entry : manifest->logs) {
+    auto file = r.GetBytesView(kMaxLogFileBytes);
+    if (!file.ok()) return Corrupt("log file of interval " + std::to_string(entry.index) + ": " + file.status().ToString());
+    VT_ASSIGN_OR_RETURN(IntervalLogs logs, DecodeIntervalLogFile(*file));
+    if (logs.first_step != entry.first_step || logs.steps.size() != entry.steps || IntervalLogHash(logs) != entry.hash)
+      return Status::Invalid("log-bundle-mismatch",
+                             "the log file of interval " + std::to_string(entry.index) + " is not the one its manifest names");
+    files.push_back(*file);
+  }
+  if (Status s = r.Finish(); !s.ok()) return Corrupt("trailing bytes after the last log file");
+
+  VT_ASSIGN_OR_RETURN(RunDir run, RunDir::Open(dir, /*create=*/true));
+  if (run.HasManifest()) {
+    VT_ASSIGN_OR_RETURN(RunManifest existing, run.LoadManifest());
+    if (existing.job_hash != manifest->job_hash)
+      return Status::Invalid("run-job-mismatch", dir.string() + " holds a run of another job");
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) VT_TRY(WriteFileAtomic(run.LogPath(manifest->logs[i].index), files[i]));
+  VT_TRY(run.SaveManifest(*manifest));
+  return manifest;
+}
+
+}  // namespace vt::worker
