@@ -9,7 +9,9 @@
 namespace vt::worker {
 namespace {
 
-constexpr std::string_view kMagic = "VTLB";
+// "VTLB" as a little-endian u32 (written as an integer: g++ 12 warns about a
+// byte-span insert into a fresh Writer).
+constexpr std::uint32_t kMagic = 0x424C5456;
 // A bundle holds at most this many interval files; each is at most the
 // encoding's per-field cap (kMaxEncodedBytes is too small for big models'
 // logs, so files get their own cap).
@@ -24,7 +26,7 @@ Status Corrupt(std::string detail) { return Status::Invalid("log-bundle-corrupt"
 Result<Bytes> ExportLogBundle(const RunDir& run) {
   VT_ASSIGN_OR_RETURN(RunManifest manifest, run.LoadManifest());
   Writer w;
-  w.PutFixed(AsBytes(kMagic));
+  w.PutU32(kMagic);
   w.PutU16(kLogBundleVersion);
   w.PutString(ManifestToJson(manifest));
   w.PutVarint(manifest.logs.size());
@@ -40,9 +42,8 @@ Result<Bytes> ExportLogBundle(const RunDir& run) {
 
 Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
   Reader r(bundle);
-  auto magic = r.GetFixed(kMagic.size());
-  if (!magic.ok() || std::string_view(reinterpret_cast<const char*>(magic->data()), magic->size()) != kMagic)
-    return Corrupt("not a log bundle (bad magic)");
+  auto magic = r.GetU32();
+  if (!magic.ok() || *magic != kMagic) return Corrupt("not a log bundle (bad magic)");
   auto version = r.GetU16();
   if (!version.ok()) return Corrupt("truncated header");
   if (*version != kLogBundleVersion) return Corrupt("unsupported version " + std::to_string(*version));

@@ -31,6 +31,22 @@ std::string_view AuditVerdictName(AuditVerdict verdict) {
   return "unknown";
 }
 
+namespace {
+
+// Records the first divergence only (later ones follow from it). True if
+// this was the first.
+bool NoteDivergence(AuditReport& report, const Status& why, std::uint64_t checkpoint, std::uint64_t step) {
+  if (report.verdict != AuditVerdict::kAgree) return false;
+  report.verdict = AuditVerdict::kDiverged;
+  report.reason = why.reason();
+  report.detail = why.detail();
+  report.first_divergent = checkpoint;
+  report.divergent_step = step;
+  return true;
+}
+
+}  // namespace
+
 Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& solver_run,
                           const protocol::Commitment& commitment, const AuditOptions& options) {
   const double start = Now();
@@ -110,13 +126,7 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
       auto loaded = solver_run.LoadIntervalLogs(manifest->logs[j]);
       if (!loaded.ok()) {
         if (loaded.status().is_error() && loaded.status().reason() != "file-not-found") return loaded.status();
-        if (report.verdict == AuditVerdict::kAgree) {
-          report.verdict = AuditVerdict::kDiverged;
-          report.reason = loaded.status().reason();
-          report.detail = loaded.status().detail();
-          report.first_divergent = j + 1;
-          report.divergent_step = end;
-        }
+        NoteDivergence(report, loaded.status(), j + 1, end);
         if (!options.to_the_end) break;
       } else {
         logs = std::move(loaded).value();
@@ -133,12 +143,7 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
       if (!outcome.ok()) {
         if (outcome.status().is_error()) return outcome.status();
         // The solver's claims cannot be replayed: a divergence at this interval.
-        if (report.verdict == AuditVerdict::kAgree) {
-          report.verdict = AuditVerdict::kDiverged;
-          report.reason = outcome.status().reason();
-          report.detail = outcome.status().detail();
-          report.first_divergent = j + 1;
-          report.divergent_step = end;
+        if (NoteDivergence(report, outcome.status(), j + 1, end)) {
           report.failed_step = step;
           report.failed_node = failed_node;
         }

@@ -11,17 +11,15 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
-#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "common/encoding.h"
+#include "node/bounty_flow.h"
 #include "node/client.h"
 #include "node/testnet.h"
 #include "worker/job.h"
-#include "worker/state.h"
-#include "worker/trainer.h"
 
 namespace {
 
@@ -35,88 +33,16 @@ double Since() { return std::chrono::duration<double>(Clock::now() - g_t0).count
 
 void Line(const std::string& s) { std::cout << fmt::format("[{:7.2f}s] ", Since()) << s << std::endl; }
 
+void Event(double at, std::uint64_t height, const std::string& what) {
+  std::cout << fmt::format("[{:7.2f}s] block {:4}  {}", at, height, what) << std::endl;
+}
+
 fs::path SelfBinDir() {
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path(".") : exe.parent_path();
 }
 
-fs::path FindJob(const std::string& name) {
-  for (fs::path base : {fs::current_path(), SelfBinDir() / "../../..", SelfBinDir() / "../.."}) {
-    const fs::path p = base / "testnet" / "jobs" / name;
-    if (fs::exists(p)) return fs::canonical(p);
-  }
-  return name;
-}
-
-struct Phase {
-  double posted = 0, claimed = 0, committed = 0, opened = -1, resolved = -1, ended = 0;
-};
-
-// Follows the chain's events for one bounty until it ends; prints the timeline.
-Result<Phase> Follow(node::ChainClient& c, std::uint64_t bounty, std::uint64_t& next_height) {
-  Phase ph;
-  const auto deadline = Clock::now() + std::chrono::minutes(5);
-  std::map<std::uint64_t, bool> my_games;
-  while (Clock::now() < deadline) {
-    auto ev = c.Call("get_events", Json{{"from_height", next_height}});
-    if (!ev.ok()) return ev.status();
-    for (const auto& e : (*ev)["events"]) {
-      if (!e.contains("decoded")) continue;
-      const auto& d = e["decoded"];
-      const std::string topic = e["topic"];
-      const std::uint64_t h = e["height"];
-      if (d.contains("bounty_id") && d["bounty_id"].get<std::uint64_t>() != bounty) continue;
-      if (topic == "game-opened") my_games[d["game_id"].get<std::uint64_t>()] = true;
-      if (d.contains("game_id") && !my_games.count(d["game_id"].get<std::uint64_t>())) continue;
-      std::string what;
-      if (topic == "bounty-posted") {
-        ph.posted = Since();
-        what = "bounty posted";
-      } else if (topic == "bounty-claimed") {
-        ph.claimed = Since();
-        what = "solver claimed it (bond locked); training off-chain";
-      } else if (topic == "bounty-committed") {
-        ph.committed = Since();
-        what = "solver committed (signed Merkle roots of its checkpoints); challenge window opens";
-      } else if (topic == "game-opened") {
-        ph.opened = Since();
-        what = fmt::format("challenger's replay disagrees: dispute game {} opened (challenger bond locked)",
-                           d["game_id"].get<std::uint64_t>());
-      } else if (topic == "walk-done") {
-        const std::string level = d["level"];
-        const std::uint64_t idx = d["index"];
-        if (level == "checkpoint")
-          what = fmt::format("bisection over checkpoints -> first disputed checkpoint #{}", idx);
-        else if (level == "step")
-          what = fmt::format("bisection over the interval's steps -> disputed STEP {}", idx);
-        else
-          what = fmt::format("bisection over the step's operator graph -> disputed OPERATOR node {}", idx);
-      } else if (topic == "game-resolved") {
-        ph.resolved = Since();
-        what = fmt::format("referee re-executed that one operator: {} ({})", d["result"].get<std::string>(),
-                           d["reason"].get<std::string>());
-      } else if (topic == "bounty-finalized") {
-        what = "bounty FINALIZED: reward and bond paid to the solver";
-      } else if (topic == "bounty-failed") {
-        what = "bounty FAILED: the solver is slashed, the reward goes back to the client";
-      } else if (topic == "bounty-refunded") {
-        what = "bounty refunded";
-      } else {
-        what = topic;
-      }
-      Line(fmt::format("block {:4}  {}", h, what));
-      if (topic == "bounty-finalized" || topic == "bounty-failed" || topic == "bounty-refunded") {
-        ph.ended = Since();
-        next_height = h + 1;
-        return ph;
-      }
-    }
-    next_height = (*ev)["next_height"].get<std::uint64_t>();
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  return Status::Error("demo-timeout", "the bounty did not end within 5 minutes");
-}
 
 }  // namespace
 
@@ -140,7 +66,7 @@ int main(int argc, char** argv) {
     job_name = "synthetic-mlp.json";
     adversary = "wrong-output:step=5,node=1";
   }
-  const fs::path job = fs::exists(job_name) ? fs::canonical(job_name) : FindJob(job_name);
+  const fs::path job = node::FindTestnetJob(job_name);
   if (!fs::exists(job)) {
     std::cerr << "vt-demo: job file not found: " << job_name << "\n";
     return 1;
@@ -173,9 +99,6 @@ int main(int argc, char** argv) {
   Line(fmt::format("job: {} examples of {}, {} steps, checkpoint every {}, mode {}", loaded->dataset.size(),
                    loaded->dataset.name(), loaded->job.spec.num_steps, loaded->job.spec.checkpoint_interval,
                    kernels::ModeName(loaded->job.mode())));
-  worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
-  auto h0 = engine.InitialState();
-  if (!h0.ok()) return fail(h0.status());
 
   node::ChainClient c("127.0.0.1", t->rpc_port("v0"), std::chrono::seconds(30));
   auto client = t->Key("client");
@@ -187,20 +110,13 @@ int main(int argc, char** argv) {
   std::map<std::string, vm::Amount> start;
   for (const auto& [name, addr] : who) start[name] = c.Account(addr).value_or(node::AccountView{}).balance;
 
-  auto post = [&](std::uint64_t expect_id) -> Result<std::uint64_t> {
-    referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), 1'000'000, 400'000, 200'000, 400, 25, 40};
-    VT_ASSIGN_OR_RETURN(Hash256 id, c.CallReferee(*client, referee::Method::kPostBounty, EncodeToBytes(a)));
-    VT_ASSIGN_OR_RETURN(Json r, c.WaitReceipt(id));
-    if (!r["success"].get<bool>()) return Status::Invalid(r["reason"].get<std::string>());
-    return expect_id;
-  };
   std::uint64_t next_height = 1;
 
   std::cout << "\n== 1. an honest solver ==\n";
   Line("client posts a bounty: reward 1000000, solver bond 400000, challenger bond 200000");
-  auto b0 = post(0);
+  auto b0 = node::PostBounty(c, *client, *loaded);
   if (!b0.ok()) return fail(b0.status());
-  auto p0 = Follow(c, 0, next_height);
+  auto p0 = node::FollowBounty(c, *b0, next_height, g_t0, Event);
   if (!p0.ok()) return fail(p0.status());
 
   std::cout << "\n== 2. a cheating solver (" << adversary << ") ==\n";
@@ -208,9 +124,9 @@ int main(int argc, char** argv) {
   if (Status s = t->Stop("solver"); !s.ok()) return fail(s);
   if (Status s = t->Start("solver"); !s.ok()) return fail(s);
   Line("solver daemon restarted as a cheater (TEST-ONLY adversary)");
-  auto b1 = post(1);
+  auto b1 = node::PostBounty(c, *client, *loaded);
   if (!b1.ok()) return fail(b1.status());
-  auto p1 = Follow(c, 1, next_height);
+  auto p1 = node::FollowBounty(c, *b1, next_height, g_t0, Event);
   if (!p1.ok()) return fail(p1.status());
   auto game = c.Call("get_dispute", Json::array({0}));
   if (game.ok() && game->contains("step"))

@@ -3,11 +3,9 @@
 // at the exact step and operator and slashed — while, mid-dispute, the
 // solver daemon is killed (kill -9) and restarted and a validator is killed
 // and restarted; the restarted solver still answers before its clock runs out.
-#include "common/encoding.h"
+#include "node/bounty_flow.h"
 #include "tests/testnet/testnet_util.h"
 #include "worker/job.h"
-#include "worker/state.h"
-#include "worker/trainer.h"
 
 #ifndef VT_SOURCE_DIR
 #error "VT_SOURCE_DIR must name the repository root"
@@ -24,36 +22,37 @@ Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
   return b["state"].get<std::string>();
 }
 
-TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
-  const std::filesystem::path job = std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json";
+// A testnet of `validators` with a solver and a challenger daemon serving
+// `job_name` (testnet/jobs/), polling every 100 ms.
+node::TestnetSpec DaemonSpec(const std::string& job_name, std::uint32_t validators) {
   node::TestnetSpec spec;
-  spec.validators = 4;
+  spec.validators = validators;
   spec.block_interval_ms = 200;
   spec.proposer_timeout_ms = 600;
   spec.solver = spec.challenger = true;
-  spec.jobs = {job};
-  ScopedTestnet t("scenario", spec);
+  spec.jobs = {std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs" / job_name};
+  return spec;
+}
+
+// Short windows: a challenge window of 12 blocks, 40 blocks on each clock.
+const node::BountyTerms kTerms{1'000'000, 400'000, 200'000, 300, 12, 40};
+
+TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
+  ScopedTestnet t("scenario", DaemonSpec("synthetic-mlp.json", 4));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
   ASSERT_TRUE(t.net().Up().ok());
 
-  auto loaded = worker::LoadJobWithDataset(job);
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
-  auto h0 = engine.InitialState();
-  ASSERT_TRUE(h0.ok());
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
   auto solver = t.net().Key("solver");
   ASSERT_TRUE(client.ok() && solver.ok());
   auto post = [&] {
-    referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), 1'000'000, 400'000, 200'000, 300, 12, 40};
-    auto id = c.CallReferee(*client, referee::Method::kPostBounty, EncodeToBytes(a));
+    auto id = node::PostBounty(c, *client, *loaded, kTerms);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
-    auto r = c.WaitReceipt(*id, 20s);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE((*r)["success"].get<bool>()) << r->dump();
   };
 
   // 1. Honest: finalized, the solver earns the reward.
@@ -100,35 +99,21 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 // it from peers; the challenger replays following the logs and agrees with
 // the honest run, then catches a cheating one at the planted step and node.
 TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
-  const std::filesystem::path job = std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json";
-  node::TestnetSpec spec;
-  spec.validators = 3;
-  spec.block_interval_ms = 200;
-  spec.proposer_timeout_ms = 600;
-  spec.solver = spec.challenger = true;
-  spec.jobs = {job};
-  ScopedTestnet t("rounded", spec);
+  ScopedTestnet t("rounded", DaemonSpec("synthetic-mlp-rounded.json", 3));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
   ASSERT_TRUE(t.net().Up().ok());
 
-  auto loaded = worker::LoadJobWithDataset(job);
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->job.mode(), kernels::Mode::kRounded);
-  worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
-  auto h0 = engine.InitialState();
-  ASSERT_TRUE(h0.ok());
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
   auto post = [&] {
-    referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), 1'000'000, 400'000, 200'000, 300, 12, 40};
-    auto id = c.CallReferee(*client, referee::Method::kPostBounty, EncodeToBytes(a));
+    auto id = node::PostBounty(c, *client, *loaded, kTerms);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
-    auto r = c.WaitReceipt(*id, 20s);
-    ASSERT_TRUE(r.ok());
-    ASSERT_TRUE((*r)["success"].get<bool>()) << r->dump();
   };
 
   post();

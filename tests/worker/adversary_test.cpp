@@ -191,7 +191,9 @@ TEST_P(AdversaryTest, LocatedAtExactlyTheCheckpointStepAndNode) {
     ASSERT_TRUE(full.ok()) << full.status().ToString();
     EXPECT_EQ(full->steps_replayed, job.spec.num_steps);
     EXPECT_TRUE(test::ManifestOf(full_dir.path()).Complete());
-    if (spec->kind == AdversaryKind::kForgeLog) EXPECT_GE(full->skipped_log_entries, 1u);
+    if (spec->kind == AdversaryKind::kForgeLog) {
+      EXPECT_GE(full->skipped_log_entries, 1u);
+    }
     if (spec->kind == AdversaryKind::kForgeLog && full->agree()) {
       // The forged value did not reach any state (e.g. a negative value
       // bumped up before a ReLU): every committed checkpoint is right, so

@@ -16,22 +16,9 @@ namespace {
 
 using test::Family;
 
-struct RoundedRun {
-  LoadedJob job = test::MakeJob(Family::kMlp, "rounded");
-  test::TempDir dir;
-  RunManifest manifest;
-  protocol::Commitment commitment;
-
-  RoundedRun() {
-    auto summary = Train(job.job, job.dataset, dir.path(), TrainOptions{});
-    if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
-    manifest = summary->manifest;
-    auto c = BuildCommitment(1, job.job.spec, manifest);
-    auto key = crypto::SecretKey::Generate();
-    if (!c.ok() || !key.ok() || !SignCommitment(*c, *key).ok()) throw std::runtime_error("commitment");
-    commitment = *c;
-  }
-  RunDir Run() const { return std::move(RunDir::Open(dir.path(), false)).value(); }
+// A rounded-mode solver run with its signed commitment.
+struct RoundedRun : test::SolverRun {
+  RoundedRun() : SolverRun(Family::kMlp, "rounded") {}
 };
 
 TEST(LogBundle, AChallengerAuditsFromTheUnpackedBundle) {

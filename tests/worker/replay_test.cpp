@@ -25,27 +25,7 @@ std::string ParamName(const testing::TestParamInfo<Param>& info) {
   return std::string(test::FamilyName(info.param.family)) + "_" + info.param.mode;
 }
 
-// A solver's run with a signed commitment.
-struct SolverRun {
-  LoadedJob job;
-  test::TempDir dir;
-  RunManifest manifest;
-  protocol::Commitment commitment;
-
-  SolverRun(Family f, const char* mode, int threads = 1) : job(test::MakeJob(f, mode)) {
-    TrainOptions options;
-    options.threads = threads;
-    auto summary = Train(job.job, job.dataset, dir.path(), options);
-    if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
-    manifest = summary->manifest;
-    auto c = BuildCommitment(1, job.job.spec, manifest);
-    auto key = crypto::SecretKey::Generate();
-    if (!c.ok() || !key.ok() || !SignCommitment(*c, *key).ok()) throw std::runtime_error("commitment");
-    commitment = *c;
-    if (!SaveCommitment(dir / "commitment.bin", commitment).ok()) throw std::runtime_error("save");
-  }
-  RunDir Run() const { return std::move(RunDir::Open(dir.path(), false)).value(); }
-};
+using SolverRun = test::SolverRun;
 
 class AuditTest : public testing::TestWithParam<Param> {};
 

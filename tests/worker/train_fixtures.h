@@ -6,13 +6,16 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "kernels/graph/step_graph.h"
 #include "tests/worker/test_util.h"
+#include "worker/commitment.h"
 #include "worker/job.h"
 #include "worker/run_dir.h"
+#include "worker/trainer.h"
 
 namespace vt::worker::test {
 
@@ -89,5 +92,28 @@ inline kernels::graph::StepGraph GraphOf(const Job& job, std::uint64_t step) {
   if (!g.ok()) throw std::runtime_error(g.status().ToString());
   return *g;
 }
+
+// A solver's complete run with a signed commitment (also saved as
+// commitment.bin in the run directory).
+struct SolverRun {
+  LoadedJob job;
+  TempDir dir;
+  RunManifest manifest;
+  protocol::Commitment commitment;
+
+  SolverRun(Family f, const char* mode, int threads = 1) : job(MakeJob(f, mode)) {
+    TrainOptions options;
+    options.threads = threads;
+    auto summary = Train(job.job, job.dataset, dir.path(), options);
+    if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
+    manifest = summary->manifest;
+    auto c = BuildCommitment(1, job.job.spec, manifest);
+    auto key = crypto::SecretKey::Generate();
+    if (!c.ok() || !key.ok() || !SignCommitment(*c, *key).ok()) throw std::runtime_error("commitment");
+    commitment = *c;
+    if (!SaveCommitment(dir / "commitment.bin", commitment).ok()) throw std::runtime_error("save");
+  }
+  RunDir Run() const { return std::move(RunDir::Open(dir.path(), false)).value(); }
+};
 
 }  // namespace vt::worker::test

@@ -1,0 +1,61 @@
+#pragma once
+// One bounty seen from the client's side of the chain: post it, then follow
+// its events until it ends — what `vt-demo` prints as a timeline and what
+// `vt-bench-testnet` times (posted → claimed → committed → game opened →
+// resolved → ended). Everything goes through JSON-RPC (ChainClient).
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "common/result.h"
+#include "crypto/keys.h"
+#include "node/client.h"
+#include "worker/job.h"
+
+namespace vt::node {
+
+// A job file by name: `name` itself if it exists, else testnet/jobs/<name>
+// under the current directory or the source tree the running binary was
+// built from (build/<x>/bin/..). Returned as given when found nowhere.
+std::filesystem::path FindTestnetJob(const std::string& name);
+
+// The amounts the demo and the benchmark post with.
+struct BountyTerms {
+  vm::Amount reward = 1'000'000;
+  vm::Amount solver_bond = 400'000;
+  vm::Amount challenger_bond = 200'000;
+  std::uint64_t solve_window = 400;      // blocks
+  std::uint64_t challenge_window = 25;   // blocks
+  std::uint64_t clock_budget = 40;       // blocks per party in a game
+};
+
+// Posts a bounty for `job` (h_0 computed here from the job) signed by
+// `client`; waits for its receipt and returns the new bounty's id.
+// Invalid with the receipt's reason if the referee refused it.
+Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
+                                 const BountyTerms& terms = {});
+
+// Seconds since the caller's t0; -1 = did not happen.
+struct BountyTimeline {
+  double posted = -1, claimed = -1, committed = -1, opened = -1, resolved = -1, ended = -1;
+  std::string outcome;      // "finalized" | "failed" | "refunded"
+  std::string game_result;  // of the bounty's first game, if any
+  std::string game_reason;
+};
+
+// Called once per event of the bounty (and of its games): when (seconds
+// since t0), the block height, and a readable line.
+using TimelineSink = std::function<void(double at, std::uint64_t height, const std::string& what)>;
+
+// Polls get_events from `next_height` (updated, so consecutive bounties can
+// be followed in turn) until the bounty finalizes, fails or is refunded.
+// Error "flow-timeout" after `timeout`.
+Result<BountyTimeline> FollowBounty(ChainClient& c, std::uint64_t bounty, std::uint64_t& next_height,
+                                    std::chrono::steady_clock::time_point t0, const TimelineSink& sink = {},
+                                    std::chrono::milliseconds timeout = std::chrono::minutes(5));
+
+}  // namespace vt::node
