@@ -51,10 +51,13 @@ Status RunNode(const ExecConfig& config, const StepGraph& g, std::size_t i,
   return Status::Ok();
 }
 
-std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay) {
+std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay,
+                                         const StepGraph& g, std::size_t i, const TauTable* tau_table) {
   if (config.mode != Mode::kRounded) return std::nullopt;
-  if (replay != nullptr) return NodeRounding::Replay(config.rounding, *replay);
-  return NodeRounding::Record(config.rounding);
+  RoundingSpec spec = config.rounding;
+  if (tau_table != nullptr) spec.tau_q16 = tau_table->Lookup(NodeTauKey(g, i));
+  if (replay != nullptr) return NodeRounding::Replay(spec, *replay);
+  return NodeRounding::Record(spec);
 }
 
 }  // namespace
@@ -152,7 +155,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
         }
       }
       std::optional<NodeRounding> rounding =
-          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr);
+          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr, graph, i, options.tau_table);
       VT_TRY(RunNode(config, graph, i, inputs, options.seed, rounding ? &*rounding : nullptr, outs[i]));
       if (rounding) {
         result.values_rounded += rounding->values_rounded();
@@ -212,7 +215,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
 
 Result<NodeResult> ExecuteNode(const ExecConfig& config, const StepGraph& graph, std::size_t i,
                                std::span<const Tensor* const> inputs, std::uint64_t seed,
-                               const RoundingLog* replay_log) {
+                               const RoundingLog* replay_log, const TauTable* tau_table) {
   if (i >= graph.nodes.size()) {
     return Status::Invalid("node-out-of-range", "node " + std::to_string(i) + " of a step with " +
                                                     std::to_string(graph.nodes.size()));
@@ -236,7 +239,7 @@ Result<NodeResult> ExecuteNode(const ExecConfig& config, const StepGraph& graph,
   if (config.mode == Mode::kRounded) VT_TRY(config.rounding.Validate());
   try {
     NodeResult result;
-    std::optional<NodeRounding> rounding = MakeRounding(config, replay_log);
+    std::optional<NodeRounding> rounding = MakeRounding(config, replay_log, graph, i, tau_table);
     VT_TRY(RunNode(config, graph, i, inputs, seed, rounding ? &*rounding : nullptr, result.outputs));
     if (rounding) {
       result.values_rounded = rounding->values_rounded();
