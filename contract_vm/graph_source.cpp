@@ -5,6 +5,7 @@
 #include <string>
 
 #include "contract_vm/tensor_bytes.h"
+#include "kernels/calibration.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
 #include "kernels/mode.h"
@@ -12,28 +13,6 @@
 
 namespace vt::vm {
 namespace {
-
-// The job's τ in rounded mode. PROVISIONAL, mirroring worker/job.h
-// DecodeTauTable until kernels defines the JobSpec tau-table encoding: empty
-// (the default RoundingSpec τ) or varint version 1 ‖ u32 tau_q16 ‖ varint 0.
-Result<std::uint32_t> JobTau(const protocol::JobSpec& job) {
-  if (job.tau_table.empty()) return kernels::RoundingSpec{}.tau_q16;
-  Reader r(job.tau_table);
-  auto fail = [](const Status& s) { return Status::Invalid("job-bad-tau-table", s.ToString()); };
-  auto version = r.GetVarint();
-  if (!version.ok()) return fail(version.status());
-  if (*version != 1) return Status::Invalid("job-bad-tau-table", "unknown tau table version");
-  auto tau = r.GetU32();
-  if (!tau.ok()) return fail(tau.status());
-  auto count = r.GetVarint();
-  if (!count.ok()) return fail(count.status());
-  if (*count != 0) return Status::Invalid("job-bad-tau-table", "per-operator entries are not supported yet");
-  if (Status s = r.Finish(); !s.ok()) return fail(s);
-  kernels::RoundingSpec spec;
-  spec.tau_q16 = *tau;
-  if (Status s = spec.Validate(); !s.ok()) return fail(s);
-  return *tau;
-}
 
 protocol::InputRef ToRef(const kernels::graph::NodeInput& in) {
   return protocol::InputRef{static_cast<protocol::InputSource>(in.source), in.index, in.slot};
@@ -66,20 +45,22 @@ Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::u
   VT_ASSIGN_OR_RETURN(kernels::graph::StepGraph g,
                       kernels::graph::BuildStepGraph(specs.model, specs.optimizer, step, specs.batch_shapes));
   const bool rounded = job.mode == static_cast<std::uint8_t>(kernels::Mode::kRounded);
-  std::uint32_t tau = 0;
+  kernels::TauTable taus;
   if (rounded) {
-    VT_ASSIGN_OR_RETURN(tau, JobTau(job));
+    VT_ASSIGN_OR_RETURN(taus, kernels::DecodeJobTauTable(job.tau_table));
   }
   StepGraph out;
   out.num_state_tensors = static_cast<std::uint32_t>(g.state_names.size());
   out.nodes.reserve(g.nodes.size());
-  for (const kernels::graph::Node& n : g.nodes) {
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    const kernels::graph::Node& n = g.nodes[i];
     NodeSpec spec;
     spec.op_kind = static_cast<std::uint16_t>(n.kind);
     spec.attrs = EncodeToBytes(n.attrs);
     for (const auto& in : n.inputs) spec.inputs.push_back(ToRef(in));
     spec.num_outputs = static_cast<std::uint32_t>(n.num_outputs());
-    spec.tau_q16 = tau;
+    // The worker's executor uses the same lookup (StepOptions::tau_table).
+    spec.tau_q16 = rounded ? taus.Lookup(kernels::graph::NodeTauKey(g, i)) : 0;
     out.nodes.push_back(std::move(spec));
   }
   for (const auto& in : g.next_state) out.next_state.push_back(ToRef(in));

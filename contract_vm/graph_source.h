@@ -10,9 +10,11 @@
 //    (worker/dataset.h), stacked into [B, …] batch tensors;
 //  * the header of h_{t+1} = the header of h_t with step + 1 and the cursor
 //    advanced by B; names and rng_counter unchanged;
-//  * rounded mode: every node uses the job's τ — the default RoundingSpec τ
-//    for an empty tau table, else the provisional single-τ table of
-//    worker/job.h (version 1, one tau_q16, no per-operator entries).
+//  * rounded mode: node i's τ is the job's TauTable (kernels/calibration.h
+//    DecodeJobTauTable; empty bytes = kDefaultTauQ16 everywhere) looked up at
+//    kernels::graph::NodeTauKey(graph, i) — its op name and input shapes —
+//    falling back to the table's "*" default: the same lookup the worker's
+//    executor makes. A malformed table is Invalid "job-bad-tau-table".
 
 #include "contract_vm/step_graph.h"
 

@@ -28,7 +28,10 @@ struct NodeSpec {
   Bytes attrs;  // canonical kernels OpAttrs (empty for the assemble node)
   std::vector<protocol::InputRef> inputs;
   std::uint32_t num_outputs = 0;
-  std::uint32_t tau_q16 = 0;  // rounded mode: the node's τ (from the job's tau table); 0 otherwise
+  // Rounded mode: the node's τ, TauTable::Lookup(NodeTauKey) of the job's
+  // tau table (contract_vm/graph_source.h); 0 otherwise. The operator's own
+  // error bound β (kernels/rounding.h) is recomputed by the kernels.
+  std::uint32_t tau_q16 = 0;
   bool operator==(const NodeSpec&) const = default;
 };
 

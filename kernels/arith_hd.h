@@ -9,6 +9,7 @@
 // device the explicitly rounded intrinsics __fmul_rn/__fadd_rn are used,
 // which nvcc never fuses).
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -76,6 +77,7 @@ struct GridPos {
   std::uint64_t rem = 0;      // 0 ≤ rem < 2^shift
   int shift = 0;              // 29+s ≤ shift ≤ 63 (s = 32−b)
   int step_shift = 0;         // s: hi_bits = lo_bits + 2^s
+  int unit_exp = 0;           // a unit is 2^unit_exp (absolute value)
   // 0: finite with a rounding boundary; 1: NaN; 2: ±inf or |x| ≥ 2^128.
   int special = 0;
 };
@@ -101,6 +103,7 @@ VT_HD inline GridPos Locate(double x, int bits) {
     // fp64 bit pattern, shifted, is the fp32 pattern (rebias 1023 → 127).
     const int shift = 29 + s;
     g.shift = shift;
+    g.unit_exp = e - 1023 - 52;
     g.rem = a & ((std::uint64_t{1} << shift) - 1);
     g.lo_bits = static_cast<std::uint32_t>(((a >> shift) << s) - (std::uint64_t{896} << 23));
     return g;
@@ -110,6 +113,7 @@ VT_HD inline GridPos Locate(double x, int bits) {
   const std::uint64_t mant = a & 0x000FFFFFFFFFFFFFull;
   const std::uint64_t sig = e != 0 ? (mant | (std::uint64_t{1} << 52)) : mant;
   const int big_e = e != 0 ? e - 1023 : -1022;
+  g.unit_exp = big_e - 52;
   int shift = s - 97 - big_e;  // ≥ s + 30
   // Past 63 the value is below 2^-10 of the spacing: it rounds to zero and is
   // never near the boundary (τ ≤ 1/4), which the capped shift still yields.
@@ -153,6 +157,31 @@ VT_HD inline std::uint64_t DistanceToMidpoint(const GridPos& g) {
 VT_HD inline bool WithinTau(const GridPos& g, std::uint32_t tau_q16, int factor_log2) {
   const std::uint64_t threshold = std::uint64_t{tau_q16} << (g.shift - 16 + factor_log2);
   return DistanceToMidpoint(g) < threshold;
+}
+
+// The error-bounded region (docs/kernels.md, "Rounded mode: the logging
+// region"): |x − m| < max(τ·u, min(slack, u/4)) · factor, factor = 2^factor_log2,
+// where slack ≥ 0 is an absolute fp64 bound (β) on how far another honest
+// evaluation of x may lie. slack ≤ 0 or NaN means none. The slack is
+// converted into units by an exact power-of-two scaling (ldexp), capped at u/4
+// (beyond that a direction no longer names the same grid value for both
+// parties), and compared with the integer distance as a double (exact for
+// distances below 2^53; above, the conversion rounds deterministically).
+// Host only (std::ldexp).
+inline bool WithinRegion(const GridPos& g, std::uint32_t tau_q16, double slack, int factor_log2) {
+  if (WithinTau(g, tau_q16, factor_log2)) return true;
+  if (!(slack > 0.0)) return false;
+  const double cap = static_cast<double>(std::uint64_t{1} << (g.shift - 2));
+  double units = std::ldexp(slack, -g.unit_exp);
+  if (!(units < cap)) units = cap;
+  return static_cast<double>(DistanceToMidpoint(g)) < units * static_cast<double>(1 << factor_log2);
+}
+
+// Whether slack reaches the u/4 cap (a direction log cannot then guarantee
+// exact replay: honest values may differ by more than u/4). Host only.
+inline bool SlackCapped(const GridPos& g, double slack) {
+  return slack > 0.0 &&
+         !(std::ldexp(slack, -g.unit_exp) < static_cast<double>(std::uint64_t{1} << (g.shift - 2)));
 }
 
 // Direction bit of a log entry: true = the neighbour toward +inf.

@@ -11,6 +11,8 @@ namespace vt::kernels {
 
 void DivergenceStats::Merge(const DivergenceStats& other) {
   max_ulps = std::max(max_ulps, other.max_ulps);
+  max_excess_ulps = std::max(max_excess_ulps, other.max_excess_ulps);
+  beyond_slack += other.beyond_slack;
   compared += other.compared;
   differing += other.differing;
   mismatched_specials += other.mismatched_specials;
@@ -30,8 +32,10 @@ double UlpAt(double x, int bits) {
 
 }  // namespace
 
-DivergenceStats MeasureDivergence(std::span<const double> reference, std::span<const double> other, int bits) {
+DivergenceStats MeasureDivergence(std::span<const double> reference, std::span<const double> other, int bits,
+                                  std::span<const double> slack) {
   assert(reference.size() == other.size());
+  assert(slack.empty() || slack.size() == reference.size());
   DivergenceStats s;
   for (std::size_t i = 0; i < reference.size(); ++i) {
     const double x = reference[i], y = other[i];
@@ -47,7 +51,13 @@ DivergenceStats MeasureDivergence(std::span<const double> reference, std::span<c
     ++s.compared;
     if (x == y) continue;
     ++s.differing;
-    s.max_ulps = std::max(s.max_ulps, std::fabs(x - y) / UlpAt(x, bits));
+    const double d = std::fabs(x - y), u = UlpAt(x, bits);
+    s.max_ulps = std::max(s.max_ulps, d / u);
+    const double beta = slack.empty() ? 0.0 : slack[i];
+    if (d > beta) {
+      if (!slack.empty()) ++s.beyond_slack;
+      s.max_excess_ulps = std::max(s.max_excess_ulps, (d - beta) / u);
+    }
   }
   return s;
 }
@@ -56,7 +66,7 @@ Result<std::uint32_t> TauFromDivergence(const DivergenceStats& divergence, const
   if (divergence.mismatched_specials != 0) {
     return Status::Invalid("calibration-specials-differ", "configurations disagree on NaN/inf outputs");
   }
-  const double tau_q16 = std::ceil(options.margin * divergence.max_ulps * 65536.0);
+  const double tau_q16 = std::ceil(options.margin * divergence.max_excess_ulps * 65536.0);
   if (!(tau_q16 <= static_cast<double>(kMaxTauQ16))) {
     return Status::Invalid("tau-above-cap", "margin x divergence (" + std::to_string(tau_q16 / 65536.0) +
                                                 " ulp) exceeds the 1/4 ulp cap");
@@ -64,7 +74,8 @@ Result<std::uint32_t> TauFromDivergence(const DivergenceStats& divergence, const
   return std::max(options.floor_q16, static_cast<std::uint32_t>(tau_q16));
 }
 
-Result<Calibration> CalibrateInProcess(const Fp64Run& run, const CalibrationOptions& options) {
+Result<Calibration> CalibrateInProcess(const Fp64Run& run, const CalibrationOptions& options,
+                                       std::span<const double> slack) {
   if (options.thread_counts.empty()) return Status::Error("calibration-no-configs");
   Calibration out;
   std::vector<double> reference;
@@ -79,7 +90,8 @@ Result<Calibration> CalibrateInProcess(const Fp64Run& run, const CalibrationOpti
       continue;
     }
     if (values.size() != reference.size()) return Status::Error("calibration-size-changed");
-    out.divergence.Merge(MeasureDivergence(reference, values, options.bits));
+    if (!slack.empty() && slack.size() != values.size()) return Status::Error("calibration-size-changed");
+    out.divergence.Merge(MeasureDivergence(reference, values, options.bits, slack));
   }
   VT_ASSIGN_OR_RETURN(out.tau_q16, TauFromDivergence(out.divergence, options));
   return out;
@@ -91,6 +103,19 @@ std::string TauKey(std::string_view op_kind, const Shape& shape) {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (i != 0) key += 'x';
     key += std::to_string(shape[i]);
+  }
+  return key;
+}
+
+std::string TauKeyForInputs(std::string_view op_name, std::span<const Shape> input_shapes) {
+  std::string key(op_name);
+  key += '/';
+  for (std::size_t k = 0; k < input_shapes.size(); ++k) {
+    if (k != 0) key += ',';
+    for (std::size_t i = 0; i < input_shapes[k].size(); ++i) {
+      if (i != 0) key += 'x';
+      key += std::to_string(input_shapes[k][i]);
+    }
   }
   return key;
 }
@@ -127,6 +152,35 @@ Result<TauTable> Decode(Reader& r, DecodeAs<TauTable>) {
     prev = key;
     table.Set(std::move(key), static_cast<std::uint32_t>(tau));
   }
+  return table;
+}
+
+Status ValidateJobTauTable(const TauTable& table) {
+  const auto bad = [](std::string detail) { return Status::Invalid("job-bad-tau-table", std::move(detail)); };
+  const std::uint32_t fallback = table.DefaultTau();
+  for (const auto& [key, tau] : table.entries()) {
+    if (tau > kMaxTauQ16) return bad("tau-out-of-range: " + key);
+    if (key == kTauDefaultKey) {
+      if (tau == kDefaultTauQ16) return bad("the \"*\" entry repeats the built-in default tau");
+    } else if (tau == fallback) {
+      return bad("entry " + key + " repeats the table's default tau");
+    }
+  }
+  return Status::Ok();
+}
+
+Bytes EncodeJobTauTable(const TauTable& table) {
+  if (table.entries().empty()) return {};
+  return EncodeToBytes(table);
+}
+
+Result<TauTable> DecodeJobTauTable(ByteSpan bytes) {
+  if (bytes.empty()) return TauTable{};
+  auto table = DecodeExact<TauTable>(bytes);
+  if (!table.ok()) return Status::Invalid("job-bad-tau-table", table.status().ToString());
+  if (table->entries().empty())
+    return Status::Invalid("job-bad-tau-table", "an empty table is written as no bytes");
+  VT_TRY(ValidateJobTauTable(*table));
   return table;
 }
 

@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <cassert>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kernels/arith_hd.h"
@@ -147,6 +149,66 @@ Result<MatMulPlan> Plan(const Tensor& a, const Tensor& b, MatMulOptions options)
 
 }  // namespace
 
+double GemmSlackFactor(std::int64_t terms) {
+  const double nu = static_cast<double>(terms) * 0x1p-53;
+  if (!(nu < 0.5)) return std::numeric_limits<double>::infinity();
+  return 2.0 * (nu / (1.0 - nu)) * (1.0 + 0x1p-16);
+}
+
+void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq) {
+  // Per element sequential over p in both loop shapes (same bits).
+  if (!g.trans_a) {
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      const double* row = a + i * g.lda;
+      double acc = row_sq[i];
+      for (std::int64_t p = 0; p < g.k; ++p) acc = acc + row[p] * row[p];
+      row_sq[i] = acc;
+    }
+  } else {
+    for (std::int64_t p = 0; p < g.k; ++p) {
+      const double* row = a + p * g.lda;
+      for (std::int64_t i = 0; i < g.m; ++i) row_sq[i] = row_sq[i] + row[i] * row[i];
+    }
+  }
+  if (g.trans_b) {
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      const double* col = b + j * g.ldb;
+      double acc = col_sq[j];
+      for (std::int64_t p = 0; p < g.k; ++p) acc = acc + col[p] * col[p];
+      col_sq[j] = acc;
+    }
+  } else {
+    for (std::int64_t p = 0; p < g.k; ++p) {
+      const double* row = b + p * g.ldb;
+      for (std::int64_t j = 0; j < g.n; ++j) col_sq[j] = col_sq[j] + row[j] * row[j];
+    }
+  }
+}
+
+void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
+                    const double* col_sq, double* slack, std::int64_t ld, const double* bias) {
+  const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
+  std::vector<double> col_norm(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[j]);
+  for (std::int64_t i = 0; i < m; ++i) {
+    const double rn = std::sqrt(row_sq[i]);
+    double* out = slack + i * ld;
+    if (bias == nullptr) {
+      for (std::int64_t j = 0; j < n; ++j) out[j] = factor * (rn * col_norm[static_cast<std::size_t>(j)]);
+    } else {
+      for (std::int64_t j = 0; j < n; ++j) {
+        out[j] = factor * (rn * col_norm[static_cast<std::size_t>(j)] + std::fabs(bias[j]));
+      }
+    }
+  }
+}
+
+void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack, const double* bias) {
+  std::vector<double> row_sq(static_cast<std::size_t>(g.m), 0.0), col_sq(static_cast<std::size_t>(g.n), 0.0);
+  GemmNormsSq(g, a, b, row_sq.data(), col_sq.data());
+  WriteGemmSlack(g.m, g.n, g.k, row_sq.data(), col_sq.data(), slack, g.ldc, bias);
+}
+
 Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, MatMulOptions options) {
   VT_ASSIGN_OR_RETURN(MatMulPlan plan, Plan(a, b, options));
   out.Resize(plan.out_shape);
@@ -169,11 +231,14 @@ Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& ou
       const std::vector<double> a64(a.values().begin(), a.values().end());
       const std::vector<double> b64(b.values().begin(), b.values().end());
       std::vector<double> c64(static_cast<std::size_t>(out.numel()));
+      std::vector<double> slack(c64.size());
       for (std::int64_t i = 0; i < plan.batch; ++i) {
         GemmF64(config, plan.args, a64.data() + i * plan.a_stride, b64.data() + i * plan.b_stride,
                 c64.data() + i * plan.c_stride);
+        GemmSlackF64(plan.args, a64.data() + i * plan.a_stride, b64.data() + i * plan.b_stride,
+                     slack.data() + i * plan.c_stride);
       }
-      return ctx.RoundOutput(c64, out.values());
+      return ctx.RoundOutput(c64, out.values(), slack);
     }
   }
   return Status::Error("unknown-mode");

@@ -38,6 +38,32 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 // OpenBLAS dgemm on fp64 operands: the working precision of rounded mode.
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
 
+// ---- Rounded mode: the error bound β of fp64 GEMM outputs ------------------
+// For any evaluation of c = Σ_{p<K} a_p·b_p in fp64 — any summation order,
+// blocking, split-k or fma use (whatever BLAS another party runs) —
+// |fl(c) − c| ≤ γ_K Σ|a_p b_p| ≤ γ_K ‖a‖₂‖b‖₂, γ_K = K·2^-53/(1 − K·2^-53).
+// Two honest evaluations therefore differ by at most
+//   β = 2γ_K·(1 + 2^-16)·‖a‖₂‖b‖₂   (the factor covers the norms' own rounding),
+// computed from the row norms of op(A) and the column norms of op(B) in a
+// fixed order (sequential over p, fp64, correctly rounded sqrt), so every
+// party gets the same bits. Accumulated GEMMs (C += A·B over pieces) are one
+// summation of all K_total terms: add every piece's squared norms and use
+// K_total. A bias added afterwards in fp64 counts as one more term of
+// magnitude |bias|. docs/kernels.md, "Error-bounded logging region".
+
+// 2γ_terms·(1 + 2^-16); +inf when terms·2^-53 ≥ 1/2 (never for K < 2^31).
+double GemmSlackFactor(std::int64_t terms);
+// Adds the squared 2-norms of the m rows of op(A) to row_sq[0..m) and of the
+// n columns of op(B) to col_sq[0..n) (each sequential over p from its current value).
+void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq);
+// slack[i·ld + j] = factor·(sqrt(row_sq[i])·sqrt(col_sq[j]) + |bias[j]|), factor =
+// GemmSlackFactor(terms + (bias ? 1 : 0)); bias may be null.
+void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
+                    const double* col_sq, double* slack, std::int64_t ld, const double* bias = nullptr);
+// One GEMM: GemmNormsSq + WriteGemmSlack with terms = g.k into slack (ldc layout).
+void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack,
+                  const double* bias = nullptr);
+
 struct MatMulOptions {
   bool trans_a = false;
   bool trans_b = false;
@@ -47,7 +73,8 @@ struct MatMulOptions {
 // (rank ≥ 2, leading dims are batch); `b` is rank 2 (shared) or has the same
 // batch dims as `a`. Shape mismatches are Status::Invalid "shape-mismatch".
 // `out` is resized (and must not alias `a` or `b`). Rounded mode rounds the
-// whole output once, in row-major order, through ctx.RoundOutput.
+// whole output once, in row-major order, through ctx.RoundOutput with the
+// GEMM error bound β (GemmSlackF64) per value.
 Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& out,
               MatMulOptions options = {});
 

@@ -36,10 +36,16 @@ bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
 inline constexpr int kMinRoundingBits = 23;
 inline constexpr int kMaxRoundingBits = 32;
 inline constexpr std::uint32_t kMaxTauQ16 = 1u << 14;
+// The default τ: 2^-12 ulp. Divergence from vendor reductions (GEMMs) is
+// covered per value by the operator's error bound β (kernels/rounding.h), so
+// τ only has to cover element-wise fp64 differences (libm). Before β existed
+// the default was 1/16 ulp (kLegacyTauQ16), which logged 12.5 % of values.
+inline constexpr std::uint32_t kDefaultTauQ16 = 16;
+inline constexpr std::uint32_t kLegacyTauQ16 = 1u << 12;
 
 struct RoundingSpec {
   int bits = 32;                    // 23 ≤ bits ≤ 32
-  std::uint32_t tau_q16 = 1u << 12; // τ = 1/16 ulp by default; see calibration
+  std::uint32_t tau_q16 = kDefaultTauQ16;  // τ = 2^-12 ulp by default; see calibration
 
   double tau() const { return static_cast<double>(tau_q16) / 65536.0; }
   Status Validate() const;

@@ -32,8 +32,10 @@ class OpContext {
   NodeRounding* rounding() const { return m_rounding; }
 
   // Rounded mode: round an output computed in fp64 into its fp32 tensor
-  // storage (and record or replay the node's log).
-  Status RoundOutput(std::span<const double> exact, std::span<float> out) const;
+  // storage (and record or replay the node's log). `slack`: empty, or the
+  // per-value bound β (NodeRounding::Round).
+  Status RoundOutput(std::span<const double> exact, std::span<float> out,
+                     std::span<const double> slack = {}) const;
 
  private:
   const ExecConfig& m_config;

@@ -19,27 +19,32 @@
 // carry of a round-up propagates into the exponent naturally; in the
 // subnormal range the significand is shifted by a value-dependent amount.
 //
-// ---- The logging region ----------------------------------------------------------
+// ---- The logging region (error-bounded) -----------------------------------------
 // For finite |x| < 2^128 let [lo, hi] be the grid interval containing |x|
 // (lo ≤ |x| < hi, consecutive grid values; hi = "2^128" above max_b), u = hi −
 // lo the true b-bit ulp of that interval (so just below a power of two u is
 // the smaller spacing, at and above it the larger one; in the subnormal range
 // u = 2^(−149+s)), and m = (lo + hi)/2 the rounding boundary. x is logged iff
-//   |x − m| < τ · u          (τ = tau_q16 / 65536, 0 ≤ τ ≤ 1/4)
-// compared exactly in integers (|x| − lo is an exact integer number of fp64
-// units of that binade). NaN, ±inf and |x| ≥ 2^128 have no boundary and are
-// never logged. Grid values themselves are at distance u/2 and never logged.
+//   |x − m| < w,   w = max(τ·u, min(β, u/4))   (τ = tau_q16 / 65536, 0 ≤ τ ≤ 1/4)
+// where β ≥ 0 is the operator's a-priori bound on the difference between two
+// honest fp64 evaluations of x (0 for our own fixed-order loops). The τ part
+// is compared exactly in integers (|x| − lo is an exact integer number of
+// fp64 units of that binade); the β part as doubles after an exact ldexp
+// into those units (hd::WithinRegion). NaN, ±inf and |x| ≥ 2^128 have no
+// boundary and are never logged. With β < u/2, grid values are never logged.
 //
 // ---- Replay and its check ------------------------------------------------------------
 // At a logged position the replayer takes the logged neighbour of its own x'
 // (up = toward +inf). An entry is accepted only if the replayer's x' lies
-// within 4τ·u of its interval's midpoint: honest parties whose fp64 values
-// differ by less than τ·u satisfy this with room to spare (|x' − m| < 2τ·u),
+// within 4w of its interval's midpoint (w from the replayer's own β, which is
+// computed from the same inputs in the same fixed order): honest parties
+// whose fp64 values differ by at most w satisfy this with room to spare
+// (|x' − m| < 2w),
 // while a forged entry at a value far from any boundary — an attempt to steer
 // a value the canonical kernel rounds unambiguously — is rejected with
 // Status::Invalid "log-entry-outside-region". A NaN/inf at a logged position is
 // outside every region. So a cheating trainer can only choose directions
-// within 4τ·u of a boundary, i.e. never by more than one b-bit ulp, and only
+// within 4w of a boundary, i.e. never by more than one b-bit ulp, and only
 // where the fp64 value is genuinely ambiguous to that precision.
 
 #include "kernels/rounding.h"
@@ -61,7 +66,7 @@ float RoundToBits(double x, int bits) {
   return hd::FloatFromBits(hd::RoundToBitsPattern(x, bits));
 }
 
-RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec) {
+RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack) {
   const hd::GridPos g = hd::Locate(x, spec.bits);
   RoundingRegion r;
   if (g.special != 0) {
@@ -74,12 +79,16 @@ RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec) {
   r.up = hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, true)));
   r.has_boundary = true;
   r.nearest_is_up = hd::AwayToUp(g, away);
-  r.near_boundary = hd::WithinTau(g, spec.tau_q16, 0);
-  r.within_replay_window = hd::WithinTau(g, spec.tau_q16, 2);
+  r.near_boundary = hd::WithinRegion(g, spec.tau_q16, slack, 0);
+  r.within_replay_window = hd::WithinRegion(g, spec.tau_q16, slack, 2);
   return r;
 }
 
 NodeRounding NodeRounding::Record(const RoundingSpec& spec) { return NodeRounding(spec, true, {}); }
+
+NodeRounding NodeRounding::RecordReplayWindow(const RoundingSpec& spec) {
+  return NodeRounding(spec, true, {}, 2);
+}
 
 NodeRounding NodeRounding::Replay(const RoundingSpec& spec, RoundingLog log) {
   return NodeRounding(spec, false, std::move(log));
@@ -91,12 +100,14 @@ NodeRounding NodeRounding::ReplaySkippingInvalid(const RoundingSpec& spec, Round
   return r;
 }
 
-Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) {
+Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
+                           std::span<const double> slack) {
   assert(exact.size() == out.size());
+  assert(slack.empty() || slack.size() == exact.size());
   assert(m_spec.bits >= kMinRoundingBits && m_spec.bits <= kMaxRoundingBits);
   assert(m_spec.tau_q16 <= kMaxTauQ16);
   const int bits = m_spec.bits;
-  const std::uint32_t tau = m_spec.tau_q16;
+  const std::uint32_t tau = m_tau_applies ? m_spec.tau_q16 : 0;
   const std::size_t n = exact.size();
   const std::uint64_t base = m_position;
 
@@ -109,8 +120,16 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) 
       }
       const bool away = hd::NearestIsAway(g);
       out[i] = hd::FloatFromBits(hd::NeighbourBits(g, away));
-      if (tau != 0 && hd::WithinTau(g, tau, 0)) {
-        m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
+      const int f = m_record_factor_log2;
+      if (slack.empty()) {
+        if (tau != 0 && hd::WithinTau(g, tau, f))
+          m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
+      } else {
+        if (hd::WithinRegion(g, tau, slack[i], f)) {
+          m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
+          if (!hd::WithinTau(g, tau, f)) ++m_logged_by_slack;
+        }
+        if (hd::SlackCapped(g, slack[i])) ++m_slack_capped;
       }
     }
     m_position = base + n;
@@ -137,7 +156,8 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) 
     }
     const std::size_t i = static_cast<std::size_t>(entry.position - base);
     const hd::GridPos g = hd::Locate(exact[i], bits);
-    if (g.special != 0 || !hd::WithinTau(g, tau, 2)) {
+    const double s = slack.empty() ? 0.0 : slack[i];
+    if (g.special != 0 || !hd::WithinRegion(g, tau, s, 2)) {
       if (m_skip_invalid) {
         ++m_skipped;
         ++m_cursor;
@@ -145,7 +165,7 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out) 
       }
       return Status::Invalid("log-entry-outside-region",
                              "logged position " + std::to_string(entry.position) +
-                                 " is not within 4*tau ulp of a rounding boundary");
+                                 " is not within 4*max(tau ulp, slack) of a rounding boundary");
     }
     out[i] = hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, entry.up)));
     ++m_cursor;

@@ -6,10 +6,16 @@
 // the b-bit grid (b = 32: plain fp32; b < 32: fp32 with the low 32−b mantissa
 // bits zero) with round-to-nearest, ties to even. Let m be the midpoint
 // between the two b-bit neighbours of x (the rounding boundary) and u the
-// b-bit ulp there. If |x − m| < τ·u the value is "near the boundary": the
+// b-bit ulp there. If |x − m| < w the value is "near the boundary": the
 // trainer logs (position, direction) and a replaying party, whose own x' may
 // sit on the other side of m, follows the logged direction instead of
-// rounding to nearest. Replay is exact whenever |x − x'| < τ·u.
+// rounding to nearest. The half-width of the region is
+//   w = max(τ·u, min(β, u/4)),
+// where β ≥ 0 ("slack") is an a-priori bound, supplied by the operator, on
+// how far two honest fp64 evaluations of this value can differ (a vendor
+// GEMM's summation order; docs/kernels.md "Error-bounded logging region"),
+// and τ covers the rest (libm differences). Replay is exact whenever
+// |x − x'| ≤ max(β, τ·u) and |x − x'| < u/4.
 
 #include <cstdint>
 #include <span>
@@ -60,10 +66,11 @@ struct RoundingRegion {
   float down = 0, up = 0;          // the grid neighbours toward -inf / +inf
   bool has_boundary = false;       // false for NaN, ±inf, |x| ≥ 2^128
   bool nearest_is_up = false;      // the direction a trainer would log
-  bool near_boundary = false;      // |x − m| < τ·u: logged when recording
-  bool within_replay_window = false;  // |x − m| < 4τ·u: a logged entry is accepted
+  bool near_boundary = false;      // |x − m| < w: logged when recording
+  bool within_replay_window = false;  // |x − m| < 4w: a logged entry is accepted
 };
-RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec);
+// w = max(τ·u, min(slack, u/4)); slack = 0: w = τ·u.
+RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack = 0.0);
 
 // The rounding state of one node in rounded mode: records decisions (trainer)
 // or follows a given log (replayer, referee).
@@ -77,26 +84,43 @@ class NodeRounding {
   // challenger follows a solver's logs to the end of a run; the referee
   // rejects the same entries when it arbitrates the node.
   static NodeRounding ReplaySkippingInvalid(const RoundingSpec& spec, RoundingLog log);
+  // Records (nearest direction) every value whose replay window (4w)
+  // contains it: the positions where a replayer would accept a log entry.
+  // For tests and adversaries that need a position a replayer rejects.
+  static NodeRounding RecordReplayWindow(const RoundingSpec& spec);
 
   // Round `exact` into `out` (same size), continuing this node's position
-  // counter. Replay fails with Status::Invalid
+  // counter. `slack` is empty (β = 0 for every value: outputs of our own
+  // fixed-order fp64 loops) or holds β_i ≥ 0 per value (same size). Replay
+  // fails with Status::Invalid
   //   "log-entry-outside-region"  a logged position's own value is not within
-  //                               4τ·u of its rounding boundary (or is NaN/inf):
+  //                               4w of its rounding boundary (or is NaN/inf):
   //                               "far" = outside that window (rounding.cpp);
   //   "log-entries-unsorted"      positions not strictly increasing;
   // and Finish() with "log-entry-out-of-range" when entries remain past the
   // node's outputs. Recording never fails.
-  Status Round(std::span<const double> exact, std::span<float> out);
+  Status Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {});
+  // Whether τ applies to the values rounded from now on (default: yes).
+  // RunOp turns it off for operators whose fp64 result is bit-identical on
+  // every IEEE-754 machine (OpFp64IsExact, kernels/ops/registry.h): there the
+  // region is w = β = 0, so exact ties and near-ties are not logged.
+  void SetTauApplies(bool applies) { m_tau_applies = applies; }
   Status Finish() const;
 
   bool recording() const { return m_recording; }
   const RoundingLog& log() const { return m_log; }
   std::uint64_t values_rounded() const { return m_position; }
   std::uint64_t skipped_entries() const { return m_skipped; }  // ReplaySkippingInvalid only
+  // Recording: entries logged only because of β (τ·u alone would not have).
+  std::uint64_t logged_by_slack() const { return m_logged_by_slack; }
+  // Recording: values whose β reached the u/4 cap (catastrophic
+  // cancellation: honest evaluations may differ by more than a direction
+  // can repair; docs/kernels.md). Logged or not, they are counted here.
+  std::uint64_t slack_capped() const { return m_slack_capped; }
 
  private:
-  NodeRounding(const RoundingSpec& spec, bool recording, RoundingLog log)
-      : m_spec(spec), m_recording(recording), m_log(std::move(log)) {}
+  NodeRounding(const RoundingSpec& spec, bool recording, RoundingLog log, int factor_log2 = 0)
+      : m_spec(spec), m_recording(recording), m_log(std::move(log)), m_record_factor_log2(factor_log2) {}
 
   RoundingSpec m_spec;
   bool m_recording = true;
@@ -105,6 +129,10 @@ class NodeRounding {
   std::uint64_t m_position = 0;   // values rounded so far in this node
   bool m_skip_invalid = false;
   std::uint64_t m_skipped = 0;
+  std::uint64_t m_logged_by_slack = 0;
+  std::uint64_t m_slack_capped = 0;
+  int m_record_factor_log2 = 0;  // 2: RecordReplayWindow
+  bool m_tau_applies = true;
 };
 
 }  // namespace vt::kernels

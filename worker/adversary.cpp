@@ -163,24 +163,36 @@ class ForgeLog final : public Adversary {
     if (replay_logs != nullptr) {
       probe_logs = *replay_logs;
       // On its own machine the cheater's nearest rounding is what it logged,
-      // so dropping node i's entries reproduces its honest outputs.
-      probe_logs[i].entries.clear();
+      // so dropping node i's entries reproduces its honest outputs. The
+      // probe only needs the nodes before i; the logs of later nodes were
+      // recorded on the forged value and would not replay on the honest one
+      // (at a small τ a one-ulp change upstream moves them out of their
+      // windows), so they are dropped too.
+      for (std::size_t j = i; j < probe_logs.size(); ++j) probe_logs[j].entries.clear();
     }
     graph::StepOptions options;
     options.seed = view.seed;
+    options.tau_table = view.tau_table;
     options.replay_logs = replay_logs != nullptr ? &probe_logs : nullptr;
     options.keep_outputs = true;
     VT_ASSIGN_OR_RETURN(graph::StepResult honest, graph::ExecuteStep(view.config, view.graph, view.state, view.batch,
                                                                        options));
     const std::vector<const kernels::Tensor*> inputs =
         graph::NodeInputTensors(view.graph, i, view.state, view.batch, honest.outputs);
-    kernels::ExecConfig wide = view.config;
-    wide.rounding.tau_q16 = std::min<std::uint32_t>(4 * view.config.rounding.tau_q16, kernels::kMaxTauQ16);
-    VT_ASSIGN_OR_RETURN(graph::NodeResult wide_run, graph::ExecuteNode(wide, view.graph, i, inputs, view.seed));
+    // The positions a replayer would accept an entry at (within 4w of a
+    // boundary, w = max(τ·u, β) with the node's τ and the operator's β).
+    kernels::RoundingSpec spec = view.config.rounding;
+    if (view.tau_table != nullptr) spec.tau_q16 = view.tau_table->Lookup(graph::NodeTauKey(view.graph, i));
+    kernels::NodeRounding window = kernels::NodeRounding::RecordReplayWindow(spec);
+    const graph::Node& node = view.graph.nodes[i];
+    std::vector<kernels::Tensor> window_outputs;
+    VT_TRY(kernels::RunOp(
+        kernels::OpContext(view.config, &window, kernels::RngAddress{view.seed, view.graph.step, i}),
+        node.kind, node.attrs, inputs, window_outputs));
     std::uint64_t total = 0;
     for (const kernels::Tensor& t : honest.outputs[i]) total += static_cast<std::uint64_t>(t.numel());
     std::uint64_t p = m_spec.position;
-    for (const kernels::LogEntry& e : wide_run.log.entries) {
+    for (const kernels::LogEntry& e : window.log().entries) {
       if (e.position == p) ++p;  // near a boundary: try the next one
     }
     if (p >= total) return BadSpec("forge-log: node " + std::to_string(i) + " has no value to forge");

@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kernels/calibration.h"
 #include "kernels/graph/step_graph.h"
 #include "kernels/mode.h"
 #include "kernels/rounding.h"
@@ -89,6 +90,7 @@ struct StepView {
   std::span<const kernels::Tensor> batch;
   const kernels::ExecConfig& config;
   std::uint64_t seed = 0;
+  const kernels::TauTable* tau_table = nullptr;  // rounded mode: the job's per-node τ
 };
 
 class Adversary {

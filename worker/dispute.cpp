@@ -618,7 +618,8 @@ Result<NodeVerdict> ReexecuteNode(const Job& job, const NodeInputs& ex) {
   } else if (!ex.log.empty()) {
     return Bad("dispute-bad-log", "only rounded mode has logs");
   }
-  auto result = graph::ExecuteNode(config, g, ex.node, ptrs, job.spec.seed, log ? &*log : nullptr);
+  auto result =
+      graph::ExecuteNode(config, g, ex.node, ptrs, job.spec.seed, log ? &*log : nullptr, &job.tau_table);
   if (!result.ok()) {
     const Status& s = result.status();
     if (s.is_error()) return s;

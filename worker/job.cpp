@@ -482,35 +482,45 @@ std::string_view DatasetKindName(DatasetSource::Kind kind) {
   return "unknown";
 }
 
-Bytes EncodeTauTable(std::uint32_t tau_q16) {
-  Writer w;
-  w.PutVarint(1);
-  w.PutU32(tau_q16);
-  w.PutVarint(0);
-  return std::move(w).Take();
+kernels::TauTable NormalizeTauTable(const kernels::TauTable& table) {
+  // One job, one encoding: drop what the lookup would give anyway.
+  kernels::TauTable out;
+  const std::uint32_t fallback = table.DefaultTau();
+  if (fallback != kernels::kDefaultTauQ16) out.Set(std::string(kernels::kTauDefaultKey), fallback);
+  for (const auto& [key, tau] : table.entries()) {
+    if (key != kernels::kTauDefaultKey && tau != fallback) out.Set(key, tau);
+  }
+  return out;
 }
 
-Result<std::uint32_t> DecodeTauTable(ByteSpan bytes) {
-  Reader r(bytes);
-  auto fail = [](const Status& s) { return Status::Invalid("job-bad-tau-table", s.ToString()); };
-  auto version = r.GetVarint();
-  if (!version.ok()) return fail(version.status());
-  if (*version != 1) return Status::Invalid("job-bad-tau-table", "tau table version " + std::to_string(*version));
-  auto tau = r.GetU32();
-  if (!tau.ok()) return fail(tau.status());
-  auto count = r.GetVarint();
-  if (!count.ok()) return fail(count.status());
-  if (*count != 0) return Status::Invalid("job-bad-tau-table", "per-operator tau entries are not supported yet");
-  if (Status s = r.Finish(); !s.ok()) return fail(s);
-  kernels::RoundingSpec spec;
-  spec.tau_q16 = *tau;
-  if (Status s = spec.Validate(); !s.ok()) return Status::Invalid("job-bad-tau-table", s.ToString());
-  // One job, one encoding: the default τ is the empty table, never this one.
-  if (*tau == kernels::RoundingSpec{}.tau_q16) {
-    return Status::Invalid("job-bad-tau-table", "the default tau is written as an empty table");
+namespace {
+
+// "tau_table": {"<key>": tau_q16, …} inline, or "<path>" of a file holding the
+// canonical TauTable bytes (what vt-calibrate --out writes).
+Status ParseTauTableOption(const json& v, const std::filesystem::path& base_dir, kernels::TauTable& table) {
+  if (v.is_string()) {
+    std::filesystem::path path = v.get<std::string>();
+    if (path.is_relative()) path = base_dir / path;
+    VT_ASSIGN_OR_RETURN(Bytes bytes, ReadFile(path));
+    auto decoded = DecodeExact<kernels::TauTable>(bytes);
+    if (!decoded.ok())
+      return Status::Invalid("job-bad-tau-table", path.string() + ": " + decoded.status().ToString());
+    table = std::move(decoded).value();
+    return Status::Ok();
   }
-  return *tau;
+  if (!v.is_object())
+    return BadOption("rounding.tau_table", "an object {key: tau_q16} or the path of a table file");
+  for (const auto& [key, tau] : v.items()) {
+    if (key.empty() || key.size() > 256) return BadOption("rounding.tau_table", "keys are 1..256 bytes");
+    if (!tau.is_number_unsigned() || tau.get<std::uint64_t>() > kernels::kMaxTauQ16) {
+      return BadOption("rounding.tau_table", key + ": tau_q16 must be an integer in [0, 16384]");
+    }
+    table.Set(key, static_cast<std::uint32_t>(tau.get<std::uint64_t>()));
+  }
+  return Status::Ok();
 }
+
+}  // namespace
 
 Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& base_dir) {
   VT_ASSIGN_OR_RETURN(json j, ParseStrictJson(text));
@@ -545,7 +555,7 @@ Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& bas
   if (j.contains("rounding")) {
     if (*mode != kernels::Mode::kRounded) return BadOption("rounding", "only a rounded-mode job has rounding options");
     const json& r = j.at("rounding");
-    VT_TRY(CheckKeys(r, "rounding", {"bits", "tau", "tau_q16"}));
+    VT_TRY(CheckKeys(r, "rounding", {"bits", "tau", "tau_q16", "tau_table"}));
     int bits = job.rounding.bits;
     VT_TRY(GetUnsigned(r, "rounding", "bits", bits, kernels::kMaxRoundingBits, kernels::kMinRoundingBits));
     job.rounding.bits = bits;
@@ -560,15 +570,23 @@ Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& bas
       job.rounding.tau_q16 = static_cast<std::uint32_t>(q);
     }
     VT_TRY(GetUnsigned(r, "rounding", "tau_q16", job.rounding.tau_q16, kernels::kMaxTauQ16));
+    kernels::TauTable table;
+    if (r.contains("tau_table")) VT_TRY(ParseTauTableOption(r.at("tau_table"), base_dir, table));
+    const bool given_default = r.contains("tau") || r.contains("tau_q16");
+    if (given_default && table.Contains(kernels::kTauDefaultKey)) {
+      return BadOption("rounding",
+                       "give the default tau as rounding.tau(_q16) or as a \"*\" entry, not both");
+    }
+    if (given_default) table.Set(std::string(kernels::kTauDefaultKey), job.rounding.tau_q16);
+    job.tau_table = NormalizeTauTable(table);
+    job.rounding.tau_q16 = job.tau_table.DefaultTau();
   }
   if (*mode == kernels::Mode::kRounded) {
     VT_TRY(job.rounding.Validate());
     job.spec.rounding_bits = static_cast<std::uint8_t>(job.rounding.bits);
-    // The default τ is the empty table (what the referee's graph source
-    // supports today); any other τ needs a table.
-    if (job.rounding.tau_q16 != kernels::RoundingSpec{}.tau_q16) {
-      job.spec.tau_table = EncodeTauTable(job.rounding.tau_q16);
-    }
+    // The canonical job tau table: empty bytes when every node uses the
+    // built-in default τ (kernels/calibration.h EncodeJobTauTable).
+    job.spec.tau_table = kernels::EncodeJobTauTable(job.tau_table);
   }
   job.spec.model = graph::EncodeModelSpec(job.model);
   job.spec.optimizer = graph::EncodeOptimizerSpec(job.optimizer);
@@ -591,9 +609,8 @@ Result<Job> JobFromSpec(const protocol::JobSpec& spec) {
   VT_ASSIGN_OR_RETURN(job.optimizer, graph::DecodeOptimizerSpec(spec.optimizer));
   if (job.mode() == kernels::Mode::kRounded) {
     job.rounding.bits = spec.rounding_bits;
-    if (!spec.tau_table.empty()) {
-      VT_ASSIGN_OR_RETURN(job.rounding.tau_q16, DecodeTauTable(spec.tau_table));
-    }
+    VT_ASSIGN_OR_RETURN(job.tau_table, kernels::DecodeJobTauTable(spec.tau_table));
+    job.rounding.tau_q16 = job.tau_table.DefaultTau();
   }
   job.expected_dataset_root = spec.dataset_root;
   return job;
@@ -617,6 +634,11 @@ std::string JobToJson(const Job& job, int indent) {
   j["mode"] = std::string(kernels::ModeName(job.mode()));
   if (job.mode() == kernels::Mode::kRounded) {
     j["rounding"] = json{{"bits", job.rounding.bits}, {"tau_q16", job.rounding.tau_q16}};
+    json entries = json::object();
+    for (const auto& [key, tau] : job.tau_table.entries()) {
+      if (key != kernels::kTauDefaultKey) entries[key] = tau;
+    }
+    if (!entries.empty()) j["rounding"]["tau_table"] = std::move(entries);
   }
   return j.dump(indent);
 }

@@ -26,7 +26,10 @@
 //     "dataset_root": "<64 hex>",   optional: the dataset must hash to it
 //     "seed": 0, "batch_size": 8, "steps": 100, "checkpoint_interval": 10,
 //     "mode": "repops" | "rounded" | "native",
-//     "rounding": {"bits": 32, "tau": 0.0625}       rounded mode only (τ in b-bit ulps)
+//     "rounding": {"bits": 32, "tau": 0.0625,        rounded mode only: the default τ in b-bit ulps
+//                  "tau_table": {"matmul/512x768,768x2304": 64}   (or "tau_q16": 4096), and per-node τ
+//                  (or "tau_table": "path")}        (tau_q16 by node key, kernels/calibration.h; a path
+//                                                    names a canonical TauTable file, vt-calibrate --out)
 //   }
 //
 // Relative dataset paths are relative to the job file's directory. Where the
@@ -51,6 +54,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "kernels/calibration.h"
 #include "kernels/graph/model.h"
 #include "kernels/mode.h"
 #include "protocol/types.h"
@@ -81,7 +85,8 @@ struct Job {
   protocol::JobSpec spec;  // dataset_root / dataset_size are zero until ResolveDataset
   kernels::graph::ModelSpec model;
   kernels::graph::OptimizerSpec optimizer;
-  kernels::RoundingSpec rounding;  // meaningful in rounded mode
+  kernels::RoundingSpec rounding;  // meaningful in rounded mode; tau_q16 = tau_table.DefaultTau()
+  kernels::TauTable tau_table;     // rounded mode: per-node τ (normalized, = spec.tau_table decoded)
   DatasetSource dataset;
   std::optional<Hash256> expected_dataset_root;  // "dataset_root" of the file
 
@@ -123,16 +128,11 @@ Result<LoadedJob> LoadJobWithDataset(const std::filesystem::path& path);
 // The execution configuration of a job on this machine.
 kernels::ExecConfig ExecConfigFor(const Job& job, int threads = 1, kernels::Simd simd = kernels::Simd::kAuto);
 
-// The τ table of a rounded job, as carried in JobSpec::tau_table. An empty
-// table means the default τ of kernels::RoundingSpec (1/16 ulp) for every
-// node — the only form the referee's graph source accepts today. Another τ is
-// PROVISIONAL until kernels/calibration.h defines the TauTable encoding: a
-// table holding one τ for every node, encoded as
-//   varint version (= 1) ‖ u32 LE tau_q16 ‖ varint count (= 0) of per-operator entries.
-// Decoding is strict ("job-bad-tau-table"), and rejects a table holding the
-// default τ (that job is written with the empty table: one job, one hash).
-Bytes EncodeTauTable(std::uint32_t tau_q16);
-Result<std::uint32_t> DecodeTauTable(ByteSpan bytes);
+// The τ table of a rounded job in its one canonical form: a "*" entry only
+// when the default τ differs from kernels::kDefaultTauQ16, and no entry equal
+// to the default. JobSpec::tau_table = kernels::EncodeJobTauTable of it
+// (empty bytes for the empty table); docs/formats.md, "TauTable".
+kernels::TauTable NormalizeTauTable(const kernels::TauTable& table);
 
 // A deterministic byte "text" for language-model tests and benchmarks: words
 // drawn from a small fixed vocabulary by a Philox stream keyed by `seed`,

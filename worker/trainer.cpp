@@ -126,7 +126,8 @@ Result<StepOutcome> StepEngine::Step(TrainingState& state, const StepRequest& re
 
   const bool rounded = m_config.mode == kernels::Mode::kRounded;
   const bool acts = m_adversary != nullptr && m_adversary->ActsIn(state.step);
-  const StepView view{out.graph, tensors, batch_tensors, m_config, m_job.spec.seed};
+  const StepView view{out.graph, tensors,         batch_tensors,
+                      m_config,  m_job.spec.seed, rounded ? &m_job.tau_table : nullptr};
   std::vector<kernels::RoundingLog> replay_copy;
   const std::vector<kernels::RoundingLog>* replay = rounded ? request.replay_logs : nullptr;
   if (replay != nullptr && replay->size() != out.graph.nodes.size()) {
@@ -154,6 +155,7 @@ Result<StepOutcome> StepEngine::Step(TrainingState& state, const StepRequest& re
   options.seed = m_job.spec.seed;
   options.replay_logs = replay;
   options.skip_invalid_log_entries = request.skip_invalid_log_entries;
+  options.tau_table = rounded ? &m_job.tau_table : nullptr;  // the job's per-node τ
   options.keep_outputs = request.keep_outputs;
   options.hash_outputs = request.hash_outputs;
   options.observer = [&](std::size_t node, std::span<kernels::Tensor> outputs) -> Status {

@@ -52,11 +52,14 @@ Status RunNode(const ExecConfig& config, const StepGraph& g, std::size_t i,
 }
 
 std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay,
+                                         const StepGraph& g, std::size_t i, const TauTable* tau_table,
                                          bool skip_invalid = false) {
   if (config.mode != Mode::kRounded) return std::nullopt;
-  if (replay != nullptr && skip_invalid) return NodeRounding::ReplaySkippingInvalid(config.rounding, *replay);
-  if (replay != nullptr) return NodeRounding::Replay(config.rounding, *replay);
-  return NodeRounding::Record(config.rounding);
+  RoundingSpec spec = config.rounding;
+  if (tau_table != nullptr) spec.tau_q16 = tau_table->Lookup(NodeTauKey(g, i));
+  if (replay != nullptr && skip_invalid) return NodeRounding::ReplaySkippingInvalid(spec, *replay);
+  if (replay != nullptr) return NodeRounding::Replay(spec, *replay);
+  return NodeRounding::Record(spec);
 }
 
 }  // namespace
@@ -154,7 +157,8 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
         }
       }
       std::optional<NodeRounding> rounding =
-          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr, options.skip_invalid_log_entries);
+          MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr, graph, i, options.tau_table,
+                       options.skip_invalid_log_entries);
       VT_TRY(RunNode(config, graph, i, inputs, options.seed, rounding ? &*rounding : nullptr, outs[i]));
       if (rounding) {
         result.values_rounded += rounding->values_rounded();
@@ -215,7 +219,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
 
 Result<NodeResult> ExecuteNode(const ExecConfig& config, const StepGraph& graph, std::size_t i,
                                std::span<const Tensor* const> inputs, std::uint64_t seed,
-                               const RoundingLog* replay_log) {
+                               const RoundingLog* replay_log, const TauTable* tau_table) {
   if (i >= graph.nodes.size()) {
     return Status::Invalid("node-out-of-range", "node " + std::to_string(i) + " of a step with " +
                                                     std::to_string(graph.nodes.size()));
@@ -239,7 +243,7 @@ Result<NodeResult> ExecuteNode(const ExecConfig& config, const StepGraph& graph,
   if (config.mode == Mode::kRounded) VT_TRY(config.rounding.Validate());
   try {
     NodeResult result;
-    std::optional<NodeRounding> rounding = MakeRounding(config, replay_log);
+    std::optional<NodeRounding> rounding = MakeRounding(config, replay_log, graph, i, tau_table);
     VT_TRY(RunNode(config, graph, i, inputs, seed, rounding ? &*rounding : nullptr, result.outputs));
     if (rounding) {
       result.values_rounded = rounding->values_rounded();

@@ -17,6 +17,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "kernels/calibration.h"
 #include "kernels/graph/step_graph.h"
 #include "kernels/mode.h"
 #include "kernels/rounding.h"
@@ -38,6 +39,10 @@ struct StepOptions {
   // Replaying: skip log entries a strict replay rejects instead of failing
   // (NodeRounding::ReplaySkippingInvalid); StepResult counts them.
   bool skip_invalid_log_entries = false;
+  // Rounded mode: node i rounds with τ = tau_table->Lookup(NodeTauKey(graph, i))
+  // (the job's calibrated τ per operator and shape); null: config.rounding's τ
+  // for every node.
+  const TauTable* tau_table = nullptr;
   NodeObserver observer;
   // Memory: by default every intermediate tensor is freed after its last
   // consumer. keep_outputs keeps all of them in StepResult::outputs;
@@ -78,11 +83,12 @@ struct NodeResult {
 // order) — the arbitration primitive. In rounded mode `replay_log` (the
 // solver's committed entries for that node) is followed and validated
 // ("log-entry-outside-region", "log-entry-out-of-range"); null records.
-// Invalid "node-out-of-range", "node-bad-inputs" (count or null), or
-// "node-input-shape" (an input not of the declared shape) before running.
+// `tau_table` as in StepOptions. Invalid "node-out-of-range",
+// "node-bad-inputs" (count or null), or "node-input-shape" (an input not of
+// the declared shape) before running.
 Result<NodeResult> ExecuteNode(const ExecConfig& config, const StepGraph& graph, std::size_t i,
                                std::span<const Tensor* const> inputs, std::uint64_t seed,
-                               const RoundingLog* replay_log = nullptr);
+                               const RoundingLog* replay_log = nullptr, const TauTable* tau_table = nullptr);
 
 // Node i's input tensors resolved against a step's state, batch and the
 // per-node outputs of an ExecuteStep run with keep_outputs (what a party

@@ -10,6 +10,7 @@
 #include <map>
 #include <new>
 
+#include "kernels/calibration.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/optim.h"
@@ -585,6 +586,11 @@ const Shape& InputShape(const StepGraph& graph, const NodeInput& in) {
       break;
   }
   return graph.nodes[in.index].output_shapes[in.slot];
+}
+
+std::string NodeTauKey(const StepGraph& graph, std::size_t i) {
+  const std::vector<Shape> shapes = NodeInputShapes(graph, i);
+  return TauKeyForInputs(OpKindName(graph.nodes[i].kind), shapes);
 }
 
 std::vector<Shape> NodeInputShapes(const StepGraph& graph, std::size_t i) {

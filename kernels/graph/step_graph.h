@@ -104,6 +104,12 @@ const Shape& InputShape(const StepGraph& graph, const NodeInput& in);
 // The declared shapes of node i's inputs, in order. Precondition: i < nodes.size().
 std::vector<Shape> NodeInputShapes(const StepGraph& graph, std::size_t i);
 
+// Rounded mode: node i's τ key, TauKeyForInputs(OpKindName(kind), its declared
+// input shapes) — e.g. "linear/64x16,32x16,32" (kernels/calibration.h). A
+// job's TauTable maps such keys to τ; absent keys use the table's default.
+// Precondition: i < nodes.size().
+std::string NodeTauKey(const StepGraph& graph, std::size_t i);
+
 // Structural self-check (for tests and tools): every input refers to an
 // existing state/batch tensor or an earlier node's existing output slot,
 // input and output counts match the registry's arity, next_state covers

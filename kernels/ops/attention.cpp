@@ -18,6 +18,9 @@
 
 #include "kernels/ops/attention.h"
 
+#include <cmath>
+#include <limits>
+
 #include "kernels/ops/op_util.h"
 
 namespace vt::kernels {
@@ -46,6 +49,43 @@ Status AttnGeometryFor(const Tensor& qkv, std::int64_t heads, AttnGeometry* g) {
   return Status::Ok();
 }
 
+// Rounded mode, one softmax row t: on entry βs[0..t] bounds the difference of
+// S = Q·Kᵀ between honest parties (GEMM slack); on exit it bounds that of att.
+// With Δ = scale·max_u β_S[u], att' = att·exp(θ) with |θ| ≤ 2Δ, so
+// |att' − att| ≤ att·(e^{2Δ} − 1) ≤ att·2Δ(1 + 2Δ) for 2Δ ≤ 1 (no libm, so
+// every party computes the same β); above that β = +inf (capped at u/4 by
+// the rounding). Masked entries (u > t) are exact zeros: β = 0.
+void SoftmaxSlack(const double* att_row, double* slack_row, std::int64_t t, std::int64_t t_count,
+                  double scale) {
+  double mx = 0.0;
+  for (std::int64_t u = 0; u <= t; ++u) mx = slack_row[u] > mx ? slack_row[u] : mx;
+  const double x = 2.0 * (mx * scale) * (1.0 + 0x1p-16);
+  const double f = x <= 1.0 ? x * (1.0 + x) * (1.0 + 0x1p-16) : std::numeric_limits<double>::infinity();
+  for (std::int64_t u = 0; u <= t; ++u) slack_row[u] = att_row[u] * f;
+  for (std::int64_t u = t + 1; u < t_count; ++u) slack_row[u] = 0.0;
+}
+
+// β of C = op(A)·op(B) when op(A) is itself uncertain by `a_slack` (laid out
+// like op(A) untransposed would be read through g: same indexing as a, with
+// lda): the GEMM's own bound (K + extra terms, `extra` covering the
+// rounding of how A was computed) plus ‖δA row i‖·‖B col j‖ (Cauchy–Schwarz).
+void PerturbedGemmSlack(const GemmArgs& g, const double* a, const double* b, const double* a_slack,
+                        double* slack, std::int64_t extra) {
+  std::vector<double> row_sq(static_cast<std::size_t>(g.m), 0.0), col_sq(static_cast<std::size_t>(g.n), 0.0);
+  std::vector<double> drow_sq(static_cast<std::size_t>(g.m), 0.0), unused(static_cast<std::size_t>(g.n), 0.0);
+  GemmNormsSq(g, a, b, row_sq.data(), col_sq.data());
+  GemmArgs gd = g;
+  gd.n = 0;
+  GemmNormsSq(gd, a_slack, b, drow_sq.data(), unused.data());
+  WriteGemmSlack(g.m, g.n, g.k + extra, row_sq.data(), col_sq.data(), slack, g.ldc);
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    const double dn = std::sqrt(drow_sq[static_cast<std::size_t>(i)]) * (1.0 + 0x1p-16);
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      slack[i * g.ldc + j] = slack[i * g.ldc + j] + dn * std::sqrt(col_sq[static_cast<std::size_t>(j)]);
+    }
+  }
+}
+
 }  // namespace
 
 Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att) {
@@ -69,7 +109,13 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
       const T* k = q + g.c;
       const T* v = q + 2 * g.c;
       T* a = ao + item * t_count * t_count;
-      M::Gemm(cfg, MakeGemm(t_count, t_count, g.d, false, c3, true, c3, t_count), q, k, a);
+      const GemmArgs gs = MakeGemm(t_count, t_count, g.d, false, c3, true, c3, t_count);
+      M::Gemm(cfg, gs, q, k, a);
+      double* as = nullptr;  // rounded: β of S here, then of att
+      if constexpr (M::kRounded) {
+        as = outs.Slack(ao) + item * t_count * t_count;
+        GemmSlack<M>(gs, q, k, as);
+      }
       for (std::int64_t t = 0; t < t_count; ++t) {
         T* row = a + t * t_count;
         for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] * scale;
@@ -81,9 +127,15 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
         const T z = TreeSum<T>(t + 1, [&](std::int64_t u) { return row[u]; });
         for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
         for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);
+        if constexpr (M::kRounded) SoftmaxSlack(row, as + t * t_count, t, t_count, scale);
       }
-      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, g.c), a, v,
-              yo + b * t_count * g.c + h * g.d);
+      T* yh = yo + b * t_count * g.c + h * g.d;
+      const GemmArgs gy = MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, g.c);
+      M::Gemm(cfg, gy, a, v, yh);
+      if constexpr (M::kRounded) {
+        // y = att·V with att itself uncertain by β_att: + ‖β_att row‖·‖V col‖.
+        PerturbedGemmSlack(gy, a, v, as, outs.Slack(yo) + (yh - yo), 8);
+      }
     });
     return outs.Commit(ctx);
   });
@@ -111,6 +163,8 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
     const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
     const std::int64_t items = g.b * g.h;
     std::vector<T> scratch(static_cast<std::size_t>(ItemSlots<M>(ctx, items, 2 * tt) * tt * 2));
+    std::vector<double> slack_scratch(M::kRounded ? static_cast<std::size_t>(tt)
+                                                  : 0);  // one slot in rounded mode
     ForEachItem<M>(ctx, items, [&](const ExecConfig& cfg, int slot, std::int64_t item) {
       const std::int64_t b = item / g.h, h = item % g.h;
       const T* q = qa + b * t_count * c3 + h * g.d;
@@ -123,8 +177,16 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
       T* dv = dq + 2 * g.c;
       T* dp = scratch.data() + slot * tt * 2;
       T* ds = dp + tt;
-      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, c3), a, dyh, dv);
-      M::Gemm(cfg, MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count), dyh, v, dp);
+      const GemmArgs gdv = MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, c3);
+      M::Gemm(cfg, gdv, a, dyh, dv);
+      const GemmArgs gdp = MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count);
+      M::Gemm(cfg, gdp, dyh, v, dp);
+      double* sp = nullptr;  // rounded: β of dP, then of dS
+      if constexpr (M::kRounded) {
+        GemmSlack<M>(gdv, a, dyh, outs.Slack(dqo) + (dv - dqo));
+        sp = slack_scratch.data();
+        GemmSlack<M>(gdp, dyh, v, sp);
+      }
       for (std::int64_t t = 0; t < t_count; ++t) {
         const T* arow = a + t * t_count;
         const T* prow = dp + t * t_count;
@@ -132,9 +194,25 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
         const T r = TreeSum<T>(t + 1, [&](std::int64_t u) { return arow[u] * prow[u]; });
         for (std::int64_t u = 0; u <= t; ++u) srow[u] = (arow[u] * (prow[u] - r)) * scale;
         for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
+        if constexpr (M::kRounded) {
+          // δr ≤ Σ att·β_dP; δdS ≤ att·(β_dP + δr)·scale (own rounding: +4 terms below).
+          double* srow_b = sp + t * t_count;
+          double dr = 0.0;
+          for (std::int64_t u = 0; u <= t; ++u) dr = dr + arow[u] * srow_b[u];
+          dr = dr * (1.0 + 0x1p-16);
+          for (std::int64_t u = 0; u <= t; ++u)
+            srow_b[u] = (arow[u] * (srow_b[u] + dr)) * scale * (1.0 + 0x1p-16);
+          for (std::int64_t u = t + 1; u < t_count; ++u) srow_b[u] = 0.0;
+        }
       }
-      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, c3), ds, k, dq);
-      M::Gemm(cfg, MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, c3), ds, q, dk);
+      const GemmArgs gdq = MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, c3);
+      const GemmArgs gdk = MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, c3);
+      M::Gemm(cfg, gdq, ds, k, dq);
+      M::Gemm(cfg, gdk, ds, q, dk);
+      if constexpr (M::kRounded) {
+        PerturbedGemmSlack(gdq, ds, k, sp, outs.Slack(dqo) + (dq - dqo), 4);
+        PerturbedGemmSlack(gdk, ds, q, sp, outs.Slack(dqo) + (dk - dqo), 4);
+      }
     }, 2 * tt);
     return outs.Commit(ctx);
   });

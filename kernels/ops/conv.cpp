@@ -162,7 +162,20 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
         Im2Col(xn, g, params, c0, c1, col.data());
       });
       T* yn = yo + n * g.co * g.ohw;
-      M::Gemm(ctx.config(), MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw), wa, col.data(), yn);
+      const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
+      M::Gemm(ctx.config(), gy, wa, col.data(), yn);
+      if constexpr (M::kRounded) {
+        // The bias is per row (channel) here: β = γ·(‖w row‖‖col column‖ + |b|).
+        double* sn = outs.Slack(yo) + n * g.co * g.ohw;
+        GemmSlack<M>(gy, wa, col.data(), sn);
+        if (b != nullptr) {
+          const double f = GemmSlackFactor(g.ckk + 1) / GemmSlackFactor(g.ckk);
+          for (std::int64_t c = 0; c < g.co; ++c) {
+            const double ab = GemmSlackFactor(g.ckk + 1) * std::fabs(static_cast<double>((*b)[c]));
+            for (std::int64_t p = 0; p < g.ohw; ++p) sn[c * g.ohw + p] = sn[c * g.ohw + p] * f + ab;
+          }
+        }
+      }
       if (b != nullptr) {
         ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
           for (std::int64_t c = c0; c < c1; ++c) {
@@ -199,19 +212,51 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
     std::vector<T> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
     const std::int64_t x_image = g.ci * g.h * g.w;
+    // Rounded mode β: dw is one sum over all (n, p) (accumulated GEMMs); each
+    // dx element is a sum of products w·dy over co and its window positions,
+    // so β = 2γ_{Co·KH·KW}·Σ_contributions ‖w[:, q]‖‖dy[n][:, p]‖, summed by
+    // the same col2im as the values.
+    std::vector<double> dw_row_sq, dw_col_sq, w_col_sq, dy_col_sq, slack_col;
+    if constexpr (M::kRounded) {
+      dw_row_sq.assign(static_cast<std::size_t>(g.co), 0.0);
+      dw_col_sq.assign(static_cast<std::size_t>(g.ckk), 0.0);
+      w_col_sq.assign(static_cast<std::size_t>(g.ckk), 0.0);
+      slack_col.assign(static_cast<std::size_t>(g.ckk * g.ohw), 0.0);
+      std::vector<double> unused(static_cast<std::size_t>(g.co), 0.0);
+      // Columns of op(A) = wᵀ rows: ‖w[:, q]‖² via GemmNormsSq's row norms of wᵀ.
+      GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(),
+                  unused.data());
+    }
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* xn = x.data() + n * x_image;
       const T* dyn = dya + n * g.co * g.ohw;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
         Im2Col(xn, g, params, c0, c1, col.data());
       });
-      M::Gemm(ctx.config(), MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0), dyn, col.data(),
-              dwo);
-      M::Gemm(ctx.config(), MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw), wa, dyn, dcol.data());
+      const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
+      M::Gemm(ctx.config(), gdw, dyn, col.data(), dwo);
+      const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
+      M::Gemm(ctx.config(), gdcol, wa, dyn, dcol.data());
       T* dxn = dxo + n * x_image;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
         Col2Im(dcol.data(), g, params, c0, c1, dxn);
       });
+      if constexpr (M::kRounded) {
+        GemmNormsSq(gdw, dyn, col.data(), dw_row_sq.data(), dw_col_sq.data());
+        dy_col_sq.assign(static_cast<std::size_t>(g.ohw), 0.0);
+        std::vector<double> unused(static_cast<std::size_t>(g.ckk), 0.0);
+        GemmNormsSq(MakeGemm(0, g.ohw, g.co, false, 0, false, g.ohw, 0), nullptr, dyn, unused.data(),
+                    dy_col_sq.data());
+        WriteGemmSlack(g.ckk, g.ohw, g.co * g.kh * g.kw, w_col_sq.data(), dy_col_sq.data(), slack_col.data(),
+                       g.ohw);
+        double* sxn = outs.Slack(dxo) + n * x_image;
+        ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+          Col2Im(slack_col.data(), g, params, c0, c1, sxn);
+        });
+      }
+    }
+    if constexpr (M::kRounded) {
+      WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
     }
     ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {

@@ -62,7 +62,9 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     std::vector<T> xs, ws;
     const T* xa = Operand<T>(x, xs);
     const T* wa = Operand<T>(w, ws);
-    M::Gemm(ctx.config(), MakeGemm(rows, n, k, false, k, true, k, n), xa, wa, yo);
+    const GemmArgs gy = MakeGemm(rows, n, k, false, k, true, k, n);
+    M::Gemm(ctx.config(), gy, xa, wa, yo);
+    GemmSlack<M>(gy, xa, wa, outs.Slack(yo), b != nullptr ? b->data() : nullptr);
     if (b != nullptr) {
       const float* bias = b->data();
       ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
@@ -99,8 +101,12 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     const T* dya = Operand<T>(dy, dys);
     const T* xa = Operand<T>(x, xs);
     const T* wa = Operand<T>(w, ws);
-    M::Gemm(ctx.config(), MakeGemm(rows, k, n, false, n, false, k, k), dya, wa, dxo);
-    M::Gemm(ctx.config(), MakeGemm(n, k, rows, true, n, false, k, k), dya, xa, dwo);
+    const GemmArgs gdx = MakeGemm(rows, k, n, false, n, false, k, k);
+    const GemmArgs gdw = MakeGemm(n, k, rows, true, n, false, k, k);
+    M::Gemm(ctx.config(), gdx, dya, wa, dxo);
+    M::Gemm(ctx.config(), gdw, dya, xa, dwo);
+    GemmSlack<M>(gdx, dya, wa, outs.Slack(dxo));
+    GemmSlack<M>(gdw, dya, xa, outs.Slack(dwo));
     ColumnTreeSum<T>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
     return outs.Commit(ctx);
   });
@@ -153,18 +159,43 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
     const T* aa = Operand<T>(a, as);
     const T* ba = Operand<T>(b, bs);
     // dA for one batch item (or for all rows at once when `rows` = batch·m).
+    double* const da_slack = outs.Slack(dao);
+    double* const db_slack = outs.Slack(dbo);
     auto grad_a = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* bp, T* dap) {
+      double* sp = da_slack == nullptr ? nullptr : da_slack + (dap - dao);
       if (!ta) {
-        M::Gemm(cfg, MakeGemm(rows, k, n, false, n, !tb, cb, ca), dyp, bp, dap);
+        const GemmArgs ga = MakeGemm(rows, k, n, false, n, !tb, cb, ca);
+        M::Gemm(cfg, ga, dyp, bp, dap);
+        GemmSlack<M>(ga, dyp, bp, sp);
       } else {
-        M::Gemm(cfg, MakeGemm(k, m, n, tb, cb, true, n, ca), bp, dyp, dap);
+        const GemmArgs ga = MakeGemm(k, m, n, tb, cb, true, n, ca);
+        M::Gemm(cfg, ga, bp, dyp, dap);
+        GemmSlack<M>(ga, bp, dyp, sp);
       }
     };
+    // With a shared B, dB is one sum over all batch·m rows (accumulated
+    // GEMMs): its β uses the squared norms of every piece and K = batch·m.
+    std::vector<double> dbrow_sq, dbcol_sq;
+    std::int64_t db_terms = 0;
     auto grad_b = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* ap, T* dbp, bool acc) {
-      if (!tb) {
-        M::Gemm(cfg, MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc), ap, dyp, dbp);
-      } else {
-        M::Gemm(cfg, MakeGemm(n, k, rows, true, n, ta, ca, cb, acc), dyp, ap, dbp);
+      const GemmArgs gb = !tb ? MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc)
+                              : MakeGemm(n, k, rows, true, n, ta, ca, cb, acc);
+      const T* lhs = !tb ? ap : dyp;
+      const T* rhs = !tb ? dyp : ap;
+      M::Gemm(cfg, gb, lhs, rhs, dbp);
+      if constexpr (M::kRounded) {
+        if (!shared_b) {
+          GemmSlack<M>(gb, lhs, rhs, db_slack + (dbp - dbo));
+          return;
+        }
+        if (!acc) {
+          dbrow_sq.assign(static_cast<std::size_t>(gb.m), 0.0);
+          dbcol_sq.assign(static_cast<std::size_t>(gb.n), 0.0);
+          db_terms = 0;
+        }
+        GemmNormsSq(gb, lhs, rhs, dbrow_sq.data(), dbcol_sq.data());
+        db_terms += gb.k;
+        WriteGemmSlack(gb.m, gb.n, db_terms, dbrow_sq.data(), dbcol_sq.data(), db_slack, gb.ldc);
       }
     };
     const std::int64_t a_stride = ra * ca, b_stride = rb * cb, dy_stride = m * n;

@@ -13,6 +13,7 @@
 // modes; only precision, transcendental functions and the GEMM differ.
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <deque>
@@ -251,7 +252,10 @@ const T* Operand(const Tensor& t, std::vector<T>& scratch) {
 // written in place; in rounded mode into an fp64 buffer that Commit() rounds
 // into the tensor through ctx.RoundOutput, in Bind order — which is the
 // operator's documented output order (log positions run over the outputs
-// concatenated in that order).
+// concatenated in that order). Rounded mode: an output whose values come from
+// a vendor GEMM also has a β buffer (Slack), the per-value error bound that
+// widens its logging region (kernels/rounding.h); outputs without one are
+// computed by our own fixed-order loops (β = 0).
 template <class T>
 class Outputs {
  public:
@@ -259,8 +263,8 @@ class Outputs {
     if constexpr (std::is_same_v<T, float>) {
       return t.data();
     } else {
-      m_bound.emplace_back(&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0));
-      return m_bound.back().second.data();
+      m_bound.push_back(Bound{&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0), {}});
+      return m_bound.back().exact.data();
     }
   }
   // Like Bind, but the buffer starts zeroed in every mode (scatter-add targets).
@@ -269,9 +273,25 @@ class Outputs {
     if constexpr (std::is_same_v<T, float>) std::fill(t.values().begin(), t.values().end(), 0.0f);
     return p;
   }
+  // Rounded mode: the β buffer (zeroed on first use, same layout) of the
+  // output whose Bind buffer is `buffer`; null in the fp32 modes.
+  double* Slack(const T* buffer) {
+    if constexpr (std::is_same_v<T, float>) {
+      (void)buffer;
+      return nullptr;
+    } else {
+      for (Bound& b : m_bound) {
+        if (b.exact.data() != buffer) continue;
+        if (b.slack.empty()) b.slack.assign(b.exact.size(), 0.0);
+        return b.slack.data();
+      }
+      assert(false && "Slack of an unbound buffer");
+      return nullptr;
+    }
+  }
   Status Commit(const OpContext& ctx) {
     if constexpr (std::is_same_v<T, double>) {
-      for (auto& [tensor, exact] : m_bound) VT_TRY(ctx.RoundOutput(exact, tensor->values()));
+      for (Bound& b : m_bound) VT_TRY(ctx.RoundOutput(b.exact, b.tensor->values(), b.slack));
     } else {
       (void)ctx;
     }
@@ -279,8 +299,30 @@ class Outputs {
   }
 
  private:
-  std::deque<std::pair<Tensor*, std::vector<double>>> m_bound;  // deque: stable addresses
+  struct Bound {
+    Tensor* tensor;
+    std::vector<double> exact;
+    std::vector<double> slack;  // empty: β = 0
+  };
+  std::deque<Bound> m_bound;  // deque: stable addresses
 };
+
+// Rounded mode: β of policy M's GEMM outputs (kernels/matmul.h GemmSlackF64)
+// written to `slack` (ldc layout); nothing in the fp32 modes.
+// `bias` (fp32, n values, may be null): added to every row afterwards.
+template <class M, class T>
+void GemmSlack(const GemmArgs& g, const T* a, const T* b, double* slack, const float* bias = nullptr) {
+  if constexpr (M::kRounded) {
+    if (bias == nullptr) {
+      GemmSlackF64(g, a, b, slack);
+    } else {
+      const std::vector<double> b64(bias, bias + g.n);
+      GemmSlackF64(g, a, b, slack, b64.data());
+    }
+  } else {
+    (void)g, (void)a, (void)b, (void)slack, (void)bias;
+  }
+}
 
 // ---- the fixed reduction tree ------------------------------------------------------
 //

@@ -1,7 +1,12 @@
 // Operator benchmark: every training operator of a tiny GPT block, a small
 // CNN layer and the optimizers, in native, repops and rounded mode, through
 // RunOp (what the worker runs). Prints a table of times and ratios to native
-// measured in the same run, plus the fraction of outputs rounded mode logged.
+// measured in the same run, plus rounded mode's logging at the old default
+// τ = 1/16 ulp and at the new default τ = 2^-12 ulp, both with the current
+// rules (the operators' error bound β; τ = 0 for operators whose fp64 result
+// is exact, OpFp64IsExact): fraction of values logged, log bytes (zstd,
+// EncodeRoundingLog) per million values, the share of entries logged because
+// of β rather than τ, and the values whose β reached the u/4 cap.
 //
 //   kernels_ops_bench            realistic shapes (GPT block B=8 T=128 C=256
 //                                H=4 V=2048; conv 3×3 64→64 on 8×64×32×32;
@@ -23,6 +28,7 @@
 #include <vector>
 
 #include "common/philox.h"
+#include "kernels/mode.h"
 #include "kernels/ops/registry.h"
 #include "kernels/rounding.h"
 #include "kernels/tensor.h"
@@ -142,7 +148,8 @@ constexpr Mode kModes[] = {Mode::kNative, Mode::kRepops, Mode::kRounded};
 
 std::map<std::string, std::map<Mode, double>> g_ms;  // op name → mode → ms per call
 
-Status RunOnce(const BenchOp& op, const ExecConfig& cfg, std::vector<Tensor>& out, RoundingLog* log = nullptr) {
+Status RunOnce(const BenchOp& op, const ExecConfig& cfg, std::vector<Tensor>& out, RoundingLog* log = nullptr,
+               std::uint64_t* by_slack = nullptr, std::uint64_t* capped = nullptr) {
   std::vector<const Tensor*> in;
   for (const Tensor& t : op.inputs) in.push_back(&t);
   if (cfg.mode != Mode::kRounded) {
@@ -153,6 +160,8 @@ Status RunOnce(const BenchOp& op, const ExecConfig& cfg, std::vector<Tensor>& ou
   OpContext ctx(cfg, &rounding, RngAddress{1, 2, 3});
   const Status s = RunOp(ctx, op.kind, op.attrs, in, out);
   if (log != nullptr) *log = rounding.log();
+  if (by_slack != nullptr) *by_slack = rounding.logged_by_slack();
+  if (capped != nullptr) *capped = rounding.slack_capped();
   return s;
 }
 
@@ -221,11 +230,9 @@ int main(int argc, char** argv) {
   TableReporter reporter;
   benchmark::RunSpecifiedBenchmarks(&reporter);
 
-  // Fraction of rounded-mode outputs logged (τ = default), one run each.
   std::printf("\nOperators through RunOp, %d thread(s)%s. Time per call; ratio to native in the same run.\n",
               threads, quick ? " (--quick: tiny shapes, single iterations)" : "");
-  std::printf("%-30s %11s %11s %8s %11s %8s %9s\n", "operator", "native ms", "repops ms", "x", "rounded ms", "x",
-              "logged");
+  std::printf("%-30s %11s %11s %8s %11s %8s\n", "operator", "native ms", "repops ms", "x", "rounded ms", "x");
   for (const BenchOp& op : ops) {
     const auto it = g_ms.find(op.name);
     if (it == g_ms.end()) continue;
@@ -234,20 +241,59 @@ int main(int argc, char** argv) {
       return f == it->second.end() ? -1.0 : f->second;
     };
     const double n = ms(Mode::kNative), r = ms(Mode::kRepops), d = ms(Mode::kRounded);
+    std::printf("%-30s %11.3f %11.3f %8.2f %11.3f %8.2f\n", op.name.c_str(), n, r, n > 0 ? r / n : 0.0, d,
+                n > 0 ? d / n : 0.0);
+  }
+
+  // Rounded-mode logging, one recording run per op and τ.
+  struct LogStats {
+    double fraction = -1, bytes_per_million = 0, slack_share = 0;
+    std::uint64_t values = 0, entries = 0, bytes = 0, capped = 0;
+  };
+  auto log_stats = [&](const BenchOp& op, std::uint32_t tau_q16) {
     ExecConfig cfg;
     cfg.mode = Mode::kRounded;
     cfg.threads = threads;
+    cfg.rounding.tau_q16 = tau_q16;
     std::vector<Tensor> out;
     RoundingLog log;
-    std::int64_t values = 0;
-    double logged = -1;
-    if (RunOnce(op, cfg, out, &log).ok()) {
-      for (const Tensor& t : out) values += t.numel();
-      logged = values > 0 ? 100.0 * static_cast<double>(log.entries.size()) / static_cast<double>(values) : 0.0;
-    }
-    std::printf("%-30s %11.3f %11.3f %8.2f %11.3f %8.2f %8.2f%%\n", op.name.c_str(), n, r, n > 0 ? r / n : 0.0, d,
-                n > 0 ? d / n : 0.0, logged);
+    std::uint64_t by_slack = 0;
+    LogStats st;
+    if (!RunOnce(op, cfg, out, &log, &by_slack, &st.capped).ok()) return st;
+    for (const Tensor& t : out) st.values += static_cast<std::uint64_t>(t.numel());
+    st.entries = log.entries.size();
+    st.bytes = EncodeRoundingLog(log).size();
+    const double v = static_cast<double>(std::max<std::uint64_t>(st.values, 1));
+    st.fraction = 100.0 * static_cast<double>(st.entries) / v;
+    st.bytes_per_million = 1e6 * static_cast<double>(st.bytes) / v;
+    st.slack_share =
+        st.entries > 0 ? 100.0 * static_cast<double>(by_slack) / static_cast<double>(st.entries) : 0.0;
+    return st;
+  };
+  std::printf(
+      "\nRounded-mode log at tau = 1/16 ulp (old default) and 2^-12 ulp (new default); both with the error\n"
+      "bound beta and tau = 0 for exact operators.\n");
+  std::printf("%-30s %10s %9s %11s %9s %11s %8s %9s\n", "operator", "values", "old log%", "old B/Mval",
+              "new log%", "new B/Mval", "beta%", "beta>=u/4");
+  LogStats old_total, new_total;
+  for (const BenchOp& op : ops) {
+    const LogStats o = log_stats(op, kLegacyTauQ16), w = log_stats(op, kDefaultTauQ16);
+    std::printf("%-30s %10llu %8.3f%% %11.0f %8.4f%% %11.0f %7.1f%% %9llu\n", op.name.c_str(),
+                static_cast<unsigned long long>(w.values), o.fraction, o.bytes_per_million, w.fraction,
+                w.bytes_per_million, w.slack_share, static_cast<unsigned long long>(w.capped));
+    old_total.values += o.values;
+    old_total.entries += o.entries;
+    old_total.bytes += o.bytes;
+    new_total.values += w.values;
+    new_total.entries += w.entries;
+    new_total.bytes += w.bytes;
   }
+  const double tv = static_cast<double>(std::max<std::uint64_t>(new_total.values, 1));
+  std::printf(
+      "%-30s %10llu %8.3f%% %11.0f %8.4f%% %11.0f\n", "all operators",
+      static_cast<unsigned long long>(new_total.values), 100.0 * static_cast<double>(old_total.entries) / tv,
+      1e6 * static_cast<double>(old_total.bytes) / tv, 100.0 * static_cast<double>(new_total.entries) / tv,
+      1e6 * static_cast<double>(new_total.bytes) / tv);
   benchmark::Shutdown();
   return 0;
 }

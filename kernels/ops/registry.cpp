@@ -488,6 +488,28 @@ int NumOutputs(const OpInfo& info, int num_inputs) {
   return info.outputs + (info.outputs_per_input ? num_inputs : 0);
 }
 
+bool OpFp64IsExact(OpKind kind) {
+  switch (kind) {
+    case OpKind::kMatMul:
+    case OpKind::kMatMulBackward:
+    case OpKind::kLinear:
+    case OpKind::kLinearBackward:
+    case OpKind::kConv2d:
+    case OpKind::kConv2dBackward:
+    case OpKind::kGelu:
+    case OpKind::kGeluBackward:
+    case OpKind::kSoftmax:
+    case OpKind::kCrossEntropy:
+    case OpKind::kCrossEntropyBackward:
+    case OpKind::kAttention:
+    case OpKind::kAttentionBackward:
+    case OpKind::kLrSchedule:
+      return false;
+    default:
+      return true;
+  }
+}
+
 Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
              std::vector<Tensor>& outputs) noexcept {
   try {
@@ -510,6 +532,8 @@ Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<
     }
     // Fresh outputs: never aliased with inputs, and `outputs` stays untouched on failure.
     std::vector<Tensor> fresh(static_cast<std::size_t>(NumOutputs(*info, static_cast<int>(inputs.size()))));
+    if (ctx.mode() == Mode::kRounded && ctx.rounding() != nullptr)
+      ctx.rounding()->SetTauApplies(!OpFp64IsExact(kind));
     VT_TRY(info->run(ctx, attrs, inputs, fresh));
     outputs = std::move(fresh);
     return Status::Ok();

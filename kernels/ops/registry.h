@@ -114,12 +114,22 @@ std::span<const OpInfo> AllOps();
 const OpInfo* FindOp(OpKind kind);
 Result<OpKind> OpKindFromValue(std::uint64_t value);  // "unknown-op"
 std::string_view OpKindName(OpKind kind);              // "unknown" when unregistered
+// Rounded mode: true when the operator's fp64 result is bit-identical on
+// every IEEE-754 machine — our own fixed-order loops with + − × ÷ and sqrt
+// only (all correctly rounded; the build has -ffp-contract=off): no libm
+// (exp, log, tanh, cos) and no vendor GEMM. RunOp then rounds its outputs
+// with τ = 0: no honest party can disagree, so exact ties are not logged.
+// False for matmul/linear/conv2d (and backward: vendor dgemm, covered by β
+// and τ), gelu, softmax, cross_entropy, attention (and backward) and
+// lr_schedule (libm: τ). docs/kernels.md, "Error-bounded logging region".
+bool OpFp64IsExact(OpKind kind);
 int NumOutputs(const OpInfo& info, int num_inputs);
 
 // Validates the input count (and null pointers), runs the operator and, on
 // success, replaces `outputs` with its outputs in the documented order. On
 // failure `outputs` is left unchanged. Allocation failure is Status::Error
 // "out-of-memory". Never throws.
+// In rounded mode RunOp sets ctx.rounding()->SetTauApplies(!OpFp64IsExact(kind)).
 Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
              std::vector<Tensor>& outputs) noexcept;
 

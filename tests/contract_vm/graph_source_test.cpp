@@ -10,8 +10,10 @@
 #include "contract_vm/graph_source.h"
 #include "contract_vm/node_spec.h"
 #include "contract_vm/tensor_bytes.h"
+#include "kernels/calibration.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
+#include "kernels/ops/registry.h"
 #include "protocol/types.h"
 #include "tests/support/test_seed.h"
 #include "worker/data_order.h"
@@ -118,16 +120,30 @@ TEST(KernelsGraphSource, GraphIsTheKernelsGraphAndValid) {
   EXPECT_EQ(kAssembleOpKind, worker::kAssembleOpKind);
   EXPECT_EQ(NodeSpecAt(*mine, mine->nodes.size()).inputs, mine->next_state);
 
-  // Rounded mode: the τ of the job's table (the worker's encoding), or the default.
+  // Rounded mode: each node's τ from the job's table, looked up by the node's
+  // key (op name and input shapes) with the "*" default, or the built-in default.
   protocol::JobSpec rounded = job;
   rounded.mode = 2;
   auto defaults = source.Build(rounded, 0);
   ASSERT_TRUE(defaults.ok());
-  EXPECT_EQ(defaults->nodes[0].tau_q16, kernels::RoundingSpec{}.tau_q16);
-  rounded.tau_table = worker::EncodeTauTable(1234);
+  for (const NodeSpec& n : defaults->nodes) EXPECT_EQ(n.tau_q16, kernels::kDefaultTauQ16);
+  auto g0 = graph::BuildStepGraph(*model, *opt, 0, *graph::BatchShapes(*model, 4));
+  ASSERT_TRUE(g0.ok());
+  const std::string key0 = graph::NodeTauKey(*g0, 0);
+  EXPECT_EQ(key0.rfind(std::string(kernels::OpKindName(g0->nodes[0].kind)) + "/", 0), 0u) << key0;
+  kernels::TauTable taus;
+  taus.Set("*", 1234);
+  taus.Set(key0, 99);
+  rounded.tau_table = kernels::EncodeJobTauTable(taus);
   auto table = source.Build(rounded, 0);
-  ASSERT_TRUE(table.ok());
-  EXPECT_EQ(table->nodes[0].tau_q16, 1234u);
+  ASSERT_TRUE(table.ok()) << table.status().ToString();
+  std::size_t keyed = 0;
+  for (std::size_t i = 0; i < table->nodes.size(); ++i) {
+    const bool same_key = graph::NodeTauKey(*g0, i) == key0;
+    keyed += same_key ? 1 : 0;
+    EXPECT_EQ(table->nodes[i].tau_q16, same_key ? 99u : 1234u) << i;
+  }
+  EXPECT_GE(keyed, 1u);
   rounded.tau_table.push_back(0);
   EXPECT_EQ(source.Build(rounded, 0).status().reason(), "job-bad-tau-table");
 }

@@ -27,9 +27,7 @@ struct Param {
 
 class ArbitrationTest : public testing::TestWithParam<Param> {};
 
-TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {
-  static_assert(kAssembleOpKind == vm::kAssembleOpKind);
-  const LoadedJob j = test::MakeJob(GetParam().family, GetParam().mode);
+void ConfirmEveryHonestRecord(const LoadedJob& j) {
   const Job& job = j.job;
   const bool rounded = job.mode() == kernels::Mode::kRounded;
   test::TempDir dir;
@@ -68,6 +66,29 @@ TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {
       EXPECT_EQ(outcome->log_hash, records->records[i].log_hash);
     }
   }
+}
+
+TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {
+  static_assert(kAssembleOpKind == vm::kAssembleOpKind);
+  ConfirmEveryHonestRecord(test::MakeJob(GetParam().family, GetParam().mode));
+}
+
+// A rounded job with a calibrated per-node τ table (a "*" default and one
+// node key at a larger τ): the referee's graph source derives the same τ per
+// node as the worker's executor, so every honest record and log is confirmed.
+TEST(ArbitrationTest, TheArbiterConfirmsAJobWithPerNodeTau) {
+  LoadedJob plain = test::MakeJob(Family::kMlp, "rounded");
+  const std::string key = kernels::graph::NodeTauKey(test::GraphOf(plain.job, 4), 0);
+  std::string text = test::JobJson(Family::kMlp, "rounded");
+  text.pop_back();  // the closing brace
+  text += R"(, "rounding": {"tau_q16": 64, "tau_table": {")" + key + R"(": 2048}}})";
+  auto job = ParseJobJson(text);
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  ASSERT_TRUE(ResolveDataset(*job, plain.dataset).ok());
+  EXPECT_EQ(job->tau_table.Lookup(key), 2048u);
+  EXPECT_EQ(job->tau_table.DefaultTau(), 64u);
+  EXPECT_FALSE(job->spec.tau_table.empty());
+  ConfirmEveryHonestRecord(LoadedJob{std::move(job).value(), std::move(plain.dataset)});
 }
 
 INSTANTIATE_TEST_SUITE_P(Families, ArbitrationTest,

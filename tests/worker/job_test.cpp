@@ -2,6 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
+#include "common/encoding.h"
+#include "kernels/calibration.h"
 #include "tests/worker/train_fixtures.h"
 #include "worker/job.h"
 
@@ -117,13 +122,110 @@ TEST(JobTest, RoundedModeCarriesBitsAndTau) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(back->rounding.bits, 28);
   EXPECT_EQ(back->rounding.tau_q16, 8192u);
-  EXPECT_EQ(DecodeTauTable(custom->spec.tau_table).value_or(0), 8192u);
-  EXPECT_EQ(DecodeTauTable(EncodeTauTable(1u << 15)).status().reason(), "job-bad-tau-table");  // above the cap
-  EXPECT_EQ(DecodeTauTable(EncodeTauTable(kernels::RoundingSpec{}.tau_q16)).status().reason(),
-            "job-bad-tau-table");  // the default is the empty table
-  Bytes trailing = EncodeTauTable(100);
-  trailing.push_back(0);
-  EXPECT_EQ(DecodeTauTable(trailing).status().reason(), "job-bad-tau-table");
+  // The canonical kernels TauTable with one "*" (default) entry.
+  auto table = kernels::DecodeJobTauTable(custom->spec.tau_table);
+  ASSERT_TRUE(table.ok());
+  EXPECT_EQ(table->entries().size(), 1u);
+  EXPECT_EQ(table->DefaultTau(), 8192u);
+  EXPECT_EQ(back->tau_table, *table);
+  // Backward compatible: "tau": 0.0625 (the old default) is now a "*" entry.
+  auto legacy =
+      ParseJobJson(Base(R"("mlp-tiny")", R"(, "mode": "rounded", "rounding": {"bits": 32, "tau": 0.0625})"));
+  ASSERT_TRUE(legacy.ok()) << legacy.status().ToString();
+  EXPECT_EQ(legacy->rounding.tau_q16, kernels::kLegacyTauQ16);
+  EXPECT_FALSE(legacy->spec.tau_table.empty());
+  // The built-in default, however given, is the empty table: one job, one hash.
+  auto explicit_default =
+      ParseJobJson(Base(R"("mlp-tiny")", R"(, "mode": "rounded", "rounding": {"tau_q16": 16})"));
+  ASSERT_TRUE(explicit_default.ok());
+  EXPECT_TRUE(explicit_default->spec.tau_table.empty());
+  EXPECT_EQ(explicit_default->Hash(), plain->Hash());
+}
+
+TEST(JobTest, PerNodeTauTableInlineAndFromFile) {
+  // Inline entries by node key; an entry equal to the default is dropped.
+  auto inline_table = ParseJobJson(Base(
+      R"("mlp-tiny")",
+      R"(, "mode": "rounded", "rounding": {"tau_q16": 32, "tau_table": {"linear/8x16,32x16,32": 64, "relu/8x32": 32}})"));
+  ASSERT_TRUE(inline_table.ok()) << inline_table.status().ToString();
+  EXPECT_EQ(inline_table->rounding.tau_q16, 32u);
+  EXPECT_EQ(inline_table->tau_table.Lookup("linear/8x16,32x16,32"), 64u);
+  EXPECT_EQ(inline_table->tau_table.Lookup("relu/8x32"), 32u);
+  EXPECT_EQ(inline_table->tau_table.Lookup("gelu/1"), 32u);
+  EXPECT_EQ(inline_table->tau_table.entries().size(), 2u);  // "*" and the linear entry
+  protocol::JobSpec spec = inline_table->spec;
+  spec.dataset_size = 32;
+  auto back = JobFromSpec(spec);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->tau_table, inline_table->tau_table);
+  // The normal form keeps the table.
+  auto again = ParseJobJson(JobToJson(*inline_table));
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->spec.tau_table, inline_table->spec.tau_table);
+
+  // A canonical TauTable file (vt-calibrate --out), relative to the job file.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "vt_job_tau_table_test";
+  std::filesystem::create_directories(dir);
+  kernels::TauTable file_table;
+  file_table.Set("*", 48);
+  file_table.Set("matmul/2x3,3x4", 100);
+  const Bytes bytes = EncodeToBytes(file_table);
+  {
+    std::ofstream f(dir / "taus.bin", std::ios::binary);
+    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto from_file = ParseJobJson(
+      Base(R"("mlp-tiny")", R"(, "mode": "rounded", "rounding": {"tau_table": "taus.bin"})"), dir);
+  ASSERT_TRUE(from_file.ok()) << from_file.status().ToString();
+  EXPECT_EQ(from_file->tau_table, file_table);
+  EXPECT_EQ(from_file->rounding.tau_q16, 48u);
+  // A default given twice, a bad value, a corrupt file.
+  EXPECT_EQ(ParseJobJson(Base(R"("mlp-tiny")",
+                              R"(, "mode": "rounded", "rounding": {"tau_q16": 16, "tau_table": "taus.bin"})"),
+                         dir)
+                .status()
+                .reason(),
+            "job-bad-option");
+  EXPECT_EQ(
+      ParseJobJson(Base(R"("mlp-tiny")", R"(, "mode": "rounded", "rounding": {"tau_table": {"a": 16385}})"))
+          .status()
+          .reason(),
+      "job-bad-option");
+  {
+    std::ofstream f(dir / "bad.bin", std::ios::binary);
+    f << "xyz";
+  }
+  EXPECT_EQ(
+      ParseJobJson(Base(R"("mlp-tiny")", R"(, "mode": "rounded", "rounding": {"tau_table": "bad.bin"})"), dir)
+          .status()
+          .reason(),
+      "job-bad-tau-table");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(JobTest, JobTauTableIsStrictAndCanonical) {
+  using kernels::DecodeJobTauTable;
+  EXPECT_TRUE(DecodeJobTauTable({}).ok());
+  EXPECT_EQ(DecodeJobTauTable(*FromHex("00")).status().reason(),
+            "job-bad-tau-table");  // empty table, not as ""
+  kernels::TauTable t;
+  t.Set("*", 16);  // = the built-in default
+  EXPECT_EQ(DecodeJobTauTable(EncodeToBytes(t)).status().reason(), "job-bad-tau-table");
+  t.Set("*", 32);
+  t.Set("relu/4", 32);  // = the table's default
+  EXPECT_EQ(DecodeJobTauTable(EncodeToBytes(t)).status().reason(), "job-bad-tau-table");
+  EXPECT_EQ(NormalizeTauTable(t).entries().size(), 1u);
+  t.Set("relu/4", 64);
+  Bytes ok = EncodeToBytes(t);
+  ASSERT_TRUE(DecodeJobTauTable(ok).ok());
+  ok.push_back(0);
+  EXPECT_EQ(DecodeJobTauTable(ok).status().reason(), "job-bad-tau-table");  // trailing byte
+  EXPECT_EQ(DecodeJobTauTable(*FromHex("01"
+                                       "012a"
+                                       "818001"))
+                .status()
+                .reason(),
+            "job-bad-tau-table");  // > cap
 }
 
 TEST(JobTest, NormalFormAndSpecRoundTrip) {
@@ -142,6 +244,7 @@ TEST(JobTest, NormalFormAndSpecRoundTrip) {
       EXPECT_EQ(from_spec->model, loaded.job.model);
       EXPECT_EQ(from_spec->optimizer, loaded.job.optimizer);
       EXPECT_EQ(from_spec->rounding.tau_q16, loaded.job.rounding.tau_q16);
+      EXPECT_EQ(from_spec->tau_table, loaded.job.tau_table);
       auto decoded = protocol::DecodeJobSpec(protocol::EncodeJobSpec(loaded.job.spec));
       ASSERT_TRUE(decoded.ok());
       EXPECT_EQ(*decoded, loaded.job.spec);

@@ -41,17 +41,19 @@ TEST(CalibrationTest, TauIsMarginTimesDivergenceWithFloorAndCap) {
   o.margin = 4;
   o.floor_q16 = 16;
   DivergenceStats s;
-  s.max_ulps = 0x1p-10;  // 4 · 2^-10 · 65536 = 256
+  // τ follows the divergence beyond β (max_excess_ulps; = max_ulps without β).
+  s.max_ulps = 1.0;
+  s.max_excess_ulps = 0x1p-10;  // 4 · 2^-10 · 65536 = 256
   EXPECT_EQ(*TauFromDivergence(s, o), 256u);
-  s.max_ulps = 1e-9;  // below the floor
+  s.max_excess_ulps = 1e-9;  // below the floor
   EXPECT_EQ(*TauFromDivergence(s, o), 16u);
-  s.max_ulps = 0.3 / 65536;  // 1.2 → rounds up to 2 → floor 16
+  s.max_excess_ulps = 0.3 / 65536;  // 1.2 → rounds up to 2 → floor 16
   EXPECT_EQ(*TauFromDivergence(s, o), 16u);
   o.floor_q16 = 0;
   EXPECT_EQ(*TauFromDivergence(s, o), 2u);
-  s.max_ulps = 0.0625;  // 4 · 1/16 = 1/4: exactly the cap
+  s.max_excess_ulps = 0.0625;  // 4 · 1/16 = 1/4: exactly the cap
   EXPECT_EQ(*TauFromDivergence(s, o), kMaxTauQ16);
-  s.max_ulps = 0.07;
+  s.max_excess_ulps = 0.07;
   EXPECT_EQ(TauFromDivergence(s, o).status().reason(), "tau-above-cap");
 }
 
@@ -94,6 +96,18 @@ TEST(CalibrationTest, InProcessCalibrationOverThreadCounts) {
   std::printf("[dgemm 96x200x80, threads 1/2/4] differing %llu of %llu, max %.3g ulp, tau_q16 %u\n",
               static_cast<unsigned long long>(real->divergence.differing),
               static_cast<unsigned long long>(real->divergence.compared), real->divergence.max_ulps, real->tau_q16);
+
+  // With the GEMM's error bound β every divergence is covered: τ = the floor.
+  std::vector<double> a(96 * 200), b(200 * 80), beta(96 * 80);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(static_cast<double>(i));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(static_cast<double>(i) * 0.7);
+  GemmSlackF64({96, 80, 200, false, false, 200, 80, 80, false}, a.data(), b.data(), beta.data());
+  auto bounded = CalibrateInProcess(gemm, g, beta);
+  ASSERT_TRUE(bounded.ok());
+  EXPECT_EQ(bounded->divergence.max_ulps, real->divergence.max_ulps);
+  EXPECT_EQ(bounded->divergence.max_excess_ulps, 0.0);
+  EXPECT_EQ(bounded->divergence.beyond_slack, 0u);
+  EXPECT_EQ(bounded->tau_q16, g.floor_q16);
 }
 
 TEST(TauTableTest, KeysGetAndCanonicalEncoding) {
@@ -109,6 +123,54 @@ TEST(TauTableTest, KeysGetAndCanonicalEncoding) {
   auto back = DecodeExact<TauTable>(bytes);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, t);
+}
+
+TEST(TauTableTest, NodeKeysDefaultEntryAndLookup) {
+  const std::vector<Shape> shapes = {{512, 768}, {768, 2304}};
+  EXPECT_EQ(TauKeyForInputs("matmul", shapes), "matmul/512x768,768x2304");
+  EXPECT_EQ(TauKeyForInputs("lr_schedule", {}), "lr_schedule/");
+  TauTable t;
+  EXPECT_EQ(t.DefaultTau(), kDefaultTauQ16);
+  EXPECT_EQ(t.Lookup("matmul/512x768,768x2304"), kDefaultTauQ16);
+  t.Set("matmul/512x768,768x2304", 64);
+  EXPECT_EQ(t.Lookup("matmul/512x768,768x2304"), 64u);
+  EXPECT_EQ(t.Lookup("relu/4"), kDefaultTauQ16);
+  t.Set(std::string(kTauDefaultKey), 32);
+  EXPECT_EQ(t.Lookup("relu/4"), 32u);
+  EXPECT_EQ(t.Lookup("matmul/512x768,768x2304"), 64u);
+  // "*" sorts first in the canonical encoding.
+  const Bytes bytes = EncodeToBytes(t);
+  EXPECT_EQ(ToHex(bytes).substr(0, 8), "02012a20");
+  EXPECT_EQ(DecodeExact<TauTable>(bytes).value_or(TauTable{}), t);
+  // The job form: empty table ↔ no bytes; the rest strict (tests/worker/job_test.cpp).
+  EXPECT_TRUE(EncodeJobTauTable(TauTable{}).empty());
+  EXPECT_EQ(EncodeJobTauTable(t), bytes);
+  EXPECT_EQ(DecodeJobTauTable(bytes).value_or(TauTable{}), t);
+  // Golden of docs/formats.md: {"*": 4096, "matmul/512x768,768x2304": 64}.
+  TauTable job;
+  job.Set("*", kLegacyTauQ16);
+  job.Set(TauKeyForInputs("matmul", shapes), 64);
+  EXPECT_EQ(ToHex(EncodeJobTauTable(job)), "02012a8020176d61746d756c2f353132783736382c373638783233303440");
+}
+
+TEST(CalibrationTest, ExcessIsMeasuredBeyondTheErrorBound) {
+  // Two values 1 ulp apart at 1.0 (u = 2^-23) with β = 0.75 ulp: excess 0.25 ulp.
+  const std::vector<double> x = {1.0, 2.0}, y = {1.0 + 0x1p-23, 2.0};
+  const std::vector<double> beta = {0.75 * 0x1p-23, 0.0};
+  const DivergenceStats with = MeasureDivergence(x, y, 32, beta);
+  EXPECT_DOUBLE_EQ(with.max_ulps, 1.0);
+  EXPECT_DOUBLE_EQ(with.max_excess_ulps, 0.25);
+  EXPECT_EQ(with.beyond_slack, 1u);
+  const DivergenceStats without = MeasureDivergence(x, y, 32);
+  EXPECT_DOUBLE_EQ(without.max_excess_ulps, 1.0);
+  EXPECT_EQ(without.beyond_slack, 0u);
+  // Covered entirely by β: τ falls to the floor.
+  const std::vector<double> wide = {2 * 0x1p-23, 0.0};
+  const DivergenceStats covered = MeasureDivergence(x, y, 32, wide);
+  EXPECT_EQ(covered.max_excess_ulps, 0.0);
+  CalibrationOptions o;
+  EXPECT_EQ(TauFromDivergence(covered, o).value_or(0), o.floor_q16);
+  EXPECT_EQ(o.floor_q16, kDefaultTauQ16);
 }
 
 TEST(TauTableTest, StrictDecoding) {

@@ -10,13 +10,23 @@
 //     product, so the fp64 rounding errors depend on how each kernel
 //     associates the sum.
 // (b) Rounded mode with the trainer's log replays bitwise identically under
-//     every core type and thread count.
+//     every core type and thread count — at the default τ = 2^-12 ulp, where
+//     the GEMM error bound β widens the logging region of each output as far
+//     as its own dot product can diverge (kernels/rounding.h). The
+//     transformer-shaped zero-mean case (512×768×2304) puts many outputs near
+//     zero, where cancellation makes the divergence large in ulps of the
+//     result; "cancel24" (a 2^24 term cancelling inside every dot product)
+//     makes it ~2^-8 ulp, where τ alone (no β) mismatches and τ with β does not.
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <unistd.h>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,11 +36,14 @@ namespace {
 struct ProbeResult {
   std::string corename;
   std::string hash;
+  std::size_t entries = 0;
   std::string raw;
 };
 
-ProbeResult RunProbe(const std::string& coretype, const std::string& args) {
-  const std::string env = coretype.empty() ? "env -u OPENBLAS_CORETYPE" : "env OPENBLAS_CORETYPE=" + coretype;
+ProbeResult RunProbe(const std::string& coretype, const std::string& args, const std::string& dump = "") {
+  const std::string env =
+      (coretype.empty() ? "env -u OPENBLAS_CORETYPE" : "env OPENBLAS_CORETYPE=" + coretype) +
+      (dump.empty() ? std::string() : " VT_PROBE_DUMP='" + dump + "'");
   const std::string cmd = env + " '" VT_CORETYPE_PROBE "' " + args;
   ProbeResult r;
   FILE* pipe = popen(cmd.c_str(), "r");
@@ -43,6 +56,11 @@ ProbeResult RunProbe(const std::string& coretype, const std::string& args) {
     r.corename = r.raw.substr(0, space);
     r.hash = r.raw.substr(space + 1);
     while (!r.hash.empty() && (r.hash.back() == '\n' || r.hash.back() == '\r')) r.hash.pop_back();
+    const auto second = r.hash.find(' ');
+    if (second != std::string::npos) {
+      r.entries = std::strtoull(r.hash.c_str() + second + 1, nullptr, 10);
+      r.hash.resize(second);
+    }
   }
   return r;
 }
@@ -119,6 +137,73 @@ TEST(CrossCoreTypeTest, RoundedWithLogsReplaysBitwiseEverywhere) {
     }
   }
   std::remove(log_path.c_str());
+}
+
+std::vector<std::uint32_t> ReadBits(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::uint32_t> v(bytes.size() / 4);
+  std::memcpy(v.data(), bytes.data(), v.size() * 4);
+  return v;
+}
+
+std::size_t Mismatches(const std::vector<std::uint32_t>& a, const std::vector<std::uint32_t>& b) {
+  if (a.size() != b.size() || a.empty()) return static_cast<std::size_t>(-1);
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) n += a[i] != b[i] ? 1 : 0;
+  return n;
+}
+
+constexpr const char* kZeroMean = "512 768 2304 zeromean";
+constexpr double kZeroMeanValues = 512.0 * 2304.0;
+constexpr const char* kCancel24 = "256 256 256 cancel24";
+constexpr double kCancel24Values = 256.0 * 256.0;
+
+// Records with `record_mode` under each trainer core type, replays with
+// `replay_mode` under every core type and thread count; returns the total
+// number of output values that differ from the trainer's.
+std::size_t ReplayMismatches(const std::string& record_mode, const std::string& replay_mode,
+                             const char* inputs, double values) {
+  const std::string tag = ::testing::TempDir() + "vt_crosscore_" + std::to_string(getpid());
+  const std::string log_path = tag + ".log", rec_dump = tag + ".rec", rep_dump = tag + ".rep";
+  std::size_t total = 0;
+  for (const std::string& trainer : {std::string(""), std::string("Prescott")}) {
+    const ProbeResult rec = RunProbe(trainer, record_mode + " 1 " + inputs + " " + log_path, rec_dump);
+    EXPECT_FALSE(rec.hash.empty()) << rec.raw;
+    if (rec.hash.empty()) return static_cast<std::size_t>(-1);
+    const std::vector<std::uint32_t> want = ReadBits(rec_dump);
+    std::printf("[%s] trainer %-10s logged %zu of %.0f values (%.4f %%)\n", record_mode.c_str(),
+                Name(trainer).c_str(), rec.entries, values,
+                100.0 * static_cast<double>(rec.entries) / values);
+    for (const std::string& ct : CoreTypes()) {
+      for (int threads : {1, 2}) {
+        const ProbeResult rep = RunProbe(
+            ct, replay_mode + " " + std::to_string(threads) + " " + inputs + " " + log_path, rep_dump);
+        EXPECT_FALSE(rep.hash.empty()) << rep.raw;
+        const std::size_t mm = Mismatches(want, ReadBits(rep_dump));
+        std::printf("  [%s] replayer %-12s threads=%d mismatches %zu\n", replay_mode.c_str(),
+                    Name(ct).c_str(), threads, mm);
+        total += mm;
+      }
+    }
+  }
+  for (const std::string& p : {log_path, rec_dump, rep_dump}) std::remove(p.c_str());
+  return total;
+}
+
+TEST(CrossCoreTypeTest, ZeroMeanTransformerShapeReplaysWithErrorBound) {
+  EXPECT_EQ(ReplayMismatches("record", "replay", kZeroMean, kZeroMeanValues), 0u)
+      << "with the GEMM error bound, replay must match bitwise under every core type and thread count";
+}
+
+TEST(CrossCoreTypeTest, HeavyCancellationNeedsTheErrorBound) {
+  // The default τ = 2^-12 without β: the outputs diverge by ~2^-8 ulp across
+  // core types, so replayed values differ (Prescott's dgemm vs the others)...
+  const std::size_t without =
+      ReplayMismatches("record-noslack", "replay-noslack", kCancel24, kCancel24Values);
+  EXPECT_GT(without, 0u) << "expected tau = 2^-12 alone to mismatch under heavy cancellation";
+  // ...and with β (which logs much more here: β caps at u/4) none do.
+  EXPECT_EQ(ReplayMismatches("record", "replay", kCancel24, kCancel24Values), 0u);
 }
 
 TEST(CrossCoreTypeTest, RepopsIgnoresTheBlasCoreType) {

@@ -177,6 +177,61 @@ TEST_P(StepExec, EveryNodeReExecutesAloneToTheSameBits) {
   }
 }
 
+// Rounded mode with a job's TauTable: each node rounds with the τ of its key
+// (op name and input shapes), others with the table's "*" default; node
+// re-execution with the same table reproduces the logs.
+TEST_P(StepExec, PerNodeTauFromTheJobTable) {
+  const StepGraph g = Graph(0);
+  StepOptions base;
+  base.seed = 3;
+  const auto plain = ExecuteStep(Config(Mode::kRounded, 1), g, state, batch, base);
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  // Pick the node with the most outputs rounded by its key's τ at the cap.
+  std::size_t target = 0;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (g.nodes[i].kind == OpKind::kLinear || g.nodes[i].kind == OpKind::kMatMul) {
+      target = i;
+      break;
+    }
+  }
+  const std::string key = NodeTauKey(g, target);
+  EXPECT_EQ(key.rfind(std::string(OpKindName(g.nodes[target].kind)) + "/", 0), 0u) << key;
+  TauTable taus;
+  taus.Set(key, kMaxTauQ16);
+  StepOptions keyed = base;
+  keyed.tau_table = &taus;
+  keyed.keep_outputs = true;
+  const auto with = ExecuteStep(Config(Mode::kRounded, 1), g, state, batch, keyed);
+  ASSERT_TRUE(with.ok()) << with.status().ToString();
+  std::size_t grew = 0;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    if (NodeTauKey(g, i) == key) {
+      // τ = 1/4 ulp logs about half of the node's values.
+      EXPECT_GT(with->logs[i].entries.size(), plain->logs[i].entries.size()) << g.nodes[i].name;
+      ++grew;
+      const auto inputs = NodeInputTensors(g, i, state, batch, with->outputs);
+      EXPECT_TRUE(ExecuteNode(Config(Mode::kRounded, 2), g, i, inputs, 3, &with->logs[i], &taus).ok());
+      // The same entries without the table are outside the default τ's window.
+      EXPECT_EQ(ExecuteNode(Config(Mode::kRounded, 2), g, i, inputs, 3, &with->logs[i]).status().reason(),
+                "log-entry-outside-region");
+    }
+  }
+  EXPECT_GE(grew, 1u);
+  // A "*" entry changes every node.
+  TauTable star;
+  star.Set("*", kMaxTauQ16);
+  StepOptions all = base;
+  all.tau_table = &star;
+  const auto everywhere = ExecuteStep(Config(Mode::kRounded, 1), g, state, batch, all);
+  ASSERT_TRUE(everywhere.ok());
+  std::size_t total_plain = 0, total_star = 0;
+  for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+    total_plain += plain->logs[i].entries.size();
+    total_star += everywhere->logs[i].entries.size();
+  }
+  EXPECT_GT(total_star, 10 * total_plain + 10);
+}
+
 // A cheating solver alters one node's output. Comparing node hashes finds
 // exactly that node first, and re-executing it from the agreed inputs gives
 // the honest output — the operator-level dispute in miniature.

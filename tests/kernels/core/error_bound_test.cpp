@@ -1,0 +1,332 @@
+// The error-bounded logging region of rounded mode (kernels/rounding.h,
+// kernels/matmul.h GemmSlackF64): β bounds how far two honest fp64
+// evaluations of a GEMM output can differ, whatever their summation order;
+// the logging region and the replay check widen to it; a forged entry
+// outside the widened window is still rejected.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/ops/registry.h"
+#include "kernels/rounding.h"
+#include "tests/support/test_seed.h"
+
+namespace vt::kernels {
+namespace {
+
+// Full 24-bit significands at magnitudes 2^-8..2, either sign (products use
+// all 48 bits, so fp64 partial sums round).
+float FullPrecision(std::mt19937_64& rng) {
+  const std::uint64_t w = rng();
+  const float frac = 1.0f + static_cast<float>(w & 0x7FFFFF) * 0x1p-23f;
+  const int e = -static_cast<int>((w >> 23) % 9);
+  return std::ldexp(((w >> 32) & 1) != 0 ? -frac : frac, e);
+}
+
+// Honest fp64 evaluation orders of Σ a_p·b_p.
+double Sequential(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t p = 0; p < a.size(); ++p) s = s + a[p] * b[p];
+  return s;
+}
+double Reversed(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t p = a.size(); p-- > 0;) s = s + a[p] * b[p];
+  return s;
+}
+double Fma(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (std::size_t p = 0; p < a.size(); ++p) s = std::fma(a[p], b[p], s);
+  return s;
+}
+double Blocked(const std::vector<double>& a, const std::vector<double>& b, std::size_t lanes) {
+  std::vector<double> acc(lanes, 0.0);
+  for (std::size_t p = 0; p < a.size(); ++p) acc[p % lanes] = acc[p % lanes] + a[p] * b[p];
+  double s = 0;
+  for (double x : acc) s = s + x;
+  return s;
+}
+double Pairwise(const double* prod, std::size_t n) {
+  if (n == 1) return prod[0];
+  return Pairwise(prod, n / 2) + Pairwise(prod + n / 2, n - n / 2);
+}
+
+// Dot products built to cancel to near zero: the last term cancels the
+// (rounded) sum of the others, so the result is tiny next to the terms and
+// its fp64 value depends on the summation order by many of its own ulps.
+TEST(ErrorBoundTest, CancellingDotProductsDivergeWithinBeta) {
+  const std::uint64_t seed = test::TestSeed() ^ 0xbe7a;
+  std::mt19937_64 rng(seed);
+  constexpr std::int64_t kM = 64, kK = 768;
+  std::vector<double> a(static_cast<std::size_t>(kM * kK)), bcol(static_cast<std::size_t>(kK));
+  for (auto& x : bcol) x = FullPrecision(rng);
+  bcol.back() = 1.0;
+  for (std::int64_t i = 0; i < kM; ++i) {
+    double partial = 0;
+    for (std::int64_t p = 0; p + 1 < kK; ++p) {
+      a[static_cast<std::size_t>(i * kK + p)] = FullPrecision(rng);
+      partial += a[static_cast<std::size_t>(i * kK + p)] * bcol[static_cast<std::size_t>(p)];
+    }
+    // The closing term: −partial rounded to fp32 (inputs are fp32 values),
+    // plus a small offset so the exact sum is near, not at, zero.
+    a[static_cast<std::size_t>(i * kK + kK - 1)] =
+        static_cast<float>(-partial) + std::ldexp(1.0, -20 - static_cast<int>(i % 8));
+  }
+  const GemmArgs g{kM, 1, kK, false, false, kK, 1, 1, false};
+  std::vector<double> beta(kM);
+  GemmSlackF64(g, a.data(), bcol.data(), beta.data());
+
+  // Every honest order, including OpenBLAS dgemm at 1 and 2 threads.
+  std::vector<std::vector<double>> results;
+  for (int threads : {1, 2}) {
+    ExecConfig c;
+    c.threads = threads;
+    std::vector<double> out(kM);
+    GemmF64(c, g, a.data(), bcol.data(), out.data());
+    results.push_back(out);
+  }
+  for (int order = 0; order < 6; ++order) {
+    std::vector<double> out(kM);
+    for (std::int64_t i = 0; i < kM; ++i) {
+      const std::vector<double> row(a.begin() + i * kK, a.begin() + (i + 1) * kK);
+      std::vector<double> prod(kK);
+      for (std::int64_t p = 0; p < kK; ++p)
+        prod[static_cast<std::size_t>(p)] =
+            row[static_cast<std::size_t>(p)] * bcol[static_cast<std::size_t>(p)];
+      switch (order) {
+        case 0:
+          out[i] = Sequential(row, bcol);
+          break;
+        case 1:
+          out[i] = Reversed(row, bcol);
+          break;
+        case 2:
+          out[i] = Fma(row, bcol);
+          break;
+        case 3:
+          out[i] = Blocked(row, bcol, 4);
+          break;
+        case 4:
+          out[i] = Blocked(row, bcol, 8);
+          break;
+        default:
+          out[i] = Pairwise(prod.data(), prod.size());
+          break;
+      }
+    }
+    results.push_back(out);
+  }
+  double max_ratio = 0, max_ulps = 0;
+  for (std::int64_t i = 0; i < kM; ++i) {
+    const RoundingRegion r = ClassifyRounding(results[0][i], RoundingSpec{32, 0});
+    const double u = static_cast<double>(r.up) - static_cast<double>(r.down);
+    for (const auto& x : results) {
+      for (const auto& y : results) {
+        const double d = std::fabs(x[i] - y[i]);
+        ASSERT_LE(d, beta[i]) << "row " << i << " seed " << seed;
+        max_ratio = std::max(max_ratio, d / beta[i]);
+        max_ulps = std::max(max_ulps, d / u);
+      }
+    }
+  }
+  std::printf("[cancelling dot products, K=%lld] max divergence %.3g fp32 ulp, %.3g of beta (seed %llu)\n",
+              static_cast<long long>(kK), max_ulps, max_ratio, static_cast<unsigned long long>(seed));
+  // The test means something: the orders diverge by far more than the default τ.
+  EXPECT_GT(max_ulps, 16.0 / 65536.0) << "expected the orders to diverge beyond tau = 2^-12 ulp";
+}
+
+TEST(ErrorBoundTest, SlackWidensTheRegionUpToAQuarterUlp) {
+  const RoundingSpec spec{32, 16};  // τ = 2^-12
+  // x = 1 + 2^-24 (the midpoint between 1 and 1 + 2^-23) + d: u = 2^-23.
+  const double m = 1.0 + 0x1p-24, u = 0x1p-23;
+  const double x = m + 0x1p-10 * u;  // 2^-10 ulp from the boundary: outside τ·u = 2^-12 u
+  EXPECT_FALSE(ClassifyRounding(x, spec).near_boundary);
+  EXPECT_FALSE(ClassifyRounding(x, spec).within_replay_window);
+  EXPECT_FALSE(ClassifyRounding(x, spec, 0x1p-11 * u).near_boundary);        // β < distance
+  EXPECT_TRUE(ClassifyRounding(x, spec, 0x1p-11 * u).within_replay_window);  // 4β > distance
+  EXPECT_TRUE(ClassifyRounding(x, spec, 0x1p-9 * u).near_boundary);
+  // β is capped at u/4: a value 0.3 ulp from the boundary is never logged,
+  // and the window (4 × u/4) accepts an entry anywhere in the interval.
+  const double far = m + 0.3 * u;
+  EXPECT_FALSE(ClassifyRounding(far, spec, 1.0).near_boundary);
+  EXPECT_TRUE(ClassifyRounding(far, spec, 1.0).within_replay_window);
+  EXPECT_TRUE(ClassifyRounding(m + 0.2 * u, spec, 1.0).near_boundary);
+  // NaN or negative slack is no slack; specials never have a region.
+  EXPECT_FALSE(ClassifyRounding(x, spec, std::nan("")).within_replay_window);
+  EXPECT_FALSE(ClassifyRounding(x, spec, -1.0).within_replay_window);
+  EXPECT_FALSE(ClassifyRounding(INFINITY, spec, 1.0).near_boundary);
+  // Subnormal fp32 magnitudes: u = 2^-149, the boundary at 2^-150 above a grid value.
+  const double sub = 0x1p-140 + 0x1p-150 + 0x1p-160;
+  EXPECT_FALSE(ClassifyRounding(sub, spec).near_boundary);
+  EXPECT_TRUE(ClassifyRounding(sub, spec, 0x1p-159).near_boundary);
+  EXPECT_FALSE(ClassifyRounding(sub, spec, 0x1p-161).near_boundary);
+}
+
+TEST(ErrorBoundTest, ReplayAcceptsWithinFourBetaAndRejectsForgedEntriesOutside) {
+  const RoundingSpec spec{32, 16};
+  const double m = 1.0 + 0x1p-24, u = 0x1p-23, beta = 0x1p-8 * u;
+  // Recording: logged only within β.
+  const std::vector<double> values = {m + 0.5 * beta, m + 3.0 * beta, m + 5.0 * beta};
+  const std::vector<double> slack(values.size(), beta);
+  NodeRounding rec = NodeRounding::Record(spec);
+  std::vector<float> out(values.size());
+  ASSERT_TRUE(rec.Round(values, out, slack).ok());
+  ASSERT_EQ(rec.log().entries.size(), 1u);
+  EXPECT_EQ(rec.log().entries[0].position, 0u);
+  EXPECT_EQ(rec.logged_by_slack(), 1u);
+  // A replayer whose value lies on the other side (honest divergence ≤ β)
+  // follows the entry.
+  {
+    NodeRounding rep = NodeRounding::Replay(spec, rec.log());
+    const std::vector<double> other = {m - 0.4 * beta, m + 3.0 * beta, m + 5.0 * beta};
+    std::vector<float> replayed(other.size());
+    ASSERT_TRUE(rep.Round(other, replayed, slack).ok());
+    ASSERT_TRUE(rep.Finish().ok());
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(replayed[0]), std::bit_cast<std::uint32_t>(out[0]));
+  }
+  // A forged entry at 3β is inside the 4β window (accepted: the direction is
+  // at most one ulp and the value genuinely ambiguous to that precision)...
+  {
+    RoundingLog forged;
+    forged.entries = {{1, false}};
+    NodeRounding rep = NodeRounding::Replay(spec, forged);
+    std::vector<float> replayed(values.size());
+    EXPECT_TRUE(rep.Round(values, replayed, slack).ok());
+  }
+  // ...one at 5β is rejected, as is one at 3β when the replayer has no β.
+  {
+    RoundingLog forged;
+    forged.entries = {{2, false}};
+    NodeRounding rep = NodeRounding::Replay(spec, forged);
+    std::vector<float> replayed(values.size());
+    EXPECT_EQ(rep.Round(values, replayed, slack).reason(), "log-entry-outside-region");
+  }
+  {
+    RoundingLog forged;
+    forged.entries = {{1, false}};
+    NodeRounding rep = NodeRounding::Replay(spec, forged);
+    std::vector<float> replayed(values.size());
+    EXPECT_EQ(rep.Round(values, replayed).reason(), "log-entry-outside-region");
+  }
+}
+
+TEST(ErrorBoundTest, MatMulReplaysNaiveOrderOnZeroMeanInputsAtDefaultTau) {
+  // OpenBLAS records; a party summing each output naively in fp64 replays.
+  const std::uint64_t seed = test::TestSeed() ^ 0x2e40;
+  std::mt19937_64 rng(seed);
+  constexpr std::int64_t kM = 48, kK = 768, kN = 96;
+  Tensor a({kM, kK}), b({kK, kN});
+  for (float& x : a.values()) x = FullPrecision(rng);
+  for (float& x : b.values()) x = FullPrecision(rng);
+  ExecConfig config;
+  config.mode = Mode::kRounded;
+  config.threads = 2;
+  ASSERT_EQ(config.rounding.tau_q16, kDefaultTauQ16);
+  NodeRounding rec = NodeRounding::Record(config.rounding);
+  Tensor out;
+  ASSERT_TRUE(MatMul(OpContext(config, &rec), a, b, out).ok());
+  std::vector<double> naive(static_cast<std::size_t>(kM * kN)), reversed(naive.size());
+  for (std::int64_t i = 0; i < kM; ++i) {
+    for (std::int64_t j = 0; j < kN; ++j) {
+      double s = 0, r = 0;
+      for (std::int64_t p = 0; p < kK; ++p) s = s + static_cast<double>(a[i * kK + p]) * b[p * kN + j];
+      for (std::int64_t p = kK; p-- > 0;) r = r + static_cast<double>(a[i * kK + p]) * b[p * kN + j];
+      naive[static_cast<std::size_t>(i * kN + j)] = s;
+      reversed[static_cast<std::size_t>(i * kN + j)] = r;
+    }
+  }
+  const std::vector<double> a64(a.values().begin(), a.values().end()),
+      b64(b.values().begin(), b.values().end());
+  std::vector<double> slack(naive.size());
+  GemmSlackF64(GemmArgs{kM, kN, kK, false, false, kK, kN, kN, false}, a64.data(), b64.data(), slack.data());
+  for (const auto* other : {&naive, &reversed}) {
+    NodeRounding rep = NodeRounding::Replay(config.rounding, rec.log());
+    std::vector<float> replayed(other->size());
+    ASSERT_TRUE(rep.Round(*other, replayed, slack).ok()) << "seed " << seed;
+    ASSERT_TRUE(rep.Finish().ok());
+    for (std::size_t i = 0; i < replayed.size(); ++i) {
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(replayed[i]),
+                std::bit_cast<std::uint32_t>(out[static_cast<std::int64_t>(i)]))
+          << i << " seed " << seed;
+    }
+  }
+  std::printf("[zero-mean %lldx%lldx%lld] logged %zu of %lld (%zu by beta)\n", static_cast<long long>(kM),
+              static_cast<long long>(kK), static_cast<long long>(kN), rec.log().entries.size(),
+              static_cast<long long>(kM * kN), static_cast<std::size_t>(rec.logged_by_slack()));
+}
+
+TEST(ErrorBoundTest, AccumulatedPiecesUseTheTotalLength) {
+  // Two accumulated pieces = one GEMM over the concatenated k.
+  std::mt19937_64 rng(7);
+  constexpr std::int64_t kM = 3, kN = 4, kK = 10;
+  std::vector<double> a(kM * 2 * kK), b(2 * kK * kN);
+  for (auto& x : a) x = FullPrecision(rng);
+  for (auto& x : b) x = FullPrecision(rng);
+  std::vector<double> whole(kM * kN);
+  GemmSlackF64(GemmArgs{kM, kN, 2 * kK, false, false, 2 * kK, kN, kN, false}, a.data(), b.data(),
+               whole.data());
+  std::vector<double> row_sq(kM, 0.0), col_sq(kN, 0.0), pieces(kM * kN);
+  GemmNormsSq(GemmArgs{kM, kN, kK, false, false, 2 * kK, kN, kN, false}, a.data(), b.data(), row_sq.data(),
+              col_sq.data());
+  GemmNormsSq(GemmArgs{kM, kN, kK, false, false, 2 * kK, kN, kN, true}, a.data() + kK, b.data() + kK * kN,
+              row_sq.data(), col_sq.data());
+  WriteGemmSlack(kM, kN, 2 * kK, row_sq.data(), col_sq.data(), pieces.data(), kN);
+  for (std::size_t i = 0; i < whole.size(); ++i) EXPECT_NEAR(pieces[i], whole[i], whole[i] * 1e-14);
+  EXPECT_GT(GemmSlackFactor(2 * kK), GemmSlackFactor(kK));
+  EXPECT_TRUE(std::isinf(GemmSlackFactor(std::int64_t{1} << 53)));
+}
+
+TEST(ErrorBoundTest, ExactOperatorsRoundWithoutTau) {
+  // a + b of fp32 values is exact in fp64; with a = 1 and b = 2^-24·odd the
+  // sum is an exact fp32 tie. No honest party can disagree, so the add node
+  // (OpFp64IsExact) logs nothing; τ still applies to a libm operator (gelu)
+  // and to a vendor GEMM (linear).
+  EXPECT_TRUE(OpFp64IsExact(OpKind::kAdd));
+  EXPECT_TRUE(OpFp64IsExact(OpKind::kAdamW));
+  EXPECT_TRUE(OpFp64IsExact(OpKind::kSoftmaxBackward));
+  EXPECT_FALSE(OpFp64IsExact(OpKind::kGelu));
+  EXPECT_FALSE(OpFp64IsExact(OpKind::kLinear));
+  EXPECT_FALSE(OpFp64IsExact(OpKind::kAttentionBackward));
+  Tensor a({64}), b({64});
+  for (std::int64_t i = 0; i < 64; ++i) {
+    a[i] = 1.0f;
+    b[i] = static_cast<float>(2 * i + 1) * 0x1p-24f;
+  }
+  ExecConfig config;
+  config.mode = Mode::kRounded;
+  const Tensor* in[] = {&a, &b};
+  {
+    NodeRounding rec = NodeRounding::Record(config.rounding);
+    std::vector<Tensor> out;
+    ASSERT_TRUE(RunOp(OpContext(config, &rec), OpKind::kAdd, {}, in, out).ok());
+    EXPECT_TRUE(rec.log().entries.empty());
+    // The same values rounded with τ (what the add did before) log the ties.
+    std::vector<double> sums(64);
+    for (std::int64_t i = 0; i < 64; ++i) sums[static_cast<std::size_t>(i)] = 1.0 + static_cast<double>(b[i]);
+    NodeRounding with_tau = NodeRounding::Record(config.rounding);
+    std::vector<float> rounded(64);
+    ASSERT_TRUE(with_tau.Round(sums, rounded).ok());
+    EXPECT_GT(with_tau.log().entries.size(), 0u);
+  }
+  {
+    // gelu at exactly the values whose fp64 result lies nearest a boundary
+    // still logs with τ: record at τ = 1/4 (about half of all values).
+    ExecConfig wide = config;
+    wide.rounding.tau_q16 = kMaxTauQ16;
+    NodeRounding rec = NodeRounding::Record(wide.rounding);
+    std::vector<Tensor> out;
+    const Tensor* g_in[] = {&b};
+    ASSERT_TRUE(RunOp(OpContext(wide, &rec), OpKind::kGelu, {}, g_in, out).ok());
+    EXPECT_GT(rec.log().entries.size(), 8u);
+  }
+}
+
+}  // namespace
+}  // namespace vt::kernels
