@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "contract_vm/step_graph.h"
-#include "contract_vm/tensor_bytes.h"
+#include "kernels/tensor_codec.h"
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
@@ -174,7 +174,7 @@ Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan
       input_hashes[k] = in.tensor_hash;
     } else {
       VT_TRY(ChargeBytes(gas, in.tensor.size()));
-      auto t = DecodeTensorBytes(in.tensor);
+      auto t = kernels::DecodeTensorBytes(in.tensor);
       if (!t.ok()) return Bad("arb-bad-input-tensor", t.status());
       tensors[k] = std::move(t).value();
       input_hashes[k] = tensors[k].Hash();

@@ -4,7 +4,7 @@
 #include <limits>
 #include <string>
 
-#include "contract_vm/tensor_bytes.h"
+#include "kernels/tensor_codec.h"
 #include "kernels/calibration.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
@@ -97,7 +97,7 @@ Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const pro
   for (std::size_t e = 0; e < examples.size(); ++e) {
     Reader r(examples[e]);
     for (int k = 0; k < 2; ++k) {
-      VT_ASSIGN_OR_RETURN(kernels::Tensor t, DecodeTensor(r));
+      VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensor(r));
       // The example's own shape must be the batch shape without its leading B.
       const kernels::Shape expected(batch[k].shape().begin() + 1, batch[k].shape().end());
       if (t.shape() != expected) return Status::Invalid("batch-shape-mismatch", "example " + std::to_string(e));

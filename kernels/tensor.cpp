@@ -7,6 +7,7 @@
 #include "common/encoding.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::kernels {
 
@@ -42,7 +43,6 @@ namespace {
 // Shapes from outside: non-negative dims whose product fits comfortably.
 constexpr std::int64_t kMaxElements = std::int64_t{1} << 40;
 constexpr std::size_t kMaxRank = 32;
-constexpr std::uint8_t kDtypeF32 = 0;
 
 Status CheckShape(const Shape& shape) {
   if (shape.size() > kMaxRank) return Status::Invalid("tensor-bad-shape", "rank above 32");
@@ -82,13 +82,11 @@ void Tensor::Resize(const Shape& shape) {
 }
 
 Hash256 Tensor::Hash() const {
-  // Header: dtype byte (0 = f32), rank varint, each dim varint; then the raw
-  // little-endian IEEE bytes of the values (docs/formats.md, "Tensors").
+  // TaggedHash of EncodeTensor(*this) (kernels/tensor_codec.h), hashed as
+  // header ‖ raw values without copying the values.
   static const crypto::TaggedHasher hasher(crypto::tags::kTensor);
   Writer header;
-  header.PutU8(kDtypeF32);
-  header.PutVarint(m_shape.size());
-  for (std::int64_t d : m_shape) header.PutVarint(static_cast<std::uint64_t>(d));
+  EncodeTensorHeader(header, m_shape);
   const ByteSpan raw(reinterpret_cast<const std::uint8_t*>(m_values.data()), m_values.size() * sizeof(float));
   return hasher.Hash({ByteSpan(header.bytes()), raw});
 }

@@ -12,7 +12,7 @@
 
 #include "common/encoding.h"
 #include "worker/file_io.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::worker {
 
@@ -37,7 +37,7 @@ Status ShufflePayload(Bytes& payload, bool forward) {
   VT_ASSIGN_OR_RETURN(protocol::StateHeader header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
   Bytes scratch;
   for (std::size_t t = 0; t < header.tensor_names.size(); ++t) {
-    VT_ASSIGN_OR_RETURN(TensorHeader th, ReadTensorHeader(r));
+    VT_ASSIGN_OR_RETURN(kernels::TensorHeader th, kernels::ReadTensorHeader(r));
     const std::size_t pos = r.position();
     const auto n = static_cast<std::size_t>(th.numel);
     VT_TRY(r.GetFixed(n * 4).status());

@@ -13,7 +13,7 @@
 #include "common/encoding.h"
 #include "common/random.h"
 #include "worker/file_io.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::worker {
 
@@ -83,8 +83,8 @@ Example Dataset::Get(std::uint64_t i) const {
 
 Bytes Dataset::EncodeExample(std::uint64_t i) const {
   Writer w;
-  EncodeTensor(w, m_input_shape, input(i));
-  EncodeTensor(w, m_target_shape, target(i));
+  kernels::EncodeTensor(w, m_input_shape, input(i));
+  kernels::EncodeTensor(w, m_target_shape, target(i));
   return std::move(w).Take();
 }
 

@@ -10,7 +10,7 @@
 //   language model  target shape [T]  holding the next byte of each position
 //
 // Commitment: leaf i = EncodeExample(i) = EncodeTensor(input_i) ‖
-// EncodeTensor(target_i) (worker/tensor_codec.h), root = crypto::MerkleTree
+// EncodeTensor(target_i) (kernels/tensor_codec.h), root = crypto::MerkleTree
 // root over those leaves (MerkleLeafHash). Format in docs/formats.md.
 //
 // Loader failures: Status::Error "file-not-found" / "file-read-failed" for the

@@ -13,7 +13,7 @@
 #include "kernels/ops/registry.h"
 #include "worker/data_order.h"
 #include "worker/state.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 #include "worker/trainer.h"
 
 namespace vt::worker {
@@ -388,14 +388,14 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
         break;
       case graph::NodeInputSource::kState: {
         const kernels::Tensor& t = start_tensors[in.index];
-        if (!assemble) o.tensor = EncodeTensor(t);
+        if (!assemble) o.tensor = kernels::EncodeTensor(t);
         o.tensor_hash = state_leaves[in.index];
         o.proof = state_tree.Prove(in.index);
         break;
       }
       case graph::NodeInputSource::kNode: {
         const kernels::Tensor& t = rs.outputs[in.index][in.slot];
-        if (!assemble) o.tensor = EncodeTensor(t);
+        if (!assemble) o.tensor = kernels::EncodeTensor(t);
         o.tensor_hash = rs.hashes[in.index][in.slot];
         o.producer = records.records[in.index];
         o.proof = node_tree.Prove(in.index);
@@ -544,7 +544,7 @@ Result<NodeVerdict> ReexecuteNode(const Job& job, const NodeInputs& ex) {
                           job.spec.dataset_size, "dispute-bad-examples"));
       Reader r(o.leaf);
       for (int k = 0; k < 2; ++k) {
-        auto t = DecodeTensor(r);
+        auto t = kernels::DecodeTensor(r);
         if (!t.ok()) return Bad("dispute-bad-examples", t.status().ToString());
         const kernels::Shape want(batch[k].shape().begin() + 1, batch[k].shape().end());
         if (t->shape() != want) return Bad("dispute-bad-examples", "example " + std::to_string(e) + " has another shape");
@@ -573,7 +573,7 @@ Result<NodeVerdict> ReexecuteNode(const Job& job, const NodeInputs& ex) {
       hashes[k] = in.tensor_hash;
     } else {
       Reader r(in.tensor);
-      auto t = DecodeTensor(r);
+      auto t = kernels::DecodeTensor(r);
       if (!t.ok() || !r.Finish().ok()) return Bad("dispute-bad-input-tensor", which + ": not a tensor");
       tensors[k] = std::move(t).value();
       hashes[k] = tensors[k].Hash();

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <iterator>
 
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::worker {
 
@@ -63,7 +63,7 @@ Result<TensorOpening> OpenTensor(const TrainingState& state, std::string_view na
 
 void EncodeState(Writer& w, const TrainingState& state) {
   protocol::Encode(w, state.Header());
-  for (const auto& [name, t] : state.tensors) EncodeTensor(w, t);
+  for (const auto& [name, t] : state.tensors) kernels::EncodeTensor(w, t);
 }
 
 Bytes EncodeState(const TrainingState& state) {
@@ -80,7 +80,7 @@ Result<TrainingState> DecodeState(ByteSpan bytes) {
   state.rng_counter = header.rng_counter;
   state.cursor = {header.data_epoch, header.data_offset};
   for (std::string& name : header.tensor_names) {
-    VT_ASSIGN_OR_RETURN(kernels::Tensor t, DecodeTensor(r));
+    VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensor(r));
     state.tensors.emplace_hint(state.tensors.end(), std::move(name), std::move(t));
   }
   VT_TRY(r.Finish());

@@ -65,7 +65,7 @@ std::vector<TensorOpening> OpenAllTensors(const TrainingState& state);
 // ---- canonical encoding (checkpoints, transfer) --------------------------------
 //   EncodeStateHeader(header) | for each tensor in name order: EncodeTensor(t)
 // The tensor names come from the header. Decoding validates the header
-// (state-bad-names) and the tensors (worker/tensor_codec.h reasons).
+// (state-bad-names) and the tensors (kernels/tensor_codec.h reasons).
 void EncodeState(Writer& w, const TrainingState& state);
 Bytes EncodeState(const TrainingState& state);
 Result<TrainingState> DecodeState(ByteSpan bytes);

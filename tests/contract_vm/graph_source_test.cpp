@@ -1,6 +1,7 @@
 // The arbitration precompile's view of a job (contract_vm/graph_source.h,
-// node_spec.h, tensor_bytes.h) must be exactly the worker's: the same tensor
-// bytes, dataset leaves, batches, data cursor, τ and step graph. These tests
+// node_spec.h) must be exactly the worker's: the same dataset leaves,
+// batches, data cursor, τ and step graph (tensor bytes are one shared codec,
+// kernels/tensor_codec.h). These tests
 // pin each against the worker's own implementation.
 
 #include <gtest/gtest.h>
@@ -9,7 +10,7 @@
 
 #include "contract_vm/graph_source.h"
 #include "contract_vm/node_spec.h"
-#include "contract_vm/tensor_bytes.h"
+#include "kernels/tensor_codec.h"
 #include "kernels/calibration.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
@@ -20,7 +21,7 @@
 #include "worker/dataset.h"
 #include "worker/dispute.h"
 #include "worker/job.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::vm {
 namespace {
@@ -54,18 +55,6 @@ worker::Dataset SyntheticDataset(std::uint64_t n, std::uint64_t seed) {
     d.Add(x, std::span<const float>(&y, 1));
   }
   return d;
-}
-
-TEST(TensorBytes, SameBytesAsTheWorkerCodec) {
-  std::mt19937_64 rng(test::TestSeed());
-  for (const kernels::Shape& shape : std::vector<kernels::Shape>{{}, {0}, {3}, {2, 3}, {1, 2, 3, 4}}) {
-    kernels::Tensor t(shape);
-    for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = static_cast<float>(static_cast<std::int32_t>(rng())) * 1e-6f;
-    EXPECT_EQ(EncodeTensorBytes(t), worker::EncodeTensor(t)) << kernels::ShapeToString(shape);
-    auto back = DecodeTensorBytes(worker::EncodeTensor(t));
-    ASSERT_TRUE(back.ok());
-    EXPECT_TRUE(back->BitwiseEqual(t));
-  }
 }
 
 TEST(KernelsGraphSource, BatchesAndCursorsMatchTheWorker) {

@@ -6,7 +6,7 @@
 #include "common/random.h"
 #include "contract_vm/arbitration.h"
 #include "contract_vm/graph_source.h"
-#include "contract_vm/tensor_bytes.h"
+#include "kernels/tensor_codec.h"
 #include "kernels/graph/executor.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
@@ -130,10 +130,10 @@ Status ArbitrationWorkload::Prepare() {
   for (const auto& ref : w.vgraph.nodes[w.max_node].inputs) {
     vm::InputOpening in;
     if (ref.source == protocol::InputSource::kState) {
-      in.tensor = vm::EncodeTensorBytes(w.state[ref.index]);
+      in.tensor = kernels::EncodeTensor(w.state[ref.index]);
       in.proof = state_tree.Prove(ref.index);
     } else {
-      in.tensor = vm::EncodeTensorBytes(run.outputs[ref.index][ref.slot]);
+      in.tensor = kernels::EncodeTensor(run.outputs[ref.index][ref.slot]);
       in.producer = records[ref.index];
       in.proof = node_tree.Prove(ref.index);
     }

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <random>
 
-#include "contract_vm/tensor_bytes.h"
+#include "kernels/tensor_codec.h"
 #include "crypto/sha256.h"
 #include "kernels/graph/executor.h"
 #include "kernels/graph/model.h"
@@ -73,8 +73,8 @@ TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mo
     std::vector<float> x(6);
     for (float& v : x) v = static_cast<float>(static_cast<std::int64_t>(rng() >> 40) - (1 << 23)) * 0x1p-23f;
     const float label = static_cast<float>(rng() % 3);
-    Bytes leaf = vm::EncodeTensorBytes(kernels::Tensor({6}, x));
-    const Bytes target = vm::EncodeTensorBytes(kernels::Tensor(kernels::Shape{}, {label}));
+    Bytes leaf = kernels::EncodeTensor(kernels::Tensor({6}, x));
+    const Bytes target = kernels::EncodeTensor(kernels::Tensor(kernels::Shape{}, {label}));
     leaf.insert(leaf.end(), target.begin(), target.end());
     t.examples.push_back(std::move(leaf));
   }
@@ -354,7 +354,7 @@ referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, c
         if (assemble) {
           in.tensor_hash = tensor.Hash();
         } else {
-          in.tensor = vm::EncodeTensorBytes(tensor);
+          in.tensor = kernels::EncodeTensor(tensor);
         }
         in.proof = state_tree.Prove(ref.index);
         break;
@@ -364,7 +364,7 @@ referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, c
         if (assemble) {
           in.tensor_hash = tensor.Hash();
         } else {
-          in.tensor = vm::EncodeTensorBytes(tensor);
+          in.tensor = kernels::EncodeTensor(tensor);
         }
         in.producer = from.records[t][ref.index];
         in.proof = from.node_trees[t].Prove(ref.index);

@@ -5,7 +5,6 @@
 
 #include "contract_vm/arbitration.h"
 #include "contract_vm/graph_source.h"
-#include "contract_vm/tensor_bytes.h"
 #include "contract_vm/vm.h"
 #include "crypto/sha256.h"
 #include "referee/messages.h"
@@ -70,30 +69,6 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   t.leaf_count = 5;
   t.reveals[0] = {h->checkpoint_tree.Children({1, 0})};
   ExpectRoundTrip(t);
-}
-
-TEST(RefereeMessages, TensorBytesMatchTheTensorHash) {
-  const kernels::Tensor t({2, 3}, {1, 2, 3, 4, 5, -0.0f});
-  const Bytes bytes = vm::EncodeTensorBytes(t);
-  EXPECT_EQ(crypto::TaggedHash("veritrain/tensor/v1", bytes), t.Hash());
-  auto back = vm::DecodeTensorBytes(bytes);
-  ASSERT_TRUE(back.ok());
-  EXPECT_TRUE(back->BitwiseEqual(t));
-  Bytes bad = bytes;
-  bad[0] = 1;
-  EXPECT_EQ(vm::DecodeTensorBytes(bad).status().reason(), "tensor-bad-dtype");
-  Bytes truncated(bytes.begin(), bytes.end() - 1);
-  EXPECT_EQ(vm::DecodeTensorBytes(truncated).status().reason(), "enc-truncated");
-  Bytes longer = bytes;
-  longer.push_back(0);
-  EXPECT_EQ(vm::DecodeTensorBytes(longer).status().reason(), "enc-trailing-bytes");
-  // A shape that promises more values than any input could hold.
-  Writer w;
-  w.PutU8(0);
-  w.PutVarint(2);
-  w.PutVarint(std::uint64_t{1} << 40);
-  w.PutVarint(std::uint64_t{1} << 40);
-  EXPECT_EQ(vm::DecodeTensorBytes(w.bytes()).status().reason(), "enc-truncated");
 }
 
 // A chain with the referee, a posted bounty of the tiny job, and helpers.

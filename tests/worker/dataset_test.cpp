@@ -15,7 +15,7 @@
 #include "crypto/merkle.h"
 #include "tests/support/test_seed.h"
 #include "tests/worker/test_util.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::worker {
 namespace {
@@ -380,8 +380,8 @@ TEST(DatasetRootTest, ExampleEncodingAndRoot) {
   EXPECT_EQ(ToHex(d.EncodeExample(0)), "000102" "0000803f" "00000080" "0000" "00000040");
   EXPECT_EQ(d.EncodeExample(0), [&] {
     Writer w;
-    EncodeTensor(w, d.Get(0).input);
-    EncodeTensor(w, d.Get(0).target);
+    kernels::EncodeTensor(w, d.Get(0).input);
+    kernels::EncodeTensor(w, d.Get(0).target);
     return std::move(w).Take();
   }());
   const std::vector<Hash256> leaves = {crypto::MerkleLeafHash(d.EncodeExample(0)),

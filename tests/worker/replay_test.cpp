@@ -8,7 +8,7 @@
 #include "worker/commitment.h"
 #include "worker/dispute.h"
 #include "worker/replay.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 #include "worker/trainer.h"
 
 namespace vt::worker {
@@ -226,9 +226,9 @@ TEST_P(DisputeAnswersTest, TamperedExportsAreRejected) {
     NodeInputs ex = *s;
     const std::size_t k = first_of(*state_node, kernels::graph::NodeInputSource::kState);
     Reader r(ex.inputs[k].tensor);
-    kernels::Tensor t = std::move(DecodeTensor(r)).value();
+    kernels::Tensor t = std::move(kernels::DecodeTensor(r)).value();
     t[0] += 1.0f;
-    ex.inputs[k].tensor = EncodeTensor(t);
+    ex.inputs[k].tensor = kernels::EncodeTensor(t);
     EXPECT_EQ(reason(ex), "dispute-bad-input-proof");
   }
   {
@@ -263,9 +263,9 @@ TEST_P(DisputeAnswersTest, TamperedExportsAreRejected) {
     EXPECT_EQ(reason(ex), "dispute-bad-producer");
     ex = *n;
     Reader r(ex.inputs[k].tensor);
-    kernels::Tensor t = std::move(DecodeTensor(r)).value();
+    kernels::Tensor t = std::move(kernels::DecodeTensor(r)).value();
     t[0] = -t[0] + 0.5f;
-    ex.inputs[k].tensor = EncodeTensor(t);
+    ex.inputs[k].tensor = kernels::EncodeTensor(t);
     EXPECT_EQ(reason(ex), "dispute-bad-input-tensor");
   }
   if (rounded) {

@@ -12,7 +12,7 @@
 #include "crypto/sha256.h"
 #include "protocol/state.h"
 #include "tests/support/test_seed.h"
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::worker {
 namespace {
@@ -60,7 +60,7 @@ TEST(StateTest, HashFollowsTheDocumentedLayout) {
   EXPECT_EQ(StateLeafHashes(s), leaves);
   EXPECT_EQ(StateHash(s), crypto::MerkleRoot(leaves));
   // Tensor leaves are TaggedHash("veritrain/tensor/v1", EncodeTensor(t)).
-  EXPECT_EQ(leaves[1], crypto::TaggedHash("veritrain/tensor/v1", EncodeTensor(s.tensors.at("fc.bias"))));
+  EXPECT_EQ(leaves[1], crypto::TaggedHash("veritrain/tensor/v1", kernels::EncodeTensor(s.tensors.at("fc.bias"))));
   // Golden value (also computed independently in Python from docs/formats.md).
   EXPECT_EQ(StateHash(s).Hex(), "c752d11f647f6a7d629db5d5b2a9ed70dc57e2a7f25ec4f7e19eda82b7be9c7a");
 }
@@ -215,7 +215,7 @@ TEST(StateTest, TensorCodecRejectsShapesBeyondTheInput) {
   w.PutVarint(std::uint64_t{1} << 40);
   w.PutVarint(std::uint64_t{1} << 40);  // 2^80 elements: must not overflow or allocate
   Reader r(w.bytes());
-  EXPECT_EQ(DecodeTensor(r).status().reason(), "enc-truncated");
+  EXPECT_EQ(kernels::DecodeTensor(r).status().reason(), "enc-truncated");
 }
 
 }  // namespace

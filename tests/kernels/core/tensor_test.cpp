@@ -5,6 +5,7 @@
 #include "common/encoding.h"
 #include "crypto/sha256.h"
 #include "kernels/tensor.h"
+#include "kernels/tensor_codec.h"
 
 namespace vt::kernels {
 namespace {
@@ -62,8 +63,38 @@ TEST(TensorTest, HashMatchesDocumentedEncoding) {
     for (std::uint8_t byte : {0x00, 0x00, 0xc0, 0x3f}) enc.push_back(byte);  // 1.5f little-endian
   }
   EXPECT_EQ(t.Hash(), crypto::TaggedHash("veritrain/tensor/v1", enc));
+  EXPECT_EQ(EncodeTensor(t), enc) << "the codec writes exactly the hash preimage";
   // Golden vector (also in docs/formats.md): the 2x2 tensor [[1, 2], [3, 4]].
   EXPECT_EQ(Tensor({2, 2}, {1, 2, 3, 4}).Hash().Hex(), "e6729242878d9d48b3b2acec96be16c3f3c3a50d216a0799176337bc6e7d7bd2");
+}
+
+// The one tensor codec (datasets, checkpoints, arbitration inputs): round
+// trips bit for bit, and is strict about what it reads.
+TEST(TensorCodecTest, RoundTripsAndRejectsBadBytes) {
+  for (const Shape& shape : std::vector<Shape>{{}, {0}, {3}, {2, 3}, {1, 2, 3, 4}}) {
+    Tensor t(shape);
+    for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = -0.0f + static_cast<float>(i) * 0.37f;
+    const Bytes bytes = EncodeTensor(t);
+    EXPECT_EQ(t.Hash(), crypto::TaggedHash("veritrain/tensor/v1", bytes));
+    auto back = DecodeTensorBytes(bytes);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(back->BitwiseEqual(t));
+    Bytes longer = bytes;
+    longer.push_back(0);
+    EXPECT_EQ(DecodeTensorBytes(longer).status().reason(), "enc-trailing-bytes");
+    if (t.numel() > 0) {
+      EXPECT_EQ(DecodeTensorBytes(ByteSpan(bytes).first(bytes.size() - 1)).status().reason(), "enc-truncated");
+    }
+    Bytes bad = bytes;
+    bad[0] = 1;
+    EXPECT_EQ(DecodeTensorBytes(bad).status().reason(), "tensor-bad-dtype");
+  }
+  // A shape whose product overflows is refused before anything is allocated.
+  Writer w;
+  w.PutU8(0);
+  w.PutVarint(3);
+  for (int i = 0; i < 3; ++i) w.PutVarint(std::uint64_t{1} << 40);
+  EXPECT_EQ(DecodeTensorBytes(w.bytes()).status().reason(), "enc-truncated");
 }
 
 }  // namespace

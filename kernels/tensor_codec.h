@@ -6,7 +6,8 @@
 //   of little-endian IEEE-754 binary32
 //
 // so that for any tensor t: Tensor::Hash(t) = TaggedHash("veritrain/tensor/v1",
-// EncodeTensor(t)). Used for dataset examples and checkpoint payloads.
+// EncodeTensor(t)). One codec for every place tensors travel as bytes:
+// dataset examples, checkpoint payloads, arbitration inputs.
 
 #include <span>
 
@@ -14,26 +15,31 @@
 #include "common/result.h"
 #include "kernels/tensor.h"
 
-namespace vt::worker {
+namespace vt::kernels {
 
 inline constexpr std::size_t kMaxTensorRank = 32;
 
-void EncodeTensor(Writer& w, const kernels::Tensor& t);
-Bytes EncodeTensor(const kernels::Tensor& t);
+// The header alone (dtype, rank, dims): Tensor::Hash hashes it and the raw
+// values without concatenating them.
+void EncodeTensorHeader(Writer& w, const Shape& shape);
+void EncodeTensor(Writer& w, const Tensor& t);
+Bytes EncodeTensor(const Tensor& t);
 // The same bytes from a shape and values held elsewhere (dataset storage).
 // Precondition: values.size() == NumElements(shape).
-void EncodeTensor(Writer& w, const kernels::Shape& shape, std::span<const float> values);
+void EncodeTensor(Writer& w, const Shape& shape, std::span<const float> values);
 // Invalid "tensor-bad-dtype", "tensor-bad-shape", or enc-* (enc-truncated
 // also when the dims promise more values than the input holds).
-Result<kernels::Tensor> DecodeTensor(Reader& r);
+Result<Tensor> DecodeTensor(Reader& r);
+// Exactly one tensor: DecodeTensor, then "enc-trailing-bytes" for anything left.
+Result<Tensor> DecodeTensorBytes(ByteSpan bytes);
 
 // The part before the values, leaving `r` at the first value byte; the same
 // checks as DecodeTensor, including that numel × 4 bytes remain. For code
 // that processes the raw bytes in place (checkpoint byte shuffling).
 struct TensorHeader {
-  kernels::Shape shape;
+  Shape shape;
   std::uint64_t numel = 0;
 };
 Result<TensorHeader> ReadTensorHeader(Reader& r);
 
-}  // namespace vt::worker
+}  // namespace vt::kernels

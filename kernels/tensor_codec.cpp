@@ -1,4 +1,4 @@
-#include "worker/tensor_codec.h"
+#include "kernels/tensor_codec.h"
 
 #include <algorithm>
 #include <bit>
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace vt::worker {
+namespace vt::kernels {
 
 static_assert(std::endian::native == std::endian::little, "tensor payloads are raw little-endian floats");
 
@@ -14,16 +14,20 @@ namespace {
 constexpr std::uint8_t kDtypeF32 = 0;
 }
 
-void EncodeTensor(Writer& w, const kernels::Shape& shape, std::span<const float> values) {
+void EncodeTensorHeader(Writer& w, const Shape& shape) {
   w.PutU8(kDtypeF32);
   w.PutVarint(shape.size());
   for (std::int64_t d : shape) w.PutVarint(static_cast<std::uint64_t>(d));
+}
+
+void EncodeTensor(Writer& w, const Shape& shape, std::span<const float> values) {
+  EncodeTensorHeader(w, shape);
   w.PutFixed(ByteSpan(reinterpret_cast<const std::uint8_t*>(values.data()), values.size_bytes()));
 }
 
-void EncodeTensor(Writer& w, const kernels::Tensor& t) { EncodeTensor(w, t.shape(), t.values()); }
+void EncodeTensor(Writer& w, const Tensor& t) { EncodeTensor(w, t.shape(), t.values()); }
 
-Bytes EncodeTensor(const kernels::Tensor& t) {
+Bytes EncodeTensor(const Tensor& t) {
   Writer w;
   EncodeTensor(w, t);
   return std::move(w).Take();
@@ -48,19 +52,26 @@ Result<TensorHeader> ReadTensorHeader(Reader& r) {
   for (std::int64_t d : h.shape) {
     const auto ud = static_cast<std::uint64_t>(d);
     if (numel > max_values / ud)
-      return Status::Invalid("enc-truncated", "tensor shape " + kernels::ShapeToString(h.shape) + " exceeds the input");
+      return Status::Invalid("enc-truncated", "tensor shape " + ShapeToString(h.shape) + " exceeds the input");
     numel *= ud;
   }
   h.numel = numel;
   return h;
 }
 
-Result<kernels::Tensor> DecodeTensor(Reader& r) {
+Result<Tensor> DecodeTensor(Reader& r) {
   VT_ASSIGN_OR_RETURN(TensorHeader h, ReadTensorHeader(r));
   VT_ASSIGN_OR_RETURN(ByteSpan raw, r.GetFixed(h.numel * sizeof(float)));
   std::vector<float> values(h.numel);
   if (h.numel != 0) std::memcpy(values.data(), raw.data(), raw.size());
-  return kernels::Tensor::FromValues(std::move(h.shape), std::move(values));
+  return Tensor::FromValues(std::move(h.shape), std::move(values));
 }
 
-}  // namespace vt::worker
+Result<Tensor> DecodeTensorBytes(ByteSpan bytes) {
+  Reader r(bytes);
+  VT_ASSIGN_OR_RETURN(Tensor t, DecodeTensor(r));
+  VT_TRY(r.Finish());
+  return t;
+}
+
+}  // namespace vt::kernels
