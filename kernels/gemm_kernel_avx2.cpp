@@ -1,18 +1,13 @@
-// AVX2 repops micro-kernel. This translation unit alone is compiled with
-// -mavx2; it includes nothing but <immintrin.h> and the kernel
-// interface so that no inline function from a shared header gets an AVX2
-// body that the linker could pick for baseline code.
-//
-// Order (kernels/gemm_repops.h): lane j of accumulator (r, v) is output
-// C[r][8v + j]; for p = 0..kc−1: acc = acc + (a[p][r] * b[p][8v + j]), one
-// rounded multiply then one rounded add (vmulps, vaddps — never vfmadd).
-// The tile is MR×(8·V); all loops over r and v are fully unrolled so the
-// accumulators live in registers.
+// AVX2 repops micro-kernel: 8-lane vectors, a 6×16 tile by default. This
+// translation unit alone is compiled with -mavx2; the kernel body is the
+// shared one of gemm_microkernel_simd.h (internal linkage, see there).
 
 #include "kernels/gemm_microkernel.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
+
+#include "kernels/gemm_microkernel_simd.h"
 
 namespace vt::kernels::detail {
 namespace {
@@ -23,51 +18,24 @@ namespace {
 #ifndef VT_AVX2_V
 #define VT_AVX2_V 2
 #endif
-constexpr int kMr = VT_AVX2_MR;
-constexpr int kVecs = VT_AVX2_V;
-constexpr int kNr = 8 * kVecs;
 
-template <bool kLoadC>
-inline __attribute__((always_inline)) void KernelImpl(std::int64_t kc, const float* ap, const float* bp, float* c,
-                                                      std::int64_t ldc) {
-  __m256 acc[kMr][kVecs];
-#pragma GCC unroll 32
-  for (int r = 0; r < kMr; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) {
-      acc[r][v] = kLoadC ? _mm256_loadu_ps(c + r * ldc + 8 * v) : _mm256_setzero_ps();
-    }
-  }
-#pragma GCC unroll 2
-  for (std::int64_t p = 0; p < kc; ++p) {
-    __m256 bv[kVecs];
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) bv[v] = _mm256_load_ps(bp + p * kNr + 8 * v);
-#pragma GCC unroll 32
-    for (int r = 0; r < kMr; ++r) {
-      const __m256 a = _mm256_set1_ps(ap[p * kMr + r]);
-#pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_add_ps(acc[r][v], _mm256_mul_ps(a, bv[v]));
-    }
-  }
-#pragma GCC unroll 32
-  for (int r = 0; r < kMr; ++r) {
-#pragma GCC unroll 8
-    for (int v = 0; v < kVecs; ++v) _mm256_storeu_ps(c + r * ldc + 8 * v, acc[r][v]);
-  }
-}
-
-void Kernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load_c) {
-  if (load_c) {
-    KernelImpl<true>(kc, ap, bp, c, ldc);
-  } else {
-    KernelImpl<false>(kc, ap, bp, c, ldc);
-  }
-}
+#define VT_INLINE static inline __attribute__((always_inline))
+struct Avx2 {
+  using Vec = __m256;
+  static constexpr int kLanes = 8;
+  VT_INLINE Vec Zero() { return _mm256_setzero_ps(); }
+  VT_INLINE Vec Load(const float* p) { return _mm256_load_ps(p); }
+  VT_INLINE Vec LoadU(const float* p) { return _mm256_loadu_ps(p); }
+  VT_INLINE void StoreU(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  VT_INLINE Vec Broadcast(float x) { return _mm256_set1_ps(x); }
+  VT_INLINE Vec Mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
+  VT_INLINE Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+};
+#undef VT_INLINE
 
 }  // namespace
 
-MicroKernel Avx2MicroKernel() { return {kMr, kNr, &Kernel, "avx2"}; }
+MicroKernel Avx2MicroKernel() { return MakeSimdMicroKernel<Avx2, VT_AVX2_MR, VT_AVX2_V>("avx2"); }
 
 }  // namespace vt::kernels::detail
 

@@ -358,14 +358,24 @@ std::optional<Bytes> Node::BlockAt(std::uint64_t height) const {
   return *b;
 }
 
+Result<std::shared_ptr<const Bytes>> Node::CachedBlob(const Hash256& hash) const {
+  std::lock_guard lock(m_blob_cache_mu);
+  if (m_cached_blob && m_cached_blob_hash == hash) return m_cached_blob;
+  VT_ASSIGN_OR_RETURN(auto b, m_chain->db().GetBlob(hash));
+  if (!b) return std::shared_ptr<const Bytes>();
+  m_cached_blob = std::make_shared<const Bytes>(std::move(*b));
+  m_cached_blob_hash = hash;
+  return m_cached_blob;
+}
+
 std::optional<std::uint64_t> Node::BlobSize(const Hash256& hash) const {
-  auto b = m_chain->db().GetBlob(hash);
+  auto b = CachedBlob(hash);
   if (!b.ok() || !*b) return std::nullopt;
   return (*b)->size();
 }
 
 Result<Bytes> Node::ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const {
-  VT_ASSIGN_OR_RETURN(auto b, m_chain->db().GetBlob(hash));
+  VT_ASSIGN_OR_RETURN(std::shared_ptr<const Bytes> b, CachedBlob(hash));
   if (!b) return Status::Invalid("blob-not-found");
   const auto end = std::min<std::uint64_t>(b->size(), offset + len);
   return Bytes(b->begin() + static_cast<std::ptrdiff_t>(offset), b->begin() + static_cast<std::ptrdiff_t>(end));

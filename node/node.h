@@ -98,6 +98,10 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   // net::BlobStore
   std::optional<std::uint64_t> BlobSize(const Hash256& hash) const override;
   Result<Bytes> ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const override;
+  // Peers pull a blob in chunks (BlobSize, then ReadBlob per chunk); LevelDB
+  // returns whole values, so the last blob read is kept rather than read
+  // again for every chunk. Null when the store lacks it.
+  Result<std::shared_ptr<const Bytes>> CachedBlob(const Hash256& hash) const;
 
   Result<Hash256> Submit(const vm::Transaction& tx, bool broadcast);
   net::Verdict HandleBlock(net::PeerId from, const vm::Block& block);
@@ -134,6 +138,9 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
     Status last_failure = Status::Ok();
     std::uint64_t failed_at_ms = 0;
   };
+  mutable std::mutex m_blob_cache_mu;
+  mutable Hash256 m_cached_blob_hash;
+  mutable std::shared_ptr<const Bytes> m_cached_blob;
   std::mutex m_blob_mu;
   std::map<Hash256, BlobFetchState> m_blob_fetches;
   mutable std::mutex m_stats_mu;

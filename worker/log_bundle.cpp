@@ -31,10 +31,10 @@ Result<Bytes> ExportLogBundle(const RunDir& run) {
   w.PutString(ManifestToJson(manifest));
   w.PutVarint(manifest.logs.size());
   for (const IntervalLogEntry& entry : manifest.logs) {
-    // Read through LoadIntervalLogs first: never publish a file that does
-    // not match the manifest (a damaged disk would otherwise look like a lie).
-    VT_TRY(run.LoadIntervalLogs(entry).status());
-    VT_ASSIGN_OR_RETURN(Bytes file, ReadFile(run.LogPath(entry.index)));
+    // Checked against the manifest first: never publish a file that does not
+    // match it (a damaged disk would otherwise look like a lie).
+    Bytes file;
+    VT_TRY(run.LoadIntervalLogs(entry, &file).status());
     w.PutBytes(file);
   }
   return std::move(w).Take();
@@ -64,9 +64,8 @@ Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path
     auto file = r.GetBytesView(kMaxLogFileBytes);
     if (!file.ok()) return Corrupt("log file of interval " + std::to_string(entry.index) + ": " + file.status().ToString());
     VT_ASSIGN_OR_RETURN(IntervalLogs logs, DecodeIntervalLogFile(*file));
-    if (logs.first_step != entry.first_step || logs.steps.size() != entry.steps || IntervalLogHash(logs) != entry.hash)
-      return Status::Invalid("log-bundle-mismatch",
-                             "the log file of interval " + std::to_string(entry.index) + " is not the one its manifest names");
+    if (Status st = CheckIntervalLogs(logs, entry, "log file of interval " + std::to_string(entry.index)); !st.ok())
+      return Status::Invalid("log-bundle-mismatch", st.detail());
     files.push_back(*file);
   }
   if (Status s = r.Finish(); !s.ok()) return Corrupt("trailing bytes after the last log file");

@@ -338,14 +338,24 @@ Result<IntervalLogEntry> RunDir::SaveIntervalLogs(std::uint64_t index, const Int
   return e;
 }
 
+Status CheckIntervalLogs(const IntervalLogs& logs, const IntervalLogEntry& entry, const std::string& where) {
+  if (logs.first_step != entry.first_step || logs.steps.size() != entry.steps || IntervalLogHash(logs) != entry.hash) {
+    return Status::Invalid("log-file-mismatch", where + " is not the log the manifest names");
+  }
+  return Status::Ok();
+}
+
 Result<IntervalLogs> RunDir::LoadIntervalLogs(const IntervalLogEntry& entry) const {
+  return LoadIntervalLogs(entry, nullptr);
+}
+
+Result<IntervalLogs> RunDir::LoadIntervalLogs(const IntervalLogEntry& entry, Bytes* file_out) const {
+  const std::string where = LogPath(entry.index).string();
   VT_ASSIGN_OR_RETURN(Bytes file, ReadFile(LogPath(entry.index)));
   auto logs = DecodeIntervalLogFile(file);
-  if (!logs.ok()) return logs.status().WithContext(LogPath(entry.index).string());
-  if (logs->first_step != entry.first_step || logs->steps.size() != entry.steps ||
-      IntervalLogHash(*logs) != entry.hash) {
-    return Status::Invalid("log-file-mismatch", LogPath(entry.index).string() + " is not the log the manifest names");
-  }
+  if (!logs.ok()) return logs.status().WithContext(where);
+  VT_TRY(CheckIntervalLogs(*logs, entry, where));
+  if (file_out != nullptr) *file_out = std::move(file);
   return logs;
 }
 

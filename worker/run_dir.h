@@ -107,6 +107,10 @@ inline constexpr std::size_t kLogFileHeaderSize = 64;
 Bytes EncodeIntervalLogFile(const IntervalLogs& logs, int zstd_level = 3);
 Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file);
 
+// Invalid "log-file-mismatch" unless `logs` are the interval `entry` names
+// (first step, step count, interval log hash); `where` names the source.
+Status CheckIntervalLogs(const IntervalLogs& logs, const IntervalLogEntry& entry, const std::string& where);
+
 // ---- the directory ---------------------------------------------------------------
 
 class RunDir {
@@ -138,6 +142,8 @@ class RunDir {
                                             std::uint64_t values_rounded) const;
   // Reads the logs the entry names and checks them against it.
   Result<IntervalLogs> LoadIntervalLogs(const IntervalLogEntry& entry) const;
+  // The same, also returning the file's bytes (to publish them as they are).
+  Result<IntervalLogs> LoadIntervalLogs(const IntervalLogEntry& entry, Bytes* file) const;
 
  private:
   RunDir(std::filesystem::path dir, CheckpointStore store) : m_dir(std::move(dir)), m_store(std::move(store)) {}
