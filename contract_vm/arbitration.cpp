@@ -226,6 +226,12 @@ Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan
   kernels::ExecConfig config;
   config.mode = static_cast<kernels::Mode>(job.mode);
   config.threads = 1;
+  // Rounded mode: the canonical fp64 reference (no vendor BLAS, no libm; a
+  // replaying NodeRounding implies it too), so the verdict is a pure
+  // function of the block's bytes. Log entries are judged against it by the
+  // one acceptance rule every challenger's replay applies (kernels
+  // hd::AcceptsEntry; docs/kernels.md "The acceptance rule").
+  config.f64_reference = true;
   std::optional<kernels::NodeRounding> rounding;
   if (rounded) {
     config.rounding.bits = job.rounding_bits;

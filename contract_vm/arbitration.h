@@ -5,8 +5,9 @@
 // node are agreed, and the disputed node's index — it checks the supplied
 // inputs of that one node against those agreed hashes (Merkle proofs),
 // re-executes the node with the canonical kernel (kernels RunOp in the job's
-// mode; in rounded mode following the solver's committed log and rejecting
-// entries outside the logging region) and returns the correct output hashes.
+// mode; in rounded mode the canonical fp64 reference — no vendor BLAS, no
+// libm, one thread — following the solver's committed log and rejecting the
+// entries the acceptance rule refuses) and returns the correct output hashes.
 // The referee compares them with both parties' records.
 //
 // Metered: Merkle and tensor hashing per byte and per node, and the operator
@@ -77,7 +78,7 @@ Result<ArbitrationPayload> Decode(Reader& r, DecodeAs<ArbitrationPayload>);
 
 enum class ArbitrationKind : std::uint8_t {
   kExecuted = 0,     // output_hashes holds the correct outputs
-  kLogRejected = 1,  // rounded mode: the supplied log has an entry outside the logging region or past the outputs
+  kLogRejected = 1,  // rounded mode: the acceptance rule refuses an entry of the supplied log, or one lies past the outputs
   kOpFailed = 2,     // the operator rejects the agreed inputs: no record can be correct
 };
 

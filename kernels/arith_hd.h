@@ -188,4 +188,20 @@ inline bool SlackCapped(const GridPos& g, double slack) {
 VT_HD inline bool AwayToUp(const GridPos& g, bool away) { return away != (g.sign != 0); }
 VT_HD inline bool UpToAway(const GridPos& g, bool up) { return up != (g.sign != 0); }
 
+// THE acceptance rule of a log entry (docs/kernels.md, "The acceptance
+// rule"; the one implementation — arbiter and every replayer call it through
+// NodeRounding::Round). `g` locates the canonical reference value ref of the
+// logged position (every replay evaluates the reference), w = max(τ·u,
+// min(β, u/4)) its region. The entry (position, up) is accepted iff ref has
+// a rounding boundary m, |ref − m| < 2w, and either `up` names ref's nearest
+// neighbour or |ref − m| < w. An honest trainer logs only values x with
+// |x − m| < w, and |x − ref| < w whenever β < u/4 (β bounds any two fp64
+// evaluations; τ covers the rest), so its entries are always accepted; the
+// non-nearest outcome is open only within w of the boundary. Host only.
+inline bool AcceptsEntry(const GridPos& g, std::uint32_t tau_q16, double slack, bool up) {
+  if (g.special != 0) return false;
+  if (!WithinRegion(g, tau_q16, slack, 1)) return false;
+  return UpToAway(g, up) == NearestIsAway(g) || WithinRegion(g, tau_q16, slack, 0);
+}
+
 }  // namespace vt::kernels::hd

@@ -35,8 +35,19 @@ void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, floa
 Simd RepopsSimdUsed(Simd requested);
 // OpenBLAS sgemm: the native baseline.
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
-// OpenBLAS dgemm on fp64 operands: the working precision of rounded mode.
+// OpenBLAS dgemm on fp64 operands: the working precision of rounded mode
+// (the trainer's fast path; its bits depend on the core type and threads).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
+// The canonical fp64 GEMM of rounded mode's reference evaluation
+// (docs/kernels.md, "The canonical reference"): every output element
+// C[i][j] = (accumulate ? C[i][j] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …,
+// sequential over p = 0..k−1, each product and each sum rounded to fp64, no
+// fma — the repops definition in fp64. Threads split rows only, so the bits
+// are the same on every machine and for every thread count.
+void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
+// Rounded mode's GEMM: GemmF64Reference when config.f64_reference (every
+// replay of a log, the arbiter), else GemmF64.
+void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
 
 // ---- Rounded mode: the error bound β of fp64 GEMM outputs ------------------
 // For any evaluation of c = Σ_{p<K} a_p·b_p in fp64 — any summation order,

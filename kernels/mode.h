@@ -59,6 +59,12 @@ struct ExecConfig {
   int threads = 1;  // worker threads (parallel over independent outputs only)
   Simd simd = Simd::kAuto;
   RoundingSpec rounding;
+  // Rounded mode: evaluate the canonical fp64 reference (GemmF64Reference,
+  // no vendor BLAS; docs/kernels.md "The canonical reference") instead of
+  // OpenBLAS dgemm. Every replay of a log does (OpContext sets it), so the
+  // arbiter and every challenger judge log entries against the same bits; a
+  // recording trainer may set it to record against the reference itself.
+  bool f64_reference = false;
 };
 
 }  // namespace vt::kernels

@@ -21,9 +21,14 @@ struct RngAddress {
 
 class OpContext {
  public:
-  // `rounding` must be non-null in rounded mode and is ignored otherwise.
+  // `rounding` must be non-null in rounded mode and is ignored otherwise. A
+  // replaying `rounding` (not recording) turns on config.f64_reference: a
+  // log is always judged against the canonical reference value, whoever
+  // replays it (arbiter, challenger, a solver answering a dispute).
   OpContext(const ExecConfig& config, NodeRounding* rounding = nullptr, RngAddress rng = {})
-      : m_config(config), m_rounding(rounding), m_rng(rng) {}
+      : m_config(config), m_rounding(rounding), m_rng(rng) {
+    if (rounding != nullptr && !rounding->recording()) m_config.f64_reference = true;
+  }
 
   const ExecConfig& config() const { return m_config; }
   Mode mode() const { return m_config.mode; }
@@ -38,7 +43,7 @@ class OpContext {
                      std::span<const double> slack = {}) const;
 
  private:
-  const ExecConfig& m_config;
+  ExecConfig m_config;  // a copy: f64_reference may differ from the caller's
   NodeRounding* m_rounding;
   RngAddress m_rng;
 };

@@ -34,18 +34,21 @@
 // boundary and are never logged. With β < u/2, grid values are never logged.
 //
 // ---- Replay and its check ------------------------------------------------------------
-// At a logged position the replayer takes the logged neighbour of its own x'
-// (up = toward +inf). An entry is accepted only if the replayer's x' lies
-// within 4w of its interval's midpoint (w from the replayer's own β, which is
-// computed from the same inputs in the same fixed order): honest parties
-// whose fp64 values differ by at most w satisfy this with room to spare
-// (|x' − m| < 2w),
-// while a forged entry at a value far from any boundary — an attempt to steer
-// a value the canonical kernel rounds unambiguously — is rejected with
-// Status::Invalid "log-entry-outside-region". A NaN/inf at a logged position is
-// outside every region. So a cheating trainer can only choose directions
-// within 4w of a boundary, i.e. never by more than one b-bit ulp, and only
-// where the fp64 value is genuinely ambiguous to that precision.
+// Every replay evaluates the canonical fp64 reference ref of each value
+// (OpContext turns on ExecConfig::f64_reference for a replaying
+// NodeRounding: no vendor BLAS, no libm), so the arbiter and every challenger
+// hold the same bits. A logged entry is judged at ref by the one rule
+// hd::AcceptsEntry: accepted iff |ref − m| < 2w and (the entry names ref's
+// nearest neighbour, or |ref − m| < w). An accepted entry takes that
+// neighbour of ref; a rejected one is Status::Invalid
+// "log-entry-outside-region". Unlogged values round ref to nearest.
+// Honest trainer values x satisfy |x − ref| < w wherever β < u/4, so: its
+// entries are accepted (|ref − m| < 2w, and a non-nearest direction for ref
+// means m lies between x and ref, |ref − m| < w); the values it does not log
+// (|x − m| ≥ w) lie on ref's side; and a cheater's only freedom is the
+// non-nearest neighbour of values within w of the boundary — one b-bit ulp,
+// where honest parties genuinely disagree (docs/kernels.md "The acceptance
+// rule", docs/referee.md "Residual freedom").
 
 #include "kernels/rounding.h"
 
@@ -80,7 +83,7 @@ RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack
   r.has_boundary = true;
   r.nearest_is_up = hd::AwayToUp(g, away);
   r.near_boundary = hd::WithinRegion(g, spec.tau_q16, slack, 0);
-  r.within_replay_window = hd::WithinRegion(g, spec.tau_q16, slack, 2);
+  r.within_replay_window = hd::WithinRegion(g, spec.tau_q16, slack, 1);
   return r;
 }
 
@@ -88,6 +91,12 @@ NodeRounding NodeRounding::Record(const RoundingSpec& spec) { return NodeRoundin
 
 NodeRounding NodeRounding::RecordReplayWindow(const RoundingSpec& spec) {
   return NodeRounding(spec, true, {}, 2);
+}
+
+NodeRounding NodeRounding::RecordSteered(const RoundingSpec& spec) {
+  NodeRounding r(spec, true, {});
+  r.m_steer = true;
+  return r;
 }
 
 NodeRounding NodeRounding::Replay(const RoundingSpec& spec, RoundingLog log) {
@@ -118,19 +127,19 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
         out[i] = hd::FloatFromBits(hd::SpecialBits(g));
         continue;
       }
-      const bool away = hd::NearestIsAway(g);
-      out[i] = hd::FloatFromBits(hd::NeighbourBits(g, away));
+      const bool nearest = hd::NearestIsAway(g);
       const int f = m_record_factor_log2;
-      if (slack.empty()) {
-        if (tau != 0 && hd::WithinTau(g, tau, f))
-          m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
-      } else {
-        if (hd::WithinRegion(g, tau, slack[i], f)) {
-          m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
-          if (!hd::WithinTau(g, tau, f)) ++m_logged_by_slack;
-        }
-        if (hd::SlackCapped(g, slack[i])) ++m_slack_capped;
+      const double s = slack.empty() ? 0.0 : slack[i];
+      const bool near = slack.empty() ? tau != 0 && hd::WithinTau(g, tau, f) : hd::WithinRegion(g, tau, s, f);
+      // Steering (test only) takes the other neighbour wherever the rule
+      // accepts it at this value: within w of the boundary.
+      const bool away = m_steer && near ? !nearest : nearest;
+      out[i] = hd::FloatFromBits(hd::NeighbourBits(g, away));
+      if (near) {
+        m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
+        if (!slack.empty() && !hd::WithinTau(g, tau, f)) ++m_logged_by_slack;
       }
+      if (!slack.empty() && hd::SlackCapped(g, s)) ++m_slack_capped;
     }
     m_position = base + n;
     return Status::Ok();
@@ -157,7 +166,7 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
     const std::size_t i = static_cast<std::size_t>(entry.position - base);
     const hd::GridPos g = hd::Locate(exact[i], bits);
     const double s = slack.empty() ? 0.0 : slack[i];
-    if (g.special != 0 || !hd::WithinRegion(g, tau, s, 2)) {
+    if (!hd::AcceptsEntry(g, tau, s, entry.up)) {
       if (m_skip_invalid) {
         ++m_skipped;
         ++m_cursor;
@@ -165,7 +174,7 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
       }
       return Status::Invalid("log-entry-outside-region",
                              "logged position " + std::to_string(entry.position) +
-                                 " is not within 4*max(tau ulp, slack) of a rounding boundary");
+                                 ": the acceptance rule rejects its direction at the reference value");
     }
     out[i] = hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, entry.up)));
     ++m_cursor;

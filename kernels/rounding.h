@@ -14,8 +14,10 @@
 // where β ≥ 0 ("slack") is an a-priori bound, supplied by the operator, on
 // how far two honest fp64 evaluations of this value can differ (a vendor
 // GEMM's summation order; docs/kernels.md "Error-bounded logging region"),
-// and τ covers the rest (libm differences). Replay is exact whenever
-// |x − x'| ≤ max(β, τ·u) and |x − x'| < u/4.
+// and τ is a margin on top. Every replay evaluates the canonical fp64
+// reference ref (ExecConfig::f64_reference) and judges each entry against it
+// by one rule (hd::AcceptsEntry, kernels/rounding.cpp): the replay equals the
+// trainer's rounding whenever |x − ref| < w, which β guarantees below u/4.
 
 #include <cstdint>
 #include <span>
@@ -67,7 +69,9 @@ struct RoundingRegion {
   bool has_boundary = false;       // false for NaN, ±inf, |x| ≥ 2^128
   bool nearest_is_up = false;      // the direction a trainer would log
   bool near_boundary = false;      // |x − m| < w: logged when recording
-  bool within_replay_window = false;  // |x − m| < 4w: a logged entry is accepted
+  // With x the canonical reference: an entry naming `nearest` is accepted
+  // iff |x − m| < 2w; one naming the other neighbour iff near_boundary.
+  bool within_replay_window = false;  // |x − m| < 2w
 };
 // w = max(τ·u, min(slack, u/4)); slack = 0: w = τ·u.
 RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack = 0.0);
@@ -79,23 +83,33 @@ class NodeRounding {
   static NodeRounding Record(const RoundingSpec& spec);
   static NodeRounding Replay(const RoundingSpec& spec, RoundingLog log);
   // A replay that never fails on the log: entries a strict replay rejects
-  // (outside the window, unsorted, past the node's outputs) are skipped —
-  // those values round to nearest — and counted. This is how an honest
-  // challenger follows a solver's logs to the end of a run; the referee
-  // rejects the same entries when it arbitrates the node.
+  // (refused by the acceptance rule, unsorted, past the node's outputs) are
+  // skipped — those values round to nearest — and counted. This is how an
+  // honest challenger follows a solver's logs to the end of a run; the
+  // referee rejects exactly the same entries when it arbitrates the node
+  // (both evaluate the canonical reference and call hd::AcceptsEntry).
   static NodeRounding ReplaySkippingInvalid(const RoundingSpec& spec, RoundingLog log);
-  // Records (nearest direction) every value whose replay window (4w)
-  // contains it: the positions where a replayer would accept a log entry.
-  // For tests and adversaries that need a position a replayer rejects.
+  // Records (nearest direction) every value within 4w of its boundary. The
+  // arbiter accepts no entry at a reference value 2w or more from it, and
+  // an honest evaluation lies within w of the reference: outside these
+  // positions every entry is rejected. For tests and adversaries that need
+  // a position the arbiter rejects.
   static NodeRounding RecordReplayWindow(const RoundingSpec& spec);
+  // TEST ONLY (the steer-log adversary, the residual-freedom measurement):
+  // records like Record, but takes and logs the NON-nearest neighbour of
+  // every value within w of its boundary — every value where the acceptance
+  // rule, judging at this value as the reference, lets a cheater choose.
+  static NodeRounding RecordSteered(const RoundingSpec& spec);
 
   // Round `exact` into `out` (same size), continuing this node's position
   // counter. `slack` is empty (β = 0 for every value: outputs of our own
   // fixed-order fp64 loops) or holds β_i ≥ 0 per value (same size). Replay
   // fails with Status::Invalid
-  //   "log-entry-outside-region"  a logged position's own value is not within
-  //                               4w of its rounding boundary (or is NaN/inf):
-  //                               "far" = outside that window (rounding.cpp);
+  //   "log-entry-outside-region"  the acceptance rule (hd::AcceptsEntry) rejects
+  //                               the entry at this position's value (the
+  //                               canonical reference when replaying): NaN/inf,
+  //                               2w or more from its boundary, or the
+  //                               non-nearest direction w or more from it;
   //   "log-entries-unsorted"      positions not strictly increasing;
   // and Finish() with "log-entry-out-of-range" when entries remain past the
   // node's outputs. Recording never fails.
@@ -133,6 +147,7 @@ class NodeRounding {
   std::uint64_t m_slack_capped = 0;
   int m_record_factor_log2 = 0;  // 2: RecordReplayWindow
   bool m_tau_applies = true;
+  bool m_steer = false;  // RecordSteered
 };
 
 }  // namespace vt::kernels

@@ -241,6 +241,52 @@ class ForgeLog final : public Adversary {
   std::uint64_t m_position = 0;
 };
 
+// ---- steer-log ----------------------------------------------------------------------
+
+class SteerLog final : public Adversary {
+ public:
+  explicit SteerLog(AdversarySpec spec) : Adversary(std::move(spec)) {}
+  bool ActsIn(std::uint64_t step) const override { return step >= m_spec.step; }
+
+  // Recording: computes the whole step first as the arbiter would (the
+  // canonical reference, ExecConfig::f64_reference) with the non-nearest
+  // neighbour taken and logged wherever the acceptance rule allows it
+  // (NodeRounding::RecordSteered); the engine's own node outputs are then
+  // replaced by these (OnNode) and its logs by the steered ones (AfterStep).
+  // Replaying its own logs (dispute answers): nothing to do — the replay
+  // evaluates the same reference and accepts every steered entry.
+  Status BeforeStep(const StepView& view, std::vector<kernels::RoundingLog>* replay_logs) override {
+    m_steered.reset();
+    if (replay_logs != nullptr || view.config.mode != kernels::Mode::kRounded) return Status::Ok();
+    kernels::ExecConfig config = view.config;
+    config.f64_reference = true;
+    graph::StepOptions options;
+    options.seed = view.seed;
+    options.tau_table = view.tau_table;
+    options.steer_rounding = true;
+    options.keep_outputs = true;
+    VT_ASSIGN_OR_RETURN(graph::StepResult steered,
+                        graph::ExecuteStep(config, view.graph, view.state, view.batch, options));
+    m_steered = std::move(steered);
+    return Status::Ok();
+  }
+
+  Status OnNode(const StepView&, std::size_t node, std::span<kernels::Tensor> outputs) override {
+    if (!m_steered) return Status::Ok();
+    const std::vector<kernels::Tensor>& mine = m_steered->outputs[node];
+    for (std::size_t k = 0; k < outputs.size() && k < mine.size(); ++k) outputs[k] = mine[k];
+    return Status::Ok();
+  }
+
+  void AfterStep(const StepView&, std::vector<kernels::RoundingLog>& logs) override {
+    if (m_steered) logs = m_steered->logs;
+    m_steered.reset();
+  }
+
+ private:
+  std::optional<graph::StepResult> m_steered;
+};
+
 Result<std::uint64_t> ParseU64(std::string_view key, std::string_view v) {
   std::uint64_t out = 0;
   auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
@@ -288,6 +334,8 @@ std::string_view AdversaryKindName(AdversaryKind kind) {
       return "forge-log";
     case AdversaryKind::kWrongOutput:
       return "wrong-output";
+    case AdversaryKind::kSteerLog:
+      return "steer-log";
   }
   return "unknown";
 }
@@ -298,7 +346,8 @@ Result<AdversarySpec> ParseAdversarySpec(std::string_view text) {
   const std::string_view kind = text.substr(0, colon);
   bool found = false;
   for (AdversaryKind k : {AdversaryKind::kPoisonLabels, AdversaryKind::kTamperWeight, AdversaryKind::kSkipSteps,
-                          AdversaryKind::kWrongLr, AdversaryKind::kForgeLog, AdversaryKind::kWrongOutput}) {
+                          AdversaryKind::kWrongLr, AdversaryKind::kForgeLog, AdversaryKind::kWrongOutput,
+                          AdversaryKind::kSteerLog}) {
     if (AdversaryKindName(k) == kind) {
       spec.kind = k;
       found = true;
@@ -306,7 +355,8 @@ Result<AdversarySpec> ParseAdversarySpec(std::string_view text) {
   }
   if (!found) {
     return BadSpec("unknown adversary '" + std::string(kind) +
-                   "' (known: poison-labels, tamper-weight, skip-steps, wrong-lr, forge-log, wrong-output)");
+                   "' (known: poison-labels, tamper-weight, skip-steps, wrong-lr, forge-log, wrong-output, "
+                   "steer-log)");
   }
   std::string_view rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
   while (!rest.empty()) {
@@ -361,6 +411,8 @@ std::string DescribeAdversary(const AdversarySpec& s) {
              ",position=" + std::to_string(s.position);
     case AdversaryKind::kWrongOutput:
       return out + ":step=" + std::to_string(s.step) + ",node=" + std::to_string(s.node);
+    case AdversaryKind::kSteerLog:
+      return out + ":step=" + std::to_string(s.step);
   }
   return out;
 }
@@ -409,6 +461,9 @@ Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, cons
       return std::unique_ptr<Adversary>(new ForgeLog(spec));
     case AdversaryKind::kWrongOutput:
       return std::unique_ptr<Adversary>(new WrongOutput(spec));
+    case AdversaryKind::kSteerLog:
+      if (job.mode() != kernels::Mode::kRounded) return BadSpec("steer-log needs a rounded-mode job");
+      return std::unique_ptr<Adversary>(new SteerLog(spec));
   }
   return BadSpec("unknown adversary");
 }

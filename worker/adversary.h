@@ -33,6 +33,12 @@
 //                                          rounds that value the wrong way (one grid step up)
 //   wrong-output    step=T node=I          node I of step T reports (and passes on) an
 //                                          output with 1 added to every element of output 0
+//   steer-log       step=T                 rounded mode, from step T on: every node is
+//                                          computed as the canonical reference and every
+//                                          value within w of its rounding boundary takes
+//                                          (and logs) the NON-nearest neighbour — the most
+//                                          the acceptance rule lets a cheater steer
+//                                          (docs/referee.md, "Residual freedom")
 //
 // Text form (CLI): "<kind>:key=value,key=value", e.g. "wrong-lr:step=7,factor=10".
 
@@ -62,6 +68,7 @@ enum class AdversaryKind : std::uint8_t {
   kWrongLr,
   kForgeLog,
   kWrongOutput,
+  kSteerLog,
 };
 
 std::string_view AdversaryKindName(AdversaryKind kind);

@@ -53,12 +53,13 @@ Status RunNode(const ExecConfig& config, const StepGraph& g, std::size_t i,
 
 std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const RoundingLog* replay,
                                          const StepGraph& g, std::size_t i, const TauTable* tau_table,
-                                         bool skip_invalid = false) {
+                                         bool skip_invalid = false, bool steer = false) {
   if (config.mode != Mode::kRounded) return std::nullopt;
   RoundingSpec spec = config.rounding;
   if (tau_table != nullptr) spec.tau_q16 = tau_table->Lookup(NodeTauKey(g, i));
   if (replay != nullptr && skip_invalid) return NodeRounding::ReplaySkippingInvalid(spec, *replay);
   if (replay != nullptr) return NodeRounding::Replay(spec, *replay);
+  if (steer) return NodeRounding::RecordSteered(spec);
   return NodeRounding::Record(spec);
 }
 
@@ -158,7 +159,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
       }
       std::optional<NodeRounding> rounding =
           MakeRounding(config, replay ? &(*options.replay_logs)[i] : nullptr, graph, i, options.tau_table,
-                       options.skip_invalid_log_entries);
+                       options.skip_invalid_log_entries, options.steer_rounding);
       VT_TRY(RunNode(config, graph, i, inputs, options.seed, rounding ? &*rounding : nullptr, outs[i]));
       if (rounding) {
         result.values_rounded += rounding->values_rounded();

@@ -39,6 +39,10 @@ struct StepOptions {
   // Replaying: skip log entries a strict replay rejects instead of failing
   // (NodeRounding::ReplaySkippingInvalid); StepResult counts them.
   bool skip_invalid_log_entries = false;
+  // TEST ONLY (the steer-log adversary, the residual-freedom measurement):
+  // record with NodeRounding::RecordSteered — the non-nearest neighbour of
+  // every value within w of its boundary. Ignored when replaying.
+  bool steer_rounding = false;
   // Rounded mode: node i rounds with τ = tau_table->Lookup(NodeTauKey(graph, i))
   // (the job's calibrated τ per operator and shape); null: config.rounding's τ
   // for every node.

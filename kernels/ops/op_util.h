@@ -6,8 +6,11 @@
 //
 //   M = NativeMath  T = float   libm, OpenBLAS sgemm
 //   M = RepopsMath  T = float   common/detmath.h, GemmRepops (fixed order)
-//   M = F64Math     T = double  libm in double, OpenBLAS dgemm; the outputs
-//                               are then rounded by ctx.RoundOutput
+//   M = F64Math     T = double  kernels/f64_math.h (fixed-sequence fp64, no
+//                               libm), OpenBLAS dgemm — or the canonical
+//                               GemmF64Reference when config.f64_reference
+//                               (every replay); the outputs are then rounded
+//                               by ctx.RoundOutput
 //
 // so the operation order written in an operator's source is the same in all
 // modes; only precision, transcendental functions and the GEMM differ.
@@ -27,6 +30,7 @@
 
 #include "common/detmath.h"
 #include "common/result.h"
+#include "kernels/f64_math.h"
 #include "kernels/matmul.h"
 #include "kernels/op_context.h"
 #include "kernels/parallel.h"
@@ -148,13 +152,14 @@ struct F64Math {
   using T = double;
   static constexpr bool kRounded = true;
   static constexpr bool kFixedOrder = false;
-  static double Exp(double x) { return std::exp(x); }
-  static double Log(double x) { return std::log(x); }
-  static double Tanh(double x) { return std::tanh(x); }
-  static double Cos(double x) { return std::cos(x); }
-  static double Sqrt(double x) { return std::sqrt(x); }
+  // Never libm: its last bit differs between vendors (kernels/f64_math.h).
+  static double Exp(double x) { return f64::Exp(x); }
+  static double Log(double x) { return f64::Log(x); }
+  static double Tanh(double x) { return f64::Tanh(x); }
+  static double Cos(double x) { return f64::Cos(x); }
+  static double Sqrt(double x) { return std::sqrt(x); }  // IEEE correctly rounded
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const double* a, const double* b, double* out) {
-    GemmF64(c, g, a, b, out);
+    GemmF64Rounded(c, g, a, b, out);
   }
 };
 

@@ -496,14 +496,8 @@ bool OpFp64IsExact(OpKind kind) {
     case OpKind::kLinearBackward:
     case OpKind::kConv2d:
     case OpKind::kConv2dBackward:
-    case OpKind::kGelu:
-    case OpKind::kGeluBackward:
-    case OpKind::kSoftmax:
-    case OpKind::kCrossEntropy:
-    case OpKind::kCrossEntropyBackward:
     case OpKind::kAttention:
     case OpKind::kAttentionBackward:
-    case OpKind::kLrSchedule:
       return false;
     default:
       return true;

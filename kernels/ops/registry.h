@@ -116,12 +116,13 @@ Result<OpKind> OpKindFromValue(std::uint64_t value);  // "unknown-op"
 std::string_view OpKindName(OpKind kind);              // "unknown" when unregistered
 // Rounded mode: true when the operator's fp64 result is bit-identical on
 // every IEEE-754 machine — our own fixed-order loops with + − × ÷ and sqrt
-// only (all correctly rounded; the build has -ffp-contract=off): no libm
-// (exp, log, tanh, cos) and no vendor GEMM. RunOp then rounds its outputs
-// with τ = 0: no honest party can disagree, so exact ties are not logged.
-// False for matmul/linear/conv2d (and backward: vendor dgemm, covered by β
-// and τ), gelu, softmax, cross_entropy, attention (and backward) and
-// lr_schedule (libm: τ). docs/kernels.md, "Error-bounded logging region".
+// only (all correctly rounded; the build has -ffp-contract=off) and the
+// fixed-sequence transcendentals of kernels/f64_math.h (rounded mode never
+// calls libm), no vendor GEMM. RunOp then rounds its outputs with τ = 0: no
+// honest party can disagree, so nothing is logged and no entry is accepted.
+// False only for the operators with a vendor dgemm inside — matmul, linear,
+// conv2d, attention and their backwards (β and τ).
+// docs/kernels.md, "Error-bounded logging region".
 bool OpFp64IsExact(OpKind kind);
 int NumOutputs(const OpInfo& info, int num_inputs);
 

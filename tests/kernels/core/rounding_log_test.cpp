@@ -110,9 +110,10 @@ TEST(NodeRoundingTest, ReplayFollowsTheLoggedDirection) {
 }
 
 TEST(NodeRoundingTest, ForgedEntriesAreRejected) {
-  const RoundingSpec spec{32, 4096};  // window 4τ = 1/4 ulp
-  // 1.0 + 0.3 ulp: the midpoint is 0.2 ulp away (< 1/4): accepted.
-  // 1.0 + 0.2 ulp: 0.3 ulp away: outside the window: forged.
+  const RoundingSpec spec{32, 16384};  // w = τ·u = 1/4 ulp
+  // 1.0 + 0.3 ulp: the midpoint is 0.2 ulp away (< w): either direction is
+  // accepted, here the non-nearest "up".
+  // 1.0 + 0.2 ulp: 0.3 ulp away (≥ w): "up" is not its nearest: forged.
   const double ulp = std::ldexp(1.0, -23);
   const double inside = 1.0 + 0.3 * ulp, outside = 1.0 + 0.2 * ulp;
   {

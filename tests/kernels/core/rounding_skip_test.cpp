@@ -15,9 +15,9 @@ namespace vt::kernels {
 namespace {
 
 TEST(NodeRoundingSkip, AppliesValidEntriesSkipsAndCountsTheRest) {
-  const RoundingSpec spec{32, 4096};  // window 4τ = 1/4 ulp
+  const RoundingSpec spec{32, 16384};  // w = 1/4 ulp: any direction accepted within it, none at 2w = 1/2 ulp
   const double ulp = std::ldexp(1.0, -23);
-  // Positions 0 and 2 sit 0.2 ulp from the midpoint (inside the window);
+  // Positions 0 and 2 sit 0.2 and 0.1 ulp from the midpoint (inside w);
   // 1 and 3 are exactly on the grid (outside every window).
   const std::vector<double> exact = {1.0 + 0.3 * ulp, 1.0, 2.0 + 0.6 * 2 * ulp, 4.0};
   const RoundingLog log{{LogEntry{0, true}, LogEntry{1, true}, LogEntry{2, false}, LogEntry{3, false},

@@ -79,7 +79,10 @@ Ref Reference(double x, int bits, std::uint32_t tau_q16) {
   const long double tau = static_cast<long double>(tau_q16) / 65536.0L;
   const long double dist = std::fabs(ax - m);
   r.near = dist < tau * u;
-  r.window = dist < 4 * tau * u;
+  // The acceptance rule's outer window (2w), written as a bound on the
+  // distance to the nearer grid value so that it stays exact for values far
+  // below the spacing (u/2 − below would round in long double).
+  r.window = std::min(below, above) > u * (0.5L - 2 * tau);
   return r;
 }
 
