@@ -75,6 +75,11 @@ Expected Expect(const Job& job, const Dataset& dataset, const AdversarySpec& spe
     case AdversaryKind::kWrongOutput:
       e.node = spec.node;
       break;
+    case AdversaryKind::kSteerLog:
+      // Never located: every choice it makes is accepted
+      // (Scenario.SteerLogAdversaryIsCaughtOrBounded).
+      ADD_FAILURE() << "steer-log is not a located adversary";
+      break;
     case AdversaryKind::kPoisonLabels: {
       // The first step whose batch holds a poisoned example, at the first
       // node that reads the targets.
@@ -285,6 +290,9 @@ TEST(AdversarySpecTest, ParsesAndRejects) {
             "adversary-bad-spec");  // beyond the last step
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("forge-log:step=1"), j.job, j.dataset).status().reason(),
             "adversary-bad-spec");  // not a rounded job
+  EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("steer-log:step=1"), j.job, j.dataset).status().reason(),
+            "adversary-bad-spec");  // not a rounded job
+  EXPECT_EQ(DescribeAdversary(*ParseAdversarySpec("steer-log:step=2")), "steer-log:step=2");
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("tamper-weight:step=1,tensor=nope"), j.job, j.dataset).status().reason(),
             "adversary-bad-spec");
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("wrong-output:step=1,node=999"), j.job, j.dataset).status().reason(),

@@ -138,7 +138,12 @@ int main(int argc, char** argv) {
     if (!log.ok()) return Fail(log.status().reason());
     config.mode = Mode::kRounded;
     entries = log->entries.size();
-    NodeRounding rounding = NodeRounding::Replay(config.rounding, std::move(*log));
+    // Without β the acceptance rule rejects some of the trainer's entries
+    // (its value and the replayer's differ by more than τ·u): skip them, as
+    // a challenger does, and count the mismatches that follow.
+    NodeRounding rounding = mode == "replay-noslack"
+                                ? NodeRounding::ReplaySkippingInvalid(config.rounding, std::move(*log))
+                                : NodeRounding::Replay(config.rounding, std::move(*log));
     status =
         mode == "replay-noslack" ? round_noslack(rounding) : MatMul(OpContext(config, &rounding), a, b, out);
     if (status.ok()) status = rounding.Finish();
