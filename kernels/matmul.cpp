@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "kernels/arith_hd.h"
+#include "kernels/gemm_f64_reference.h"
+#include "kernels/gemm_f64_reference_tile.h"
 #include "kernels/gemm_repops.h"
 #include "kernels/parallel.h"
 
@@ -73,84 +75,63 @@ void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const
               static_cast<blasint>(g.ldc));
 }
 
+namespace detail {
+RefKernel RefKernelBaseline() { return MakeRefKernel<2, 4, 2>(); }
+}  // namespace detail
+
 namespace {
 
-// GemmF64Reference's tile: kRefMr rows × kRefNr columns of C in registers,
-// lanes over columns (two fp64 lanes per vector: baseline SSE2; GCC and
-// clang vector extensions, never contracted into fma).
-using V2d = double __attribute__((vector_size(16)));
-constexpr std::int64_t kRefMr = 4;
-constexpr std::int64_t kRefNr = 4;
-
-// C rows [i0, i0+rows) × columns [j0, j0+kRefNr) (cols ≤ kRefNr valid) from
-// ap (op(A) rows, packed [p][kRefMr]) and bp (op(B) columns, packed [p][kRefNr]).
-void RefTile(std::int64_t k, const double* ap, const double* bp, double* c, std::int64_t ldc, std::int64_t rows,
-             std::int64_t cols, bool accumulate) {
-  alignas(16) double init[kRefMr][kRefNr] = {};
-  if (accumulate) {
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t j = 0; j < cols; ++j) init[r][j] = c[r * ldc + j];
+// The widest tile kernel this CPU runs (every one gives the same bits).
+detail::RefKernel RefKernelFor() {
+  if (DetectSimd() == Simd::kAvx512) {
+    const detail::RefKernel k = detail::RefKernelAvx512();
+    if (k.fn != nullptr) return k;
   }
-  V2d acc[kRefMr][kRefNr / 2];
-  for (int r = 0; r < kRefMr; ++r) {
-    for (int v = 0; v < kRefNr / 2; ++v) acc[r][v] = V2d{init[r][2 * v], init[r][2 * v + 1]};
-  }
-  for (std::int64_t p = 0; p < k; ++p) {
-    const V2d b0 = V2d{bp[p * kRefNr], bp[p * kRefNr + 1]};
-    const V2d b1 = V2d{bp[p * kRefNr + 2], bp[p * kRefNr + 3]};
-    for (int r = 0; r < kRefMr; ++r) {
-      const double a = ap[p * kRefMr + r];
-      const V2d av = V2d{a, a};
-      acc[r][0] = acc[r][0] + av * b0;
-      acc[r][1] = acc[r][1] + av * b1;
-    }
-  }
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t j = 0; j < cols; ++j) c[r * ldc + j] = acc[r][j / 2][j % 2];
-  }
+  return detail::RefKernelBaseline();
 }
 
 }  // namespace
 
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
+  static const detail::RefKernel kern = RefKernelFor();
+  const std::int64_t mr = kern.mr, nr = kern.nr;
   const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
   const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
   const std::int64_t k = g.k < 0 ? 0 : g.k;
-  // op(B) packed once into column panels of kRefNr: panel q holds
-  // bpack[q·k·kRefNr + p·kRefNr + lane] (zero past n). Copies only.
-  const std::int64_t panels = (g.n + kRefNr - 1) / kRefNr;
-  std::vector<double> bpack(static_cast<std::size_t>(panels * k * kRefNr), 0.0);
+  // op(B) packed once into column panels of nr: panel q holds
+  // bpack[q·k·nr + p·nr + lane] (zero past n). Copies only.
+  const std::int64_t panels = (g.n + nr - 1) / nr;
+  std::vector<double> bpack(static_cast<std::size_t>(panels * k * nr), 0.0);
   for (std::int64_t q = 0; q < panels; ++q) {
-    double* dst = bpack.data() + q * k * kRefNr;
-    for (std::int64_t lane = 0; lane < kRefNr && q * kRefNr + lane < g.n; ++lane) {
-      const double* src = b + (q * kRefNr + lane) * b_col;
-      for (std::int64_t p = 0; p < k; ++p) dst[p * kRefNr + lane] = src[p * b_row];
+    double* dst = bpack.data() + q * k * nr;
+    for (std::int64_t lane = 0; lane < nr && q * nr + lane < g.n; ++lane) {
+      const double* src = b + (q * nr + lane) * b_col;
+      for (std::int64_t p = 0; p < k; ++p) dst[p * nr + lane] = src[p * b_row];
     }
   }
-  const std::int64_t row_tiles = (g.m + kRefMr - 1) / kRefMr;
-  // Scratch for the A panels, one per chunk (allocated here: no allocation
-  // inside a pool worker).
+  const std::int64_t row_tiles = (g.m + mr - 1) / mr;
+  // One A panel of scratch per chunk, allocated here: no allocation inside
+  // a pool worker.
   const int chunks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(threads, row_tiles)));
-  std::vector<double> apack(static_cast<std::size_t>(chunks * k * kRefMr), 0.0);
+  std::vector<double> apack(static_cast<std::size_t>(chunks * k * mr), 0.0);
   ParallelFor(chunks, chunks, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t chunk = c0; chunk < c1; ++chunk) {
-      double* ap = apack.data() + chunk * k * kRefMr;
+      double* ap = apack.data() + chunk * k * mr;
       for (std::int64_t t = row_tiles * chunk / chunks; t < row_tiles * (chunk + 1) / chunks; ++t) {
-        const std::int64_t i0 = t * kRefMr;
-        const std::int64_t rows = std::min(kRefMr, g.m - i0);
-        for (std::int64_t r = 0; r < kRefMr; ++r) {
+        const std::int64_t i0 = t * mr;
+        const std::int64_t rows = std::min(mr, g.m - i0);
+        for (std::int64_t r = 0; r < mr; ++r) {
           if (r >= rows) {
-            for (std::int64_t p = 0; p < k; ++p) ap[p * kRefMr + r] = 0.0;
+            for (std::int64_t p = 0; p < k; ++p) ap[p * mr + r] = 0.0;
             continue;
           }
           const double* src = a + (i0 + r) * a_row;
-          for (std::int64_t p = 0; p < k; ++p) ap[p * kRefMr + r] = src[p * a_col];
+          for (std::int64_t p = 0; p < k; ++p) ap[p * mr + r] = src[p * a_col];
         }
         for (std::int64_t q = 0; q < panels; ++q) {
-          const std::int64_t cols = std::min(kRefNr, g.n - q * kRefNr);
-          RefTile(k, ap, bpack.data() + q * k * kRefNr, c + i0 * g.ldc + q * kRefNr, g.ldc, rows, cols,
-                  g.accumulate);
+          const std::int64_t cols = std::min(nr, g.n - q * nr);
+          kern.fn(k, ap, bpack.data() + q * k * nr, c + i0 * g.ldc + q * nr, g.ldc, rows, cols, g.accumulate);
         }
       }
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/f64_math.h"
+#include "kernels/gemm_f64_reference.h"
 #include "kernels/matmul.h"
 #include "tests/support/test_seed.h"
 
@@ -134,6 +135,45 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
             << "trial " << trial << " threads " << threads << " element " << e;
       }
     }
+  }
+}
+
+// Every tile kernel this CPU runs gives the baseline's bits (the lane width
+// only decides how many columns run side by side).
+TEST(GemmF64Reference, EveryTileKernelGivesTheSameBits) {
+  const detail::RefKernel base = detail::RefKernelBaseline();
+  const detail::RefKernel wide = detail::RefKernelAvx512();
+  if (wide.fn == nullptr || !SimdSupported(Simd::kAvx512)) {
+    GTEST_SKIP() << "no AVX-512 tile kernel on this CPU/build: only the baseline runs";
+  }
+  std::mt19937_64 rng(test::TestSeed() ^ 0x7113);
+  for (int trial = 0; trial < 20; ++trial) {
+    const std::int64_t k = static_cast<std::int64_t>(rng() % 300);
+    const std::int64_t rows = wide.mr, cols = wide.nr;  // one wide tile = several baseline tiles
+    const std::vector<double> a = Random(rng, static_cast<std::size_t>(rows * k + 1));  // row-major rows × k
+    const std::vector<double> b = Random(rng, static_cast<std::size_t>(k * cols + 1));  // row-major k × cols
+    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(rows * cols));
+    const bool accumulate = (rng() & 1) != 0;
+    // Pack for a kernel of tile mr × nr at tile (i0, j0).
+    const auto run = [&](const detail::RefKernel& kern) {
+      std::vector<double> c = c0;
+      for (std::int64_t i0 = 0; i0 < rows; i0 += kern.mr) {
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kern.nr) {
+          std::vector<double> ap(static_cast<std::size_t>(k * kern.mr)), bp(static_cast<std::size_t>(k * kern.nr));
+          for (std::int64_t p = 0; p < k; ++p) {
+            for (int r = 0; r < kern.mr; ++r) ap[static_cast<std::size_t>(p * kern.mr + r)] = a[static_cast<std::size_t>((i0 + r) * k + p)];
+            for (int j = 0; j < kern.nr; ++j) bp[static_cast<std::size_t>(p * kern.nr + j)] = b[static_cast<std::size_t>(p * cols + j0 + j)];
+          }
+          kern.fn(k, ap.data(), bp.data(), c.data() + i0 * cols + j0, cols, kern.mr, kern.nr, accumulate);
+        }
+      }
+      return c;
+    };
+    ASSERT_EQ(wide.mr % base.mr, 0);
+    ASSERT_EQ(wide.nr % base.nr, 0);
+    const std::vector<double> x = run(base), y = run(wide);
+    for (std::size_t e = 0; e < x.size(); ++e)
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(x[e]), std::bit_cast<std::uint64_t>(y[e])) << "trial " << trial << " " << e;
   }
 }
 
