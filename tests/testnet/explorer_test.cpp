@@ -1,6 +1,7 @@
 // The web explorer in a real browser (label testnet): a 3-validator testnet
 // with a cheating solver daemon and a challenger daemon; headless Chromium
-// loads vt-node's explorer pages while the dispute runs and after it ends,
+// loads vt-node's explorer pages while the dispute runs (the solver daemon
+// paused, so the game is still open) and after it ends,
 // and the rendered DOM must show what the chain says: the game pinned to the
 // planted step and operator node, both parties' moves level by level, the
 // clocks and bonds, the bounty's timeline and loss curve. Screenshots go to
@@ -76,7 +77,8 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
-  const node::BountyTerms terms{1'000'000, 400'000, 200'000, 300, 12, 40};
+  // 150 blocks (30 s) on each clock: room to pause the solver mid-game.
+  const node::BountyTerms terms{1'000'000, 400'000, 200'000, 300, 12, 150};
   auto id = node::PostBounty(c, *client, *loaded, terms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_EQ(*id, 0u);
@@ -87,17 +89,22 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   };
   ASSERT_TRUE(WaitFor([&] { return !game_phase().empty(); }, 90s)) << "no dispute opened";
 
-  // Live: while the game runs the page says so and draws the level in progress.
+  // Live: the solver daemon is paused (SIGSTOP) as soon as the game opens,
+  // so the game is still running while the browser renders it: the page says
+  // so, draws the level in progress and shows the solver's clock running.
+  ASSERT_TRUE(t.net().Pause("solver").ok());
   const std::string before = game_phase();
   BrowserRun live = browser.DumpDom(base + "#/game/0", 3000);
+  BrowserRun live_shot = browser.Screenshot(base + "#/game/0", out_dir / "explorer-dispute-live.png", 1280, 1200, 2000);
   const std::string after = game_phase();
-  if (before != "resolved" && after != "resolved") {
-    EXPECT_TRUE(Contains(TextOfId(live.out, "verdict"), "in progress")) << TextOfId(live.out, "verdict");
-    EXPECT_TRUE(Contains(live.out, "data-level=\"checkpoint\""));
-    EXPECT_TRUE(Contains(live.out, "to move")) << "a clock is running";
-  } else {
-    std::cerr << "note: the game resolved before the live page was rendered; live view not checked\n";
-  }
+  ASSERT_TRUE(t.net().Resume("solver").ok());
+  ASSERT_NE(before, "resolved");
+  ASSERT_NE(after, "resolved") << "the game ended while the solver was paused";
+  EXPECT_TRUE(Contains(TextOfId(live.out, "verdict"), "in progress")) << TextOfId(live.out, "verdict");
+  EXPECT_TRUE(Contains(live.out, "data-level=\"checkpoint\""));
+  EXPECT_TRUE(Contains(live.out, "pill live")) << "the round in progress is marked";
+  EXPECT_EQ(TextOfId(live.out, "clock-solver"), "solver · to move") << "the paused solver's clock runs";
+  EXPECT_TRUE(live_shot.exited);
 
   ASSERT_TRUE(WaitFor([&] { return game_phase() == "resolved"; }, 120s)) << "game still " << game_phase();
   ASSERT_TRUE(WaitFor([&] {
