@@ -136,6 +136,11 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   auto many = c.Call("list_blocks", Json{{"limit", 100000}});
   ASSERT_TRUE(many.ok());
   EXPECT_LE((*many)["blocks"].size(), node::kExplorerMaxBlocks);
+  auto far = c.Call("get_bounty_timeline", Json{{"bounty_id", 0}, {"from_height", UINT64_MAX}});
+  ASSERT_TRUE(far.ok()) << far.status().ToString();
+  EXPECT_TRUE((*far)["entries"].empty()) << "no wrap-around past the last height";
+  EXPECT_EQ(c.Call("get_game_moves", Json::array({999})).status().reason(), "game-unknown");
+  EXPECT_FALSE(c.Call("list_blocks", Json{{"before", -1}}).ok()) << "negative heights are bad params";
 
   // The finished dispute, as the browser draws it.
   BrowserRun done = browser.DumpDom(base + "#/game/0");
