@@ -188,7 +188,9 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   EXPECT_TRUE(Contains(block.out, "block #" + std::to_string(posted)));
   EXPECT_TRUE(Contains(block.out, "call post-bounty")) << "the posting transaction is shown";
   EXPECT_TRUE(browser.Screenshot(base, out_dir / "explorer-home.png", 1280, 1400).exited);
-  std::cerr << "screenshots in " << out_dir << "\n";
+  std::cerr << "screenshots in " << out_dir << "\n"
+            << "sizes: get_game_moves " << moves->dump().size() << " B, game page DOM " << done.out.size()
+            << " B, bounty page DOM " << bounty.out.size() << " B\n";
 }
 
 }  // namespace
