@@ -62,7 +62,8 @@ Result<HttpReply> RpcClient::Post(std::string body, std::string_view content_typ
   return Request("POST", std::move(body), content_type);
 }
 
-Result<HttpReply> RpcClient::Request(std::string_view verb_name, std::string body, std::string_view content_type) {
+Result<HttpReply> RpcClient::Request(std::string_view verb_name, std::string body, std::string_view content_type,
+                                     std::string_view target) {
   const http::verb verb = http::string_to_verb(beast::string_view(verb_name.data(), verb_name.size()));
   if (verb == http::verb::unknown) return Status::Error("rpc-bad-request", "unknown HTTP verb");
   Impl& d = *m_impl;
@@ -83,7 +84,7 @@ Result<HttpReply> RpcClient::Request(std::string_view verb_name, std::string bod
         return TransportError(ec, "connect");
       }
     }
-    http::request<http::string_body> req{verb, "/", 11};
+    http::request<http::string_body> req{verb, beast::string_view(target.data(), target.size()), 11};
     req.set(http::field::host, d.host);
     req.set(http::field::user_agent, "veritrain-rpc-client");
     req.set(http::field::content_type, std::string(content_type));

@@ -50,8 +50,9 @@ class RpcClient {
   Result<RpcReply> CallRaw(std::string_view method, const Json& params = Json::array());
   // A raw HTTP POST of `body` (tests: malformed JSON, batches, oversize).
   Result<HttpReply> Post(std::string body, std::string_view content_type = "application/json");
-  // A raw HTTP request with any verb (tests: GET is refused).
-  Result<HttpReply> Request(std::string_view verb, std::string body, std::string_view content_type);
+  // A raw HTTP request with any verb and target (tests: GET of a static file).
+  Result<HttpReply> Request(std::string_view verb, std::string body, std::string_view content_type,
+                            std::string_view target = "/");
 
  private:
   struct Impl;

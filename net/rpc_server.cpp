@@ -128,7 +128,9 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     m_res = http::response<http::string_body>{};
     m_res.version(req.version());
     m_res.set(http::field::server, "veritrain");
-    if (req.method() != http::verb::post) {
+    if (req.method() == http::verb::get && server.ServesStatic()) {
+      ServeGet(server, req.target());
+    } else if (req.method() != http::verb::post) {
       m_res.result(http::status::method_not_allowed);
       m_res.set(http::field::allow, "POST");
       m_res.set(http::field::content_type, "application/json");
@@ -142,6 +144,26 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     }
     m_res.keep_alive(keep_alive);
     Write(!keep_alive);
+  }
+
+  // Static files are fixed bytes: no-cache so a restarted node's new pages
+  // are picked up; the CSP keeps pages to their own origin (no inline script,
+  // nothing fetched from elsewhere), so they also work offline.
+  void ServeGet(const RpcServer& server, beast::string_view target) {
+    const StaticFile* file = server.FindStatic(std::string_view(target.data(), target.size()));
+    if (file == nullptr) {
+      m_res.result(http::status::not_found);
+      m_res.set(http::field::content_type, "text/plain; charset=utf-8");
+      m_res.body() = "not found\n";
+      return;
+    }
+    m_res.result(http::status::ok);
+    m_res.set(http::field::content_type, file->content_type);
+    m_res.set(http::field::cache_control, "no-cache");
+    m_res.set("X-Content-Type-Options", "nosniff");
+    m_res.set("Content-Security-Policy",
+              "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'");
+    m_res.body() = file->body;
   }
 
   // An HTTP-level refusal: answer with a JSON-RPC error, then close.
@@ -231,6 +253,14 @@ RpcServer::RpcServer(asio::io_context& io, RpcServerConfig config)
 RpcServer::~RpcServer() { m_impl->server = nullptr; }
 
 void RpcServer::Register(std::string name, Handler handler) { m_methods[std::move(name)] = std::move(handler); }
+
+void RpcServer::ServeStatic(std::string path, StaticFile file) { m_static[std::move(path)] = std::move(file); }
+
+const StaticFile* RpcServer::FindStatic(std::string_view target) const {
+  const std::string path(target.substr(0, target.find_first_of("?#")));
+  const auto it = m_static.find(path);
+  return it == m_static.end() ? nullptr : &it->second;
+}
 
 Status RpcServer::Start() {
   beast::error_code ec;

@@ -1,8 +1,11 @@
 #pragma once
 // JSON-RPC 2.0 over HTTP/1.1 (Boost.Beast) on 127.0.0.1:<port>.
 //
-// * POST with a JSON body to any path; other verbs get 405. Keep-alive is
-//   honoured; idle connections close after idle_timeout.
+// * POST with a JSON body to any path. GET serves the read-only files given
+//   to ServeStatic (the node's web explorer: same origin as the RPC, so its
+//   pages call it without CORS), 404 for other paths; without any such file
+//   GET gets 405 like every other verb. Keep-alive is honoured; idle
+//   connections close after idle_timeout.
 // * Bodies over max_body_bytes are refused from the Content-Length header,
 //   before the body is read: HTTP 413 with a JSON-RPC -32600 error, then the
 //   connection closes.
@@ -50,6 +53,12 @@ struct RpcServerStats {
   std::uint64_t rejected_connections = 0;
 };
 
+// A file served to GET (ServeStatic): bytes fixed before Start().
+struct StaticFile {
+  std::string content_type;
+  std::string body;
+};
+
 class RpcServer {
  public:
   using Handler = std::function<Result<Json>(const Json& params)>;
@@ -61,6 +70,11 @@ class RpcServer {
 
   // Before Start(). A second registration of a name replaces the first.
   void Register(std::string name, Handler handler);
+  // Before Start(): serve `file` for GET `path` ("/", "/static/app.js", …).
+  void ServeStatic(std::string path, StaticFile file);
+  // The file for a request target (query string ignored), or nullptr.
+  const StaticFile* FindStatic(std::string_view target) const;
+  bool ServesStatic() const { return !m_static.empty(); }
 
   // Binds and starts accepting. Error "rpc-listen-failed".
   Status Start();
@@ -82,6 +96,7 @@ class RpcServer {
   boost::asio::io_context& m_io;
   RpcServerConfig m_config;
   std::unordered_map<std::string, Handler> m_methods;
+  std::unordered_map<std::string, StaticFile> m_static;
   std::atomic<std::uint16_t> m_port{0};
   std::shared_ptr<Impl> m_impl;
 };

@@ -4,6 +4,7 @@
 
 #include "common/encoding.h"
 #include "net/rpc.h"
+#include "node/explorer_rpc.h"
 #include "node/json_view.h"
 #include "node/node.h"
 #include "referee/records.h"
@@ -232,6 +233,10 @@ void Node::RegisterRpc() {
     VT_TRY(FetchBlobFromPeers(h));
     return Status::Invalid("blob-pending", "not stored here; fetching it from peers, ask again");
   });
+
+  // The web explorer: its read-only methods and its pages on GET.
+  RegisterExplorerRpc(rpc, chain, [this](const Hash256& h) { return FetchBlobFromPeers(h); });
+  ServeExplorer(rpc);
 }
 
 }  // namespace vt::node

@@ -40,8 +40,10 @@ Result<Bytes> ExportLogBundle(const RunDir& run) {
   return std::move(w).Take();
 }
 
-Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
-  Reader r(bundle);
+namespace {
+
+// The header and the manifest; `r` is left at the interval count.
+Result<RunManifest> ReadHeaderAndManifest(Reader& r) {
   auto magic = r.GetU32();
   if (!magic.ok() || *magic != kMagic) return Corrupt("not a log bundle (bad magic)");
   auto version = r.GetU16();
@@ -51,6 +53,20 @@ Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path
   if (!text.ok()) return Corrupt("manifest: " + text.status().ToString());
   auto manifest = ManifestFromJson(*text);
   if (!manifest.ok()) return Corrupt("manifest: " + manifest.status().ToString());
+  return manifest;
+}
+
+}  // namespace
+
+Result<RunManifest> ReadLogBundleManifest(ByteSpan bundle) {
+  Reader r(bundle);
+  return ReadHeaderAndManifest(r);
+}
+
+Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
+  Reader r(bundle);
+  auto manifest = ReadHeaderAndManifest(r);
+  if (!manifest.ok()) return manifest.status();
   auto count = r.GetVarint();
   if (!count.ok() || *count > kMaxIntervals) return Corrupt("bad interval count");
   if (*count != manifest->logs.size())

@@ -33,6 +33,11 @@ inline constexpr std::uint16_t kLogBundleVersion = 1;
 // The bundle of a rounded run (its manifest and every interval log it names).
 Result<Bytes> ExportLogBundle(const RunDir& run);
 
+// Only the manifest of a bundle (what the solver claims: checkpoint hashes,
+// per-step losses), without decoding the log files; the explorer shows the
+// loss curve from it. Invalid "log-bundle-corrupt".
+Result<RunManifest> ReadLogBundleManifest(ByteSpan bundle);
+
 // Unpacks a bundle into `dir` (created; it must not hold another run's
 // manifest) and returns the manifest. Every log file is decoded and checked
 // against its manifest entry before anything is written.

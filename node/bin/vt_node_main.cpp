@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
     std::ofstream(tmp) << j.dump() << "\n";
     std::filesystem::rename(tmp, std::filesystem::path(data_dir) / "ports.json");
   }
+  lg.info("{} explorer at http://{}:{}/", name, host, (*node)->rpc_port());
   int sig = 0;
   sigwait(&signals, &sig);
   lg.info("{} received {}; shutting down", name, sig == SIGINT ? "SIGINT" : "SIGTERM");

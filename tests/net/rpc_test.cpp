@@ -201,6 +201,50 @@ TEST_F(RpcTest, OnlyPostIsAccepted) {
   EXPECT_EQ(r->status, 405);
 }
 
+// A server with static files (the node's explorer) serves them to GET on the
+// same port, with headers that keep pages to their origin; POST is unchanged.
+TEST(RpcStaticTest, GetServesStaticFilesBesideJsonRpc) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  RpcServer server(io, RpcServerConfig{});
+  server.Register("add", [](const Json& params) -> Result<Json> {
+    VT_ASSIGN_OR_RETURN(std::uint64_t a, GetU64Param(params, 0, "a"));
+    VT_ASSIGN_OR_RETURN(std::uint64_t b, GetU64Param(params, 1, "b"));
+    return Json(a + b);
+  });
+  server.ServeStatic("/", {"text/html; charset=utf-8", "<p>home</p>"});
+  server.ServeStatic("/static/app.js", {"text/javascript", "let x = 1;"});
+  ASSERT_TRUE(server.Start().ok());
+  std::thread thread([&] { io.run(); });
+  RpcClient client("127.0.0.1", server.port(), std::chrono::seconds(5));
+
+  auto home = client.Request("GET", "", "text/plain", "/");
+  ASSERT_TRUE(home.ok()) << home.status().ToString();
+  EXPECT_EQ(home->status, 200);
+  EXPECT_EQ(home->content_type, "text/html; charset=utf-8");
+  EXPECT_EQ(home->body, "<p>home</p>");
+  auto js = client.Request("GET", "", "text/plain", "/static/app.js?v=2");  // query ignored
+  ASSERT_TRUE(js.ok());
+  EXPECT_EQ(js->status, 200);
+  EXPECT_EQ(js->body, "let x = 1;");
+  for (const char* missing : {"/static/none.js", "/static", "/../etc/passwd", "/static/app.js/"}) {
+    auto r = client.Request("GET", "", "text/plain", missing);
+    ASSERT_TRUE(r.ok()) << missing;
+    EXPECT_EQ(r->status, 404) << missing;
+  }
+  // Other verbs are still refused; POST is JSON-RPC on the same connection.
+  auto del = client.Request("DELETE", "", "text/plain", "/");
+  ASSERT_TRUE(del.ok());
+  EXPECT_EQ(del->status, 405);
+  auto sum = client.Call("add", Json::array({2, 3}));
+  ASSERT_TRUE(sum.ok()) << sum.status().ToString();
+  EXPECT_EQ(*sum, 5);
+
+  server.Stop();
+  guard.reset();
+  thread.join();
+}
+
 TEST(RpcClientTest, ConnectionRefusedIsATransportError) {
   // Reserve a port and free it: nobody listens there.
   boost::asio::io_context io;

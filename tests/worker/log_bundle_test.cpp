@@ -79,6 +79,23 @@ TEST(LogBundle, DamagedBundlesAreRefusedWithoutWriting) {
   EXPECT_NE(refused(bad), "ok");
 }
 
+// The explorer reads only the manifest (the losses): the same manifest as a
+// full import, and a header or manifest it cannot trust is refused.
+TEST(LogBundle, TheManifestAloneReadsAsTheImportedOne) {
+  RoundedRun solver;
+  auto bundle = ExportLogBundle(solver.Run());
+  ASSERT_TRUE(bundle.ok());
+  auto manifest = ReadLogBundleManifest(*bundle);
+  ASSERT_TRUE(manifest.ok()) << manifest.status().ToString();
+  EXPECT_EQ(*manifest, solver.manifest);
+  EXPECT_EQ(manifest->losses.size(), solver.job.job.spec.num_steps);
+  Bytes bad = *bundle;
+  bad[0] = 'X';
+  EXPECT_EQ(ReadLogBundleManifest(bad).status().reason(), "log-bundle-corrupt");
+  for (std::size_t len : {std::size_t{0}, std::size_t{5}, std::size_t{9}, std::size_t{40}})
+    EXPECT_EQ(ReadLogBundleManifest(ByteSpan(bundle->data(), len)).status().reason(), "log-bundle-corrupt") << len;
+}
+
 TEST(LogBundle, AnotherRunsLogsUnderThisManifestAreAMismatch) {
   RoundedRun a;
   LoadedJob other_job = test::MakeJob(Family::kMlp, "rounded", 8, 3);
