@@ -3,7 +3,8 @@
 // commit but never serves them cannot get the commit into any block
 // (availability is block validity, referee/blob_rules.h), so its solve
 // window ends and Refund slashes its bond; the same testnet then pays an
-// honest solver, whose commit's blobs every node holds, pinned.
+// honest solver, whose commit's blobs every node holds, pinned (also after
+// a restart).
 #include "node/bounty_flow.h"
 #include "tests/testnet/testnet_util.h"
 #include "worker/job.h"
@@ -100,6 +101,16 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
       ASSERT_TRUE(blob.ok()) << name << ": " << blob.status().ToString();
       EXPECT_TRUE((*blob)["pinned"].get<bool>()) << name;
     }
+  }
+  // Pins survive a restart (they are written with the block).
+  ASSERT_TRUE(t.net().Stop("v2").ok());
+  ASSERT_TRUE(t.net().Start("v2").ok());
+  auto v2 = t.Client("v2");
+  ASSERT_TRUE(WaitFor([&] { return HeightOf(v2).has_value(); }, 20s));
+  for (const Hash256& h : {*state_blob, *log_bundle}) {
+    auto blob = v2.Call("get_blob", Json::array({h.Hex()}));
+    ASSERT_TRUE(blob.ok()) << blob.status().ToString();
+    EXPECT_TRUE((*blob)["pinned"].get<bool>());
   }
 }
 
