@@ -24,6 +24,8 @@ struct GasSchedule {
   std::uint64_t event_byte = 1;
   std::uint64_t flops_per_gas = 1000;   // arbitration: ceil(flops / flops_per_gas)
   std::uint64_t graph_node = 10;        // building a step graph, per node
+  std::uint64_t blob_byte = 1;          // per byte of a blob a transaction names (referee/blob_rules.h):
+                                        // carried to, verified and kept by every validator
 };
 
 inline constexpr GasSchedule kGas{};

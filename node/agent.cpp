@@ -5,9 +5,12 @@
 
 #include "common/encoding.h"
 #include "common/log.h"
+#include "crypto/sha256.h"
+#include "referee/blob_rules.h"
 #include "node/json_view.h"
 #include "referee/records.h"
 #include "worker/commitment.h"
+#include "worker/file_io.h"
 #include "worker/log_bundle.h"
 #include "worker/replay.h"
 #include "worker/trainer.h"
@@ -151,8 +154,10 @@ Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) 
                       worker::Audit(job.loaded.job, job.loaded.dataset, *run.solver_logs, b.commitment, options));
   m_times.training_s += Seconds(t0);
   if (report.verdict == worker::AuditVerdict::kClaimInvalid) {
-    // The published logs do not match the signed commitment: nothing to
-    // follow. (Disputing this needs the referee to demand the logs; not built.)
+    // Cannot happen on a valid chain: every validator checked, before
+    // accepting the commit's block, that this bundle reproduces the signed
+    // commitment (referee/blob_rules.h). So our node or our job file is not
+    // the chain's; nothing here to dispute.
     m_done.insert(b.id);
     return Status::Invalid("agent-claim-invalid", "bounty " + std::to_string(b.id) + ": " + report.reason + " " +
                                                       report.detail);
@@ -167,9 +172,10 @@ Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) 
   return Status::Ok();
 }
 
-Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method method, Bytes args) {
+Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method method, Bytes args,
+                       std::uint64_t gas_limit) {
   if (auto it = m_sent.find(key); it != m_sent.end() && height < it->second + kRetryBlocks) return Status::Ok();
-  auto id = m_client.CallReferee(m_key, method, std::move(args));
+  auto id = m_client.CallReferee(m_key, method, std::move(args), gas_limit);
   if (!id.ok()) {
     // Rejected by the mempool (e.g. a duplicate after a restart): retry later.
     m_sent[key] = height;
@@ -177,6 +183,24 @@ Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method meth
   }
   m_sent[key] = height;
   return Status::Ok();
+}
+
+Result<std::pair<Hash256, std::uint64_t>> Agent::Publish(const Bytes& blob, const std::string& what,
+                                                         const std::string& tag) {
+  if (blob.size() > referee::kMaxBlobBytes)
+    return Status::Invalid("blob-too-large", what + " of " + tag + " is " + std::to_string(blob.size()) +
+                                                 " bytes, above the protocol's " +
+                                                 std::to_string(referee::kMaxBlobBytes));
+  if (m_config.withhold_blobs) {
+    const Hash256 h = crypto::Sha256Digest(blob);
+    Say("WITHHOLDING " + what + " of " + tag + " (" + std::to_string(blob.size()) + " bytes, blob " +
+        h.Hex().substr(0, 16) + "): named in the commit, never published");
+    return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));
+  }
+  VT_ASSIGN_OR_RETURN(Hash256 h, m_client.PutBlob(blob));
+  Say("published " + what + " of " + tag + " (" + std::to_string(blob.size()) + " bytes, blob " + h.Hex().substr(0, 16) +
+      ")");
+  return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));
 }
 
 Status Agent::Poll() {
@@ -223,15 +247,20 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       a.checkpoint_top = run->checkpoint_tree.top();
       a.first_proof = run->checkpoint_tree.Prove(0);
       a.last_proof = run->checkpoint_tree.Prove(run->checkpoint_tree.leaf_count() - 1);
+      // Publish the blobs first: no validator accepts the commit without them.
+      // The final checkpoint (the client's model) as the file bytes on disk …
+      VT_ASSIGN_OR_RETURN(Bytes state_file,
+                          worker::ReadFile(run->dir->checkpoints().PathFor(a.commitment.final_state_hash)));
+      VT_ASSIGN_OR_RETURN(std::tie(a.state_blob, a.state_blob_bytes), Publish(state_file, "the final state", tag));
       if (job->loaded.job.mode() == kernels::Mode::kRounded) {
-        // Publish the logs first: challengers cannot replay without them.
+        // … and the rounding logs, without which challengers cannot replay.
         VT_ASSIGN_OR_RETURN(Bytes bundle, worker::ExportLogBundle(*run->dir));
-        VT_ASSIGN_OR_RETURN(a.log_bundle, m_client.PutBlob(bundle));
-        Say("published the rounding logs of " + tag + " (" + std::to_string(bundle.size()) + " bytes, blob " +
-            a.log_bundle.Hex().substr(0, 16) + ")");
+        VT_ASSIGN_OR_RETURN(std::tie(a.log_bundle, a.log_bundle_bytes), Publish(bundle, "the rounding logs", tag));
       }
+      VT_ASSIGN_OR_RETURN(std::vector<referee::BlobRequirement> blobs, referee::BlobsOf(a));
       Say("committing " + tag + " checkpoint_root=" + a.commitment.checkpoint_root.Hex().substr(0, 16));
-      return SendOnce("commit/" + std::to_string(id), height, Method::kCommit, EncodeToBytes(a));
+      return SendOnce("commit/" + std::to_string(id), height, Method::kCommit, EncodeToBytes(a),
+                      kDefaultGasLimit + referee::BlobGas(blobs));
     }
     case referee::BountyState::kCommitted: {
       if (b.solver != me) {

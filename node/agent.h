@@ -8,11 +8,14 @@
 // the state of every game, and the runs (checkpoints) are on disk under the
 // data directory, reused on restart.
 //
-// Rounded-mode jobs: the solver publishes its log bundle (worker/log_bundle.h)
-// as a blob and names it in its commit; the challenger fetches it through its
-// node and replays to the end following those logs, skipping any entry a
-// strict replay rejects (the referee rejects it too), so that it has a
-// complete checkpoint tree to dispute with and answers every move from the
+// Blobs: the solver publishes its final checkpoint (every mode) and, in
+// rounded mode, its log bundle (worker/log_bundle.h) as blobs on its node and
+// names them in its commit; a block holding the commit is valid only where
+// those blobs are available and verify (referee/blob_rules.h), so once the
+// commit is on chain every node has them. The challenger fetches the bundle
+// through its node and replays to the end following those logs, skipping any
+// entry a strict replay rejects (the referee rejects it too), so that it has
+// a complete checkpoint tree to dispute with and answers every move from the
 // same trajectory.
 
 #include <atomic>
@@ -25,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/result.h"
@@ -47,6 +51,9 @@ struct AgentConfig {
   std::filesystem::path data_dir;
   std::vector<std::filesystem::path> job_files;  // the jobs this agent can serve
   std::optional<worker::AdversarySpec> adversary;  // TEST-ONLY: a cheating solver
+  // TEST-ONLY: name the blobs (log bundle, final state) in the commit but
+  // never publish them — the chain must never include such a commit.
+  bool withhold_blobs = false;
   int threads = 1;
   std::chrono::milliseconds poll{150};
   // One line per thing that happened (the demo's timeline); may be empty.
@@ -100,7 +107,11 @@ class Agent {
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
   // Sends once per key; again only if the chain still asks after `retry_blocks`.
-  Status SendOnce(const std::string& key, std::uint64_t height, referee::Method method, Bytes args);
+  Status SendOnce(const std::string& key, std::uint64_t height, referee::Method method, Bytes args,
+                  std::uint64_t gas_limit = kDefaultGasLimit);
+  // Publishes a blob on our node (unless withholding, TEST ONLY) and
+  // returns its hash and length for the commit.
+  Result<std::pair<Hash256, std::uint64_t>> Publish(const Bytes& blob, const std::string& what, const std::string& tag);
   void Say(const std::string& line);
 
   AgentConfig m_config;

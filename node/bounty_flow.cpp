@@ -31,7 +31,8 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
   VT_ASSIGN_OR_RETURN(worker::TrainingState h0, engine.InitialState());
   const referee::PostBountyArgs args{job.job.spec,      worker::StateHash(h0), terms.reward,
                                      terms.solver_bond, terms.challenger_bond, terms.solve_window,
-                                     terms.challenge_window, terms.clock_budget};
+                                     terms.challenge_window, terms.clock_budget,
+                                     Hash256{},         0};  // the job's seeded init: no initial blob
   VT_ASSIGN_OR_RETURN(Hash256 tx, c.CallReferee(client, referee::Method::kPostBounty, EncodeToBytes(args)));
   VT_ASSIGN_OR_RETURN(Json r, c.WaitReceipt(tx));
   if (!r.value("success", false)) return Status::Invalid(r.value("reason", std::string("post-failed")));

@@ -7,6 +7,7 @@
 
 #include "common/encoding.h"
 #include "crypto/sha256.h"
+#include "node/blob_rules.h"
 
 namespace vt::node {
 namespace {
@@ -19,6 +20,7 @@ constexpr std::uint8_t kUndoPrefix = 'u';
 constexpr std::string_view kTipKey = "m/tip";
 constexpr std::string_view kGenesisKey = "m/genesis";
 constexpr std::string_view kBlobPrefix = "m/blobs/";
+constexpr std::string_view kPinPrefix = "m/pins/";
 constexpr std::size_t kMaxReceipts = vm::kMaxBlockTxs;
 
 leveldb::Slice ToSlice(ByteSpan b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
@@ -31,6 +33,12 @@ std::uint64_t GetBe(ByteSpan b, std::size_t at, int n) {
   std::uint64_t v = 0;
   for (int i = 0; i < n; ++i) v = (v << 8) | b[at + static_cast<std::size_t>(i)];
   return v;
+}
+
+Bytes PinKey(const Hash256& hash) {
+  Bytes key(kPinPrefix.begin(), kPinPrefix.end());
+  key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
+  return key;
 }
 
 Bytes PrefixedKey(std::uint8_t prefix, ByteSpan key) {
@@ -185,6 +193,15 @@ Status ChainDb::CommitBlock(const vm::WriteBatch& state, const vm::Block& block,
   }
   const Bytes uk = HeightKey(kUndoPrefix, h);
   wb.Put(ToSlice(uk), ToSlice(undo.bytes()));
+  // Pins: the blobs this block's transactions name are kept for good (a
+  // rollback leaves them pinned), written with the block so a crash cannot
+  // separate them.
+  for (const referee::BlobRequirement& req : BlockBlobs(block)) {
+    const Bytes pk = PinKey(req.hash);
+    Bytes pv;
+    PutBe64(pv, h);
+    wb.Put(ToSlice(pk), ToSlice(pv));
+  }
   const Bytes t = EncodeTip(tip);
   wb.Put(ToSlice(AsBytes(kTipKey)), ToSlice(t));
   return Write(*m_db, wb);
@@ -292,6 +309,11 @@ Result<std::optional<Bytes>> ChainDb::GetBlob(const Hash256& hash) const noexcep
   Bytes key(kBlobPrefix.begin(), kBlobPrefix.end());
   key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
   return RawGet(key);
+}
+
+Result<bool> ChainDb::IsPinned(const Hash256& hash) const noexcept {
+  VT_ASSIGN_OR_RETURN(auto raw, RawGet(PinKey(hash)));
+  return raw.has_value();
 }
 
 Status ChainDb::Verify() const noexcept {

@@ -16,6 +16,8 @@
 //   "m/tip"                      → ChainTip (u64 chain_id ‖ u64 height ‖ hash ‖ u64 time)
 //   "m/genesis"                  → encoded vm::Genesis the database was created with
 //   "m/blobs/" ‖ sha256          → blob bytes (content-addressed, for peers)
+//   "m/pins/" ‖ sha256           → u64be height of the first block naming the blob
+//                                  (node/blob_rules.h BlockBlobs): kept for good
 
 #include <cstdint>
 #include <filesystem>
@@ -75,6 +77,9 @@ class ChainDb final : public vm::StateStore {
   // Content-addressed blobs (SHA-256).
   Result<Hash256> PutBlob(ByteSpan bytes) noexcept;
   Result<std::optional<Bytes>> GetBlob(const Hash256& hash) const noexcept;
+  // Whether a committed block named the blob (written by CommitBlock; never
+  // removed, not even by RollbackTip): such blobs are never to be dropped.
+  Result<bool> IsPinned(const Hash256& hash) const noexcept;
 
   // Recovery check: the tip names the stored block at its height and every
   // block up to it is present. Invalid "db-corrupt" otherwise.

@@ -103,7 +103,12 @@ Result<Hash256> ChainClient::Send(const crypto::SecretKey& key,
   }
   VT_ASSIGN_OR_RETURN(AccountView a, Account(key.address()));
   std::uint64_t nonce = a.next_nonce;
-  if (auto it = m_nonces.find(key.address()); it != m_nonces.end() && it->second > nonce && it->second <= a.nonce + 64)
+  // Our own earlier sends count only while the node still holds some of
+  // them pending (next_nonce > nonce): a node drops transactions (e.g. ones
+  // whose named blobs never arrive), and a nonce past a dropped one would
+  // wait forever.
+  if (auto it = m_nonces.find(key.address());
+      it != m_nonces.end() && a.next_nonce > a.nonce && it->second > nonce && it->second <= a.nonce + 64)
     nonce = it->second;
   vm::Transaction tx;
   tx.chain_id = *m_chain_id;
@@ -118,8 +123,10 @@ Result<Hash256> ChainClient::Send(const crypto::SecretKey& key,
   return id;
 }
 
-Result<Hash256> ChainClient::CallReferee(const crypto::SecretKey& key, referee::Method method, Bytes args) {
-  return Send(key, vm::CallPayload{referee::kRefereeContractId, static_cast<std::uint16_t>(method), std::move(args)});
+Result<Hash256> ChainClient::CallReferee(const crypto::SecretKey& key, referee::Method method, Bytes args,
+                                         std::uint64_t gas_limit) {
+  return Send(key, vm::CallPayload{referee::kRefereeContractId, static_cast<std::uint16_t>(method), std::move(args)},
+              gas_limit);
 }
 
 Result<Json> ChainClient::WaitReceipt(const Hash256& tx_id, std::chrono::milliseconds timeout) {

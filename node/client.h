@@ -64,7 +64,10 @@ class ChainClient {
   // Signs `payload` from `key` with the node's next nonce and submits it.
   Result<Hash256> Send(const crypto::SecretKey& key, std::variant<vm::TransferPayload, vm::CallPayload> payload,
                        std::uint64_t gas_limit = kDefaultGasLimit);
-  Result<Hash256> CallReferee(const crypto::SecretKey& key, referee::Method method, Bytes args);
+  // Commit and PostBounty that name blobs need kDefaultGasLimit plus
+  // referee::BlobGas of what they name.
+  Result<Hash256> CallReferee(const crypto::SecretKey& key, referee::Method method, Bytes args,
+                              std::uint64_t gas_limit = kDefaultGasLimit);
   // Polls until the transaction is in a block; its receipt JSON.
   Result<Json> WaitReceipt(const Hash256& tx_id, std::chrono::milliseconds timeout = std::chrono::seconds(60));
   // Polls until the chain reaches `height`.

@@ -4,10 +4,14 @@
 #include <chrono>
 #include <tuple>
 
+#include <boost/asio/post.hpp>
+
 #include "common/encoding.h"
 #include "common/log.h"
 #include "crypto/sha256.h"
+#include "node/blob_rules.h"
 #include "node/json_view.h"
+#include "referee/blob_rules.h"
 #include "referee/records.h"
 
 namespace vt::node {
@@ -17,6 +21,10 @@ spdlog::logger& Log() { return log::Get("node"); }
 
 // A block from this far in the future (by our clock) is not applied yet.
 constexpr std::uint64_t kMaxFutureMs = 5000;
+// How often parked blocks are retried; pending transactions' blobs are
+// looked after every kMempoolBlobEvery ticks.
+constexpr std::chrono::milliseconds kBlobTickMs{100};
+constexpr std::uint64_t kMempoolBlobEvery = 5;
 
 using Rank = std::tuple<std::uint64_t, std::uint64_t, Hash256>;
 
@@ -46,7 +54,8 @@ Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   return std::unique_ptr<Node>(new Node(std::move(config), std::move(chain)));
 }
 
-Node::Node(NodeConfig config, std::unique_ptr<Chain> chain) : m_config(std::move(config)), m_chain(std::move(chain)) {
+Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
+    : m_config(std::move(config)), m_chain(std::move(chain)), m_blobs(m_chain->db()) {
   net::P2PConfig pc;
   pc.chain_id = m_config.genesis.chain_name + "/" + std::to_string(m_config.genesis.genesis.params.chain_id);
   pc.genesis_hash = m_config.genesis.NetworkHash();
@@ -55,6 +64,7 @@ Node::Node(NodeConfig config, std::unique_ptr<Chain> chain) : m_config(std::move
   pc.peers = m_config.peers;
   pc.reconnect_max = m_config.reconnect_max;
   pc.user_agent = "vt-node/0.1 " + m_config.name;
+  pc.max_blob_bytes = referee::kMaxBlobBytes;
   net::MessageHandler* handler = this;
   net::BlockSource* blocks = this;
   net::BlobStore* blobs = this;
@@ -74,6 +84,7 @@ Status Node::Start() {
   VT_TRY(m_p2p->Start());
   VT_TRY(m_rpc->Start());
   m_started = true;
+  ScheduleBlobTick();
   m_io_thread = std::thread([this] {
     try {
       m_io.run();
@@ -97,6 +108,7 @@ void Node::Stop() {
   if (m_started) {
     m_p2p->Stop();
     m_rpc->Stop();
+    boost::asio::post(m_io, [this] { m_blob_timer.cancel(); });
   }
   if (m_io_thread.joinable()) m_io_thread.join();
   const vm::ChainTip tip = m_chain->tip();
@@ -121,6 +133,13 @@ Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
   VT_ASSIGN_OR_RETURN(auto where, m_chain->db().FindTx(id));
   if (where) return Status::Invalid("tx-already-included", "at height " + std::to_string(where->height));
   VT_TRY(m_chain->CheckTransaction(tx));
+  // Named blobs: one we hold must verify; missing ones are fetched now, so
+  // they travel with the transaction (as blob sidecars do).
+  if (const auto named = referee::NamedBlobs(tx); !named.empty()) {
+    const BlobGate::Check check = m_blobs.Examine(named);
+    if (check.state == BlobGate::State::kInvalid) return Status::Invalid("tx-blob-invalid", check.why.ToString());
+    for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
+  }
   Bytes bytes = vm::EncodeTransaction(tx);
   VT_TRY(m_mempool.Add(tx, bytes.size()));
   {
@@ -194,6 +213,7 @@ net::Verdict Node::HandleBlock(net::PeerId from, const vm::Block& block) {
       ResolveFork(from, tip.height, 0);
       return net::Verdict::Ignore("block-fork");
     }
+    if (auto gated = GateBlock(from, block)) return *gated;
     Status s = ApplyBlockLocked(block);
     if (!s.ok()) return net::Verdict::FromStatus(s);
     std::lock_guard slock(m_stats_mu);
@@ -211,6 +231,7 @@ net::Verdict Node::HandleBlock(net::PeerId from, const vm::Block& block) {
   if (block.header.parent_hash != (*ours)->header.parent_hash) return net::Verdict::Ignore("block-old");
   if (!(BlockRank(m_config.genesis, block.header) < BlockRank(m_config.genesis, (*ours)->header)))
     return net::Verdict::Ignore("block-worse-sibling");
+  if (auto gated = GateBlock(from, block)) return *gated;
   auto removed = m_chain->Rollback();
   if (!removed.ok()) return net::Verdict::Ignore("rollback-failed");
   Status s = ApplyBlockLocked(block);
@@ -282,6 +303,10 @@ void Node::OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64
              BlockRank(m_config.genesis, theirs[first_diff].header) < BlockRank(m_config.genesis, (*ours)->header);
   }
   if (!better) return;
+  // Their blocks must have their blobs before we leave ours (those still
+  // missing are parked and fetched; the fork is resolved again later).
+  for (std::size_t i = first_diff; i < theirs.size(); ++i)
+    if (GateBlock(peer, theirs[i])) return;
   std::vector<vm::Block> removed;
   while (m_chain->tip().height >= fork_height) {
     auto b = m_chain->Rollback();
@@ -341,6 +366,7 @@ net::Verdict Node::OnSyncBlocks(net::PeerId from, std::uint64_t first_height, co
       if (!m_resolving) ResolveFork(from, tip.height, 0);
       return net::Verdict::Ignore("sync-fork");
     }
+    if (auto gated = GateBlock(from, *block)) return *gated;
     Status s = ApplyBlockLocked(*block);
     if (!s.ok()) return net::Verdict::FromStatus(s);
     std::lock_guard slock(m_stats_mu);
@@ -406,6 +432,96 @@ Status Node::FetchBlobFromPeers(const Hash256& hash) {
   return Status::Ok();
 }
 
+// ---- blob availability ---------------------------------------------------------------
+
+std::vector<vm::Transaction> Node::WithBlobsReady(std::vector<vm::Transaction> candidates) {
+  std::vector<vm::Transaction> out;
+  out.reserve(candidates.size());
+  for (vm::Transaction& tx : candidates) {
+    const auto named = referee::NamedBlobs(tx);
+    if (named.empty() || m_blobs.Examine(named).state == BlobGate::State::kReady) out.push_back(std::move(tx));
+    // Otherwise it waits; BlobTick fetches its blobs or drops it.
+  }
+  return out;
+}
+
+std::optional<net::Verdict> Node::GateBlock(net::PeerId from, const vm::Block& block) {
+  const auto named = BlockBlobs(block);
+  if (named.empty()) return std::nullopt;
+  const BlobGate::Check check = m_blobs.Examine(named);
+  switch (check.state) {
+    case BlobGate::State::kReady:
+      return std::nullopt;
+    case BlobGate::State::kInvalid:
+      Log().warn("{} block {} rejected: {}", m_config.name, block.header.height, check.why.ToString());
+      return net::Verdict::Reject("block-blob-invalid");
+    case BlobGate::State::kMissing:
+      break;
+  }
+  for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
+  m_blobs.Park(from, block, NowMs());
+  return net::Verdict::Ignore("block-blobs-pending");
+}
+
+void Node::ScheduleBlobTick() {
+  m_blob_timer.expires_after(kBlobTickMs);
+  m_blob_timer.async_wait([this](const boost::system::error_code& ec) {
+    if (ec || m_stopping) return;
+    BlobTick();
+    ScheduleBlobTick();
+  });
+}
+
+void Node::BlobTick() {
+  const std::uint64_t now = NowMs();
+  for (const BlobGate::Parked& p : m_blobs.ParkedBlocks()) {
+    const Hash256 hash = vm::BlockHash(p.block.header);
+    if (now > p.since_ms + BlobGate::kBlockWaitMs) {
+      m_blobs.Unpark(hash);
+      Log().warn("{} block {} ({}) not accepted: its named blobs did not arrive within {} ms", m_config.name,
+                 p.block.header.height, hash.Hex().substr(0, 16), BlobGate::kBlockWaitMs);
+      continue;
+    }
+    const BlobGate::Check check = m_blobs.Examine(BlockBlobs(p.block));
+    if (check.state == BlobGate::State::kMissing) {
+      for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
+      continue;
+    }
+    m_blobs.Unpark(hash);
+    // Ready (applied now, or refused if no longer fitting), or invalid (refused again by the gate).
+    const net::Verdict v = HandleBlock(p.from, p.block);
+    if (v.kind == net::Verdict::Kind::kAccept) {
+      (void)m_p2p->Broadcast(net::GossipKind::kBlock, EncodeToBytes(p.block));  // relay what we held back
+      m_p2p->StartSync();
+    }
+  }
+  if (++m_blob_ticks % kMempoolBlobEvery != 0) return;
+  // Pending transactions: fetch what they name; drop those whose blobs are
+  // invalid or never came (their sender withholds them).
+  std::vector<Hash256> dead;
+  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0})) {
+    const auto named = referee::NamedBlobs(tx);
+    if (named.empty()) continue;
+    const Hash256 id = vm::TxId(tx);
+    const BlobGate::Check check = m_blobs.Examine(named);
+    if (check.state == BlobGate::State::kReady) {
+      m_blobs.ForgetTx(id);
+      continue;
+    }
+    if (check.state == BlobGate::State::kInvalid) {
+      Log().warn("{} dropped tx {}: {}", m_config.name, id.Hex().substr(0, 16), check.why.ToString());
+    } else {
+      for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
+      if (!m_blobs.TxWaitedTooLong(id, now)) continue;
+      Log().warn("{} dropped tx {}: tx-blobs-unavailable ({} named blob(s) missing after {} ms)", m_config.name,
+                 id.Hex().substr(0, 16), check.missing.size(), BlobGate::kTxWaitMs);
+    }
+    m_blobs.ForgetTx(id);
+    dead.push_back(id);
+  }
+  m_mempool.Remove(dead);
+}
+
 // ---- producer ------------------------------------------------------------------------
 
 void Node::ProducerLoop() {
@@ -443,7 +559,8 @@ void Node::ProducerLoop() {
       }
       if (produce) {
         std::vector<vm::RejectedTx> rejected;
-        auto result = m_chain->Produce(m_mempool.Candidates(m_config.max_block_txs), time, key, &rejected);
+        auto result = m_chain->Produce(WithBlobsReady(m_mempool.Candidates(m_config.max_block_txs)), time, key,
+                                       &rejected);
         if (!result.ok()) {
           Log().error("{} could not produce block {}: {}", m_config.name, tip.height + 1,
                       result.status().ToString());

@@ -30,11 +30,13 @@
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
 
 #include "common/result.h"
 #include "crypto/keys.h"
 #include "net/p2p.h"
 #include "net/rpc_server.h"
+#include "node/blob_gate.h"
 #include "node/chain.h"
 #include "node/genesis.h"
 
@@ -118,12 +120,28 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   Status FetchBlobFromPeers(const Hash256& hash);
   std::uint64_t NextNonce(const crypto::Address& address) const;
 
+  // Blob availability (docs/node.md, "Blob availability"). The producer
+  // proposes only transactions whose named blobs are held and verify.
+  std::vector<vm::Transaction> WithBlobsReady(std::vector<vm::Transaction> candidates);
+  // Before applying a peer's block (m_write_mu held): nullopt when its named
+  // blobs are all here and verify; else Reject (a blob fails its rule) or
+  // Ignore after parking it and starting the fetches.
+  std::optional<net::Verdict> GateBlock(net::PeerId from, const vm::Block& block);
+  // Io thread, every kBlobTickMs: retries parked blocks (accepting them once
+  // their blobs are here, giving up after BlobGate::kBlockWaitMs) and fetches
+  // the blobs of pending transactions (dropping those that waited too long).
+  void BlobTick();
+  void ScheduleBlobTick();
+
   NodeConfig m_config;
   std::unique_ptr<Chain> m_chain;
+  BlobGate m_blobs;
   Mempool m_mempool;
   boost::asio::io_context m_io;
   std::unique_ptr<net::P2PNode> m_p2p;
   std::unique_ptr<net::RpcServer> m_rpc;
+  boost::asio::steady_timer m_blob_timer{m_io};
+  std::uint64_t m_blob_ticks = 0;  // io thread only
   std::thread m_io_thread;
   std::thread m_producer;
   std::mutex m_write_mu;  // serialises block writes (producer vs. peers)

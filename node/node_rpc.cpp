@@ -229,7 +229,10 @@ void Node::RegisterRpc() {
   rpc.Register("get_blob", [this, &chain](const Json& params) -> Result<Json> {
     VT_ASSIGN_OR_RETURN(Hash256 h, HashParam(params, 0, "hash"));
     VT_ASSIGN_OR_RETURN(auto b, chain.db().GetBlob(h));
-    if (b) return Json{{"hash", h.Hex()}, {"size", b->size()}, {"data", ToHex(*b)}};
+    if (b) {
+      const auto pinned = chain.db().IsPinned(h);  // named by a block: kept for good
+      return Json{{"hash", h.Hex()}, {"size", b->size()}, {"pinned", pinned.ok() && *pinned}, {"data", ToHex(*b)}};
+    }
     VT_TRY(FetchBlobFromPeers(h));
     return Status::Invalid("blob-pending", "not stored here; fetching it from peers, ask again");
   });

@@ -46,6 +46,13 @@ struct PostBountyArgs {
   std::uint64_t solve_window = 0;      // blocks from posting: claim and commit before it ends
   std::uint64_t challenge_window = 0;  // blocks from the commitment: open games before it ends
   std::uint64_t clock_budget = 0;      // blocks on each party's chess clock, per game
+  // Optional initial weights (fine-tuning): zero when the job's seeded init
+  // is used; otherwise SHA-256 of a blob holding the initial state (a
+  // checkpoint file, worker/checkpoint_store.h) whose state hash must be
+  // `initial_state`, and its exact length in bytes (paid per byte; 0 with a
+  // zero hash). Availability is part of block validity (referee/blob_rules.h).
+  Hash256 initial_blob;
+  std::uint64_t initial_blob_bytes = 0;
   bool operator==(const PostBountyArgs&) const = default;
 };
 
@@ -64,8 +71,17 @@ struct CommitArgs {
   // Rounded mode: SHA-256 of the solver's published log bundle (a blob on the
   // network, worker/log_bundle.h), which challengers need to replay; zero in
   // the other modes. The referee records it and never reads the blob: the
-  // logs are bound by commitment.log_root, the bundle only says where they are.
+  // logs are bound by commitment.log_root, and a block holding this call is
+  // valid only where the bundle is available and reproduces the commitment
+  // (referee/blob_rules.h).
   Hash256 log_bundle;
+  // Every mode: SHA-256 of a blob holding the final checkpoint (the
+  // checkpoint file bytes, worker/checkpoint_store.h) whose state hash is
+  // commitment.final_state_hash — how the client gets its model. Required.
+  Hash256 state_blob;
+  // Exact lengths of the two blobs (paid per byte; 0 for a zero hash).
+  std::uint64_t log_bundle_bytes = 0;
+  std::uint64_t state_blob_bytes = 0;
   bool operator==(const CommitArgs&) const = default;
 };
 

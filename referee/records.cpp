@@ -65,6 +65,7 @@ void Encode(Writer& w, const Bounty& b) {
   crypto::Encode(w, b.client);
   w.PutHash(b.job_hash);
   w.PutHash(b.initial_state);
+  w.PutHash(b.initial_blob);
   w.PutU64(b.reward);
   w.PutU64(b.solver_bond);
   w.PutU64(b.challenger_bond);
@@ -81,6 +82,7 @@ void Encode(Writer& w, const Bounty& b) {
   protocol::Encode(w, b.commitment);
   w.PutHash(b.checkpoint_top);
   w.PutHash(b.log_bundle);
+  w.PutHash(b.state_blob);
   w.PutU64(b.challenge_deadline);
   w.PutU32(b.open_games);
   w.PutVector(b.games, &Writer::PutU64);
@@ -92,6 +94,7 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.client, crypto::Decode(r, DecodeAs<crypto::Address>{}));
   VT_ASSIGN_OR_RETURN(b.job_hash, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.initial_state, r.GetHash());
+  VT_ASSIGN_OR_RETURN(b.initial_blob, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.reward, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.solver_bond, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.challenger_bond, r.GetU64());
@@ -108,6 +111,7 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.commitment, protocol::Decode(r, DecodeAs<protocol::Commitment>{}));
   VT_ASSIGN_OR_RETURN(b.checkpoint_top, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.log_bundle, r.GetHash());
+  VT_ASSIGN_OR_RETURN(b.state_blob, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.challenge_deadline, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.open_games, r.GetU32());
   VT_ASSIGN_OR_RETURN(b.games, r.GetVector<std::uint64_t>(&Reader::GetU64, kMaxGamesPerBountyRecord));

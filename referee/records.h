@@ -34,6 +34,7 @@ struct Bounty {
   crypto::Address client;
   Hash256 job_hash;
   Hash256 initial_state;
+  Hash256 initial_blob;  // the client's initial weights, zero for the seeded init (PostBountyArgs::initial_blob)
   Amount reward = 0;
   Amount solver_bond = 0;
   Amount challenger_bond = 0;
@@ -50,6 +51,7 @@ struct Bounty {
   protocol::Commitment commitment;
   Hash256 checkpoint_top;
   Hash256 log_bundle;  // rounded mode: where the solver's logs are (CommitArgs::log_bundle)
+  Hash256 state_blob;  // the final checkpoint, the client's model (CommitArgs::state_blob)
   std::uint64_t challenge_deadline = 0;  // last height to open a game
   std::uint32_t open_games = 0;
   std::vector<std::uint64_t> games;

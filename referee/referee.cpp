@@ -8,6 +8,7 @@
 #include "contract_vm/node_spec.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
+#include "referee/blob_rules.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 
@@ -117,6 +118,11 @@ class Session {
   }
 
   // ---- checks ----
+  // Named blobs: refused when badly declared, else every named byte paid.
+  Status ChargeBlobs(const Result<std::vector<BlobRequirement>>& blobs) {
+    if (!blobs.ok()) return blobs.status();
+    return m_ctx.gas().Charge(BlobGas(*blobs));
+  }
   Status CheckTop(std::uint64_t count, const Hash256& top, const Hash256& root, std::string_view reason) {
     VT_TRY(m_ctx.ChargeMerkle(1));
     if (crypto::MerkleRootFromTop(count, top) != root) return Status::Invalid(reason, "top does not match the root");
@@ -191,6 +197,7 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   if (a.solver_bond == 0 || a.challenger_bond == 0) return Status::Invalid("bounty-bad-bond");
   for (std::uint64_t w : {a.solve_window, a.challenge_window, a.clock_budget})
     if (w == 0 || w > m_params.max_window) return Status::Invalid("bounty-bad-window");
+  VT_TRY(ChargeBlobs(BlobsOf(a)));
 
   VT_ASSIGN_OR_RETURN(std::uint64_t id, NextId(kNextBountyKey));
   VT_TRY(m_ctx.LockFromSender(RewardEscrow(id), a.reward));
@@ -199,6 +206,7 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   b.client = m_ctx.sender();
   b.job_hash = protocol::JobHash(a.job);
   b.initial_state = a.initial_state;
+  b.initial_blob = a.initial_blob;
   b.reward = a.reward;
   b.solver_bond = a.solver_bond;
   b.challenger_bond = a.challenger_bond;
@@ -246,9 +254,13 @@ Status Session::Commit(const CommitArgs& a) {
   VT_TRY(CheckProof(c.checkpoint_root, c.final_state_hash, a.last_proof, n - 1, n, "commit-bad-last-leaf"));
   if (c.log_root.IsZero() != (b.mode != kModeRounded)) return Status::Invalid("commit-bad-log-root");
   if (a.log_bundle.IsZero() != (b.mode != kModeRounded)) return Status::Invalid("commit-bad-log-bundle");
+  // The blobs' contents were checked before the block was accepted
+  // (availability is block validity); here their declarations and gas.
+  VT_TRY(ChargeBlobs(BlobsOf(a)));
   b.commitment = c;
   b.checkpoint_top = a.checkpoint_top;
   b.log_bundle = a.log_bundle;
+  b.state_blob = a.state_blob;
   b.state = BountyState::kCommitted;
   b.challenge_deadline = height() + b.challenge_window;
   VT_TRY(Save(b));

@@ -138,8 +138,12 @@ Bytes EncodeCheckpointFile(const TrainingState& state, const Hash256& state_hash
   return out;
 }
 
-Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expected_hash) {
+Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expected_hash,
+                                           std::uint64_t max_payload_bytes) {
   VT_ASSIGN_OR_RETURN(FileHeader h, ParseHeader(file));
+  if (h.payload_size > max_payload_bytes)
+    return Corrupt("payload of " + std::to_string(h.payload_size) + " bytes is above the " +
+                   std::to_string(max_payload_bytes) + " allowed");
   if (h.state_hash != expected_hash)
     return Corrupt("header names state " + h.state_hash.Hex() + ", expected " + expected_hash.Hex());
 

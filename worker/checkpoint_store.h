@@ -43,8 +43,11 @@ inline constexpr std::size_t kCheckpointHeaderSize = 57;
 
 // The file bytes for `state`, whose hash is `state_hash`.
 Bytes EncodeCheckpointFile(const TrainingState& state, const Hash256& state_hash, const CheckpointOptions& options = {});
-// Parses and verifies a checkpoint file against `expected_hash`.
-Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expected_hash);
+// Parses and verifies a checkpoint file against `expected_hash`. A payload
+// (uncompressed state) above `max_payload_bytes` is refused from the header,
+// before decompressing (checkpoint-corrupt): bytes from peers stay cheap.
+Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expected_hash,
+                                           std::uint64_t max_payload_bytes = std::uint64_t{1} << 40);
 
 struct CheckpointInfo {
   Hash256 state_hash;

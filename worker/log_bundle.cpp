@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "common/encoding.h"
+#include "worker/commitment.h"
 #include "worker/file_io.h"
 
 namespace vt::worker {
@@ -63,7 +64,7 @@ Result<RunManifest> ReadLogBundleManifest(ByteSpan bundle) {
   return ReadHeaderAndManifest(r);
 }
 
-Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
+Result<DecodedLogBundle> DecodeLogBundle(ByteSpan bundle, std::uint64_t max_decoded_bytes) {
   Reader r(bundle);
   auto manifest = ReadHeaderAndManifest(r);
   if (!manifest.ok()) return manifest.status();
@@ -73,27 +74,47 @@ Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path
     return Corrupt("holds " + std::to_string(*count) + " log files, its manifest names " +
                    std::to_string(manifest->logs.size()));
 
-  // Decode and check everything before writing anything.
-  std::vector<ByteSpan> files;
-  files.reserve(manifest->logs.size());
+  DecodedLogBundle out;
+  out.files.reserve(manifest->logs.size());
   for (const IntervalLogEntry& entry : manifest->logs) {
     auto file = r.GetBytesView(kMaxLogFileBytes);
     if (!file.ok()) return Corrupt("log file of interval " + std::to_string(entry.index) + ": " + file.status().ToString());
-    VT_ASSIGN_OR_RETURN(IntervalLogs logs, DecodeIntervalLogFile(*file));
-    if (Status st = CheckIntervalLogs(logs, entry, "log file of interval " + std::to_string(entry.index)); !st.ok())
+    auto logs = DecodeIntervalLogFile(*file, max_decoded_bytes);
+    if (!logs.ok()) return logs.status().WithContext("log file of interval " + std::to_string(entry.index));
+    if (Status st = CheckIntervalLogs(*logs, entry, "log file of interval " + std::to_string(entry.index)); !st.ok())
       return Status::Invalid("log-bundle-mismatch", st.detail());
-    files.push_back(*file);
+    out.files.push_back(*file);
   }
   if (Status s = r.Finish(); !s.ok()) return Corrupt("trailing bytes after the last log file");
+  out.manifest = std::move(*manifest);
+  return out;
+}
 
+Status CheckBundleCommitment(const RunManifest& m, const protocol::Commitment& c) {
+  auto mismatch = [](std::string detail) { return Status::Invalid("log-bundle-mismatch", std::move(detail)); };
+  if (m.job_hash != c.job_hash) return mismatch("the bundle is of another job");
+  if (!m.Complete()) return mismatch("the bundle's run is incomplete");
+  if (m.logs.size() + 1 != m.checkpoints.size()) return mismatch("the bundle lacks interval logs");
+  const std::vector<Hash256> hashes = m.CheckpointHashes();
+  if (CheckpointRoot(hashes) != c.checkpoint_root) return mismatch("the checkpoint root is not the commitment's");
+  if (hashes.back() != c.final_state_hash) return mismatch("the final state is not the commitment's");
+  if (LogRoot(m.IntervalLogHashes()) != c.log_root) return mismatch("the logs do not reproduce the log root");
+  return Status::Ok();
+}
+
+Result<RunManifest> ImportLogBundle(ByteSpan bundle, const std::filesystem::path& dir) {
+  // Decode and check everything before writing anything.
+  VT_ASSIGN_OR_RETURN(DecodedLogBundle decoded, DecodeLogBundle(bundle));
+  const RunManifest& manifest = decoded.manifest;
   VT_ASSIGN_OR_RETURN(RunDir run, RunDir::Open(dir, /*create=*/true));
   if (run.HasManifest()) {
     VT_ASSIGN_OR_RETURN(RunManifest existing, run.LoadManifest());
-    if (existing.job_hash != manifest->job_hash)
+    if (existing.job_hash != manifest.job_hash)
       return Status::Invalid("run-job-mismatch", dir.string() + " holds a run of another job");
   }
-  for (std::size_t i = 0; i < files.size(); ++i) VT_TRY(WriteFileAtomic(run.LogPath(manifest->logs[i].index), files[i]));
-  VT_TRY(run.SaveManifest(*manifest));
+  for (std::size_t i = 0; i < decoded.files.size(); ++i)
+    VT_TRY(WriteFileAtomic(run.LogPath(manifest.logs[i].index), decoded.files[i]));
+  VT_TRY(run.SaveManifest(manifest));
   return manifest;
 }
 

@@ -21,9 +21,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "protocol/types.h"
 #include "worker/run_dir.h"
 
 namespace vt::worker {
@@ -37,6 +39,22 @@ Result<Bytes> ExportLogBundle(const RunDir& run);
 // per-step losses), without decoding the log files; the explorer shows the
 // loss curve from it. Invalid "log-bundle-corrupt".
 Result<RunManifest> ReadLogBundleManifest(ByteSpan bundle);
+
+// A bundle decoded and checked in memory (no I/O): its manifest, and each
+// interval's log file bytes (views into the bundle), every file decoded and
+// checked against its manifest entry. Decoding allocates at most
+// `max_decoded_bytes` per log file payload (judged from headers first).
+struct DecodedLogBundle {
+  RunManifest manifest;
+  std::vector<ByteSpan> files;  // files[i] is the log of manifest.logs[i]
+};
+Result<DecodedLogBundle> DecodeLogBundle(ByteSpan bundle, std::uint64_t max_decoded_bytes = std::uint64_t{1} << 36);
+
+// The bundle's claims are the commitment's: same job, a complete rounded
+// run, and the checkpoint root, final state hash and log root it signed.
+// Invalid "log-bundle-mismatch" otherwise. (The signature is the referee's
+// business; this binds the bytes to the commitment's roots.)
+Status CheckBundleCommitment(const RunManifest& manifest, const protocol::Commitment& commitment);
 
 // Unpacks a bundle into `dir` (created; it must not hold another run's
 // manifest) and returns the manifest. Every log file is decoded and checked

@@ -211,7 +211,7 @@ Bytes EncodeIntervalLogFile(const IntervalLogs& logs, int zstd_level) {
   return out;
 }
 
-Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file) {
+Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file, std::uint64_t max_decoded_bytes) {
   if (file.size() < kLogFileHeaderSize) return Status::Invalid("log-file-truncated", "shorter than its header");
   if (std::memcmp(file.data(), kLogMagic, sizeof(kLogMagic)) != 0) return Corrupt("not a rounding-log file");
   if (GetLe(file, 6, 2) != kLogVersion) return Corrupt("unsupported version " + std::to_string(GetLe(file, 6, 2)));
@@ -222,6 +222,9 @@ Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file) {
   Hash256 claimed;
   std::memcpy(claimed.bytes.data(), file.data() + 32, 32);
   if (payload_size > kMaxLogPayload) return Corrupt("payload size above the cap");
+  // Judged from the header, before allocating: the payload and one vector per step.
+  if (payload_size > max_decoded_bytes || steps > max_decoded_bytes / sizeof(std::vector<kernels::RoundingLog>))
+    return Corrupt("decodes to more than the " + std::to_string(max_decoded_bytes) + " bytes allowed");
   const ByteSpan frame = file.subspan(kLogFileHeaderSize);
   const std::size_t frame_size = ZSTD_findFrameCompressedSize(frame.data(), frame.size());
   if (ZSTD_isError(frame_size)) {
@@ -241,7 +244,7 @@ Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file) {
   logs.steps.resize(steps);
   for (auto& step : logs.steps) {
     auto count = r.GetVarint();
-    if (!count.ok() || *count > kMaxNodesPerStep) return Corrupt("bad node count");
+    if (!count.ok() || *count > kMaxNodesPerStep || *count > r.remaining()) return Corrupt("bad node count");
     step.reserve(*count);
     for (std::uint64_t i = 0; i < *count; ++i) {
       auto bytes = r.GetBytesView(kMaxLogPayload);

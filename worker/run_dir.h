@@ -105,7 +105,9 @@ std::uint64_t CountLogEntries(const IntervalLogs& logs);
 
 inline constexpr std::size_t kLogFileHeaderSize = 64;
 Bytes EncodeIntervalLogFile(const IntervalLogs& logs, int zstd_level = 3);
-Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file);
+// `max_decoded_bytes` bounds what decoding may allocate, judged from the
+// header before any work (log-file-corrupt beyond it): peers' bytes stay cheap.
+Result<IntervalLogs> DecodeIntervalLogFile(ByteSpan file, std::uint64_t max_decoded_bytes = std::uint64_t{1} << 36);
 
 // Invalid "log-file-mismatch" unless `logs` are the interval `entry` names
 // (first step, step count, interval log hash); `where` names the source.

@@ -261,7 +261,7 @@ int main(int argc, char** argv) {
     auto h0 = engine.InitialState();
     if (!h0.ok()) return Fail(g, h0.status());
     referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), reward, solver_bond, challenger_bond,
-                              solve_window, challenge_window, clock_budget};
+                              solve_window, challenge_window, clock_budget, Hash256{}, 0};
     auto c = Client(g);
     if (!c.ok()) return Fail(g, c.status());
     auto id = c->CallReferee(*key, referee::Method::kPostBounty, EncodeToBytes(a));
@@ -457,6 +457,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> daemon_jobs;
   int threads = 1;
   std::uint64_t poll_ms = 150;
+  bool withhold_blobs = false;
   auto add_daemon = [&](const char* name, node::AgentRole role) {
     auto* d = app.add_subcommand(name, std::string("run the ") + name + " daemon until SIGINT/SIGTERM");
     d->add_option("--key", key_file, "key file or name")->required();
@@ -465,8 +466,10 @@ int main(int argc, char** argv) {
     d->add_option("--threads", threads, "training threads")->capture_default_str();
     d->add_option("--poll-ms", poll_ms, "poll interval")->capture_default_str();
     d->add_option("--log-file", log_file, "write logs here");
-    if (role == node::AgentRole::kSolver)
+    if (role == node::AgentRole::kSolver) {
       d->add_option("--adversary", adversary, "TEST ONLY: cheat like this (worker/adversary.h), e.g. wrong-output:step=3,node=2");
+      d->add_flag("--withhold-blobs", withhold_blobs, "TEST ONLY: name the commit's blobs but never publish them");
+    }
     d->callback(run([&, role] {
       if (!log_file.empty()) log::SetSink(std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file));
       spdlog::flush_every(std::chrono::seconds(1));
@@ -481,6 +484,7 @@ int main(int argc, char** argv) {
       cfg.data_dir = data_dir;
       cfg.threads = threads;
       cfg.poll = std::chrono::milliseconds(poll_ms);
+      cfg.withhold_blobs = withhold_blobs;
       for (const auto& j : daemon_jobs) cfg.job_files.push_back(j);
       if (!adversary.empty()) {
         auto spec = worker::ParseAdversarySpec(adversary);

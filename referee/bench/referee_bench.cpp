@@ -159,7 +159,7 @@ LevelRow VirtualDispute(std::uint64_t n, std::uint64_t k, std::uint64_t divergen
     return ok;
   };
   send(client, referee::Method::kPostBounty,
-       EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 100, 100, 100, 100, 100}), false);
+       EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 100, 100, 100, 100, 100, Hash256{}, 0}), false);
   if (!mine_ok()) return row;
   send(solver, referee::Method::kClaim, EncodeToBytes(referee::BountyIdArgs{0}), false);
   referee::CommitArgs commit;
@@ -173,6 +173,8 @@ LevelRow VirtualDispute(std::uint64_t n, std::uint64_t k, std::uint64_t divergen
   commit.checkpoint_top = cs.top();
   commit.first_proof = cs.Prove(0);
   commit.last_proof = cs.Prove(c - 1);
+  commit.state_blob = commit.commitment.final_state_hash;  // any non-zero name: the referee never reads it
+  commit.state_blob_bytes = 1;
   send(solver, referee::Method::kCommit, EncodeToBytes(commit), false);
   if (!mine_ok()) return row;
   const std::uint64_t opened = chain.height() + 1;

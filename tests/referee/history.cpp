@@ -292,9 +292,15 @@ referee::CommitArgs MakeCommit(const History& h, std::uint64_t bounty_id, const 
   a.checkpoint_top = h.checkpoint_tree.top();
   a.first_proof = h.checkpoint_tree.Prove(0);
   a.last_proof = h.checkpoint_tree.Prove(h.checkpoint_tree.leaf_count() - 1);
-  // Rounded mode names where its logs are published; any non-zero hash will
-  // do here (the referee records it, challengers fetch it).
-  if (!h.log_root.IsZero()) a.log_bundle = crypto::Sha256Digest(h.log_root.span());
+  // The blobs it names: any non-zero hash and length do here (the referee
+  // records them and charges their bytes; block validity, which needs the
+  // blobs themselves, is the node's: tests/node/blob_rules_test.cpp).
+  a.state_blob = crypto::Sha256Digest(c.final_state_hash.span());
+  a.state_blob_bytes = 1000;
+  if (!h.log_root.IsZero()) {
+    a.log_bundle = crypto::Sha256Digest(h.log_root.span());
+    a.log_bundle_bytes = 1000;
+  }
   return a;
 }
 

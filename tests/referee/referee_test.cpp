@@ -38,7 +38,7 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   const TinyJob tiny = MakeTinyJob(10, 3, kernels::Mode::kRounded);
   auto h = Train(tiny, {});
   ASSERT_TRUE(h.ok()) << h.status().ToString();
-  ExpectRoundTrip(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1, 2, 3, 4, 5, 6});
+  ExpectRoundTrip(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1, 2, 3, 4, 5, 6, Hash256{}, 0});
   ExpectRoundTrip(referee::BountyIdArgs{77});
   ExpectRoundTrip(MakeCommit(*h, 3, TestKey(2)));
   EXPECT_FALSE(MakeCommit(*h, 3, TestKey(2)).log_bundle.IsZero());
@@ -84,7 +84,7 @@ class RefereeTest : public ::testing::Test {
     return chain.Run(Call(k, m, EncodeToBytes(args)));
   }
   referee::PostBountyArgs Post() const {
-    return referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 400, 200, 50, 5, 20};
+    return referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 400, 200, 50, 5, 20, Hash256{}, 0};
   }
 
   referee::Referee referee_contract;

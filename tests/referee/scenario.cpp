@@ -171,7 +171,8 @@ void ScenarioDriver::Impl::Start() {
   const Agent& client = m_agents[0];
   const Agent& solver = m_agents[1];
   referee::PostBountyArgs post{m_tiny.job,     m_tiny.initial_state, c.reward,         c.solver_bond,
-                               c.challenger_bond, c.solve_window,     c.challenge_window, c.clock_budget};
+                               c.challenger_bond, c.solve_window,     c.challenge_window, c.clock_budget,
+                               Hash256{},         0};
   Send(client, Method::kPostBounty, Enc(post));
   m_chain.Mine();
   const std::uint64_t bounty_id = 0;

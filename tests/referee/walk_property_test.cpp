@@ -145,7 +145,7 @@ TEST(WalkProperty, ThroughTheChainUpTo2Pow30Leaves) {
 
     expect_ok(chain.Run(call(client, referee::Method::kPostBounty,
                              EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 100, 100, 10,
-                                                                   10, 10}))));
+                                                                   10, 10, Hash256{}, 0}))));
     expect_ok(chain.Run(call(solver, referee::Method::kClaim, EncodeToBytes(referee::BountyIdArgs{bounty}))));
     referee::CommitArgs commit;
     commit.bounty_id = bounty;
@@ -160,6 +160,8 @@ TEST(WalkProperty, ThroughTheChainUpTo2Pow30Leaves) {
     commit.checkpoint_top = s_cp.top();
     commit.first_proof = s_cp.Prove(0);
     commit.last_proof = s_cp.Prove(1);
+    commit.state_blob = commit.commitment.final_state_hash;  // any non-zero name: the referee never reads it
+    commit.state_blob_bytes = 1;
     expect_ok(chain.Run(call(solver, referee::Method::kCommit, EncodeToBytes(commit))));
     expect_ok(chain.Run(call(challenger, referee::Method::kOpenGame,
                              EncodeToBytes(referee::OpenGameArgs{bounty, c_cp.root(), c_cp.top(), c_cp.Prove(0)}))));
