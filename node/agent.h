@@ -8,6 +8,12 @@
 // the state of every game, and the runs (checkpoints) are on disk under the
 // data directory, reused on restart.
 //
+// The solver publishes its final checkpoint as a blob named in its commit
+// (CommitArgs::state_blob): the client's `vt bounty result` fetches it. A
+// bounty whose client brought its own initial weights names them as a blob
+// (PostBountyArgs::initial_blob); both daemons fetch and check it before
+// claiming or replaying.
+//
 // Rounded-mode jobs: the solver publishes its log bundle (worker/log_bundle.h)
 // as a blob and names it in its commit; the challenger fetches it through its
 // node and replays to the end following those logs, skipping any entry a
@@ -78,6 +84,7 @@ class Agent {
     Hash256 job_hash;
   };
   struct JobRun {
+    const worker::Job* job = nullptr;  // the bounty's job (its h_0 included): BountyJob
     std::unique_ptr<worker::RunDir> dir;
     // Rounded mode, challenger: the solver's published logs, unpacked.
     std::unique_ptr<worker::RunDir> solver_logs;
@@ -89,7 +96,14 @@ class Agent {
   };
 
   Served* FindJob(const Hash256& job_hash);
-  Result<JobRun*> EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat);
+  // The served job with the bounty's h_0: the client's initial state when the
+  // bounty names an initial blob (fetched through our node and checked:
+  // its hash, and a layout the job can train), else the seeded init, whose
+  // hash must then be the bounty's initial_state. nullptr while the blob is
+  // on its way; Invalid when the bounty cannot be trained from what it names.
+  Result<const worker::Job*> BountyJob(const referee::Bounty& b, Served& job);
+  // nullptr while BountyJob is (rounded-mode challenger: or the logs are) on their way.
+  Result<JobRun*> EnsureRun(const referee::Bounty& b, Served& job, bool cheat);
   // The challenger's run of a committed bounty; nullptr while the solver's
   // logs (rounded mode) are still being fetched.
   Result<JobRun*> EnsureReplay(std::uint64_t bounty_id, const referee::Bounty& b, Served& job);
@@ -108,6 +122,7 @@ class Agent {
   ChainClient m_client;
   std::vector<Served> m_jobs;
   std::map<std::uint64_t, JobRun> m_runs;  // by bounty id
+  std::map<std::uint64_t, std::unique_ptr<worker::Job>> m_bounty_jobs;  // BountyJob, by bounty id
   std::map<std::string, std::uint64_t> m_sent;  // move key -> height sent
   std::set<std::uint64_t> m_done;  // bounties this agent has nothing more to do for
   std::set<std::string> m_said;

@@ -139,6 +139,8 @@ Json BountyToJson(const referee::Bounty& b) {
          {"client", b.client.Hex()},
          {"job_hash", b.job_hash.Hex()},
          {"initial_state", b.initial_state.Hex()},
+         {"initial_blob", b.initial_blob.Hex()},
+         {"state_blob", b.state_blob.Hex()},
          {"reward", b.reward},
          {"solver_bond", b.solver_bond},
          {"challenger_bond", b.challenger_bond},

@@ -32,6 +32,7 @@ void Encode(Writer& w, const PostBountyArgs& v) {
   w.PutU64(v.solve_window);
   w.PutU64(v.challenge_window);
   w.PutU64(v.clock_budget);
+  w.PutHash(v.initial_blob);
 }
 Result<PostBountyArgs> Decode(Reader& r, DecodeAs<PostBountyArgs>) {
   PostBountyArgs v;
@@ -43,6 +44,7 @@ Result<PostBountyArgs> Decode(Reader& r, DecodeAs<PostBountyArgs>) {
   VT_ASSIGN_OR_RETURN(v.solve_window, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.challenge_window, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.clock_budget, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.initial_blob, r.GetHash());
   return v;
 }
 
@@ -60,6 +62,7 @@ void Encode(Writer& w, const CommitArgs& v) {
   crypto::Encode(w, v.first_proof);
   crypto::Encode(w, v.last_proof);
   w.PutHash(v.log_bundle);
+  w.PutHash(v.state_blob);
 }
 Result<CommitArgs> Decode(Reader& r, DecodeAs<CommitArgs>) {
   CommitArgs v;
@@ -69,6 +72,7 @@ Result<CommitArgs> Decode(Reader& r, DecodeAs<CommitArgs>) {
   VT_ASSIGN_OR_RETURN(v.first_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.last_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.log_bundle, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.state_blob, r.GetHash());
   return v;
 }
 

@@ -46,6 +46,10 @@ struct PostBountyArgs {
   std::uint64_t solve_window = 0;      // blocks from posting: claim and commit before it ends
   std::uint64_t challenge_window = 0;  // blocks from the commitment: open games before it ends
   std::uint64_t clock_budget = 0;      // blocks on each party's chess clock, per game
+  // Zero: h_0 is the job's seeded init. Otherwise SHA-256 of a blob holding
+  // the initial state (a checkpoint file, worker/checkpoint_store.h) whose
+  // state hash is initial_state; solvers and challengers fetch it.
+  Hash256 initial_blob{};
   bool operator==(const PostBountyArgs&) const = default;
 };
 
@@ -66,6 +70,9 @@ struct CommitArgs {
   // the other modes. The referee records it and never reads the blob: the
   // logs are bound by commitment.log_root, the bundle only says where they are.
   Hash256 log_bundle;
+  // SHA-256 of a blob holding the final checkpoint (the checkpoint file bytes
+  // as worker/checkpoint_store writes them); the client fetches the model from it.
+  Hash256 state_blob{};
   bool operator==(const CommitArgs&) const = default;
 };
 

@@ -81,6 +81,8 @@ void Encode(Writer& w, const Bounty& b) {
   protocol::Encode(w, b.commitment);
   w.PutHash(b.checkpoint_top);
   w.PutHash(b.log_bundle);
+  w.PutHash(b.state_blob);
+  w.PutHash(b.initial_blob);
   w.PutU64(b.challenge_deadline);
   w.PutU32(b.open_games);
   w.PutVector(b.games, &Writer::PutU64);
@@ -108,6 +110,8 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.commitment, protocol::Decode(r, DecodeAs<protocol::Commitment>{}));
   VT_ASSIGN_OR_RETURN(b.checkpoint_top, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.log_bundle, r.GetHash());
+  VT_ASSIGN_OR_RETURN(b.state_blob, r.GetHash());
+  VT_ASSIGN_OR_RETURN(b.initial_blob, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.challenge_deadline, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.open_games, r.GetU32());
   VT_ASSIGN_OR_RETURN(b.games, r.GetVector<std::uint64_t>(&Reader::GetU64, kMaxGamesPerBountyRecord));

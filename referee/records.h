@@ -50,6 +50,8 @@ struct Bounty {
   protocol::Commitment commitment;
   Hash256 checkpoint_top;
   Hash256 log_bundle;  // rounded mode: where the solver's logs are (CommitArgs::log_bundle)
+  Hash256 state_blob;  // where the final checkpoint is (CommitArgs::state_blob)
+  Hash256 initial_blob;  // where h_0 is when the client brought it (PostBountyArgs::initial_blob)
   std::uint64_t challenge_deadline = 0;  // last height to open a game
   std::uint32_t open_games = 0;
   std::vector<std::uint64_t> games;

@@ -199,6 +199,7 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   b.client = m_ctx.sender();
   b.job_hash = protocol::JobHash(a.job);
   b.initial_state = a.initial_state;
+  b.initial_blob = a.initial_blob;
   b.reward = a.reward;
   b.solver_bond = a.solver_bond;
   b.challenger_bond = a.challenger_bond;
@@ -249,6 +250,7 @@ Status Session::Commit(const CommitArgs& a) {
   b.commitment = c;
   b.checkpoint_top = a.checkpoint_top;
   b.log_bundle = a.log_bundle;
+  b.state_blob = a.state_blob;
   b.state = BountyState::kCommitted;
   b.challenge_deadline = height() + b.challenge_window;
   VT_TRY(Save(b));
