@@ -7,8 +7,10 @@
 #include "common/log.h"
 #include "crypto/sha256.h"
 #include "referee/blob_rules.h"
+#include "node/blob_rules.h"
 #include "node/json_view.h"
 #include "referee/records.h"
+#include "worker/checkpoint_store.h"
 #include "worker/commitment.h"
 #include "worker/file_io.h"
 #include "worker/log_bundle.h"
@@ -59,9 +61,44 @@ Agent::Served* Agent::FindJob(const Hash256& job_hash) {
   return nullptr;
 }
 
+Result<const worker::Job*> Agent::BountyJob(const referee::Bounty& b, Served& served) {
+  if (auto it = m_bounty_jobs.find(b.id); it != m_bounty_jobs.end()) return it->second.get();
+  auto job = std::make_unique<worker::Job>(served.loaded.job);
+  job->initial_state = nullptr;
+  job->init_path.clear();
+  if (!b.initial_blob.IsZero()) {
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> blob, m_client.TryGetBlob(b.initial_blob));
+    if (!blob) {
+      Say("bounty " + std::to_string(b.id) + ": fetching the client's initial weights (blob " +
+          b.initial_blob.Hex().substr(0, 16) + ")");
+      return static_cast<const worker::Job*>(nullptr);
+    }
+    auto h0 = DecodeStateBlob(*blob, b.initial_state);  // the validators' own bounded check
+    Status usable = h0.ok() ? worker::CheckInitialState(*job, *h0) : h0.status();
+    if (!usable.ok()) {
+      // The blob is what the client posted (its hash was checked): nothing to retry.
+      m_done.insert(b.id);
+      Say("bounty " + std::to_string(b.id) + ": its initial weights are unusable: " + usable.ToString());
+      return usable;
+    }
+    job->initial_state = std::make_shared<const worker::TrainingState>(std::move(h0).value());
+    Say("bounty " + std::to_string(b.id) + ": got the client's initial weights (" + std::to_string(blob->size()) +
+        " bytes, h_0 checked)");
+  } else {
+    VT_ASSIGN_OR_RETURN(worker::TrainingState h0, worker::InitialStateOf(*job, m_config.threads));
+    if (worker::StateHash(h0) != b.initial_state) {
+      m_done.insert(b.id);
+      return Status::Invalid("agent-bad-initial-state",
+                             "bounty " + std::to_string(b.id) + " names an h_0 that is not its job's seeded init "
+                             "and no initial blob");
+    }
+  }
+  return m_bounty_jobs.emplace(b.id, std::move(job)).first->second.get();
+}
+
 worker::Party Agent::PartyOf(Served& job, JobRun& run) {
   worker::Party p;
-  p.job = &job.loaded.job;
+  p.job = run.job;
   p.dataset = &job.loaded.dataset;
   p.states = run.dir.get();
   // Rounded mode: both sides follow the solver's logs (the solver's own run).
@@ -74,14 +111,17 @@ worker::Party Agent::PartyOf(Served& job, JobRun& run) {
   return p;
 }
 
-Result<Agent::JobRun*> Agent::EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat) {
+Result<Agent::JobRun*> Agent::EnsureRun(const referee::Bounty& b, Served& job, bool cheat) {
+  const std::uint64_t bounty_id = b.id;
   if (auto it = m_runs.find(bounty_id); it != m_runs.end()) return &it->second;
   JobRun run;
+  VT_ASSIGN_OR_RETURN(run.job, BountyJob(b, job));
+  if (run.job == nullptr) return static_cast<JobRun*>(nullptr);
   const auto dir = m_config.data_dir / ("bounty-" + std::to_string(bounty_id));
   VT_ASSIGN_OR_RETURN(worker::RunDir rd, worker::RunDir::Open(dir, true));
   run.dir = std::make_unique<worker::RunDir>(std::move(rd));
   if (cheat && m_config.adversary) {
-    VT_ASSIGN_OR_RETURN(run.adversary, worker::MakeAdversary(*m_config.adversary, job.loaded.job, job.loaded.dataset));
+    VT_ASSIGN_OR_RETURN(run.adversary, worker::MakeAdversary(*m_config.adversary, *run.job, job.loaded.dataset));
   }
   bool complete = false;
   if (run.dir->HasManifest()) {
@@ -98,7 +138,7 @@ Result<Agent::JobRun*> Agent::EnsureRun(std::uint64_t bounty_id, Served& job, bo
         (run.adversary ? ", CHEATING: " + worker::DescribeAdversary(*m_config.adversary) : "") + ")");
     const auto t0 = std::chrono::steady_clock::now();
     VT_ASSIGN_OR_RETURN(worker::TrainSummary summary,
-                        worker::Train(job.loaded.job, job.loaded.dataset, run.dir->dir(), opts));
+                        worker::Train(*run.job, job.loaded.dataset, run.dir->dir(), opts));
     m_times.training_s += Seconds(t0);
     run.manifest = summary.manifest;
     if (!run.manifest.Complete()) return Status::Error("agent-train-incomplete");
@@ -108,9 +148,11 @@ Result<Agent::JobRun*> Agent::EnsureRun(std::uint64_t bounty_id, Served& job, bo
 }
 
 Result<Agent::JobRun*> Agent::EnsureReplay(std::uint64_t bounty_id, const referee::Bounty& b, Served& job) {
-  if (job.loaded.job.mode() != kernels::Mode::kRounded) return EnsureRun(bounty_id, job, false);
+  if (job.loaded.job.mode() != kernels::Mode::kRounded) return EnsureRun(b, job, false);
   if (auto it = m_runs.find(bounty_id); it != m_runs.end()) return &it->second;
   JobRun run;
+  VT_ASSIGN_OR_RETURN(run.job, BountyJob(b, job));
+  if (run.job == nullptr) return static_cast<JobRun*>(nullptr);
   const auto base = m_config.data_dir / ("bounty-" + std::to_string(bounty_id));
   VT_ASSIGN_OR_RETURN(worker::RunDir own, worker::RunDir::Open(base, true));
   run.dir = std::make_unique<worker::RunDir>(std::move(own));
@@ -151,7 +193,7 @@ Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) 
   options.skip_invalid_log_entries = true;
   options.to_the_end = true;
   VT_ASSIGN_OR_RETURN(worker::AuditReport report,
-                      worker::Audit(job.loaded.job, job.loaded.dataset, *run.solver_logs, b.commitment, options));
+                      worker::Audit(*run.job, job.loaded.dataset, *run.solver_logs, b.commitment, options));
   m_times.training_s += Seconds(t0);
   if (report.verdict == worker::AuditVerdict::kClaimInvalid) {
     // Cannot happen on a valid chain: every validator checked, before
@@ -228,6 +270,15 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
   switch (b.state) {
     case referee::BountyState::kOpen:
       if (height < b.solve_deadline) {
+        // Claim only what we can train: the bond is at stake once claimed.
+        auto job = BountyJob(b, *FindJob(b.job_hash));
+        if (!job.ok()) {
+          if (!job.status().is_invalid()) return job.status();
+          Say("not claiming " + tag + ": " + job.status().ToString());
+          m_done.insert(id);
+          return Status::Ok();
+        }
+        if (*job == nullptr) return Status::Ok();  // the initial weights are on their way
         Say("claiming " + tag);
         return SendOnce("claim/" + std::to_string(id), height, Method::kClaim,
                         EncodeToBytes(referee::BountyIdArgs{id}));
@@ -239,7 +290,8 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
         return Status::Ok();
       }
       Served* job = FindJob(b.job_hash);
-      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, true));
+      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *job, true));
+      if (run == nullptr) return Status::Ok();
       referee::CommitArgs a;
       a.bounty_id = id;
       VT_ASSIGN_OR_RETURN(a.commitment, worker::BuildCommitment(id, job->loaded.job.spec, run->manifest));
@@ -268,7 +320,8 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
         return Status::Ok();
       }
       Served* job = FindJob(b.job_hash);
-      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(id, *job, true));
+      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *job, true));
+      if (run == nullptr) return Status::Ok();
       for (std::uint64_t g : b.games) VT_TRY(PlayGame(g, Party::kSolver, *job, *run));
       if (height > b.challenge_deadline && b.open_games == 0) {
         Say("finalizing " + tag);

@@ -16,7 +16,9 @@
 // through its node and replays to the end following those logs, skipping any
 // entry a strict replay rejects (the referee rejects it too), so that it has
 // a complete checkpoint tree to dispute with and answers every move from the
-// same trajectory.
+// same trajectory. A bounty whose client brought its own initial weights
+// names them as a blob (PostBountyArgs::initial_blob); both daemons fetch and
+// check it before claiming or replaying.
 
 #include <atomic>
 #include <chrono>
@@ -85,6 +87,7 @@ class Agent {
     Hash256 job_hash;
   };
   struct JobRun {
+    const worker::Job* job = nullptr;  // the bounty's job (its h_0 included): BountyJob
     std::unique_ptr<worker::RunDir> dir;
     // Rounded mode, challenger: the solver's published logs, unpacked.
     std::unique_ptr<worker::RunDir> solver_logs;
@@ -96,7 +99,14 @@ class Agent {
   };
 
   Served* FindJob(const Hash256& job_hash);
-  Result<JobRun*> EnsureRun(std::uint64_t bounty_id, Served& job, bool cheat);
+  // The served job with the bounty's h_0: the client's initial state when the
+  // bounty names an initial blob (fetched through our node and checked:
+  // its hash, and a layout the job can train), else the seeded init, whose
+  // hash must then be the bounty's initial_state. nullptr while the blob is
+  // on its way; Invalid when the bounty cannot be trained from what it names.
+  Result<const worker::Job*> BountyJob(const referee::Bounty& b, Served& job);
+  // nullptr while BountyJob is (rounded-mode challenger: or the logs are) on their way.
+  Result<JobRun*> EnsureRun(const referee::Bounty& b, Served& job, bool cheat);
   // The challenger's run of a committed bounty; nullptr while the solver's
   // logs (rounded mode) are still being fetched.
   Result<JobRun*> EnsureReplay(std::uint64_t bounty_id, const referee::Bounty& b, Served& job);
@@ -119,6 +129,7 @@ class Agent {
   ChainClient m_client;
   std::vector<Served> m_jobs;
   std::map<std::uint64_t, JobRun> m_runs;  // by bounty id
+  std::map<std::uint64_t, std::unique_ptr<worker::Job>> m_bounty_jobs;  // BountyJob, by bounty id
   std::map<std::string, std::uint64_t> m_sent;  // move key -> height sent
   std::set<std::uint64_t> m_done;  // bounties this agent has nothing more to do for
   std::set<std::string> m_said;

@@ -6,6 +6,11 @@
 #include <fmt/format.h>
 
 #include "common/encoding.h"
+#include "node/blob_rules.h"
+#include "node/json_view.h"
+#include "referee/blob_rules.h"
+#include "referee/records.h"
+#include "worker/checkpoint_store.h"
 #include "worker/state.h"
 #include "worker/trainer.h"
 
@@ -26,14 +31,28 @@ fs::path FindTestnetJob(const std::string& name) {
 }
 
 Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
-                                 const BountyTerms& terms) {
-  worker::StepEngine engine(job.job, job.dataset, worker::ExecConfigFor(job.job));
-  VT_ASSIGN_OR_RETURN(worker::TrainingState h0, engine.InitialState());
-  const referee::PostBountyArgs args{job.job.spec,      worker::StateHash(h0), terms.reward,
-                                     terms.solver_bond, terms.challenger_bond, terms.solve_window,
-                                     terms.challenge_window, terms.clock_budget,
-                                     Hash256{},         0};  // the job's seeded init: no initial blob
-  VT_ASSIGN_OR_RETURN(Hash256 tx, c.CallReferee(client, referee::Method::kPostBounty, EncodeToBytes(args)));
+                                 const BountyTerms& terms, Hash256* tx_id) {
+  VT_ASSIGN_OR_RETURN(worker::TrainingState h0, worker::InitialStateOf(job.job));
+  referee::PostBountyArgs args;
+  args.job = job.job.spec;
+  args.initial_state = worker::StateHash(h0);
+  args.reward = terms.reward;
+  args.solver_bond = terms.solver_bond;
+  args.challenger_bond = terms.challenger_bond;
+  args.solve_window = terms.solve_window;
+  args.challenge_window = terms.challenge_window;
+  args.clock_budget = terms.clock_budget;
+  if (job.job.initial_state) {
+    // The client's own weights: solvers and challengers fetch them from here.
+    const Bytes blob = worker::EncodeCheckpointFile(h0, args.initial_state);
+    VT_ASSIGN_OR_RETURN(args.initial_blob, c.PutBlob(blob));
+    args.initial_blob_bytes = blob.size();
+  }
+  // Named blobs are paid per byte (referee/blob_rules.h).
+  VT_ASSIGN_OR_RETURN(std::vector<referee::BlobRequirement> blobs, referee::BlobsOf(args));
+  VT_ASSIGN_OR_RETURN(Hash256 tx, c.CallReferee(client, referee::Method::kPostBounty, EncodeToBytes(args),
+                                                kDefaultGasLimit + referee::BlobGas(blobs)));
+  if (tx_id != nullptr) *tx_id = tx;
   VT_ASSIGN_OR_RETURN(Json r, c.WaitReceipt(tx));
   if (!r.value("success", false)) return Status::Invalid(r.value("reason", std::string("post-failed")));
   for (const Json& e : r["events"]) {
@@ -41,6 +60,37 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
       return e["decoded"]["bounty_id"].get<std::uint64_t>();
   }
   return Status::Error("flow-no-event", "the post receipt carries no bounty-posted event");
+}
+
+Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, std::chrono::milliseconds timeout) {
+  VT_ASSIGN_OR_RETURN(referee::Bounty b, c.Bounty(bounty_id));
+  const std::string state(BountyStateName(b.state));
+  const std::string id = std::to_string(bounty_id);
+  if (b.state == referee::BountyState::kFailed)
+    return Status::Invalid("result-bounty-failed", "bounty " + id +
+                                                       " failed: its solver was caught cheating, so the state it "
+                                                       "committed is not the job's result");
+  if (b.state != referee::BountyState::kCommitted && b.state != referee::BountyState::kFinalized)
+    return Status::Invalid("result-not-committed", "bounty " + id + " is " + state +
+                                                       ": no solver has committed a result yet (follow it with "
+                                                       "`vt bounty watch " + id + "`)");
+  if (b.state_blob.IsZero())
+    return Status::Invalid("result-no-state-blob", "the solver's commit of bounty " + id + " names no state blob");
+  BountyResult r;
+  r.bounty_id = bounty_id;
+  r.bounty_state = state;
+  r.blob = b.state_blob;
+  r.state_hash = b.commitment.final_state_hash;
+  VT_ASSIGN_OR_RETURN(protocol::JobSpec spec, c.Job(bounty_id));
+  if (protocol::JobHash(spec) != b.job_hash)
+    return Status::Invalid("result-bad-job", "the node's job of bounty " + id + " does not hash to its job_hash");
+  VT_ASSIGN_OR_RETURN(r.job, worker::JobFromSpec(spec));
+  // GetBlob checks the bytes against the blob's SHA-256; the decode checks
+  // that they hold the very state the solver committed to.
+  VT_ASSIGN_OR_RETURN(Bytes file, c.GetBlob(b.state_blob, timeout));
+  r.blob_bytes = file.size();
+  VT_ASSIGN_OR_RETURN(r.state, DecodeStateBlob(file, r.state_hash));  // the validators' own bounded check
+  return r;
 }
 
 namespace {

@@ -33,11 +33,34 @@ struct BountyTerms {
   std::uint64_t clock_budget = 40;       // blocks per party in a game
 };
 
-// Posts a bounty for `job` (h_0 computed here from the job) signed by
-// `client`; waits for its receipt and returns the new bounty's id.
+// Posts a bounty for `job` signed by `client`; waits for its receipt and
+// returns the new bounty's id (and the transaction's, when asked). h_0 is
+// the job's initial state: the seeded init, or the client's own weights
+// (job.job.initial_state, worker/job.h LoadInitialWeights), which are first
+// published as a checkpoint-file blob named by PostBountyArgs::initial_blob.
 // Invalid with the receipt's reason if the referee refused it.
 Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
-                                 const BountyTerms& terms = {});
+                                 const BountyTerms& terms = {}, Hash256* tx_id = nullptr);
+
+// What a client gets back from a bounty: the final state the solver
+// committed to, fetched from the blob its commit names
+// (CommitArgs::state_blob) and checked against the committed
+// final_state_hash, with the job it trained.
+struct BountyResult {
+  std::uint64_t bounty_id = 0;
+  std::string bounty_state;  // "committed" (challenges may still come) or "finalized"
+  worker::Job job;           // from the chain's job spec (no dataset source)
+  Hash256 state_hash;
+  Hash256 blob;
+  std::uint64_t blob_bytes = 0;
+  worker::TrainingState state;
+};
+// Invalid "result-not-committed" (open or claimed: nothing to fetch yet),
+// "result-bounty-failed" (the solver was caught: its state is not the job's),
+// "result-no-state-blob", the blob fetch's reasons (blob-timeout, ...), or
+// "checkpoint-*" when the blob does not hold the committed state.
+Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id,
+                                       std::chrono::milliseconds timeout = std::chrono::minutes(2));
 
 // Seconds since the caller's t0; -1 = did not happen.
 struct BountyTimeline {

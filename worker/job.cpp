@@ -16,6 +16,8 @@
 #include "common/random.h"
 #include "kernels/graph/step_graph.h"
 #include "worker/file_io.h"
+#include "worker/model_weights.h"
+#include "worker/safetensors.h"
 
 namespace vt::worker {
 
@@ -527,7 +529,7 @@ Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& bas
   if (!j.is_object()) return BadOption("job", "the job file must be a JSON object");
   VT_TRY(CheckKeys(j, "job",
                    {"version", "model", "optimizer", "dataset", "dataset_root", "seed", "batch_size", "steps",
-                    "checkpoint_interval", "mode", "rounding"}));
+                    "checkpoint_interval", "mode", "rounding", "init"}));
   for (const char* k : {"model", "dataset", "batch_size", "steps", "checkpoint_interval"}) VT_TRY(Require(j, "", k));
   Job job;
   VT_TRY(GetUnsigned(j, "", "version", job.spec.version));
@@ -540,6 +542,12 @@ Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& bas
     auto root = Hash256::FromHex(hex);
     if (!root.ok()) return BadOption("dataset_root", "expected 64 hex digits");
     job.expected_dataset_root = *root;
+  }
+  if (j.contains("init")) {
+    std::string init;
+    VT_TRY(GetString(j, "", "init", init));
+    if (init.empty()) return BadOption("init", "expected the path of a safetensors file");
+    job.init_path = std::filesystem::path(init).is_absolute() ? std::filesystem::path(init) : base_dir / init;
   }
   VT_TRY(GetUnsigned(j, "", "seed", job.spec.seed));
   VT_TRY(GetUnsigned(j, "", "batch_size", job.spec.batch_size, graph::kMaxDim, 1));
@@ -632,6 +640,7 @@ std::string JobToJson(const Job& job, int indent) {
   j["steps"] = job.spec.num_steps;
   j["checkpoint_interval"] = job.spec.checkpoint_interval;
   j["mode"] = std::string(kernels::ModeName(job.mode()));
+  if (!job.init_path.empty()) j["init"] = job.init_path.string();
   if (job.mode() == kernels::Mode::kRounded) {
     j["rounding"] = json{{"bits", job.rounding.bits}, {"tau_q16", job.rounding.tau_q16}};
     json entries = json::object();
@@ -704,6 +713,11 @@ Result<Dataset> LoadJobDataset(const Job& job) {
 
 Status ResolveDataset(Job& job, const Dataset& dataset) {
   if (dataset.size() == 0) return Status::Invalid("dataset-empty", "the dataset has no examples");
+  if (job.spec.batch_size > dataset.size())
+    return Status::Invalid("job-dataset-mismatch",
+                           "batch_size " + std::to_string(job.spec.batch_size) + " exceeds the dataset's " +
+                               std::to_string(dataset.size()) +
+                               " examples: lower batch_size or give more data (dataset limit/count)");
   VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes,
                       graph::BatchShapes(job.model, static_cast<std::int64_t>(job.spec.batch_size)));
   const kernels::Shape input(shapes[0].begin() + 1, shapes[0].end());
@@ -741,7 +755,52 @@ Result<LoadedJob> LoadJobWithDataset(const std::filesystem::path& path) {
   auto dataset = LoadJobDataset(job);
   if (!dataset.ok()) return dataset.status().WithContext("dataset of job " + path.string());
   VT_TRY(ResolveDataset(job, *dataset));
+  if (!job.init_path.empty()) VT_TRY(LoadInitialWeights(job, job.init_path));
   return LoadedJob{std::move(job), std::move(dataset).value()};
+}
+
+Result<TrainingState> InitialStateOf(const Job& job, int threads) {
+  if (job.initial_state) return *job.initial_state;
+  VT_ASSIGN_OR_RETURN(graph::NamedTensors init, graph::InitState(job.model, job.optimizer, job.spec.seed, threads));
+  TrainingState state;
+  for (std::size_t i = 0; i < init.names.size(); ++i) state.tensors.emplace(init.names[i], std::move(init.tensors[i]));
+  return state;
+}
+
+Status CheckInitialState(const Job& job, const TrainingState& state) {
+  Job seeded_job = job;
+  seeded_job.initial_state = nullptr;
+  VT_ASSIGN_OR_RETURN(TrainingState seeded, InitialStateOf(seeded_job));
+  auto bad = [](const std::string& what) { return Status::Invalid("job-bad-initial-state", what); };
+  if (state.step != seeded.step || state.rng_counter != seeded.rng_counter || !(state.cursor == seeded.cursor))
+    return bad("the initial state must be at step 0 with the job's RNG counter and data cursor");
+  if (state.tensors.size() != seeded.tensors.size())
+    return bad("the initial state has " + std::to_string(state.tensors.size()) + " tensors, the job's model " +
+               std::to_string(seeded.tensors.size()));
+  for (const auto& [name, t] : seeded.tensors) {
+    auto it = state.tensors.find(name);
+    if (it == state.tensors.end()) return bad("the initial state has no tensor " + name);
+    if (it->second.shape() != t.shape())
+      return bad("tensor " + name + " has shape " + kernels::ShapeToString(it->second.shape()) + ", the model needs " +
+                 kernels::ShapeToString(t.shape()));
+    for (float v : it->second.values())
+      if (!std::isfinite(v)) return bad("tensor " + name + " holds a NaN or infinity");
+  }
+  return Status::Ok();
+}
+
+Status LoadInitialWeights(Job& job, const std::filesystem::path& weights) {
+  if (!std::filesystem::exists(weights))
+    return Status::Invalid("file-not-found", "initial weights " + weights.string() +
+                                                 " do not exist (the job's \"init\" or --init names them)");
+  VT_ASSIGN_OR_RETURN(SafetensorsContents file, LoadSafetensors(weights));
+  Job seeded_job = job;
+  seeded_job.initial_state = nullptr;
+  VT_ASSIGN_OR_RETURN(TrainingState seeded, InitialStateOf(seeded_job));
+  auto state = StateFromWeights(job.model, file, std::move(seeded));
+  if (!state.ok()) return state.status().WithContext("initial weights " + weights.string());
+  job.initial_state = std::make_shared<const TrainingState>(std::move(state).value());
+  return Status::Ok();
 }
 
 kernels::ExecConfig ExecConfigFor(const Job& job, int threads, kernels::Simd simd) {

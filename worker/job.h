@@ -26,6 +26,8 @@
 //     "dataset_root": "<64 hex>",   optional: the dataset must hash to it
 //     "seed": 0, "batch_size": 8, "steps": 100, "checkpoint_interval": 10,
 //     "mode": "repops" | "rounded" | "native",
+//     "init": "weights.safetensors",   optional: start from these weights (fine-tuning;
+//                                      worker/model_weights.h) instead of the seeded init
 //     "rounding": {"bits": 32, "tau": 0.0625,        rounded mode only: the default τ in b-bit ulps
 //                  "tau_table": {"matmul/512x768,768x2304": 64}   (or "tau_q16": 4096), and per-node τ
 //                  (or "tau_table": "path")}        (tau_q16 by node key, kernels/calibration.h; a path
@@ -47,6 +49,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -59,6 +62,7 @@
 #include "kernels/mode.h"
 #include "protocol/types.h"
 #include "worker/dataset.h"
+#include "worker/state.h"
 
 namespace vt::worker {
 
@@ -89,6 +93,12 @@ struct Job {
   kernels::TauTable tau_table;     // rounded mode: per-node τ (normalized, = spec.tau_table decoded)
   DatasetSource dataset;
   std::optional<Hash256> expected_dataset_root;  // "dataset_root" of the file
+  // Bring your own initial weights: the file's "init" (resolved against the
+  // job file's directory) and, once loaded (LoadInitialWeights, or from a
+  // bounty's initial blob), the state h_0 is. Unset: the seeded init. Not
+  // part of the job hash: a bounty's initial_state names h_0.
+  std::filesystem::path init_path;
+  std::shared_ptr<const TrainingState> initial_state;
 
   kernels::Mode mode() const { return static_cast<kernels::Mode>(spec.mode); }
   // JobHash(spec). Meaningful after ResolveDataset.
@@ -118,12 +128,24 @@ Result<Dataset> LoadJobDataset(const Job& job);
 // one: dataset-root-mismatch), checks that the examples fit the model
 // (job-dataset-mismatch) and validates the complete spec.
 Status ResolveDataset(Job& job, const Dataset& dataset);
-// LoadJobFile + LoadJobDataset + ResolveDataset.
+// LoadJobFile + LoadJobDataset + ResolveDataset (+ LoadInitialWeights of its "init").
 struct LoadedJob {
   Job job;
   Dataset dataset;
 };
 Result<LoadedJob> LoadJobWithDataset(const std::filesystem::path& path);
+
+// h_0 of the job: `initial_state` when set, else the seeded init of its
+// model and optimizer (kernels/graph/model.h InitState).
+Result<TrainingState> InitialStateOf(const Job& job, int threads = 1);
+// A client's initial state is one the job can train from: the seeded
+// state's tensor names and shapes, step, RNG counter and data cursor, and
+// finite values. Invalid "job-bad-initial-state" naming the first difference.
+Status CheckInitialState(const Job& job, const TrainingState& state);
+// Reads a safetensors file of initial weights (worker/model_weights.h
+// StateFromWeights: names, shapes, F32, the first mismatch named) and sets
+// job.initial_state.
+Status LoadInitialWeights(Job& job, const std::filesystem::path& weights);
 
 // The execution configuration of a job on this machine.
 kernels::ExecConfig ExecConfigFor(const Job& job, int threads = 1, kernels::Simd simd = kernels::Simd::kAuto);

@@ -220,6 +220,7 @@ Result<SafetensorsContents> DecodeSafetensors(ByteSpan file) {
     auto tensor = kernels::Tensor::FromValues(e.shape, std::move(values));
     if (!tensor.ok()) return Bad("safetensors-bad-header", "tensor '" + e.name + "': " + tensor.status().detail());
     out.tensors.emplace(e.name, std::move(tensor).value());
+    out.dtypes.emplace(e.name, e.dtype);
   }
   return out;
 }

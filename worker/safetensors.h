@@ -43,6 +43,7 @@ using TensorMap = std::map<std::string, kernels::Tensor>;
 struct SafetensorsContents {
   TensorMap tensors;
   std::map<std::string, std::string> metadata;  // "__metadata__"; empty when absent
+  std::map<std::string, std::string> dtypes;    // each tensor's dtype in the file (before widening)
 };
 
 // Precondition: tensor names are non-empty and not "__metadata__".

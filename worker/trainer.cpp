@@ -52,13 +52,7 @@ StepEngine::StepEngine(const Job& job, const Dataset& dataset, kernels::ExecConf
   if (shapes.ok()) m_batch_shapes = std::move(shapes).value();
 }
 
-Result<TrainingState> StepEngine::InitialState() const {
-  VT_ASSIGN_OR_RETURN(graph::NamedTensors init,
-                      graph::InitState(m_job.model, m_job.optimizer, m_job.spec.seed, m_config.threads));
-  TrainingState state;
-  for (std::size_t i = 0; i < init.names.size(); ++i) state.tensors.emplace(init.names[i], std::move(init.tensors[i]));
-  return state;
-}
+Result<TrainingState> StepEngine::InitialState() const { return InitialStateOf(m_job, m_config.threads); }
 
 Result<graph::StepGraph> StepEngine::Graph(std::uint64_t step) const {
   if (m_batch_shapes.empty()) {

@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "common/cli_number.h"
 #include "common/encoding.h"
 #include "common/philox.h"
 #include "kernels/calibration.h"
@@ -124,10 +125,10 @@ int main(int argc, char** argv) {
   app.add_option("--coretypes", coretypes, "comma-separated OPENBLAS_CORETYPE values ('default' = unset)")
       ->capture_default_str();
   app.add_option("--threads", threads_list, "comma-separated thread counts")->capture_default_str();
-  app.add_option("--bits", bits, "rounding bits b (23..32)")->capture_default_str();
+  vt::cli::AddNumber(&app, "--bits", bits, "rounding bits b (23..32)", 23, 32)->capture_default_str();
   app.add_option("--margin", margin, "tau = margin x max divergence beyond beta (floor 2^-12)")
       ->capture_default_str();
-  app.add_option("--seed", seed, "Philox seed of the synthetic inputs")->capture_default_str();
+  vt::cli::AddNumber(&app, "--seed", seed, "Philox seed of the synthetic inputs")->capture_default_str();
   app.add_option("--out", out_path, "write the canonical TauTable bytes to this file");
   app.add_flag("--hex", hex, "print the canonical TauTable bytes as hex");
   app.add_flag("--json", json, "machine-readable output");

@@ -21,6 +21,7 @@
 #include "worker/dispute.h"
 #include "worker/file_io.h"
 #include "worker/job.h"
+#include "worker/model_weights.h"
 #include "worker/replay.h"
 #include "worker/run_dir.h"
 #include "worker/safetensors.h"
@@ -471,26 +472,29 @@ int RunExport(const ExportConfig& config) {
   }
   auto state = LoadCheckpoint(*run, *manifest, index);
   if (!state.ok()) return Fail(c, state.status());
-  TensorMap tensors;
-  for (const auto& [name, t] : state->tensors) {
-    if (!config.include_optimizer && name.rfind("opt.", 0) == 0) continue;
-    tensors.emplace(name, t);
-  }
+  auto spec = run->LoadJobSpec();
+  if (!spec.ok()) return Fail(c, spec.status());
+  auto job = JobFromSpec(*spec);
+  if (!job.ok()) return Fail(c, job.status());
+  // The model under its PyTorch names (worker/model_weights.h); the
+  // optimizer state, on request, under its own.
+  auto tensors = ModelWeightsForTorch(job->model, *state);
+  if (!tensors.ok()) return Fail(c, tensors.status());
+  if (config.include_optimizer)
+    for (const auto& [name, t] : state->tensors)
+      if (name.rfind("opt.", 0) == 0) tensors->emplace(name, t);
   const Hash256 hash = manifest->checkpoints[index].state_hash;
-  const std::map<std::string, std::string> metadata{{"format", "pt"},
-                                                    {"veritrain.job_hash", manifest->job_hash.Hex()},
-                                                    {"veritrain.state_hash", hash.Hex()},
-                                                    {"veritrain.step", std::to_string(state->step)}};
-  if (Status s = SaveSafetensors(config.out, tensors, metadata); !s.ok()) return Fail(c, s);
+  const auto metadata = WeightsMetadata(manifest->job_hash, hash, state->step);
+  if (Status s = SaveSafetensors(config.out, *tensors, metadata); !s.ok()) return Fail(c, s);
   std::uint64_t elements = 0;
-  for (const auto& [name, t] : tensors) elements += static_cast<std::uint64_t>(t.numel());
+  for (const auto& [name, t] : *tensors) elements += static_cast<std::uint64_t>(t.numel());
   if (c.json) {
     std::cout << json{{"ok", true}, {"out", config.out.string()}, {"step", state->step}, {"state_hash", hash.Hex()},
-                      {"tensors", tensors.size()}, {"elements", elements}}
+                      {"tensors", tensors->size()}, {"elements", elements}}
                      .dump(2)
               << "\n";
   } else {
-    std::cout << "exported " << tensors.size() << " tensors (" << elements << " values) of step " << state->step
+    std::cout << "exported " << tensors->size() << " tensors (" << elements << " values) of step " << state->step
               << " (state " << hash.Hex().substr(0, 16) << "…) to " << config.out.string() << "\n";
   }
   return kExitOk;

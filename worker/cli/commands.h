@@ -16,7 +16,7 @@ inline constexpr int kExitUsage = 2;
 
 struct Common {
   bool json = false;
-  int threads = 1;
+  int threads = 1;  // main.cpp defaults it to every core
   std::string simd = "auto";
   bool progress = true;
 };

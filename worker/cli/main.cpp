@@ -5,24 +5,30 @@
 // Exit codes: 0 success, 1 failure (an audit that finds a divergence
 // included), 2 usage error.
 
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
+#include "common/cli_number.h"
 #include "common/log.h"
 #include "worker/cli/commands.h"
 
 namespace {
 
 using namespace vt::worker::cli;
+using vt::cli::AddNumber;
 
 void AddCommon(CLI::App* cmd, Common& c, bool compute) {
   cmd->add_flag("--json", c.json, "print one JSON object on stdout instead of text");
   if (compute) {
-    cmd->add_option("--threads", c.threads, "worker threads (never changes a repops/rounded result)")
-        ->check(CLI::Range(1, 1024));
+    // Every core by default: the thread count never changes a repops/rounded result.
+    c.threads = static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 1024u));
+    AddNumber(cmd, "--threads", c.threads, "worker threads (default: every core; never changes a repops/rounded result)",
+              1, 1024);
     cmd->add_option("--simd", c.simd, "repops vector path: auto, scalar, avx2, avx512")
         ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
     cmd->add_flag("!--no-progress", c.progress, "no progress line on stderr");
@@ -42,11 +48,11 @@ int main(int argc, char** argv) {
   t->add_option("--job", train.job, "job file (JSON)")->required()->check(CLI::ExistingFile);
   t->add_option("--out", train.out, "run directory (checkpoints, logs, manifest, commitment)")->required();
   t->add_flag("--resume", train.resume, "continue the run in --out from its last checkpoint");
-  t->add_option("--resume-step", train.resume_step, "continue from the checkpoint at this step (implies --resume)");
-  t->add_option("--stop-at-step", train.stop_at_step, "stop once this step is reached (resume later)");
+  AddNumber(t, "--resume-step", train.resume_step, "continue from the checkpoint at this step (implies --resume)");
+  AddNumber(t, "--stop-at-step", train.stop_at_step, "stop once this step is reached (resume later)");
   t->add_option("--key", train.key, "worker key file, created when absent (default: <out>/worker.key)");
   t->add_option("--passphrase-env", train.passphrase_env, "environment variable holding the key passphrase");
-  t->add_option("--bounty-id", train.bounty_id, "bounty id written into the commitment");
+  AddNumber(t, "--bounty-id", train.bounty_id, "bounty id written into the commitment");
   t->add_option("--adversary", train.adversary,
                 "TEST ONLY: cheat on purpose, e.g. wrong-lr:step=7,factor=10 (kinds: poison-labels, tamper-weight, "
                 "skip-steps, wrong-lr, forge-log, wrong-output)");
@@ -77,8 +83,8 @@ int main(int argc, char** argv) {
   CLI::App* e = app.add_subcommand("export", "write a checkpoint's weights as safetensors");
   e->add_option("--run", exp.run, "run directory")->required()->check(CLI::ExistingDirectory);
   e->add_option("--out", exp.out, "output .safetensors file")->required();
-  auto* ck = e->add_option("--checkpoint", exp.checkpoint, "checkpoint index (default: the last)");
-  e->add_option("--step", exp.step, "checkpoint at this step")->excludes(ck);
+  auto* ck = AddNumber(e, "--checkpoint", exp.checkpoint, "checkpoint index (default: the last)");
+  AddNumber(e, "--step", exp.step, "checkpoint at this step")->excludes(ck);
   e->add_flag("--include-optimizer", exp.include_optimizer, "also write the optimizer state (opt.*)");
   AddCommon(e, exp.common, false);
 
@@ -94,14 +100,14 @@ int main(int argc, char** argv) {
   };
   CLI::App* ds = d->add_subcommand("steps", "(a) per-step state hashes of one checkpoint interval");
   add_run(ds);
-  ds->add_option("--checkpoint", dispute.checkpoint, "the interval ending at this checkpoint index")->required();
+  AddNumber(ds, "--checkpoint", dispute.checkpoint, "the interval ending at this checkpoint index")->required();
   CLI::App* dr = d->add_subcommand("records", "(b) the node records of one step, in canonical order");
   add_run(dr);
-  dr->add_option("--step", dispute.step, "step t (the transition h_t -> h_t+1)")->required();
+  AddNumber(dr, "--step", dispute.step, "step t (the transition h_t -> h_t+1)")->required();
   CLI::App* di = d->add_subcommand("inputs", "(c) one node's inputs with Merkle proofs, to a file");
   add_run(di);
-  di->add_option("--step", dispute.step, "step t")->required();
-  di->add_option("--node", dispute.node, "node index")->required();
+  AddNumber(di, "--step", dispute.step, "step t")->required();
+  AddNumber(di, "--node", dispute.node, "node index")->required();
   di->add_option("--out", dispute.inputs, "node-inputs file to write")->required();
   CLI::App* dx = d->add_subcommand("exec", "(d) check a node-inputs file's proofs and re-execute the node alone");
   dx->add_option("--job", dispute.job, "job file (JSON)")->required()->check(CLI::ExistingFile);

@@ -1,0 +1,111 @@
+// The vt binary's usage errors need no node: numbers are parsed strictly
+// (no `--amount -1` wrapping to 2^64-1, no overflow), and mistakes in a job
+// file are named with the fix — before any key or node is asked for.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#ifndef VT_BIN
+#error "VT_BIN must name the vt binary"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int code = -1;
+  std::string out;  // stdout and stderr
+};
+
+CliRun Vt(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(VT_BIN) + " --home /nonexistent/vt-home " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(VtCli, NumbersAreParsedStrictly) {
+  struct Case {
+    std::string args;
+    std::string says;  // in the message
+  };
+  const Case cases[] = {
+      {"account transfer --from a --to b --amount -1", "--amount"},
+      {"account transfer --from a --to b --amount -1", "negative"},
+      {"account transfer --from a --to b --amount 18446744073709551616", "too large"},
+      {"account transfer --from a --to b --amount 0x10", "decimal digits only"},
+      {"account transfer --from a --to b --amount 0", "below 1"},
+      {"bounty post --from a --job /etc/hostname --solver-bond -1", "--solver-bond"},
+      {"bounty post --from a --job /etc/hostname --reward 99999999999999999999", "--reward"},
+      {"bounty show 1.5", "decimal digits only"},
+      {"bounty watch 3 --timeout -5", "--timeout"},
+      {"dispute show 18446744073709551616", "too large"},
+      {"testnet up --validators 4294967297", "--validators"},
+      {"solver --key k --data d --job j --threads -2", "--threads"},
+  };
+  for (const Case& c : cases) {
+    const CliRun r = Vt(c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.says), std::string::npos) << c.args << "\n" << r.out;
+  }
+}
+
+class VtJobErrors : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    m_dir = fs::temp_directory_path() / ("vt-cli-test-" + std::to_string(::getpid()));
+    fs::create_directories(m_dir);
+  }
+  void TearDown() override { fs::remove_all(m_dir); }
+  std::string Job(const std::string& name, const std::string& text) {
+    std::ofstream(m_dir / name) << text;
+    return (m_dir / name).string();
+  }
+  fs::path m_dir;
+};
+
+TEST_F(VtJobErrors, JobMistakesAreNamedWithTheFix) {
+  const std::string base = R"("optimizer": {"kind": "sgd", "lr": 0.05},
+    "seed": 7, "steps": 4, "checkpoint_interval": 2, "mode": "repops")";
+  struct Case {
+    std::string job;
+    std::vector<std::string> says;
+  };
+  const Case cases[] = {
+      {R"({"model": "mlp-tiny", "dataset": {"kind": "synthetic", "seed": 3, "count": 8, "input_dim": 16,
+          "classes": 4}, "batch_size": 9, )" + base + "}",
+       {"job-dataset-mismatch", "batch_size 9 exceeds the dataset's 8 examples", "lower batch_size"}},
+      {R"({"model": "mlp-tiny", "dataset": {"kind": "synthetic", "seed": 3, "count": 8, "input_dim": 16,
+          "classes": 4}, "batch_sise": 4, )" + base + "}",
+       {"job-unknown-option", "batch_sise"}},
+      {R"({"model": "mlp-tiny", "dataset": {"kind": "text", "path": "no-such-corpus.txt", "window": 8},
+          "batch_size": 4, )" + base + "}",
+       {"no-such-corpus.txt"}},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const std::string job = Job("job" + std::to_string(i++) + ".json", c.job);
+    const CliRun r = Vt("bounty post --from nobody --job " + job);
+    EXPECT_EQ(r.code, 1) << r.out;
+    for (const std::string& s : c.says) EXPECT_NE(r.out.find(s), std::string::npos) << s << " in:\n" << r.out;
+    EXPECT_EQ(r.out.find("key-unknown"), std::string::npos) << "the job is checked before the key";
+  }
+  // --init naming weights of another shape: the first mismatch, by name.
+  const std::string job = Job("ok.json", R"({"model": "mlp-tiny", "dataset": {"kind": "synthetic", "seed": 3,
+      "count": 8, "input_dim": 16, "classes": 4}, "batch_size": 4, )" + base + "}");
+  const CliRun r = Vt("bounty post --from nobody --job " + job + " --init " + job);
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("safetensors"), std::string::npos) << r.out;
+}
+
+}  // namespace

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""PyTorch modules equivalent to veritrain's model families (docs/models.md,
+"PyTorch names"): the weights `vt bounty result` and `vt-worker export` write
+load into them with `load_state_dict(strict=True)`.
+
+    python3 tools/torch_modules.py MODEL.json WEIGHTS.safetensors
+
+MODEL.json is a model object of a job file in full form, e.g.
+{"family": "gpt", "vocab": 256, "context": 32, "layers": 2, "heads": 2, "d_model": 64, "dropout": 0.1}.
+Prints "loaded N tensors" and exits 0, or raises.
+"""
+import json
+import sys
+
+import torch
+from torch import nn
+from safetensors.torch import load_file
+
+
+class Mlp(nn.Module):
+    def __init__(self, input_dim, hidden, classes, activation="relu", **_):
+        super().__init__()
+        widths = [input_dim] + list(hidden)
+        self.fc = nn.ModuleList(nn.Linear(a, b) for a, b in zip(widths, widths[1:]))
+        self.head = nn.Linear(widths[-1], classes)
+        self.act = nn.ReLU() if activation == "relu" else nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        for layer in self.fc:
+            x = self.act(layer(x))
+        return self.head(x)
+
+
+class ConvBn(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(cout, eps=1e-5, momentum=0.1)
+
+
+class Block(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.conv1 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(c)
+        self.conv2 = nn.Conv2d(c, c, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(c)
+
+    def forward(self, x):
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.bn2(self.conv2(y)) + x)
+
+
+class Cnn(nn.Module):
+    def __init__(self, in_channels, channels, blocks, stem_pool, classes, **_):
+        super().__init__()
+        self.stem = ConvBn(in_channels, channels)
+        self.stem_pool = stem_pool
+        self.blocks = nn.ModuleList(Block(channels) for _ in range(blocks))
+        self.head = nn.Linear(channels, classes)
+
+    def forward(self, x):
+        x = torch.relu(self.stem.bn(self.stem.conv(x)))
+        if self.stem_pool:
+            x = nn.functional.max_pool2d(x, 2, 2)
+        for b in self.blocks:
+            x = b(x)
+        return self.head(x.mean(dim=(2, 3)))
+
+
+class Attention(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.heads = heads
+        self.c_attn = nn.Linear(c, 3 * c)
+        self.c_proj = nn.Linear(c, c)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.c_attn(x).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+
+
+class GptMlp(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.c_fc = nn.Linear(c, 4 * c)
+        self.c_proj = nn.Linear(4 * c, c)
+
+    def forward(self, x):
+        return self.c_proj(nn.functional.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class GptBlock(nn.Module):
+    def __init__(self, c, heads):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(c, eps=1e-5)
+        self.attn = Attention(c, heads)
+        self.ln_2 = nn.LayerNorm(c, eps=1e-5)
+        self.mlp = GptMlp(c)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class Gpt(nn.Module):
+    """nanoGPT's GPT layout: transformer.{wte,wpe,h,ln_f}, tied lm_head."""
+
+    def __init__(self, vocab, context, layers, heads, d_model, **_):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, d_model),
+            wpe=nn.Embedding(context, d_model),
+            h=nn.ModuleList(GptBlock(d_model, heads) for _ in range(layers)),
+            ln_f=nn.LayerNorm(d_model, eps=1e-5),
+        ))
+        self.lm_head = nn.Linear(d_model, vocab, bias=False)
+        self.lm_head.weight = self.transformer.wte.weight
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t))
+        for block in self.transformer.h:
+            x = block(x)
+        return self.lm_head(self.transformer.ln_f(x))
+
+
+FAMILIES = {"mlp": Mlp, "cnn": Cnn, "gpt": Gpt}
+
+
+def main():
+    spec = json.load(open(sys.argv[1]))
+    model = FAMILIES[spec.pop("family")](**spec)
+    state = load_file(sys.argv[2])
+    model.load_state_dict(state, strict=True)
+    print(f"loaded {len(state)} tensors")
+
+
+if __name__ == "__main__":
+    main()
