@@ -1,11 +1,17 @@
 #include "node/bounty_flow.h"
 
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "common/encoding.h"
+#include "contract_vm/arbitration.h"
+#include "contract_vm/graph_source.h"
+#include "referee/bonds.h"
+#include "referee/referee.h"
 #include "worker/state.h"
 #include "worker/trainer.h"
 
@@ -25,13 +31,29 @@ fs::path FindTestnetJob(const std::string& name) {
   return name;
 }
 
+Result<vm::Amount> MinimumBond(const protocol::JobSpec& job, const vm::ChainParams& params) {
+  vm::KernelsGraphSource graphs;
+  vm::Arbiter arbiter(graphs);
+  vm::GasMeter unmetered(std::numeric_limits<std::uint64_t>::max());
+  VT_ASSIGN_OR_RETURN(referee::BondTerms t, referee::ComputeBondTerms(arbiter, job, params,
+                                                                      referee::RefereeParams{}.winner_share_bps,
+                                                                      unmetered));
+  return t.minimum;
+}
+
 Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
                                  const BountyTerms& terms) {
   worker::StepEngine engine(job.job, job.dataset, worker::ExecConfigFor(job.job));
   VT_ASSIGN_OR_RETURN(worker::TrainingState h0, engine.InitialState());
-  const referee::PostBountyArgs args{job.job.spec,      worker::StateHash(h0), terms.reward,
-                                     terms.solver_bond, terms.challenger_bond, terms.solve_window,
-                                     terms.challenge_window, terms.clock_budget};
+  VT_ASSIGN_OR_RETURN(vm::Amount minimum, MinimumBond(job.job.spec));
+  const referee::PostBountyArgs args{job.job.spec,
+                                     worker::StateHash(h0),
+                                     terms.reward,
+                                     std::max(terms.solver_bond, minimum),
+                                     std::max(terms.challenger_bond, minimum),
+                                     terms.solve_window,
+                                     terms.challenge_window,
+                                     terms.clock_budget};
   VT_ASSIGN_OR_RETURN(Hash256 tx, c.CallReferee(client, referee::Method::kPostBounty, EncodeToBytes(args)));
   VT_ASSIGN_OR_RETURN(Json r, c.WaitReceipt(tx));
   if (!r.value("success", false)) return Status::Invalid(r.value("reason", std::string("post-failed")));

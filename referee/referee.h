@@ -12,8 +12,9 @@
 // disputed step — each root checked against its parent level, then both
 // records of the disputed node are revealed and checked against the job's
 // graph, then the arbitration precompile re-executes the node. Per-party
-// chess clocks in blocks; anyone may claim a timeout. The loser's bond: a
-// winner's share to the winner, the rest burned. A solver that loses any game
+// chess clocks in blocks; anyone may claim a timeout. The loser's bond: the
+// deciding arbitration's gas back to its submitter, then a winner's share of
+// the rest to the winner, the remainder burned. A solver that loses any game
 // loses the bounty; each other game then closes, bond refunded, on the next
 // call that touches it (CloseGame, callable by anyone). There is no cap on
 // games: each is paid for by its bond, which PostBounty requires to cover a

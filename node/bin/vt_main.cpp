@@ -26,6 +26,7 @@
 #include "crypto/keyfile.h"
 #include "net/peer.h"
 #include "node/agent.h"
+#include "node/bounty_flow.h"
 #include "node/client.h"
 #include "node/json_view.h"
 #include "node/passphrase.h"
@@ -241,14 +242,15 @@ int main(int argc, char** argv) {
   // ---- bounty ----
   auto* bounty = app.add_subcommand("bounty", "training bounties")->require_subcommand(1);
   std::string job_file;
-  std::uint64_t bounty_id = 0, reward = 1'000'000, solver_bond = 400'000, challenger_bond = 200'000,
+  std::uint64_t bounty_id = 0, reward = 1'000'000, solver_bond = 0, challenger_bond = 0,
                 solve_window = 400, challenge_window = 40, clock_budget = 40;
   auto* post = bounty->add_subcommand("post", "post a bounty for a job file");
   post->add_option("--from", from, "client key")->required();
   post->add_option("--job", job_file, "job file (JSON)")->required();
   post->add_option("--reward", reward, "reward")->capture_default_str();
-  post->add_option("--solver-bond", solver_bond, "solver bond")->capture_default_str();
-  post->add_option("--challenger-bond", challenger_bond, "challenger bond")->capture_default_str();
+  post->add_option("--solver-bond", solver_bond, "solver bond (0: the job's minimum)")->capture_default_str();
+  post->add_option("--challenger-bond", challenger_bond, "challenger bond (0: the job's minimum)")
+      ->capture_default_str();
   post->add_option("--solve-window", solve_window, "blocks to claim and commit")->capture_default_str();
   post->add_option("--challenge-window", challenge_window, "blocks to open disputes")->capture_default_str();
   post->add_option("--clock-budget", clock_budget, "blocks on each chess clock")->capture_default_str();
@@ -260,6 +262,10 @@ int main(int argc, char** argv) {
     worker::StepEngine engine(loaded->job, loaded->dataset, worker::ExecConfigFor(loaded->job));
     auto h0 = engine.InitialState();
     if (!h0.ok()) return Fail(g, h0.status());
+    auto minimum = node::MinimumBond(loaded->job.spec);
+    if (!minimum.ok()) return Fail(g, minimum.status());
+    if (solver_bond == 0) solver_bond = *minimum;
+    if (challenger_bond == 0) challenger_bond = *minimum;
     referee::PostBountyArgs a{loaded->job.spec, worker::StateHash(*h0), reward, solver_bond, challenger_bond,
                               solve_window, challenge_window, clock_budget};
     auto c = Client(g);
