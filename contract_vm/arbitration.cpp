@@ -17,12 +17,10 @@ constexpr std::size_t kMaxInputs = protocol::kMaxNodeInputs;
 constexpr std::size_t kMaxExamples = std::size_t{1} << 20;
 constexpr std::size_t kMaxTensorBytes = std::size_t{1} << 30;
 
-Status ChargeBytes(GasMeter& gas, std::size_t bytes) {
-  return gas.Charge(GasMeter::Mul(kGas.hash_block, CeilDiv(bytes, 64) + 1));
-}
+Status ChargeBytes(GasMeter& gas, std::size_t bytes) { return gas.Charge(HashGas(bytes)); }
 
 Status ChargeProof(GasMeter& gas, const crypto::MerkleProof& proof) {
-  return gas.Charge(GasMeter::Mul(kGas.merkle_node, proof.siblings.size() + 1));
+  return gas.Charge(ProofGas(proof.siblings.size()));
 }
 
 Status Bad(std::string_view reason, const Status& cause) { return Status::Invalid(reason, cause.ToString()); }
@@ -86,7 +84,7 @@ Result<ArbitrationPayload> Decode(Reader& r, DecodeAs<ArbitrationPayload>) {
 Result<StepGraph> Arbiter::BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept {
   auto graph = m_graphs.Build(job, step);
   if (!graph.ok()) return graph.status();
-  VT_TRY(gas.Charge(GasMeter::Mul(kGas.graph_node, graph->nodes.size() + 1)));
+  VT_TRY(gas.Charge(GraphGas(graph->nodes.size())));
   VT_TRY(ValidateStepGraph(*graph));
   return graph;
 }
@@ -208,7 +206,7 @@ Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan
     if (!next.ok()) return Status::Error("graph-invalid", next.status().ToString());
     if (next->tensor_names.size() != input_hashes.size())
       return Status::Error("graph-invalid", "next header names a different tensor count");
-    VT_TRY(gas.Charge(GasMeter::Mul(kGas.merkle_node, 2 * (input_hashes.size() + 1))));
+    VT_TRY(gas.Charge(MerkleGas(2 * (input_hashes.size() + 1))));
     outcome.output_hashes.push_back(protocol::StateHashFromLeaves(input_hashes, *next));
     return outcome;
   }
@@ -221,7 +219,7 @@ Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan
   std::vector<kernels::Shape> shapes;
   for (const kernels::Tensor* t : input_ptrs) shapes.push_back(t->shape());
   outcome.flops = kernels::OpFlops(*kind, *attrs, shapes);
-  VT_TRY(gas.Charge(CeilDiv(outcome.flops, kGas.flops_per_gas)));
+  VT_TRY(gas.Charge(FlopsGas(outcome.flops)));
 
   kernels::ExecConfig config;
   config.mode = static_cast<kernels::Mode>(job.mode);

@@ -113,8 +113,12 @@ class Arbiter {
   // "arb-bad-examples", "arb-bad-log", "arb-bad-node-index", "tx-out-of-gas".
   Result<ArbitrationOutcome> Arbitrate(const ArbitrationCase& c, ByteSpan payload, GasMeter& gas) const noexcept;
 
- private:
+  // The step graph every method above works on (charged GraphGas, then
+  // checked by ValidateStepGraph); contract_vm/arbitration_cost.h bounds
+  // arbitration costs from it.
   Result<StepGraph> BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept;
+
+ private:
 
   const StepGraphSource& m_graphs;
 };

@@ -22,6 +22,7 @@
 namespace vt::vm {
 
 class Arbiter;
+struct ChainParams;  // contract_vm/vm.h
 
 // The block a transaction executes in.
 struct BlockEnv {
@@ -33,10 +34,10 @@ struct BlockEnv {
 
 class CallContext {
  public:
-  CallContext(StateOverlay& state, GasMeter& gas, const BlockEnv& env, std::uint16_t contract,
-              const crypto::Address& sender, ByteSpan sender_key, const Arbiter* arbiter)
-      : m_state(state), m_gas(gas), m_env(env), m_contract(contract), m_sender(sender),
-        m_sender_key(sender_key.begin(), sender_key.end()), m_arbiter(arbiter) {}
+  CallContext(StateOverlay& state, GasMeter& gas, const BlockEnv& env, const ChainParams& params, Amount gas_price,
+              std::uint16_t contract, const crypto::Address& sender, ByteSpan sender_key, const Arbiter* arbiter)
+      : m_state(state), m_gas(gas), m_env(env), m_params(params), m_gas_price(gas_price), m_contract(contract),
+        m_sender(sender), m_sender_key(sender_key.begin(), sender_key.end()), m_arbiter(arbiter) {}
 
   const BlockEnv& env() const { return m_env; }
   std::uint64_t height() const { return m_env.height; }
@@ -45,6 +46,10 @@ class CallContext {
   ByteSpan sender_key() const { return m_sender_key; }
   std::uint16_t contract() const { return m_contract; }
   GasMeter& gas() { return m_gas; }
+  // The chain's parameters (its largest transaction, its minimum gas price).
+  const ChainParams& params() const { return m_params; }
+  // The price per gas this transaction pays (what reimbursing its gas costs).
+  Amount gas_price() const { return m_gas_price; }
 
   // Contract storage, private to this contract (keys are prefixed by its id).
   Result<std::optional<Bytes>> Get(ByteSpan key);
@@ -77,6 +82,8 @@ class CallContext {
   StateOverlay& m_state;
   GasMeter& m_gas;
   const BlockEnv& m_env;
+  const ChainParams& m_params;
+  Amount m_gas_price;
   std::uint16_t m_contract;
   crypto::Address m_sender;
   Bytes m_sender_key;

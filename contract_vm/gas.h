@@ -64,4 +64,38 @@ class GasMeter {
   std::uint64_t m_used = 0;
 };
 
+// The gas rules of the schedule, one function each, for whoever charges them
+// (the VM, contracts, the arbitration precompile) and for whoever bounds them
+// in advance (contract_vm/arbitration_cost.h). All saturate.
+// Intrinsic gas of a transaction of `tx_bytes` encoded bytes.
+inline std::uint64_t IntrinsicGas(std::uint64_t tx_bytes) noexcept {
+  return GasMeter::Add(kGas.tx_base, GasMeter::Mul(kGas.tx_byte, tx_bytes));
+}
+// Hashing `bytes` bytes (one block per 64 bytes, plus one).
+inline std::uint64_t HashGas(std::uint64_t bytes) noexcept {
+  return GasMeter::Mul(kGas.hash_block, CeilDiv(bytes, 64) + 1);
+}
+// `node_hashes` node hashes of a Merkle proof or walk check.
+inline std::uint64_t MerkleGas(std::uint64_t node_hashes) noexcept {
+  return GasMeter::Mul(kGas.merkle_node, node_hashes);
+}
+// Checking an inclusion proof with `siblings` siblings (the leaf, then one hash per sibling).
+inline std::uint64_t ProofGas(std::uint64_t siblings) noexcept { return MerkleGas(GasMeter::Add(siblings, 1)); }
+// Re-executing an operator of `flops` estimated flops.
+inline std::uint64_t FlopsGas(std::uint64_t flops) noexcept { return CeilDiv(flops, kGas.flops_per_gas); }
+// Writing a storage entry whose key and value total `bytes` bytes.
+inline std::uint64_t WriteGas(std::uint64_t bytes) noexcept {
+  return GasMeter::Add(kGas.state_write, GasMeter::Mul(kGas.state_byte, bytes));
+}
+// Emitting an event with `data_bytes` bytes of data.
+inline std::uint64_t EventGas(std::uint64_t data_bytes) noexcept {
+  return GasMeter::Add(kGas.event, GasMeter::Mul(kGas.event_byte, data_bytes));
+}
+// Moving funds in or out of an escrow (two reads and two writes).
+inline constexpr std::uint64_t kEscrowMoveGas = 2 * (kGas.state_read + kGas.state_write);
+// Building a step graph of `nodes` operator nodes (and its assemble node).
+inline std::uint64_t GraphGas(std::uint64_t nodes) noexcept {
+  return GasMeter::Mul(kGas.graph_node, GasMeter::Add(nodes, 1));
+}
+
 }  // namespace vt::vm

@@ -61,9 +61,13 @@ Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::u
     spec.num_outputs = static_cast<std::uint32_t>(n.num_outputs());
     // The worker's executor uses the same lookup (StepOptions::tau_table).
     spec.tau_q16 = rounded ? taus.Lookup(kernels::graph::NodeTauKey(g, i)) : 0;
+    spec.output_shapes = n.output_shapes;
     out.nodes.push_back(std::move(spec));
   }
   for (const auto& in : g.next_state) out.next_state.push_back(ToRef(in));
+  out.state_names = std::move(g.state_names);
+  out.state_shapes = std::move(g.state_shapes);
+  out.batch_shapes = std::move(g.batch_shapes);
   return out;
 }
 

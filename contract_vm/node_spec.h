@@ -8,6 +8,7 @@
 // Protocol types only (no kernels types): referee/ includes this header.
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -32,6 +33,10 @@ struct NodeSpec {
   // tau table (contract_vm/graph_source.h); 0 otherwise. The operator's own
   // error bound β (kernels/rounding.h) is recomputed by the kernels.
   std::uint32_t tau_q16 = 0;
+  // The declared dims of each output, for bounding the cost of arbitrating
+  // the node before anyone does (contract_vm/arbitration_cost.h); part of no
+  // record. Empty for the assemble node.
+  std::vector<std::vector<std::int64_t>> output_shapes;
   bool operator==(const NodeSpec&) const = default;
 };
 
@@ -41,6 +46,11 @@ struct StepGraph {
   // For each tensor of h_{t+1} (same names, same order): where it comes
   // from — an output of a node, or a state tensor carried over unchanged.
   std::vector<protocol::InputRef> next_state;
+  // Declared sizes, for the same cost bound: the state tensors' names and
+  // dims (name order) and the batch dims ([inputs, targets], leading B).
+  std::vector<std::string> state_names;
+  std::vector<std::vector<std::int64_t>> state_shapes;
+  std::vector<std::vector<std::int64_t>> batch_shapes;
   bool operator==(const StepGraph&) const = default;
 };
 

@@ -204,7 +204,7 @@ Result<std::optional<Bytes>> CallContext::Get(ByteSpan key) {
 }
 
 Status CallContext::Put(ByteSpan key, ByteSpan value) {
-  VT_TRY(m_gas.Charge(GasMeter::Add(kGas.state_write, GasMeter::Mul(kGas.state_byte, key.size() + value.size()))));
+  VT_TRY(m_gas.Charge(WriteGas(key.size() + value.size())));
   m_state.Put(ContractKey(m_contract, key), value);
   return Status::Ok();
 }
@@ -216,7 +216,7 @@ Status CallContext::Delete(ByteSpan key) {
 }
 
 Status CallContext::LockFromSender(ByteSpan escrow, Amount amount) {
-  VT_TRY(m_gas.Charge(2 * (kGas.state_read + kGas.state_write)));
+  VT_TRY(m_gas.Charge(kEscrowMoveGas));
   VT_ASSIGN_OR_RETURN(Account account, ReadAccount(m_state, m_sender));
   auto left = CheckedSub(account.balance, amount);
   if (!left.ok()) {
@@ -233,7 +233,7 @@ Status CallContext::LockFromSender(ByteSpan escrow, Amount amount) {
 }
 
 Status CallContext::Release(ByteSpan escrow, const crypto::Address& to, Amount amount) {
-  VT_TRY(m_gas.Charge(2 * (kGas.state_read + kGas.state_write)));
+  VT_TRY(m_gas.Charge(kEscrowMoveGas));
   const Bytes key = EscrowKey(m_contract, escrow);
   VT_ASSIGN_OR_RETURN(Amount held, ReadU64(m_state, key));
   auto left = CheckedSub(held, amount);
@@ -248,7 +248,7 @@ Status CallContext::Release(ByteSpan escrow, const crypto::Address& to, Amount a
 }
 
 Status CallContext::Burn(ByteSpan escrow, Amount amount) {
-  VT_TRY(m_gas.Charge(2 * (kGas.state_read + kGas.state_write)));
+  VT_TRY(m_gas.Charge(kEscrowMoveGas));
   const Bytes key = EscrowKey(m_contract, escrow);
   VT_ASSIGN_OR_RETURN(Amount held, ReadU64(m_state, key));
   auto left = CheckedSub(held, amount);
@@ -272,17 +272,17 @@ Result<Amount> CallContext::EscrowBalance(ByteSpan escrow) {
 Status CallContext::Emit(std::string_view topic, ByteSpan data) {
   if (topic.size() > kMaxEventTopicBytes || data.size() > kMaxEventDataBytes || m_events.size() >= kMaxEventsPerTx)
     return Status::Invalid("vm-event-too-large");
-  VT_TRY(m_gas.Charge(GasMeter::Add(kGas.event, GasMeter::Mul(kGas.event_byte, data.size()))));
+  VT_TRY(m_gas.Charge(EventGas(data.size())));
   m_events.push_back(Event{m_contract, std::string(topic), Bytes(data.begin(), data.end())});
   return Status::Ok();
 }
 
 Status CallContext::ChargeHashing(std::size_t bytes) {
-  return m_gas.Charge(GasMeter::Mul(kGas.hash_block, CeilDiv(bytes, 64) + 1));
+  return m_gas.Charge(HashGas(bytes));
 }
 
 Status CallContext::ChargeMerkle(std::size_t node_hashes) {
-  return m_gas.Charge(GasMeter::Mul(kGas.merkle_node, node_hashes));
+  return m_gas.Charge(MerkleGas(node_hashes));
 }
 
 Status CallContext::VerifySignature(ByteSpan pubkey, ByteSpan message, ByteSpan signature, bool* valid) {
@@ -346,7 +346,7 @@ Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainPar
                                                      std::to_string(params.chain_id));
   const std::uint64_t size = EncodeTransaction(tx).size();
   if (size > params.max_tx_bytes) return Status::Invalid(reasons::kTooLarge, std::to_string(size) + " bytes");
-  const std::uint64_t intrinsic = GasMeter::Add(kGas.tx_base, GasMeter::Mul(kGas.tx_byte, size));
+  const std::uint64_t intrinsic = IntrinsicGas(size);
   if (tx.gas_limit < intrinsic)
     return Status::Invalid(reasons::kGasTooLow, "needs at least " + std::to_string(intrinsic));
   if (tx.gas_limit > params.block_gas_limit - *block_gas_used) return Status::Invalid(reasons::kGasOverBlock);
@@ -398,7 +398,7 @@ Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainPar
     if (contract == nullptr) {
       outcome = Status::Invalid(reasons::kUnknownContract, "contract " + std::to_string(call.contract));
     } else {
-      CallContext ctx(tx_state, meter, env, call.contract, sender, tx.sender, m_arbiter);
+      CallContext ctx(tx_state, meter, env, params, tx.gas_price, call.contract, sender, tx.sender, m_arbiter);
       outcome = contract->Call(ctx, call.method, call.args);
       events = std::move(ctx.events());
     }

@@ -322,7 +322,8 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       Served* job = FindJob(b.job_hash);
       VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *job, true));
       if (run == nullptr) return Status::Ok();
-      for (std::uint64_t g : b.games) VT_TRY(PlayGame(g, Party::kSolver, *job, *run));
+      VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> games, m_client.BountyGames(id));
+      for (std::uint64_t g : games) VT_TRY(PlayGame(g, Party::kSolver, *job, *run));
       if (height > b.challenge_deadline && b.open_games == 0) {
         Say("finalizing " + tag);
         return SendOnce("finalize/" + std::to_string(id), height, Method::kFinalize,
@@ -339,6 +340,7 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
 
 Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height) {
   const crypto::Address me = m_key.address();
+  if (b.state == referee::BountyState::kFailed) return CloseMootGames(id);
   if (b.state != referee::BountyState::kCommitted) {
     if (b.state >= referee::BountyState::kFinalized) m_done.insert(id);
     return Status::Ok();
@@ -347,7 +349,8 @@ Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::ui
   Served* job = FindJob(b.job_hash);
   // Our own games first (after a restart there may be one already).
   bool have_game = false;
-  for (std::uint64_t gid : b.games) {
+  VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> games, m_client.BountyGames(id));
+  for (std::uint64_t gid : games) {
     VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(gid));
     if (gv.game.challenger != me) continue;
     have_game = true;
@@ -367,6 +370,25 @@ Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::ui
   return SendOnce("open/" + std::to_string(id), height, Method::kOpenGame,
                   EncodeToBytes(referee::OpenGameArgs{id, run->checkpoint_tree.root(), run->checkpoint_tree.top(),
                                                       run->checkpoint_tree.Prove(0)}));
+}
+
+// The solver lost some game of the bounty: our games there are moot. Close
+// them (the referee refunds the bond) — the referee does it lazily, one call
+// per game.
+Status Agent::CloseMootGames(std::uint64_t id) {
+  VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> games, m_client.BountyGames(id));
+  bool open = false;
+  for (std::uint64_t gid : games) {
+    VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(gid));
+    if (gv.game.challenger != m_key.address() || gv.game.phase == referee::GamePhase::kResolved) continue;
+    open = true;
+    Say("bounty " + std::to_string(id) + ": the solver lost another game; closing game " + std::to_string(gid) +
+        " (bond refunded)");
+    VT_TRY(SendOnce("close/" + std::to_string(gid), gv.height, Method::kCloseGame,
+                    EncodeToBytes(referee::GameIdArgs{gid})));
+  }
+  if (!open) m_done.insert(id);
+  return Status::Ok();
 }
 
 Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run) {

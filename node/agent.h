@@ -116,6 +116,7 @@ class Agent {
   Status PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
+  Status CloseMootGames(std::uint64_t id);
   // Sends once per key; again only if the chain still asks after `retry_blocks`.
   Status SendOnce(const std::string& key, std::uint64_t height, referee::Method method, Bytes args,
                   std::uint64_t gas_limit = kDefaultGasLimit);

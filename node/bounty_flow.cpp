@@ -1,15 +1,21 @@
 #include "node/bounty_flow.h"
 
+#include <algorithm>
+#include <limits>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "common/encoding.h"
+#include "contract_vm/arbitration.h"
+#include "contract_vm/graph_source.h"
 #include "node/blob_rules.h"
 #include "node/json_view.h"
 #include "referee/blob_rules.h"
+#include "referee/bonds.h"
 #include "referee/records.h"
+#include "referee/referee.h"
 #include "worker/checkpoint_store.h"
 #include "worker/state.h"
 #include "worker/trainer.h"
@@ -30,6 +36,16 @@ fs::path FindTestnetJob(const std::string& name) {
   return name;
 }
 
+Result<vm::Amount> MinimumBond(const protocol::JobSpec& job, const vm::ChainParams& params) {
+  vm::KernelsGraphSource graphs;
+  vm::Arbiter arbiter(graphs);
+  vm::GasMeter unmetered(std::numeric_limits<std::uint64_t>::max());
+  VT_ASSIGN_OR_RETURN(referee::BondTerms t, referee::ComputeBondTerms(arbiter, job, params,
+                                                                      referee::RefereeParams{}.winner_share_bps,
+                                                                      unmetered));
+  return t.minimum;
+}
+
 Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
                                  const BountyTerms& terms, Hash256* tx_id) {
   VT_ASSIGN_OR_RETURN(worker::TrainingState h0, worker::InitialStateOf(job.job));
@@ -37,8 +53,11 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
   args.job = job.job.spec;
   args.initial_state = worker::StateHash(h0);
   args.reward = terms.reward;
-  args.solver_bond = terms.solver_bond;
-  args.challenger_bond = terms.challenger_bond;
+  // A bond left at 0 is the job's minimum (referee/bonds.h); one set below
+  // it is the referee's to refuse, with the minimum in its reason.
+  VT_ASSIGN_OR_RETURN(vm::Amount minimum, MinimumBond(job.job.spec));
+  args.solver_bond = terms.solver_bond != 0 ? terms.solver_bond : minimum;
+  args.challenger_bond = terms.challenger_bond != 0 ? terms.challenger_bond : minimum;
   args.solve_window = terms.solve_window;
   args.challenge_window = terms.challenge_window;
   args.clock_budget = terms.clock_budget;

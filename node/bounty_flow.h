@@ -12,6 +12,7 @@
 #include <string>
 
 #include "common/result.h"
+#include "contract_vm/vm.h"
 #include "crypto/keys.h"
 #include "node/client.h"
 #include "worker/job.h"
@@ -23,11 +24,17 @@ namespace vt::node {
 // built from (build/<x>/bin/..). Returned as given when found nowhere.
 std::filesystem::path FindTestnetJob(const std::string& name);
 
-// The amounts the demo and the benchmark post with.
+// The smallest bond the referee accepts for `job` on a chain with `params`
+// (referee/bonds.h: priced from the job's worst arbitration at the chain's
+// minimum gas price), computed here the way PostBounty computes it.
+Result<vm::Amount> MinimumBond(const protocol::JobSpec& job, const vm::ChainParams& params = {});
+
+// The amounts the demo and the benchmark post with. Bonds below the job's
+// minimum (0 by default) are raised to it.
 struct BountyTerms {
   vm::Amount reward = 1'000'000;
-  vm::Amount solver_bond = 400'000;
-  vm::Amount challenger_bond = 200'000;
+  vm::Amount solver_bond = 0;
+  vm::Amount challenger_bond = 0;
   std::uint64_t solve_window = 400;      // blocks
   std::uint64_t challenge_window = 25;   // blocks
   std::uint64_t clock_budget = 40;       // blocks per party in a game

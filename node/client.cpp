@@ -42,6 +42,17 @@ Result<referee::Bounty> ChainClient::Bounty(std::uint64_t id) {
   return DecodeExact<referee::Bounty>(b);
 }
 
+Result<std::vector<std::uint64_t>> ChainClient::BountyGames(std::uint64_t id) {
+  VT_ASSIGN_OR_RETURN(Json j, Call("get_bounty", Json::array({id})));
+  if (!j.contains("games") || !j["games"].is_array()) return Status::Invalid("rpc-bad-response", "no games list");
+  std::vector<std::uint64_t> ids;
+  for (const Json& g : j["games"]) {
+    if (!g.is_number_unsigned()) return Status::Invalid("rpc-bad-response", "a game id");
+    ids.push_back(g.get<std::uint64_t>());
+  }
+  return ids;
+}
+
 Result<GameView> ChainClient::Game(std::uint64_t id) {
   VT_ASSIGN_OR_RETURN(Json j, Call("get_dispute", Json::array({id})));
   VT_ASSIGN_OR_RETURN(Bytes b, HexField(j, "encoded"));

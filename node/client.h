@@ -50,6 +50,8 @@ class ChainClient {
   Result<std::uint64_t> Height();
   Result<AccountView> Account(const crypto::Address& address);
   Result<referee::Bounty> Bounty(std::uint64_t id);
+  // The ids of every game opened on the bounty (get_bounty's "games").
+  Result<std::vector<std::uint64_t>> BountyGames(std::uint64_t id);
   Result<GameView> Game(std::uint64_t id);
   Result<protocol::JobSpec> Job(std::uint64_t bounty_id);
 

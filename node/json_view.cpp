@@ -46,6 +46,7 @@ std::string_view MethodName(std::uint16_t method) {
     case M::kRevealRecord: return "reveal-record";
     case M::kArbitrate: return "arbitrate";
     case M::kClaimTimeout: return "claim-timeout";
+    case M::kCloseGame: return "close-game";
   }
   return "unknown";
 }
@@ -132,8 +133,6 @@ Json TipToJson(const vm::ChainTip& t) {
 }
 
 Json BountyToJson(const referee::Bounty& b) {
-  Json games = Json::array();
-  for (std::uint64_t g : b.games) games.push_back(g);
   Json j{{"id", b.id},
          {"state", BountyStateName(b.state)},
          {"client", b.client.Hex()},
@@ -144,6 +143,8 @@ Json BountyToJson(const referee::Bounty& b) {
          {"reward", b.reward},
          {"solver_bond", b.solver_bond},
          {"challenger_bond", b.challenger_bond},
+         {"min_bond", b.min_bond},
+         {"arbitration_allowance", b.arbitration_allowance},
          {"posted_height", b.posted_height},
          {"solve_deadline", b.solve_deadline},
          {"challenge_window", b.challenge_window},
@@ -152,8 +153,7 @@ Json BountyToJson(const referee::Bounty& b) {
          {"num_steps", b.num_steps},
          {"checkpoint_interval", b.checkpoint_interval},
          {"mode", kernels::ModeName(static_cast<kernels::Mode>(b.mode))},
-         {"open_games", b.open_games},
-         {"games", std::move(games)}};
+         {"open_games", b.open_games}};
   if (b.state != referee::BountyState::kOpen) {
     j["solver"] = b.solver.Hex();
   }

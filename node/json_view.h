@@ -22,6 +22,7 @@ Json BlockToJson(const vm::Block& b, bool full_txs);
 Json EventToJson(const vm::Event& e);
 Json ReceiptToJson(const vm::Receipt& r);
 Json TipToJson(const vm::ChainTip& t);
+// Without the bounty's games (the RPC adds them: referee::ReadBountyGames).
 Json BountyToJson(const referee::Bounty& b);
 Json GameToJson(const referee::Game& g);
 

@@ -34,6 +34,14 @@ Result<std::uint64_t> OptU64(const Json& params, std::size_t i, std::string_view
   return v->get<std::uint64_t>();
 }
 
+// The ids of every game of a bounty (no cap on games, so they are not in its record).
+Result<Json> GamesJson(Chain& chain, std::uint64_t bounty_id) {
+  VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> ids, referee::ReadBountyGames(chain.db(), bounty_id));
+  Json games = Json::array();
+  for (std::uint64_t g : ids) games.push_back(g);
+  return games;
+}
+
 }  // namespace
 
 void Node::RegisterRpc() {
@@ -139,6 +147,7 @@ void Node::RegisterRpc() {
     VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "bounty_id"));
     VT_ASSIGN_OR_RETURN(referee::Bounty b, referee::ReadBounty(chain.db(), id));
     Json j = BountyToJson(b);
+    VT_ASSIGN_OR_RETURN(j["games"], GamesJson(chain, id));
     j["encoded"] = ToHex(EncodeToBytes(b));
     j["height"] = chain.tip().height;
     return j;
@@ -151,7 +160,9 @@ void Node::RegisterRpc() {
     for (std::uint64_t id = from; out.size() < std::min<std::uint64_t>(limit, 1000); ++id) {
       auto b = referee::ReadBounty(chain.db(), id);
       if (!b.ok()) break;
-      out.push_back(BountyToJson(*b));
+      Json j = BountyToJson(*b);
+      VT_ASSIGN_OR_RETURN(j["games"], GamesJson(chain, id));
+      out.push_back(std::move(j));
     }
     return Json{{"bounties", out}, {"height", chain.tip().height}};
   });

@@ -35,6 +35,7 @@ enum class Method : std::uint16_t {
   kRevealRecord = 14,
   kArbitrate = 15,
   kClaimTimeout = 16,
+  kCloseGame = 17,  // anyone: closes a game whose solver lost another game (GameIdArgs)
 };
 
 struct PostBountyArgs {

@@ -7,7 +7,6 @@
 namespace vt::referee {
 namespace {
 
-constexpr std::size_t kMaxGamesPerBountyRecord = 1024;
 constexpr std::size_t kMaxWalkReveals = 64;  // a walk has at most 62 rounds
 
 template <std::size_t N>
@@ -37,9 +36,12 @@ Status GetBools(Reader& r, std::array<bool, 2>& p) {
   return Status::Ok();
 }
 
+void PutBigEndian(Bytes& k, std::uint64_t id) {
+  for (int i = 7; i >= 0; --i) k.push_back(static_cast<std::uint8_t>(id >> (8 * i)));  // big-endian: ordered by id
+}
 Bytes Key(char kind, std::uint64_t id) {
   Bytes k{static_cast<std::uint8_t>(kind), '/'};
-  for (int i = 7; i >= 0; --i) k.push_back(static_cast<std::uint8_t>(id >> (8 * i)));  // big-endian: ordered by id
+  PutBigEndian(k, id);
   return k;
 }
 Bytes Name(std::string_view prefix, std::uint64_t id, std::string_view suffix) {
@@ -69,6 +71,8 @@ void Encode(Writer& w, const Bounty& b) {
   w.PutU64(b.reward);
   w.PutU64(b.solver_bond);
   w.PutU64(b.challenger_bond);
+  w.PutU64(b.min_bond);
+  w.PutU64(b.arbitration_allowance);
   w.PutU64(b.posted_height);
   w.PutU64(b.solve_deadline);
   w.PutU64(b.challenge_window);
@@ -84,8 +88,7 @@ void Encode(Writer& w, const Bounty& b) {
   w.PutHash(b.log_bundle);
   w.PutHash(b.state_blob);
   w.PutU64(b.challenge_deadline);
-  w.PutU32(b.open_games);
-  w.PutVector(b.games, &Writer::PutU64);
+  w.PutU64(b.open_games);
 }
 
 Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
@@ -98,6 +101,8 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.reward, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.solver_bond, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.challenger_bond, r.GetU64());
+  VT_ASSIGN_OR_RETURN(b.min_bond, r.GetU64());
+  VT_ASSIGN_OR_RETURN(b.arbitration_allowance, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.posted_height, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.solve_deadline, r.GetU64());
   VT_ASSIGN_OR_RETURN(b.challenge_window, r.GetU64());
@@ -113,8 +118,7 @@ Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>) {
   VT_ASSIGN_OR_RETURN(b.log_bundle, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.state_blob, r.GetHash());
   VT_ASSIGN_OR_RETURN(b.challenge_deadline, r.GetU64());
-  VT_ASSIGN_OR_RETURN(b.open_games, r.GetU32());
-  VT_ASSIGN_OR_RETURN(b.games, r.GetVector<std::uint64_t>(&Reader::GetU64, kMaxGamesPerBountyRecord));
+  VT_ASSIGN_OR_RETURN(b.open_games, r.GetU64());
   return b;
 }
 
@@ -133,6 +137,7 @@ void Encode(Writer& w, const Game& g) {
   }
   w.PutU64(g.opened_height);
   w.PutU64(g.resolved_height);
+  w.PutU64(g.reimbursement);
   for (std::uint32_t n : g.rounds) w.PutU32(n);
   w.PutU64(g.checkpoint_index);
   PutPair(w, g.checkpoint_leaf);
@@ -169,6 +174,7 @@ Result<Game> Decode(Reader& r, DecodeAs<Game>) {
   }
   VT_ASSIGN_OR_RETURN(g.opened_height, r.GetU64());
   VT_ASSIGN_OR_RETURN(g.resolved_height, r.GetU64());
+  VT_ASSIGN_OR_RETURN(g.reimbursement, r.GetU64());
   for (std::uint32_t& n : g.rounds) {
     VT_ASSIGN_OR_RETURN(n, r.GetU32());
   }
@@ -229,6 +235,11 @@ Bytes BountyKey(std::uint64_t id) { return Key('b', id); }
 Bytes JobKey(std::uint64_t bounty_id) { return Key('j', bounty_id); }
 Bytes GameKey(std::uint64_t id) { return Key('g', id); }
 Bytes WalkKey(std::uint64_t game_id) { return Key('w', game_id); }
+Bytes BountyGameKey(std::uint64_t bounty_id, std::uint64_t game_id) {
+  Bytes k = Key('G', bounty_id);
+  PutBigEndian(k, game_id);
+  return k;
+}
 Bytes RewardEscrow(std::uint64_t bounty_id) { return Name("bounty/", bounty_id, "/reward"); }
 Bytes SolverBondEscrow(std::uint64_t bounty_id) { return Name("bounty/", bounty_id, "/bond"); }
 Bytes ChallengerBondEscrow(std::uint64_t game_id) { return Name("game/", game_id, "/bond"); }
@@ -247,6 +258,24 @@ Result<protocol::JobSpec> ReadJob(const vm::StateStore& state, std::uint64_t bou
   auto job = protocol::DecodeJobSpec(*v);
   if (!job.ok()) return Status::Error("state-corrupt", job.status().ToString());
   return job;
+}
+
+Result<std::vector<std::uint64_t>> ReadBountyGames(const vm::StateStore& state, std::uint64_t bounty_id) noexcept {
+  const Bytes prefix = vm::ContractKey(kRefereeContractId, Key('G', bounty_id));
+  std::vector<std::uint64_t> ids;
+  bool bad = false;
+  VT_TRY(state.Scan(prefix, [&](ByteSpan key, ByteSpan) {
+    if (key.size() != prefix.size() + 8) {
+      bad = true;
+      return false;
+    }
+    std::uint64_t id = 0;
+    for (std::size_t i = prefix.size(); i < key.size(); ++i) id = (id << 8) | key[i];
+    ids.push_back(id);
+    return true;
+  }));
+  if (bad) return Status::Error("state-corrupt", "a bounty's game entry");
+  return ids;
 }
 
 Result<std::optional<WalkTranscript>> ReadWalk(const vm::StateStore& state, std::uint64_t game_id) noexcept {

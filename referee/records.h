@@ -38,6 +38,11 @@ struct Bounty {
   Amount reward = 0;
   Amount solver_bond = 0;
   Amount challenger_bond = 0;
+  // Fixed at posting from the job's worst-case arbitration (referee/bonds.h):
+  // the smallest bond accepted, and the most an arbitration's submitter is
+  // reimbursed from the loser's bond.
+  Amount min_bond = 0;
+  Amount arbitration_allowance = 0;
   std::uint64_t posted_height = 0;
   std::uint64_t solve_deadline = 0;  // last height to claim and commit
   std::uint64_t challenge_window = 0;
@@ -53,8 +58,10 @@ struct Bounty {
   Hash256 log_bundle;  // rounded mode: where the solver's logs are (CommitArgs::log_bundle)
   Hash256 state_blob;  // the final checkpoint, the client's model (CommitArgs::state_blob)
   std::uint64_t challenge_deadline = 0;  // last height to open a game
-  std::uint32_t open_games = 0;
-  std::vector<std::uint64_t> games;
+  // Games opened and not yet closed. There is no cap on games: each is paid
+  // for by its own bond, and ReadBountyGames lists them (one storage entry
+  // per game, so no call ever loads them all).
+  std::uint64_t open_games = 0;
   bool operator==(const Bounty&) const = default;
 };
 
@@ -94,6 +101,9 @@ struct Game {
   std::array<Clock, 2> clocks{};
   std::uint64_t opened_height = 0;
   std::uint64_t resolved_height = 0;
+  // Paid from the loser's bond to whoever sent the deciding arbitration (its
+  // gas at its price, at most the bounty's arbitration_allowance).
+  Amount reimbursement = 0;
   std::array<std::uint32_t, 3> rounds{};  // completed walk rounds per level
   // Level 1 result: the first disputed checkpoint j and each party's h there.
   std::uint64_t checkpoint_index = 0;
@@ -139,6 +149,8 @@ Bytes BountyKey(std::uint64_t id);
 Bytes JobKey(std::uint64_t bounty_id);
 Bytes GameKey(std::uint64_t id);
 Bytes WalkKey(std::uint64_t game_id);
+// One entry per game of a bounty (value empty): "G/" ‖ u64be bounty ‖ u64be game.
+Bytes BountyGameKey(std::uint64_t bounty_id, std::uint64_t game_id);
 // Escrow names.
 Bytes RewardEscrow(std::uint64_t bounty_id);
 Bytes SolverBondEscrow(std::uint64_t bounty_id);
@@ -148,6 +160,9 @@ Bytes ChallengerBondEscrow(std::uint64_t game_id);
 Result<Bounty> ReadBounty(const vm::StateStore& state, std::uint64_t id) noexcept;
 Result<Game> ReadGame(const vm::StateStore& state, std::uint64_t id) noexcept;
 Result<protocol::JobSpec> ReadJob(const vm::StateStore& state, std::uint64_t bounty_id) noexcept;
+// The ids of every game opened on the bounty, increasing (an off-chain read:
+// it scans the bounty's game entries).
+Result<std::vector<std::uint64_t>> ReadBountyGames(const vm::StateStore& state, std::uint64_t bounty_id) noexcept;
 // nullopt when no walk is in progress.
 Result<std::optional<WalkTranscript>> ReadWalk(const vm::StateStore& state, std::uint64_t game_id) noexcept;
 // Rebuilds the MerkleWalk a transcript describes.

@@ -1,14 +1,18 @@
 #include "referee/referee.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 
 #include "contract_vm/amount.h"
 #include "contract_vm/arbitration.h"
 #include "contract_vm/node_spec.h"
+#include "contract_vm/vm.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
 #include "referee/blob_rules.h"
+
+#include "referee/bonds.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 
@@ -19,8 +23,6 @@ using crypto::MerkleProof;
 using vm::Amount;
 using WalkParty = crypto::MerkleWalk::Party;
 
-constexpr std::uint8_t kModeRepops = 1;
-constexpr std::uint8_t kModeRounded = 2;
 const Bytes kNextBountyKey = {'n', '/', 'b'};
 const Bytes kNextGameKey = {'n', '/', 'g'};
 
@@ -72,6 +74,7 @@ class Session {
   Status RevealRecord(const RevealRecordArgs& a);
   Status Arbitrate(const ArbitrateArgs& a);
   Status ClaimTimeout(const GameIdArgs& a);
+  Status CloseMootGame(const GameIdArgs& a);
 
  private:
   std::uint64_t height() const { return m_ctx.height(); }
@@ -178,8 +181,11 @@ class Session {
   // ---- outcomes ----
   Status Emit(std::string_view topic, const Bytes& data) { return m_ctx.Emit(topic, data); }
   Status FinishLevel(Game& g, const Bounty& b, const crypto::MerkleWalk& walk);
-  Status SlashSolverBond(const Bounty& b, const crypto::Address& beneficiary);
-  Status Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason);
+  Status SettleLoserBond(ByteSpan escrow, Amount bond, Amount reimbursement, const crypto::Address* winner);
+  Status Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason,
+                 bool arbitrated = false);
+  Amount Reimbursement(const Game& g, const Bounty& b, bool solver_lost, std::string_view reason);
+  Result<bool> CloseIfMoot(Game& g, Bounty& b);
   Status CloseGame(Game& g, GameResult result, std::string_view reason);
   Status VerifyLogChain(const Game& g, const Bounty& b, const Hash256& log_hash, const LogProofs& lp);
 
@@ -199,6 +205,24 @@ Status Session::PostBounty(const PostBountyArgs& a) {
     if (w == 0 || w > m_params.max_window) return Status::Invalid("bounty-bad-window");
   VT_TRY(ChargeBlobs(BlobsOf(a)));
 
+  // Price the job's worst arbitration (charged before it is computed): the
+  // chain must carry its transaction — else a lying challenger could steer
+  // an honest solver to a node whose inputs it cannot deliver — and both
+  // bonds must pay for a whole game (referee/bonds.h).
+  VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+  VT_ASSIGN_OR_RETURN(BondTerms terms,
+                      ComputeBondTerms(*arbiter, a.job, m_ctx.params(), m_params.winner_share_bps, m_ctx.gas()));
+  if (terms.arbitration_tx_bytes > m_ctx.params().max_tx_bytes)
+    return Status::Invalid("bounty-job-too-large",
+                           "arbitrating node " + std::to_string(terms.arbitration_node) + " may need a " +
+                               std::to_string(terms.arbitration_tx_bytes) + "-byte transaction; the chain carries " +
+                               std::to_string(m_ctx.params().max_tx_bytes));
+  if (a.solver_bond < terms.minimum || a.challenger_bond < terms.minimum)
+    return Status::Invalid("bounty-bond-below-minimum",
+                           "both bonds must be at least " + std::to_string(terms.minimum) + " (arbitration " +
+                               std::to_string(terms.arbitration_gas) + " gas, " + std::to_string(terms.moves) +
+                               " moves of " + std::to_string(terms.move_gas) + " gas)");
+
   VT_ASSIGN_OR_RETURN(std::uint64_t id, NextId(kNextBountyKey));
   VT_TRY(m_ctx.LockFromSender(RewardEscrow(id), a.reward));
   Bounty b;
@@ -210,6 +234,8 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   b.reward = a.reward;
   b.solver_bond = a.solver_bond;
   b.challenger_bond = a.challenger_bond;
+  b.min_bond = terms.minimum;
+  b.arbitration_allowance = terms.arbitration_allowance;
   b.posted_height = height();
   b.solve_deadline = height() + a.solve_window;
   b.challenge_window = a.challenge_window;
@@ -267,10 +293,14 @@ Status Session::Commit(const CommitArgs& a) {
   return Emit(topics::kBountyCommitted, U64(b.id));
 }
 
-Status Session::SlashSolverBond(const Bounty& b, const crypto::Address& beneficiary) {
-  const Amount share = vm::ShareBps(b.solver_bond, m_params.winner_share_bps);
-  VT_TRY(m_ctx.Release(SolverBondEscrow(b.id), beneficiary, share));
-  return m_ctx.Burn(SolverBondEscrow(b.id), b.solver_bond - share);
+// A loser's bond: first the arbitration's submitter is reimbursed (at most
+// the bond), then the winner's share of the rest, and the remainder burns.
+Status Session::SettleLoserBond(ByteSpan escrow, Amount bond, Amount reimbursement, const crypto::Address* winner) {
+  if (reimbursement > 0) VT_TRY(m_ctx.Release(escrow, m_ctx.sender(), reimbursement));
+  const Amount rest = bond - reimbursement;
+  const Amount share = winner != nullptr ? vm::ShareBps(rest, m_params.winner_share_bps) : 0;
+  if (share > 0) VT_TRY(m_ctx.Release(escrow, *winner, share));
+  return m_ctx.Burn(escrow, rest - share);
 }
 
 Status Session::Refund(const BountyIdArgs& a) {
@@ -283,9 +313,12 @@ Status Session::Refund(const BountyIdArgs& a) {
     return Emit(topics::kBountyRefunded, U64(b.id));
   }
   if (b.state == BountyState::kClaimed) {
-    // The solver bonded and never committed: it timed out.
+    // The solver bonded and never committed: it timed out. Its bond burns in
+    // full — paid to the client, it would let a client profit from posting a
+    // bounty nobody can finish; kept by the claimant, it would make squatting
+    // on bounties free.
     VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.client, b.reward));
-    VT_TRY(SlashSolverBond(b, b.client));
+    VT_TRY(m_ctx.Burn(SolverBondEscrow(b.id), b.solver_bond));
     b.state = BountyState::kFailed;
     VT_TRY(Save(b));
     return Emit(topics::kBountyFailed, U64(b.id));
@@ -312,7 +345,6 @@ Status Session::OpenGame(const OpenGameArgs& a) {
   if (b.state != BountyState::kCommitted) return Status::Invalid("bounty-not-challengeable");
   if (height() > b.challenge_deadline) return Status::Invalid("bounty-challenge-window-over");
   if (m_ctx.sender() == b.solver) return Status::Invalid("game-solver-cannot-challenge");
-  if (b.games.size() >= m_params.max_games_per_bounty) return Status::Invalid("bounty-too-many-games");
   const std::uint64_t n = CheckpointCount(b);
   VT_TRY(CheckTop(n, a.checkpoint_top, a.checkpoint_root, "game-bad-top"));
   VT_TRY(CheckProof(a.checkpoint_root, b.initial_state, a.first_proof, 0, n, "game-bad-first-leaf"));
@@ -334,8 +366,10 @@ Status Session::OpenGame(const OpenGameArgs& a) {
   t.root = {b.commitment.checkpoint_root, a.checkpoint_root};
   t.top = {b.checkpoint_top, a.checkpoint_top};
   if (auto walk = ReplayWalk(t); !walk.ok()) return walk.status();
-  b.games.push_back(id);
+  // No cap on games: each is paid for by its bond and played on its own
+  // clocks, so puppets cannot crowd out an honest challenger.
   b.open_games += 1;
+  VT_TRY(m_ctx.Put(BountyGameKey(b.id, id), {}));
   VT_TRY(Save(id, t));
   VT_TRY(Save(g));
   VT_TRY(Save(b));
@@ -344,8 +378,10 @@ Status Session::OpenGame(const OpenGameArgs& a) {
 
 Status Session::RevealChildren(const RevealChildrenArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (!IsWalkPhase(g.phase)) return Status::Invalid(g.phase == GamePhase::kResolved ? "game-resolved" : "game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (!IsWalkPhase(g.phase)) return Status::Invalid(g.phase == GamePhase::kResolved ? "game-resolved" : "game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
   VT_TRY(CheckMove(g, p));
   VT_ASSIGN_OR_RETURN(WalkTranscript t, LoadWalk(g.id));
@@ -407,8 +443,10 @@ Status Session::FinishLevel(Game& g, const Bounty& b, const crypto::MerkleWalk& 
 
 Status Session::PostStepRoot(const StepRootArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (g.phase != GamePhase::kStepRoots) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase != GamePhase::kStepRoots) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
   VT_TRY(CheckMove(g, p));
   if (g.step_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
@@ -440,8 +478,10 @@ Status Session::PostStepRoot(const StepRootArgs& a) {
 
 Status Session::PostNodeRoot(const NodeRootArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (g.phase != GamePhase::kNodeRoots) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase != GamePhase::kNodeRoots) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
   VT_TRY(CheckMove(g, p));
   if (g.node_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
@@ -482,8 +522,10 @@ Status Session::PostNodeRoot(const NodeRootArgs& a) {
 
 Status Session::RevealRecord(const RevealRecordArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (g.phase != GamePhase::kRevealRecords) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase != GamePhase::kRevealRecords) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
   VT_TRY(CheckMove(g, p));
   if (g.records[Idx(p)]) return Status::Invalid("game-duplicate-move");
@@ -523,8 +565,10 @@ Status Session::VerifyLogChain(const Game& g, const Bounty& b, const Hash256& lo
 
 Status Session::Arbitrate(const ArbitrateArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (g.phase != GamePhase::kArbitration) return Status::Invalid("game-wrong-phase");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase != GamePhase::kArbitration) return Status::Invalid("game-wrong-phase");
   if (Expired(g.clocks[Idx(kSolver)])) return Status::Invalid("game-clock-expired");
   VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
   vm::ArbitrationCase c;
@@ -547,12 +591,13 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
     return Status::Invalid("arb-bad-log-proof", "this node has no log");
   }
 
+  constexpr bool kArbitrated = true;  // Resolve reimburses the submitter from the loser's bond
   switch (outcome.kind) {
     case vm::ArbitrationKind::kLogRejected:
-      VT_TRY(Resolve(g, b, true, false, "solver-log-rejected"));
+      VT_TRY(Resolve(g, b, true, false, "solver-log-rejected", kArbitrated));
       break;
     case vm::ArbitrationKind::kOpFailed:
-      VT_TRY(Resolve(g, b, true, true, "node-op-failed"));
+      VT_TRY(Resolve(g, b, true, true, "node-op-failed", kArbitrated));
       break;
     case vm::ArbitrationKind::kExecuted: {
       std::array<bool, 2> right{};
@@ -562,7 +607,7 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
       }
       // Two different records cannot both be the node's one correct record.
       if (right[0] && right[1]) return Status::Invalid("game-inconsistent", "both records match the re-execution");
-      VT_TRY(Resolve(g, b, !right[Idx(kSolver)], !right[Idx(kChallenger)], "arbitration"));
+      VT_TRY(Resolve(g, b, !right[Idx(kSolver)], !right[Idx(kChallenger)], "arbitration", kArbitrated));
       break;
     }
   }
@@ -572,8 +617,10 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
 
 Status Session::ClaimTimeout(const GameIdArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
-  if (g.phase == GamePhase::kResolved) return Status::Invalid("game-resolved");
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase == GamePhase::kResolved) return Status::Invalid("game-resolved");
   const bool solver_out = Expired(g.clocks[Idx(kSolver)]);
   const bool challenger_out = Expired(g.clocks[Idx(kChallenger)]);
   if (!solver_out && !challenger_out) return Status::Invalid("game-no-timeout");
@@ -592,23 +639,55 @@ Status Session::CloseGame(Game& g, GameResult result, std::string_view reason) {
   return Emit(topics::kGameResolved, EncodeToBytes(GameResolvedEvent{g.id, result, std::string(reason)}));
 }
 
-Status Session::Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason) {
+// What the submitter of a deciding arbitration gets back: the gas of its
+// transaction — spent so far, plus what settling the game will spend (the
+// escrow moves, the two records written back, the events) — at its gas
+// price, at most the bounty's arbitration allowance and the loser's bond.
+Amount Session::Reimbursement(const Game& g, const Bounty& b, bool solver_lost, std::string_view reason) {
+  // Escrow moves: reimbursement, share and burn of the loser's bond; the
+  // challenger's refund and the reward's return when only the solver lost;
+  // the challenger's burn and the reward's return when both lost.
+  const std::uint64_t moves = !solver_lost ? 3 : 5;
+  Game closed = g;
+  closed.phase = GamePhase::kResolved;
+  closed.reason = std::string(reason);
+  Bounty after = b;
+  if (solver_lost) after.state = BountyState::kFailed;
+  std::uint64_t settle = vm::GasMeter::Mul(moves, vm::kEscrowMoveGas);
+  for (std::uint64_t gas :
+       {vm::kGas.state_write,  // the walk transcript's deletion
+        vm::EventGas(EncodeToBytes(GameResolvedEvent{g.id, GameResult::kOpen, std::string(reason)}).size()),
+        solver_lost ? vm::EventGas(8) : 0,
+        vm::WriteGas(GameKey(g.id).size() + EncodeToBytes(closed).size()),
+        vm::WriteGas(BountyKey(b.id).size() + EncodeToBytes(after).size())})
+    settle = vm::GasMeter::Add(settle, gas);
+  auto spent = vm::CheckedMul(vm::GasMeter::Add(m_ctx.gas().used(), settle), m_ctx.gas_price());
+  const Amount loser_bond = solver_lost ? b.solver_bond : b.challenger_bond;
+  return std::min({spent.ok() ? *spent : b.arbitration_allowance, b.arbitration_allowance, loser_bond});
+}
+
+Status Session::Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason,
+                       bool arbitrated) {
   const Bytes game_bond = ChallengerBondEscrow(g.id);
-  const Amount c_bond = b.challenger_bond;
+  const Bytes solver_bond = SolverBondEscrow(b.id);
+  // The loser's bond pays it; when both lose, the solver's (the arbitration was its duty).
+  g.reimbursement = arbitrated ? Reimbursement(g, b, solver_lost, reason) : 0;
+  const Amount reimbursement = g.reimbursement;
   GameResult result;
   if (!solver_lost) {
-    // The challenger lied: its bond pays the solver's share, the rest burns.
-    const Amount share = vm::ShareBps(c_bond, m_params.winner_share_bps);
-    VT_TRY(m_ctx.Release(game_bond, b.solver, share));
-    VT_TRY(m_ctx.Burn(game_bond, c_bond - share));
+    // The challenger lied: its bond reimburses the arbitration, pays the
+    // solver's share, and the rest burns.
+    VT_TRY(SettleLoserBond(game_bond, b.challenger_bond, reimbursement, &b.solver));
     result = GameResult::kSolverWon;
   } else if (!challenger_lost) {
-    VT_TRY(m_ctx.Release(game_bond, g.challenger, c_bond));
-    VT_TRY(SlashSolverBond(b, g.challenger));
+    VT_TRY(m_ctx.Release(game_bond, g.challenger, b.challenger_bond));
+    VT_TRY(SettleLoserBond(solver_bond, b.solver_bond, reimbursement, &g.challenger));
     result = GameResult::kChallengerWon;
   } else {
-    VT_TRY(m_ctx.Burn(game_bond, c_bond));
-    VT_TRY(m_ctx.Burn(SolverBondEscrow(b.id), b.solver_bond));
+    // Neither record is right: the arbitration (the solver's duty) is
+    // reimbursed from the solver's bond, everything else burns.
+    VT_TRY(m_ctx.Burn(game_bond, b.challenger_bond));
+    VT_TRY(SettleLoserBond(solver_bond, b.solver_bond, reimbursement, nullptr));
     result = GameResult::kBothLost;
   }
   b.open_games -= 1;
@@ -616,19 +695,35 @@ Status Session::Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lo
   if (!solver_lost) return Status::Ok();
 
   // A solver that loses any game loses the bounty: the reward goes back to
-  // the client and every other open game closes with its bond refunded.
+  // the client. Its other games are now moot; each closes, bond refunded,
+  // on the next call that touches it (CloseIfMoot) — one game per call, so
+  // no call loops over games however many were opened.
   VT_TRY(m_ctx.Release(RewardEscrow(b.id), b.client, b.reward));
   b.state = BountyState::kFailed;
-  for (std::uint64_t other_id : b.games) {
-    if (other_id == g.id) continue;
-    VT_ASSIGN_OR_RETURN(Game other, LoadGame(other_id));
-    if (other.phase == GamePhase::kResolved) continue;
-    VT_TRY(m_ctx.Release(ChallengerBondEscrow(other.id), other.challenger, c_bond));
-    b.open_games -= 1;
-    VT_TRY(CloseGame(other, GameResult::kNoContest, "solver-lost-elsewhere"));
-    VT_TRY(Save(other));
-  }
   return Emit(topics::kBountyFailed, U64(b.id));
+}
+
+// A game of a bounty whose solver lost another game: any call on it — a
+// party's move, a timeout claim, CloseGame by anyone — closes it as no
+// contest and refunds the challenger's bond (there is no solver bond left
+// to win), in O(1).
+Result<bool> Session::CloseIfMoot(Game& g, Bounty& b) {
+  if (b.state != BountyState::kFailed || g.phase == GamePhase::kResolved) return false;
+  VT_TRY(m_ctx.Release(ChallengerBondEscrow(g.id), g.challenger, b.challenger_bond));
+  b.open_games -= 1;
+  VT_TRY(CloseGame(g, GameResult::kNoContest, "solver-lost-elsewhere"));
+  VT_TRY(Save(b));
+  VT_TRY(Save(g));
+  return true;
+}
+
+Status Session::CloseMootGame(const GameIdArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  if (g.phase == GamePhase::kResolved) return Status::Invalid("game-resolved");
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (!moot) return Status::Invalid("game-not-moot", "the solver has lost no game of this bounty");
+  return Status::Ok();
 }
 
 }  // namespace
@@ -683,6 +778,10 @@ Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) 
     case Method::kClaimTimeout: {
       VT_ASSIGN_OR_RETURN(GameIdArgs a, DecodeArgs<GameIdArgs>(args));
       return s.ClaimTimeout(a);
+    }
+    case Method::kCloseGame: {
+      VT_ASSIGN_OR_RETURN(GameIdArgs a, DecodeArgs<GameIdArgs>(args));
+      return s.CloseMootGame(a);
     }
   }
   return Status::Invalid("referee-unknown-method", std::to_string(method));

@@ -12,9 +12,13 @@
 // disputed step — each root checked against its parent level, then both
 // records of the disputed node are revealed and checked against the job's
 // graph, then the arbitration precompile re-executes the node. Per-party
-// chess clocks in blocks; anyone may claim a timeout. The loser's bond: a
-// winner's share to the winner, the rest burned. A solver that loses any game
-// loses the bounty; the other games close with bonds refunded.
+// chess clocks in blocks; anyone may claim a timeout. The loser's bond: the
+// deciding arbitration's gas back to its submitter, then a winner's share of
+// the rest to the winner, the remainder burned. A solver that loses any game
+// loses the bounty; each other game then closes, bond refunded, on the next
+// call that touches it (CloseGame, callable by anyone). There is no cap on
+// games: each is paid for by its bond, which PostBounty requires to cover a
+// whole game (referee/bonds.h).
 
 #include <cstdint>
 
@@ -26,7 +30,6 @@ namespace vt::referee {
 
 struct RefereeParams {
   std::uint32_t winner_share_bps = 5000;   // of the loser's bond; the rest is burned
-  std::uint32_t max_games_per_bounty = 64;
   std::uint64_t max_window = std::uint64_t{1} << 32;  // blocks, for windows and clock budgets
 };
 

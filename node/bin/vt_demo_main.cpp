@@ -113,7 +113,8 @@ int main(int argc, char** argv) {
   std::uint64_t next_height = 1;
 
   std::cout << "\n== 1. an honest solver ==\n";
-  Line("client posts a bounty: reward 1000000, solver bond 400000, challenger bond 200000");
+  Line("client posts a bounty: reward 1000000, both bonds at the job's minimum (" +
+       std::to_string(node::MinimumBond(loaded->job.spec).value_or(0)) + ")");
   auto b0 = node::PostBounty(c, *client, *loaded);
   if (!b0.ok()) return fail(b0.status());
   auto p0 = node::FollowBounty(c, *b0, next_height, g_t0, Event);

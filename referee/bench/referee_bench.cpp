@@ -158,8 +158,9 @@ LevelRow VirtualDispute(std::uint64_t n, std::uint64_t k, std::uint64_t divergen
     for (const vm::Receipt& r : chain.Mine()) ok &= r.success;
     return ok;
   };
+  const vm::Amount bond = test::MinimumBond(tiny.job);
   send(client, referee::Method::kPostBounty,
-       EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 100, 100, 100, 100, 100, Hash256{}, 0}), false);
+       EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, bond, bond, 100, 100, 100, Hash256{}, 0}), false);
   if (!mine_ok()) return row;
   send(solver, referee::Method::kClaim, EncodeToBytes(referee::BountyIdArgs{0}), false);
   referee::CommitArgs commit;

@@ -142,8 +142,8 @@ TEST(NodeSpec, ValidationAndRecordChecks) {
   using protocol::InputSource;
   StepGraph g;
   g.num_state_tensors = 2;
-  g.nodes = {NodeSpec{3, {1}, {{InputSource::kState, 0, 0}, {InputSource::kBatch, 0, 0}}, 2, 0},
-             NodeSpec{40, {}, {{InputSource::kNode, 0, 1}}, 1, 0}};
+  g.nodes = {NodeSpec{3, {1}, {{InputSource::kState, 0, 0}, {InputSource::kBatch, 0, 0}}, 2, 0, {}},
+             NodeSpec{40, {}, {{InputSource::kNode, 0, 1}}, 1, 0, {}}};
   g.next_state = {{InputSource::kNode, 1, 0}, {InputSource::kState, 1, 0}};
   EXPECT_TRUE(ValidateStepGraph(g).ok());
   auto broken = [&](auto&& change) {

@@ -62,7 +62,9 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   g.rounds = {1, 2, 3};
   ExpectRoundTrip(g);
   referee::Bounty b;
-  b.games = {1, 2, 3};
+  b.open_games = 3;
+  b.min_bond = 4;
+  b.arbitration_allowance = 5;
   b.commitment = MakeCommit(*h, 0, TestKey(2)).commitment;
   ExpectRoundTrip(b);
   referee::WalkTranscript t;
@@ -84,7 +86,7 @@ class RefereeTest : public ::testing::Test {
     return chain.Run(Call(k, m, EncodeToBytes(args)));
   }
   referee::PostBountyArgs Post() const {
-    return referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 400, 200, 50, 5, 20, Hash256{}, 0};
+    return referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 2 * bond, bond, 50, 5, 20, Hash256{}, 0};
   }
 
   referee::Referee referee_contract;
@@ -93,6 +95,7 @@ class RefereeTest : public ::testing::Test {
   vm::ContractRegistry registry;
   TestChain chain{registry, &arbiter, 4, 1'000'000'000'000};
   TinyJob tiny = MakeTinyJob(10, 3, kernels::Mode::kRepops);
+  vm::Amount bond = MinimumBond(tiny.job);  // the challenger's; the solver's is twice it
   crypto::SecretKey client = TestKey(1), solver = TestKey(2), challenger = TestKey(3), stranger = TestKey(4);
 };
 
@@ -204,7 +207,7 @@ TEST_F(RefereeTest, GameMovesRejectWithStableReasonsAndClocksRun) {
   g = referee::ReadGame(chain.store(), 0);
   EXPECT_EQ(g->result, referee::GameResult::kSolverWon);
   EXPECT_EQ(g->reason, "timeout");
-  EXPECT_EQ(chain.BalanceOf(solver.address()), solver_before + 100);  // half the challenger bond
+  EXPECT_EQ(chain.BalanceOf(solver.address()), solver_before + bond / 2);  // half the challenger bond
   EXPECT_EQ(Run(stranger, Method::kClaimTimeout, referee::GameIdArgs{0}).reason, "game-resolved");
 }
 

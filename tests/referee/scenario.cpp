@@ -5,6 +5,7 @@
 #include "contract_vm/arbitration.h"
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
+#include "referee/bonds.h"
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
 
@@ -214,11 +215,19 @@ void ScenarioDriver::Impl::Start() {
 
 bool ScenarioDriver::Impl::Step() {
   bool any_open = false;
+  auto bounty = referee::ReadBounty(m_chain.store(), 0);
+  EXPECT_TRUE(bounty.ok());
+  const bool solver_lost = bounty.ok() && bounty->state == referee::BountyState::kFailed;
   for (std::size_t k = 0; k < m_game_ids.size(); ++k) {
     auto g = referee::ReadGame(m_chain.store(), m_game_ids[k]);
     EXPECT_TRUE(g.ok());
     if (g->phase == GamePhase::kResolved) continue;
     any_open = true;
+    if (solver_lost) {
+      // The game is moot: anyone closes it (here the client), bond refunded.
+      Send(m_agents[0], Method::kCloseGame, Enc(referee::GameIdArgs{g->id}), g->id);
+      continue;
+    }
     m_arbitration_sent[g->id] = false;
     Act(m_agents[1], Party::kSolver, *g);
     Act(m_agents[m_opened[k]], Party::kChallenger, *g);
@@ -298,17 +307,27 @@ ScenarioDriver::ScenarioDriver(const ScenarioConfig& config) : m_impl(std::make_
 ScenarioDriver::~ScenarioDriver() = default;
 void ScenarioDriver::Start() { m_impl->Start(); }
 bool ScenarioDriver::Step() { return m_impl->Step(); }
+ScenarioReport ScenarioDriver::Finish() { return m_impl->Finish(); }
 ScenarioReport ScenarioDriver::Run() {
   Start();
   for (std::uint64_t n = 0; n < m_impl->m_config.max_blocks && Step(); ++n) {
   }
-  return m_impl->Finish();
+  return Finish();
 }
 TestChain& ScenarioDriver::chain() { return m_impl->m_chain; }
 const TinyJob& ScenarioDriver::tiny() const { return m_impl->m_tiny; }
 const History& ScenarioDriver::history(std::size_t agent) const { return m_impl->m_agents[agent].history; }
 const crypto::SecretKey& ScenarioDriver::key(std::size_t agent) const { return m_impl->m_agents[agent].key; }
 const std::vector<std::uint64_t>& ScenarioDriver::game_ids() const { return m_impl->m_game_ids; }
+
+vm::Amount MinimumBond(const protocol::JobSpec& job) {
+  vm::KernelsGraphSource graphs;
+  vm::Arbiter arbiter(graphs);
+  vm::GasMeter meter(std::uint64_t{1} << 40);
+  auto t = referee::ComputeBondTerms(arbiter, job, vm::ChainParams{}, referee::RefereeParams{}.winner_share_bps, meter);
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  return t.ok() ? t->minimum : 0;
+}
 
 ScenarioReport RunScenario(const ScenarioConfig& config) {
   ScenarioDriver driver(config);

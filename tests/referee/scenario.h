@@ -40,8 +40,9 @@ struct ScenarioConfig {
   bool solver_claims = true;
   bool solver_commits = true;
   vm::Amount reward = 1'000'000;
-  vm::Amount solver_bond = 400'000;
-  vm::Amount challenger_bond = 200'000;
+  // Above the tiny job's minimum bond (318 143, referee/bonds.h).
+  vm::Amount solver_bond = 800'000;
+  vm::Amount challenger_bond = 400'000;
   std::uint64_t solve_window = 20;
   std::uint64_t challenge_window = 8;
   std::uint64_t clock_budget = 6;
@@ -72,6 +73,10 @@ struct ScenarioReport {
 
 ScenarioReport RunScenario(const ScenarioConfig& config);
 
+// The smallest bond PostBounty accepts for `job` on a chain with default
+// parameters (referee/bonds.h), for tests that post their own bounties.
+vm::Amount MinimumBond(const protocol::JobSpec& job);
+
 // The driver behind RunScenario, for tests that stop a game at a chosen
 // phase and poke at it.
 class ScenarioDriver {
@@ -85,7 +90,9 @@ class ScenarioDriver {
   void Start();
   // One block of agent actions; false when no game is open.
   bool Step();
-  // Start, Step until no game is open, settle the bounty, report.
+  // Settles the bounty (finalize after the challenge window, or refund) and reports.
+  ScenarioReport Finish();
+  // Start, Step until no game is open, Finish.
   ScenarioReport Run();
 
   TestChain& chain();

@@ -18,9 +18,16 @@ using referee::GameResult;
 using referee::Level;
 
 constexpr vm::Amount kReward = 1'000'000;
-constexpr vm::Amount kSolverBond = 400'000;
-constexpr vm::Amount kChallengerBond = 200'000;
-constexpr vm::Amount Share(vm::Amount a) { return a / 2; }  // winner share 50% (exact for these even bonds)
+constexpr vm::Amount kSolverBond = 800'000;
+constexpr vm::Amount kChallengerBond = 400'000;
+constexpr vm::Amount Share(vm::Amount a) { return a / 2; }  // winner share 50%
+// A loser's bond: the arbitration's submitter is reimbursed first (the winner
+// here: it holds the right record), the winner gets its share of the rest,
+// the remainder burns.
+vm::Amount WinnerGets(vm::Amount bond, const referee::Game& g) {
+  return g.reimbursement + Share(bond - g.reimbursement);
+}
+vm::Amount BurnedOf(vm::Amount bond, const referee::Game& g) { return bond - WinnerGets(bond, g); }
 
 // Nodes of the tiny MLP's step graph (kernels/graph order): 0 fc.0, 1 relu,
 // 2 head, 3 loss, 4 loss.seed, 5 loss.backward, 6 head.backward, 7 relu.backward,
@@ -88,10 +95,11 @@ TEST(Scenario, LyingChallengerIsSlashed) {
     EXPECT_EQ(g.game.result, GameResult::kSolverWon);
     EXPECT_EQ(g.game.reason, "arbitration");
     EXPECT_EQ(r.bounty.state, BountyState::kFinalized);
-    EXPECT_EQ(r.net.at("solver"), static_cast<std::int64_t>(kReward + Share(kChallengerBond)));
+    EXPECT_GT(g.game.reimbursement, 0u) << "the solver sent the arbitration";
+    EXPECT_EQ(r.net.at("solver"), static_cast<std::int64_t>(kReward + WinnerGets(kChallengerBond, g.game)));
     EXPECT_EQ(r.net.at("challenger0"), -static_cast<std::int64_t>(kChallengerBond));
     EXPECT_EQ(r.net.at("client"), -static_cast<std::int64_t>(kReward));
-    EXPECT_EQ(r.burned, kChallengerBond - Share(kChallengerBond));
+    EXPECT_EQ(r.burned, BurnedOf(kChallengerBond, g.game));
   }
 }
 
@@ -125,8 +133,9 @@ TEST_P(SolverAdversary, CaughtAtTheRightNode) {
   EXPECT_EQ(r.bounty.state, BountyState::kFailed);
   EXPECT_EQ(r.net.at("client"), 0) << "the reward goes back to the client";
   EXPECT_EQ(r.net.at("solver"), -static_cast<std::int64_t>(kSolverBond));
-  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(Share(kSolverBond)));
-  EXPECT_EQ(r.burned, kSolverBond - Share(kSolverBond));
+  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(WinnerGets(kSolverBond, g.game)));
+  EXPECT_EQ(r.burned, BurnedOf(kSolverBond, g.game));
+  EXPECT_EQ(g.game.reimbursement > 0, std::string(a.reason) != "record-bad-op") << "only arbitrations are reimbursed";
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -163,6 +172,7 @@ TEST(Scenario, SilentCheatingSolverTimesOut) {
   EXPECT_EQ(r.games[0].game.reason, "timeout");
   EXPECT_EQ(r.games[0].walks.size(), 1u) << "only the checkpoint level completed";
   EXPECT_EQ(r.bounty.state, BountyState::kFailed);
+  EXPECT_EQ(r.games[0].game.reimbursement, 0u) << "a timeout has no arbitration to reimburse";
   EXPECT_EQ(r.net.at("solver"), -static_cast<std::int64_t>(kSolverBond));
   EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(Share(kSolverBond)));
   // The clock gave the solver its full budget before anyone could claim.
@@ -203,9 +213,9 @@ TEST(Scenario, SolverThatNeverCommitsIsSlashedAndClientRefunded) {
   c.solver_commits = false;
   const ScenarioReport r = RunScenario(c);
   EXPECT_EQ(r.bounty.state, BountyState::kFailed);
-  EXPECT_EQ(r.net.at("client"), static_cast<std::int64_t>(Share(kSolverBond)));
+  EXPECT_EQ(r.net.at("client"), 0) << "the reward back, nothing from the claimant's bond";
   EXPECT_EQ(r.net.at("solver"), -static_cast<std::int64_t>(kSolverBond));
-  EXPECT_EQ(r.burned, kSolverBond - Share(kSolverBond));
+  EXPECT_EQ(r.burned, kSolverBond);
 }
 
 TEST(Scenario, UnclaimedBountyIsRefunded) {
@@ -237,11 +247,12 @@ TEST(Scenario, TwoChallengersOneHonestOneLying) {
   ExpectWalks(liar, 1, 1, 2);
   EXPECT_EQ(r.bounty.state, BountyState::kFailed);
   EXPECT_EQ(r.net.at("client"), 0);
-  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(Share(kSolverBond)));
+  EXPECT_EQ(liar.game.reimbursement, 0u);
+  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(WinnerGets(kSolverBond, honest.game)));
   EXPECT_EQ(r.net.at("challenger1"), -static_cast<std::int64_t>(kChallengerBond));
   EXPECT_EQ(r.net.at("solver"),
             -static_cast<std::int64_t>(kSolverBond) + static_cast<std::int64_t>(Share(kChallengerBond)));
-  EXPECT_EQ(r.burned, (kSolverBond - Share(kSolverBond)) + (kChallengerBond - Share(kChallengerBond)));
+  EXPECT_EQ(r.burned, BurnedOf(kSolverBond, honest.game) + (kChallengerBond - Share(kChallengerBond)));
 }
 
 TEST(Scenario, OtherGamesCloseWithoutContestWhenTheSolverLoses) {
@@ -258,7 +269,7 @@ TEST(Scenario, OtherGamesCloseWithoutContestWhenTheSolverLoses) {
   EXPECT_EQ(r.games[1].game.result, GameResult::kNoContest);
   EXPECT_EQ(r.games[1].game.reason, "solver-lost-elsewhere");
   EXPECT_EQ(r.net.at("challenger1"), 0) << "bond refunded";
-  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(Share(kSolverBond)));
+  EXPECT_EQ(r.net.at("challenger0"), static_cast<std::int64_t>(WinnerGets(kSolverBond, r.games[0].game)));
 }
 
 }  // namespace

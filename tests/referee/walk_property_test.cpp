@@ -16,6 +16,7 @@
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/history.h"
+#include "tests/referee/scenario.h"
 #include "tests/referee/virtual_tree.h"
 #include "tests/support/test_seed.h"
 
@@ -143,8 +144,9 @@ TEST(WalkProperty, ThroughTheChainUpTo2Pow30Leaves) {
     const crypto::MerkleTree s_cp = crypto::MerkleTree::FromLeafHashes({tiny.initial_state, s_tree.Leaf(steps)});
     const crypto::MerkleTree c_cp = crypto::MerkleTree::FromLeafHashes({tiny.initial_state, c_tree.Leaf(steps)});
 
+    const vm::Amount bond = MinimumBond(tiny.job);
     expect_ok(chain.Run(call(client, referee::Method::kPostBounty,
-                             EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, 100, 100, 10,
+                             EncodeToBytes(referee::PostBountyArgs{tiny.job, tiny.initial_state, 1000, bond, bond, 10,
                                                                    10, 10, Hash256{}, 0}))));
     expect_ok(chain.Run(call(solver, referee::Method::kClaim, EncodeToBytes(referee::BountyIdArgs{bounty}))));
     referee::CommitArgs commit;

@@ -126,9 +126,9 @@ void AddBountyCommands(CLI::App& app, Globals& g) {
   post->add_option("--init", o->init, "start from these weights (safetensors, e.g. from `vt bounty result`)")
       ->check(CLI::ExistingFile);
   AddNumber(post, "--reward", o->terms.reward, "reward", std::uint64_t{1})->capture_default_str();
-  AddNumber(post, "--solver-bond", o->terms.solver_bond, "solver bond", std::uint64_t{1})->capture_default_str();
-  AddNumber(post, "--challenger-bond", o->terms.challenger_bond, "challenger bond", std::uint64_t{1})
-      ->capture_default_str();
+  AddNumber(post, "--solver-bond", o->terms.solver_bond, "solver bond (default: the job's minimum)", std::uint64_t{1});
+  AddNumber(post, "--challenger-bond", o->terms.challenger_bond, "challenger bond (default: the job's minimum)",
+            std::uint64_t{1});
   AddNumber(post, "--solve-window", o->terms.solve_window, "blocks to claim and commit", std::uint64_t{1}, max_window)
       ->capture_default_str();
   AddNumber(post, "--challenge-window", o->terms.challenge_window, "blocks to open disputes", std::uint64_t{1},

@@ -1,0 +1,67 @@
+#pragma once
+// Bond minimums (docs/referee.md, "Bond minimums"): what a game can make the
+// honest side pay in gas, priced at the chain's minimum gas price, so that
+// the loser's bond always covers it.
+//
+//   A     = an Arbitrate transaction of the job's worst node, in gas: the
+//           precompile's bound (contract_vm/arbitration_cost.h) + the intrinsic
+//           gas of the worst payload's transaction + one move's bookkeeping
+//   V     = one non-arbitration move (open, reveal, root, record, timeout), in gas
+//   R     = moves one party makes in a game: ⌈log₂ checkpoints⌉ + ⌈log₂ (k+1)⌉ +
+//           ⌈log₂ nodes⌉ walk rounds + open + 2 roots + record + timeout claim
+//   allowance = A · p_min                    the most an arbitration is reimbursed
+//   minimum   = allowance + ⌈R · V · p_min · 10000 / winner_share_bps⌉
+//
+// Both bonds (solver's and challenger's) must be at least `minimum`: the
+// loser's bond first reimburses the arbitration's submitter (≤ allowance);
+// the winner's share of the rest pays the winner's own moves.
+
+#include <cstdint>
+
+#include "common/result.h"
+#include "contract_vm/amount.h"
+#include "contract_vm/gas.h"
+#include "contract_vm/vm.h"
+#include "protocol/types.h"
+
+namespace vt::vm {
+class Arbiter;
+}
+
+namespace vt::referee {
+
+// The job modes the referee accepts (kernels::Mode values; referee/ does not
+// include kernels/).
+inline constexpr std::uint8_t kModeRepops = 1;
+inline constexpr std::uint8_t kModeRounded = 2;
+
+// Bytes of an Arbitrate transaction around its payload: the transaction
+// envelope (version, chain, nonce, gas, price, sender, kind, contract,
+// method, lengths, signature) and ArbitrateArgs' own fields, log proofs
+// excluded (counted from the job's trees).
+inline constexpr std::uint64_t kArbitrateEnvelopeBytes = 256;
+// Bytes of the largest non-arbitration move around its node records and
+// Merkle proofs (ids, roots, tops, lengths, the transaction envelope).
+inline constexpr std::uint64_t kMoveEnvelopeBytes = 512;
+// A move's fixed bookkeeping: the state reads, escrow updates and events of
+// the longest referee call (Resolve on a game: release, burn, refund, two
+// saves, two events), above what is sized by records and transcripts.
+inline constexpr std::uint64_t kMoveFixedGas = 6'000;
+
+struct BondTerms {
+  std::uint64_t arbitration_gas = 0;       // A
+  std::uint64_t arbitration_tx_bytes = 0;  // the worst node's Arbitrate transaction, encoded
+  std::uint64_t arbitration_node = 0;      // which node is the costliest to arbitrate
+  std::uint64_t move_gas = 0;              // V
+  std::uint64_t moves = 0;                 // R
+  vm::Amount arbitration_allowance = 0;    // A · p_min
+  vm::Amount minimum = 0;                  // the smallest bond PostBounty accepts
+};
+
+// Invalid "bounty-bad-bond" when winner_share_bps is 0 (no share could pay
+// anyone) or an amount overflows; the arbiter's reasons for a job it cannot
+// build. Charges `gas` for building and evaluating the step graph first.
+Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::JobSpec& job,
+                                   const vm::ChainParams& params, std::uint32_t winner_share_bps, vm::GasMeter& gas);
+
+}  // namespace vt::referee
