@@ -24,6 +24,7 @@ struct GasSchedule {
   std::uint64_t event_byte = 1;
   std::uint64_t flops_per_gas = 1000;   // arbitration: ceil(flops / flops_per_gas)
   std::uint64_t graph_node = 10;        // building a step graph, per node
+  std::uint64_t data_order_element = 2; // arbitration: per element of the data-order permutations (BatchIndicesWork)
 };
 
 inline constexpr GasSchedule kGas{};

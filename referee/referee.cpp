@@ -621,7 +621,7 @@ Status Session::Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lo
 
 }  // namespace
 
-Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept {
+Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) {
   Session s(ctx, m_params);
   switch (static_cast<Method>(method)) {
     case Method::kPostBounty: {
