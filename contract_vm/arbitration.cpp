@@ -9,6 +9,7 @@
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
 #include "kernels/rounding.h"
+#include "protocol/data_order.h"
 
 namespace vt::vm {
 namespace {
@@ -81,7 +82,7 @@ Result<ArbitrationPayload> Decode(Reader& r, DecodeAs<ArbitrationPayload>) {
 
 // ---- the precompile ----------------------------------------------------------------------
 
-Result<StepGraph> Arbiter::BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept {
+Result<StepGraph> Arbiter::BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const {
   auto graph = m_graphs.Build(job, step);
   if (!graph.ok()) return graph.status();
   VT_TRY(gas.Charge(GraphGas(graph->nodes.size())));
@@ -89,20 +90,20 @@ Result<StepGraph> Arbiter::BuildGraph(const protocol::JobSpec& job, std::uint64_
   return graph;
 }
 
-Result<StepShape> Arbiter::Shape(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept {
+Result<StepShape> Arbiter::Shape(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const {
   VT_ASSIGN_OR_RETURN(StepGraph graph, BuildGraph(job, step, gas));
   return StepShape{graph.nodes.size() + 1, graph.num_state_tensors};
 }
 
 Result<NodeSpec> Arbiter::ExpectedNode(const protocol::JobSpec& job, std::uint64_t step, std::uint64_t index,
-                                       GasMeter& gas) const noexcept {
+                                       GasMeter& gas) const {
   VT_ASSIGN_OR_RETURN(StepGraph graph, BuildGraph(job, step, gas));
   if (index > graph.nodes.size()) return Status::Invalid("arb-bad-node-index");
   return NodeSpecAt(graph, index);
 }
 
 Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan payload_bytes,
-                                              GasMeter& gas) const noexcept {
+                                              GasMeter& gas) const {
   auto decoded = DecodeExact<ArbitrationPayload>(payload_bytes);
   if (!decoded.ok()) return Bad("arb-malformed", decoded.status());
   const ArbitrationPayload& payload = *decoded;
@@ -129,6 +130,11 @@ Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan
   for (const auto& ref : spec.inputs) reads_batch |= ref.source == protocol::InputSource::kBatch;
   std::vector<kernels::Tensor> batch;
   if (reads_batch) {
+    // The batch's indices come from whole-epoch permutations (dataset_size
+    // words each): paid for before they are built.
+    VT_TRY(gas.Charge(GasMeter::Mul(kGas.data_order_element,
+                                    protocol::BatchIndicesWork(job.dataset_size, payload.header.data_offset,
+                                                               job.batch_size))));
     auto indices = m_graphs.BatchIndices(job, payload.header);
     if (!indices.ok()) return Bad("arb-bad-examples", indices.status());
     if (payload.examples.size() != indices->size()) return Status::Invalid("arb-bad-examples", "wrong example count");

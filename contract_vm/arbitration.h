@@ -101,22 +101,22 @@ class Arbiter {
   // `graphs` must outlive the arbiter.
   explicit Arbiter(const StepGraphSource& graphs) : m_graphs(graphs) {}
 
-  Result<StepShape> Shape(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept;
+  Result<StepShape> Shape(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const;
   // The spec of leaf `index` of the node tree (index == nodes: assemble).
   // Invalid "arb-bad-node-index" when index >= node_count.
   Result<NodeSpec> ExpectedNode(const protocol::JobSpec& job, std::uint64_t step, std::uint64_t index,
-                                GasMeter& gas) const noexcept;
+                                GasMeter& gas) const;
 
   // Invalid (the request is wrong, nobody is at fault): "arb-malformed",
   // "arb-bad-header", "arb-header-step-mismatch", "arb-bad-input-count",
   // "arb-bad-input-proof", "arb-bad-input-tensor", "arb-bad-producer",
   // "arb-bad-examples", "arb-bad-log", "arb-bad-node-index", "tx-out-of-gas".
-  Result<ArbitrationOutcome> Arbitrate(const ArbitrationCase& c, ByteSpan payload, GasMeter& gas) const noexcept;
+  Result<ArbitrationOutcome> Arbitrate(const ArbitrationCase& c, ByteSpan payload, GasMeter& gas) const;
 
   // The step graph every method above works on (charged GraphGas, then
   // checked by ValidateStepGraph); contract_vm/arbitration_cost.h bounds
   // arbitration costs from it.
-  Result<StepGraph> BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const noexcept;
+  Result<StepGraph> BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const;
 
  private:
 

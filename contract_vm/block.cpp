@@ -64,6 +64,15 @@ Result<Block> Decode(Reader& r, DecodeAs<Block>) {
   return b;
 }
 
+std::size_t EncodedBlockSize(const Block& b) {
+  Writer w;
+  Encode(w, b.header);
+  w.PutVarint(b.txs.size());
+  std::size_t size = w.bytes().size();
+  for (const Transaction& tx : b.txs) size += EncodeTransaction(tx).size();
+  return size;
+}
+
 void Encode(Writer& w, const Event& e) {
   w.PutU16(e.contract);
   w.PutString(e.topic);

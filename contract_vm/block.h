@@ -89,6 +89,9 @@ Result<Event> Decode(Reader& r, DecodeAs<Event>);
 void Encode(Writer& w, const Receipt& rc);
 Result<Receipt> Decode(Reader& r, DecodeAs<Receipt>);
 
+// Bytes of EncodeToBytes(b): at most limits::kMaxBlockBytes for a valid block.
+std::size_t EncodedBlockSize(const Block& b);
+
 Hash256 BlockHash(const BlockHeader& h);
 Status SignBlock(BlockHeader& h, const crypto::SecretKey& key);
 bool VerifyBlockSignature(const BlockHeader& h);

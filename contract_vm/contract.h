@@ -95,9 +95,13 @@ class NativeContract {
  public:
   virtual ~NativeContract() = default;
   // Executes one call. Invalid statuses carry the contract's stable reason
-  // codes and revert the call; Error statuses are local failures (storage)
-  // that abort the whole block.
-  virtual Status Call(CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept = 0;
+  // codes and revert the call. Error statuses revert it too and fail its
+  // receipt with their reason — except the store's own failures ("db-*",
+  // "state-*", IsLocalFailure in vm.h), which mean this machine cannot
+  // compute the state and abort the block. May throw: the VM catches any
+  // exception at the call boundary and fails the receipt ("vm-out-of-memory",
+  // "vm-exception"), so no transaction can stop a validator.
+  virtual Status Call(CallContext& ctx, std::uint16_t method, ByteSpan args) = 0;
 };
 
 // Contracts by id; the set is fixed at chain start (genesis config).

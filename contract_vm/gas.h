@@ -26,6 +26,8 @@ struct GasSchedule {
   std::uint64_t graph_node = 10;        // building a step graph, per node
   std::uint64_t blob_byte = 1;          // per byte of a blob a transaction names (referee/blob_rules.h):
                                         // carried to, verified and kept by every validator
+
+  std::uint64_t data_order_element = 2; // arbitration: per element of the data-order permutations (BatchIndicesWork)
 };
 
 inline constexpr GasSchedule kGas{};

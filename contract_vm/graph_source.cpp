@@ -40,7 +40,7 @@ Result<std::vector<kernels::Shape>> BatchShapesOf(const protocol::JobSpec& job) 
 
 }  // namespace
 
-Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::uint64_t step) const noexcept {
+Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::uint64_t step) const {
   VT_ASSIGN_OR_RETURN(Specs specs, DecodeSpecs(job));
   VT_ASSIGN_OR_RETURN(kernels::graph::StepGraph g,
                       kernels::graph::BuildStepGraph(specs.model, specs.optimizer, step, specs.batch_shapes));
@@ -72,7 +72,7 @@ Result<StepGraph> KernelsGraphSource::Build(const protocol::JobSpec& job, std::u
 }
 
 Result<protocol::StateHeader> KernelsGraphSource::NextHeader(const protocol::JobSpec& job,
-                                                             const protocol::StateHeader& header) const noexcept {
+                                                             const protocol::StateHeader& header) const {
   if (job.dataset_size == 0 || header.data_offset >= job.dataset_size)
     return Status::Invalid("data-bad-cursor", "cursor outside the dataset");
   protocol::StateHeader next = header;
@@ -85,30 +85,36 @@ Result<protocol::StateHeader> KernelsGraphSource::NextHeader(const protocol::Job
 }
 
 Result<std::vector<std::uint64_t>> KernelsGraphSource::BatchIndices(const protocol::JobSpec& job,
-                                                                    const protocol::StateHeader& header) const noexcept {
+                                                                    const protocol::StateHeader& header) const {
   return protocol::BatchIndices(job.seed, job.dataset_size, header.data_epoch, header.data_offset, job.batch_size);
 }
 
 Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const protocol::JobSpec& job,
-                                                                       std::span<const Bytes> examples) const noexcept {
+                                                                       std::span<const Bytes> examples) const {
   VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes, BatchShapesOf(job));
   if (examples.size() != job.batch_size) return Status::Invalid("batch-shape-mismatch", "wrong example count");
-  std::vector<kernels::Tensor> batch;
-  for (const kernels::Shape& s : shapes) batch.emplace_back(s);
-  if (batch.size() != 2) return Status::Invalid("batch-shape-mismatch", "a batch is inputs and targets");
-  std::array<std::int64_t, 2> per_example{};
-  for (int k = 0; k < 2; ++k) per_example[k] = batch[k].numel() / static_cast<std::int64_t>(job.batch_size);
+  if (shapes.size() != 2) return Status::Invalid("batch-shape-mismatch", "a batch is inputs and targets");
+  // Decode and shape-check every example before allocating the [B, …]
+  // tensors: their size then follows from bytes the caller paid for, never
+  // from the model's declared shapes alone.
+  std::array<std::vector<kernels::Tensor>, 2> parts;
   for (std::size_t e = 0; e < examples.size(); ++e) {
     Reader r(examples[e]);
-    for (int k = 0; k < 2; ++k) {
+    for (std::size_t k = 0; k < 2; ++k) {
       VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensor(r));
       // The example's own shape must be the batch shape without its leading B.
-      const kernels::Shape expected(batch[k].shape().begin() + 1, batch[k].shape().end());
+      const kernels::Shape expected(shapes[k].begin() + 1, shapes[k].end());
       if (t.shape() != expected) return Status::Invalid("batch-shape-mismatch", "example " + std::to_string(e));
-      std::copy(t.values().begin(), t.values().end(),
-                batch[k].values().begin() + static_cast<std::ptrdiff_t>(e) * per_example[k]);
+      parts[k].push_back(std::move(t));
     }
     VT_TRY(r.Finish());
+  }
+  std::vector<kernels::Tensor> batch;
+  for (std::size_t k = 0; k < 2; ++k) {
+    batch.emplace_back(shapes[k]);
+    auto out = batch[k].values().begin();
+    for (const kernels::Tensor& t : parts[k]) out = std::copy(t.values().begin(), t.values().end(), out);
+    parts[k].clear();
   }
   return batch;
 }

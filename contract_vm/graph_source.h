@@ -22,13 +22,13 @@ namespace vt::vm {
 
 class KernelsGraphSource final : public StepGraphSource {
  public:
-  Result<StepGraph> Build(const protocol::JobSpec& job, std::uint64_t step) const noexcept override;
+  Result<StepGraph> Build(const protocol::JobSpec& job, std::uint64_t step) const override;
   Result<protocol::StateHeader> NextHeader(const protocol::JobSpec& job,
-                                           const protocol::StateHeader& header) const noexcept override;
+                                           const protocol::StateHeader& header) const override;
   Result<std::vector<std::uint64_t>> BatchIndices(const protocol::JobSpec& job,
-                                                  const protocol::StateHeader& header) const noexcept override;
+                                                  const protocol::StateHeader& header) const override;
   Result<std::vector<kernels::Tensor>> AssembleBatch(const protocol::JobSpec& job,
-                                                     std::span<const Bytes> examples) const noexcept override;
+                                                     std::span<const Bytes> examples) const override;
 };
 
 }  // namespace vt::vm

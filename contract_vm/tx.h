@@ -18,6 +18,7 @@
 
 #include "common/bytes.h"
 #include "common/encoding.h"
+#include "common/limits.h"
 #include "common/result.h"
 #include "contract_vm/amount.h"
 #include "crypto/keys.h"
@@ -25,8 +26,9 @@
 namespace vt::vm {
 
 inline constexpr std::uint8_t kTxVersion = 1;
-// Hard cap of the encoding; the chain's own max_tx_bytes (ChainParams) is lower.
-inline constexpr std::size_t kMaxTxEncodedBytes = std::size_t{1} << 30;
+// Hard cap of the encoding: limits::kMaxTxBytes (common/limits.h), which
+// the chain's own max_tx_bytes (ChainParams) may lower, never raise.
+inline constexpr std::size_t kMaxTxEncodedBytes = limits::kMaxTxBytes;
 
 // Stable reject reasons of transaction validation (part of the protocol).
 namespace reasons {
@@ -44,6 +46,9 @@ inline constexpr std::string_view kInsufficientFunds = "tx-insufficient-funds";
 inline constexpr std::string_view kBalanceOverflow = "tx-balance-overflow";
 inline constexpr std::string_view kOutOfGas = "tx-out-of-gas";
 inline constexpr std::string_view kUnknownContract = "tx-unknown-contract";
+// A call that threw (caught at the VM boundary): its receipt fails with these.
+inline constexpr std::string_view kVmOutOfMemory = "vm-out-of-memory";
+inline constexpr std::string_view kVmException = "vm-exception";
 }  // namespace reasons
 
 struct TransferPayload {

@@ -1,9 +1,12 @@
 #include "contract_vm/vm.h"
 
 #include <algorithm>
+#include <exception>
+#include <new>
 #include <string>
 #include <utility>
 
+#include "common/limits.h"
 #include "contract_vm/state_root.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
@@ -76,7 +79,30 @@ Status Credit(StateOverlay& state, const crypto::Address& to, Amount amount) {
   return Status::Ok();
 }
 
+// The one boundary between the VM and contract code: nothing a contract
+// throws gets past it. An exception fails the call like any error (the fee
+// is charged, the call's writes are dropped). Sizes are bounded and charged
+// before any allocation (common/limits.h), so on a healthy node this is a
+// safety net, never a verdict.
+Status CallContract(NativeContract& contract, CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept {
+  try {
+    return contract.Call(ctx, method, args);
+  } catch (const std::bad_alloc&) {
+    return Status::Error(reasons::kVmOutOfMemory, "allocation failed inside the call");
+  } catch (const std::exception& e) {
+    return Status::Error(reasons::kVmException, e.what());
+  } catch (...) {
+    return Status::Error(reasons::kVmException, "unknown exception");
+  }
+}
+
 }  // namespace
+
+bool IsLocalFailure(const Status& s) {
+  if (!s.is_error()) return false;
+  const std::string& r = s.reason();
+  return r.rfind("db-", 0) == 0 || r.rfind("state-", 0) == 0;
+}
 
 // ---- encodings -------------------------------------------------------------------
 
@@ -308,6 +334,9 @@ Result<ChainTip> Vm::ApplyGenesis(StateStore& store, const Genesis& genesis) con
   const ChainParams& p = genesis.params;
   if (p.chain_id == 0 || p.block_gas_limit == 0 || p.max_tx_bytes == 0)
     return Status::Invalid("genesis-bad-params", "chain id, block gas limit and max tx bytes must be nonzero");
+  if (p.max_tx_bytes > limits::kMaxTxBytes)
+    return Status::Invalid("genesis-bad-params", "max tx bytes above " + std::to_string(limits::kMaxTxBytes) +
+                                                     ", what one gossip frame carries");
   StateOverlay state(store);
   Amount supply = 0;
   for (std::size_t i = 0; i < genesis.allocations.size(); ++i) {
@@ -337,31 +366,55 @@ Status Vm::CheckTransaction(const StateStore& state, const Transaction& tx) cons
   return r.status();
 }
 
-Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainParams& params, const BlockEnv& env,
-                                       const Transaction& tx, std::uint64_t* block_gas_used) const noexcept {
-  // Stateless checks, cheapest first; none of them touches the state.
+Result<TxCost> CheckStateless(const ChainParams& params, const Transaction& tx, std::uint64_t block_gas_left) noexcept {
+  // Cheapest first; none of them touches the state.
   if (tx.version != kTxVersion) return Status::Invalid(reasons::kBadVersion);
   if (tx.chain_id != params.chain_id)
     return Status::Invalid(reasons::kWrongChain, "chain id " + std::to_string(tx.chain_id) + ", expected " +
                                                      std::to_string(params.chain_id));
   const std::uint64_t size = EncodeTransaction(tx).size();
   if (size > params.max_tx_bytes) return Status::Invalid(reasons::kTooLarge, std::to_string(size) + " bytes");
-  const std::uint64_t intrinsic = IntrinsicGas(size);
-  if (tx.gas_limit < intrinsic)
-    return Status::Invalid(reasons::kGasTooLow, "needs at least " + std::to_string(intrinsic));
-  if (tx.gas_limit > params.block_gas_limit - *block_gas_used) return Status::Invalid(reasons::kGasOverBlock);
+  TxCost cost;
+  cost.intrinsic_gas = IntrinsicGas(size);
+  if (tx.gas_limit < cost.intrinsic_gas)
+    return Status::Invalid(reasons::kGasTooLow, "needs at least " + std::to_string(cost.intrinsic_gas));
+  if (tx.gas_limit > block_gas_left) return Status::Invalid(reasons::kGasOverBlock);
   if (tx.gas_price < params.min_gas_price) return Status::Invalid(reasons::kGasPriceTooLow);
-  VT_ASSIGN_OR_RETURN(const crypto::Address sender, TxSenderAddress(tx));
+  VT_ASSIGN_OR_RETURN(cost.sender, TxSenderAddress(tx));
   if (!VerifyTransactionSignature(tx)) return Status::Invalid(reasons::kBadSignature);
   auto max_fee = CheckedMul(tx.gas_limit, tx.gas_price);
   if (!max_fee.ok()) return Status::Invalid(reasons::kAmountOverflow, "gas_limit * gas_price");
-  Amount upfront = *max_fee;
-  const auto* transfer = std::get_if<TransferPayload>(&tx.payload);
-  if (transfer != nullptr) {
-    auto total = CheckedAdd(upfront, transfer->amount);
+  cost.max_fee = *max_fee;
+  cost.upfront = *max_fee;
+  if (const auto* transfer = std::get_if<TransferPayload>(&tx.payload)) {
+    auto total = CheckedAdd(cost.upfront, transfer->amount);
     if (!total.ok()) return Status::Invalid(reasons::kAmountOverflow, "fee + amount");
-    upfront = *total;
+    cost.upfront = *total;
   }
+  return cost;
+}
+
+Result<Account> Vm::CheckAdmission(const StateStore& state, const Transaction& tx) const noexcept {
+  VT_ASSIGN_OR_RETURN(ChainParams params, ReadParams(state));
+  VT_ASSIGN_OR_RETURN(TxCost cost, CheckStateless(params, tx, params.block_gas_limit));
+  VT_ASSIGN_OR_RETURN(Account account, ReadAccount(state, cost.sender));
+  if (tx.nonce < account.nonce)
+    return Status::Invalid(reasons::kBadNonce, "nonce " + std::to_string(tx.nonce) + " already used (account at " +
+                                                   std::to_string(account.nonce) + ")");
+  // A queued nonce cannot execute yet; its funds are judged with the rest of
+  // the sender's pending transactions by the mempool.
+  if (tx.nonce > account.nonce) return account;
+  VT_TRY(CheckTransaction(state, tx));
+  return account;
+}
+
+Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainParams& params, const BlockEnv& env,
+                                       const Transaction& tx, std::uint64_t* block_gas_used) const noexcept {
+  VT_ASSIGN_OR_RETURN(const TxCost cost, CheckStateless(params, tx, params.block_gas_limit - *block_gas_used));
+  const crypto::Address& sender = cost.sender;
+  const std::uint64_t intrinsic = cost.intrinsic_gas;
+  const Amount upfront = cost.upfront;
+  const auto* transfer = std::get_if<TransferPayload>(&tx.payload);
 
   // Stateful checks.
   VT_ASSIGN_OR_RETURN(Account account, ReadAccount(block_state, sender));
@@ -375,7 +428,7 @@ Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainPar
   // Includable from here on: the nonce advances and the fee is paid whatever
   // the payload does.
   account.nonce += 1;
-  account.balance -= *max_fee;
+  account.balance -= cost.max_fee;
   WriteAccount(block_state, sender, account);
 
   GasMeter meter(tx.gas_limit);
@@ -399,16 +452,18 @@ Result<Receipt> Vm::ExecuteTransaction(StateOverlay& block_state, const ChainPar
       outcome = Status::Invalid(reasons::kUnknownContract, "contract " + std::to_string(call.contract));
     } else {
       CallContext ctx(tx_state, meter, env, params, tx.gas_price, call.contract, sender, tx.sender, m_arbiter);
-      outcome = contract->Call(ctx, call.method, call.args);
+      outcome = CallContract(*contract, ctx, call.method, call.args);
       events = std::move(ctx.events());
     }
   }
-  if (outcome.is_error()) return outcome;  // a local failure: the block cannot be processed here
+  // The store failed under us: this machine cannot process the block. Any
+  // other error is the transaction's doing and fails its receipt below.
+  if (IsLocalFailure(outcome)) return outcome;
   if (outcome.ok()) VT_TRY(block_state.Commit(tx_state.batch()));
 
   const std::uint64_t gas_used = meter.used();
   const Amount fee = gas_used * tx.gas_price;  // <= max_fee, no overflow
-  VT_TRY(Credit(block_state, sender, *max_fee - fee));
+  VT_TRY(Credit(block_state, sender, cost.max_fee - fee));
   VT_TRY(Credit(block_state, env.proposer, fee));
   *block_gas_used += gas_used;
 
@@ -441,6 +496,7 @@ Result<BlockResult> Vm::ApplyBlock(StateStore& store, const ChainTip& parent, co
   const BlockHeader& h = block.header;
   VT_TRY(CheckHeader(params, parent, h));
   if (block.txs.size() > kMaxBlockTxs) return Status::Invalid("block-too-many-txs");
+  if (EncodedBlockSize(block) > limits::kMaxBlockBytes) return Status::Invalid("block-too-large");
   if (TxRoot(block.txs) != h.tx_root) return Status::Invalid("block-bad-tx-root");
   VT_ASSIGN_OR_RETURN(crypto::PublicKey proposer, crypto::PublicKey::FromBytes(h.proposer));
   const BlockEnv env{h.chain_id, h.height, h.time, proposer.address()};
@@ -476,14 +532,26 @@ Result<BlockResult> Vm::ProduceBlock(StateStore& store, const ChainTip& parent, 
 
   StateOverlay state(store);
   std::uint64_t gas_used = 0;
+  std::size_t block_bytes = EncodedBlockSize(result.block) + 8;  // + room for the tx count's varint to grow
   for (Transaction& tx : candidates) {
     if (result.block.txs.size() >= kMaxBlockTxs) break;
-    auto receipt = ExecuteTransaction(state, params, env, tx, &gas_used);
+    // A block must fit in one gossip frame; a tx that does not fit now may
+    // fit the next block.
+    const std::size_t tx_bytes = EncodeTransaction(tx).size();
+    if (block_bytes + tx_bytes > limits::kMaxBlockBytes) continue;
+    // Each transaction runs in a layer of its own, so that whatever it does
+    // — even an error that leaves its writes half done — can be dropped
+    // without touching the block: no transaction can stop the proposer.
+    StateOverlay layer(state);
+    std::uint64_t layer_gas = gas_used;
+    auto receipt = ExecuteTransaction(layer, params, env, tx, &layer_gas);
     if (!receipt.ok()) {
-      if (receipt.status().is_error()) return receipt.status();
       if (rejected != nullptr) rejected->push_back(RejectedTx{TxId(tx), receipt.status()});
       continue;
     }
+    VT_TRY(state.Commit(layer.batch()));
+    gas_used = layer_gas;
+    block_bytes += tx_bytes;
     result.receipts.push_back(std::move(receipt).value());
     result.block.txs.push_back(std::move(tx));
   }

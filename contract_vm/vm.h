@@ -21,6 +21,7 @@
 
 #include "common/bytes.h"
 #include "common/encoding.h"
+#include "common/limits.h"
 #include "common/result.h"
 #include "contract_vm/amount.h"
 #include "contract_vm/block.h"
@@ -40,8 +41,9 @@ struct Account {
 struct ChainParams {
   std::uint64_t chain_id = 1;
   std::uint64_t block_gas_limit = std::uint64_t{1} << 40;
-  // An arbitration of GPT-2 small's costliest node posts ~363 MB of inputs.
-  std::uint64_t max_tx_bytes = std::uint64_t{512} << 20;
+  // At most limits::kMaxTxBytes (what one gossip frame carries); genesis
+  // refuses more. Jobs whose arbitration needs more are refused at posting.
+  std::uint64_t max_tx_bytes = limits::kMaxTxBytes;
   Amount min_gas_price = 1;
   bool operator==(const ChainParams&) const = default;
 };
@@ -88,6 +90,24 @@ struct SupplyReport {
 // "amount-overflow".
 Result<SupplyReport> AuditSupply(const StateStore& state) noexcept;
 
+// A Status::Error from the store itself ("db-*", "state-*"): this machine
+// cannot compute the state, so the block cannot be processed here. Every
+// other error of a call is the transaction's doing and fails its receipt.
+bool IsLocalFailure(const Status& s);
+
+// What a transaction costs its sender at most, from the stateless checks.
+struct TxCost {
+  crypto::Address sender;
+  std::uint64_t intrinsic_gas = 0;  // tx_base + tx_byte per encoded byte
+  Amount max_fee = 0;               // gas_limit * gas_price
+  Amount upfront = 0;               // max_fee + the transferred amount
+};
+
+// The checks of a transaction that need no state, cheapest first: version,
+// chain, size, gas limit (intrinsic gas, at most `block_gas_left`), gas
+// price, sender key, signature, fee overflow. Reasons in tx.h.
+Result<TxCost> CheckStateless(const ChainParams& params, const Transaction& tx, std::uint64_t block_gas_left) noexcept;
+
 // A transaction a proposer left out, and why.
 struct RejectedTx {
   Hash256 tx_id;
@@ -110,8 +130,13 @@ class Vm {
   Result<ChainTip> ApplyGenesis(StateStore& store, const Genesis& genesis) const noexcept;
 
   // Would `tx` be accepted as the next transaction on top of `state` in a
-  // block at `height`? The mempool's check; reasons in tx.h.
+  // block at `height`? Reasons in tx.h.
   Status CheckTransaction(const StateStore& state, const Transaction& tx) const noexcept;
+  // The mempool's door: every stateless check; a used nonce is "tx-bad-nonce";
+  // the account's next nonce is checked in full (CheckTransaction); a later
+  // nonce passes (it cannot execute yet). Returns the sender's account, for
+  // the mempool's nonce window and funds rules.
+  Result<Account> CheckAdmission(const StateStore& state, const Transaction& tx) const noexcept;
 
   // Validates and applies a block on top of `parent`: all of it (committed
   // to `store` in one batch) or nothing. Invalid with a "block-*" reason, or
@@ -119,8 +144,11 @@ class Vm {
   Result<BlockResult> ApplyBlock(StateStore& store, const ChainTip& parent, const Block& block) const noexcept;
 
   // The proposer's side: executes `candidates` in order, leaves out the ones
-  // that are invalid at their turn (reported in `rejected`), fills in and
-  // signs the header, and commits like ApplyBlock.
+  // that cannot be included at their turn (reported in `rejected`: invalid,
+  // or failing with any error) and those that would push the block past
+  // limits::kMaxBlockBytes (not reported: they fit a later block), fills in
+  // and signs the header, and commits like ApplyBlock. Fails only when the
+  // store fails; no transaction can make it fail.
   Result<BlockResult> ProduceBlock(StateStore& store, const ChainTip& parent, std::vector<Transaction> candidates,
                                    std::uint64_t time, const crypto::SecretKey& proposer,
                                    std::vector<RejectedTx>* rejected) const noexcept;

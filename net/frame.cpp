@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 
+#include "common/limits.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
 
@@ -31,14 +32,18 @@ constexpr std::size_t kMaxReserveAhead = 64 * kKiB;
 
 }  // namespace
 
+static_assert(limits::kMaxBlockBytes <= kMaxFramePayload && limits::kMaxTxBytes <= limits::kMaxBlockBytes);
+
 std::uint32_t MaxPayload(std::uint16_t type) {
   switch (static_cast<MsgType>(type)) {
     case MsgType::kHello: return 1 * kKiB;
     case MsgType::kDisconnect: return 512;
     case MsgType::kPing:
     case MsgType::kPong: return 8;
-    case MsgType::kTx: return 1 * kMiB;
-    case MsgType::kBlock: return 8 * kMiB;
+    // The chain's own limits (common/limits.h): a tx or block the chain
+    // accepts always fits its gossip frame, and nothing larger is carried.
+    case MsgType::kTx: return static_cast<std::uint32_t>(limits::kMaxTxBytes);
+    case MsgType::kBlock: return static_cast<std::uint32_t>(limits::kMaxBlockBytes);
     case MsgType::kGetHeaders:
     case MsgType::kGetBlocks: return 64;
     case MsgType::kHeaders: return 4 * kMiB;

@@ -70,84 +70,9 @@ Result<vm::Block> Chain::Rollback() {
   return block;
 }
 
-Status Chain::CheckTransaction(const vm::Transaction& tx) const {
+Result<vm::Account> Chain::CheckTransaction(const vm::Transaction& tx) const {
   std::lock_guard lock(m_mu);
-  Status s = m_vm.CheckTransaction(*m_db, tx);
-  if (s.ok() || s.reason() != vm::reasons::kBadNonce) return s;
-  // A nonce ahead of the account's: queue it if the rest checks out.
-  auto sender = vm::TxSenderAddress(tx);
-  if (!sender.ok()) return sender.status();
-  auto account = vm::ReadAccount(*m_db, *sender);
-  if (!account.ok()) return account.status();
-  if (tx.nonce <= account->nonce || tx.nonce > account->nonce + kMaxNonceGap) return s;
-  if (tx.chain_id != m_genesis.genesis.params.chain_id) return Status::Invalid(vm::reasons::kWrongChain);
-  if (!vm::VerifyTransactionSignature(tx)) return Status::Invalid(vm::reasons::kBadSignature);
-  return Status::Ok();
-}
-
-// ---- Mempool ---------------------------------------------------------------------
-
-Status Mempool::Add(const vm::Transaction& tx, std::size_t encoded_size) {
-  const Hash256 id = vm::TxId(tx);
-  std::lock_guard lock(m_mu);
-  if (m_txs.count(id)) return Status::Invalid("mempool-duplicate");
-  if (m_txs.size() >= m_max_txs || m_bytes + encoded_size > m_max_bytes) return Status::Invalid("mempool-full");
-  m_txs.emplace(id, Entry{tx, encoded_size, m_seq++});
-  m_bytes += encoded_size;
-  return Status::Ok();
-}
-
-bool Mempool::Contains(const Hash256& id) const {
-  std::lock_guard lock(m_mu);
-  return m_txs.count(id) != 0;
-}
-
-std::vector<vm::Transaction> Mempool::Candidates(std::size_t max) const {
-  std::lock_guard lock(m_mu);
-  std::vector<const Entry*> entries;
-  entries.reserve(m_txs.size());
-  for (const auto& [id, e] : m_txs) entries.push_back(&e);
-  std::sort(entries.begin(), entries.end(), [](const Entry* a, const Entry* b) {
-    return a->tx.nonce != b->tx.nonce ? a->tx.nonce < b->tx.nonce : a->seq < b->seq;
-  });
-  std::vector<vm::Transaction> out;
-  for (const Entry* e : entries) {
-    if (out.size() >= max) break;
-    out.push_back(e->tx);
-  }
-  return out;
-}
-
-void Mempool::Remove(const std::vector<Hash256>& ids) {
-  std::lock_guard lock(m_mu);
-  for (const Hash256& id : ids) {
-    const auto it = m_txs.find(id);
-    if (it == m_txs.end()) continue;
-    m_bytes -= it->second.size;
-    m_txs.erase(it);
-  }
-}
-
-void Mempool::RemoveIf(const std::function<bool(const vm::Transaction&)>& dead) {
-  std::lock_guard lock(m_mu);
-  for (auto it = m_txs.begin(); it != m_txs.end();) {
-    if (dead(it->second.tx)) {
-      m_bytes -= it->second.size;
-      it = m_txs.erase(it);
-    } else {
-      ++it;
-    }
-  }
-}
-
-std::size_t Mempool::size() const {
-  std::lock_guard lock(m_mu);
-  return m_txs.size();
-}
-
-std::size_t Mempool::bytes() const {
-  std::lock_guard lock(m_mu);
-  return m_bytes;
+  return m_vm.CheckAdmission(*m_db, tx);
 }
 
 }  // namespace vt::node

@@ -1,8 +1,8 @@
 #pragma once
 // Chain: the node's view of one chain — the LevelDB store, the VM with the
 // referee and the arbitration precompile, the tip — behind one mutex, so the
-// P2P thread, the RPC handlers and the block producer can share it. And the
-// Mempool: pending transactions, checked, deduplicated and bounded.
+// P2P thread, the RPC handlers and the block producer can share it. The
+// mempool is node/mempool.h.
 
 #include <cstdint>
 #include <deque>
@@ -20,6 +20,7 @@
 #include "contract_vm/vm.h"
 #include "node/chain_db.h"
 #include "node/genesis.h"
+#include "node/mempool.h"
 #include "referee/messages.h"
 #include "referee/referee.h"
 
@@ -49,11 +50,10 @@ class Chain {
   // Removes the tip block (fork choice); returns it.
   Result<vm::Block> Rollback();
 
-  // The mempool's admission check against the tip state. A nonce ahead of
-  // the account's (up to kMaxNonceGap) passes, so a client can queue.
-  Status CheckTransaction(const vm::Transaction& tx) const;
-
-  static constexpr std::uint64_t kMaxNonceGap = 256;
+  // The mempool's admission check against the tip state (Vm::CheckAdmission):
+  // the sender's account when the transaction may be queued; a nonce ahead
+  // of the account's passes here, the mempool bounds how far.
+  Result<vm::Account> CheckTransaction(const vm::Transaction& tx) const;
 
  private:
   Chain(std::unique_ptr<ChainDb> db, GenesisFile genesis);
@@ -67,39 +67,6 @@ class Chain {
   vm::ContractRegistry m_registry;
   vm::Vm m_vm;
   vm::ChainTip m_tip;
-};
-
-// Pending transactions: deduplicated by id, bounded in count and bytes,
-// handed to the producer in nonce order (per sender that is the only order
-// that can apply; across senders it does not matter).
-class Mempool {
- public:
-  Mempool(std::size_t max_txs = 20'000, std::size_t max_bytes = std::size_t{512} << 20)
-      : m_max_txs(max_txs), m_max_bytes(max_bytes) {}
-
-  // Invalid "mempool-duplicate", "mempool-full".
-  Status Add(const vm::Transaction& tx, std::size_t encoded_size);
-  bool Contains(const Hash256& id) const;
-  // Up to `max` transactions, lowest nonce first, oldest first among equals.
-  std::vector<vm::Transaction> Candidates(std::size_t max) const;
-  // After a block: drop the included ones and those `keep` says are dead.
-  void Remove(const std::vector<Hash256>& ids);
-  void RemoveIf(const std::function<bool(const vm::Transaction&)>& dead);
-  std::size_t size() const;
-  std::size_t bytes() const;
-
- private:
-  struct Entry {
-    vm::Transaction tx;
-    std::size_t size = 0;
-    std::uint64_t seq = 0;
-  };
-  mutable std::mutex m_mu;
-  std::map<Hash256, Entry> m_txs;
-  std::size_t m_bytes = 0;
-  std::uint64_t m_seq = 0;
-  std::size_t m_max_txs;
-  std::size_t m_max_bytes;
 };
 
 }  // namespace vt::node

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <set>
 #include <tuple>
 
 #include <boost/asio/post.hpp>
@@ -55,7 +56,7 @@ Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
 }
 
 Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
-    : m_config(std::move(config)), m_chain(std::move(chain)), m_blobs(m_chain->db()) {
+    : m_config(std::move(config)), m_chain(std::move(chain)), m_blobs(m_chain->db()), m_mempool(m_config.mempool) {
   net::P2PConfig pc;
   pc.chain_id = m_config.genesis.chain_name + "/" + std::to_string(m_config.genesis.genesis.params.chain_id);
   pc.genesis_hash = m_config.genesis.NetworkHash();
@@ -132,7 +133,7 @@ Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
   if (m_mempool.Contains(id)) return Status::Invalid("mempool-duplicate");
   VT_ASSIGN_OR_RETURN(auto where, m_chain->db().FindTx(id));
   if (where) return Status::Invalid("tx-already-included", "at height " + std::to_string(where->height));
-  VT_TRY(m_chain->CheckTransaction(tx));
+  VT_ASSIGN_OR_RETURN(const vm::Account account, m_chain->CheckTransaction(tx));
   // Named blobs: one we hold must verify; missing ones are fetched now, so
   // they travel with the transaction (as blob sidecars do).
   if (const auto named = referee::NamedBlobs(tx); !named.empty()) {
@@ -141,7 +142,10 @@ Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
     for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
   }
   Bytes bytes = vm::EncodeTransaction(tx);
-  VT_TRY(m_mempool.Add(tx, bytes.size()));
+  VT_ASSIGN_OR_RETURN(const std::vector<Displaced> displaced, m_mempool.Add(tx, bytes.size(), account));
+  for (const Displaced& d : displaced)
+    Log().info("{} dropped tx {} from the mempool: {} by {}", m_config.name, d.tx_id.Hex().substr(0, 16), d.reason,
+               id.Hex().substr(0, 16));
   {
     std::lock_guard lock(m_stats_mu);
     ++m_stats.txs_accepted;
@@ -152,18 +156,21 @@ Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
 }
 
 std::uint64_t Node::NextNonce(const crypto::Address& address) const {
-  auto account = vm::ReadAccount(m_chain->db(), address);
-  std::uint64_t next = account.ok() ? account->nonce : 0;
+  std::uint64_t next = AccountNonce(address);
   // Pending transactions of this sender with consecutive nonces.
-  std::vector<std::uint64_t> pending;
-  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0})) {
-    auto from = vm::TxSenderAddress(tx);
-    if (from.ok() && *from == address) pending.push_back(tx.nonce);
-  }
-  std::sort(pending.begin(), pending.end());
-  for (std::uint64_t n : pending)
+  for (std::uint64_t n : m_mempool.PendingNonces(address))
     if (n == next) ++next;
   return next;
+}
+
+std::uint64_t Node::AccountNonce(const crypto::Address& address) const {
+  auto account = vm::ReadAccount(m_chain->db(), address);
+  return account.ok() ? account->nonce : 0;
+}
+
+void Node::Readmit(const vm::Transaction& tx) {
+  auto account = m_chain->CheckTransaction(tx);
+  if (account.ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size(), *account);
 }
 
 // ---- blocks ------------------------------------------------------------------------
@@ -181,12 +188,7 @@ void Node::AfterBlock(const vm::Block& block) {
   for (const vm::Transaction& tx : block.txs) ids.push_back(vm::TxId(tx));
   m_mempool.Remove(ids);
   // Transactions whose nonce the chain has passed can never apply.
-  m_mempool.RemoveIf([this](const vm::Transaction& tx) {
-    auto from = vm::TxSenderAddress(tx);
-    if (!from.ok()) return true;
-    auto account = vm::ReadAccount(m_chain->db(), *from);
-    return account.ok() && tx.nonce < account->nonce;
-  });
+  m_mempool.DropStale([this](const crypto::Address& a) { return AccountNonce(a); });
   m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
   m_wake.notify_all();
 }
@@ -239,9 +241,7 @@ net::Verdict Node::HandleBlock(net::PeerId from, const vm::Block& block) {
     (void)ApplyBlockLocked(*removed);  // keep ours
     return net::Verdict::FromStatus(s);
   }
-  for (const vm::Transaction& tx : removed->txs) {
-    if (m_chain->CheckTransaction(tx).ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size());
-  }
+  for (const vm::Transaction& tx : removed->txs) Readmit(tx);
   Log().info("{} switched to a better block at height={} proposer={}", m_config.name, h,
              ToHex(block.header.proposer).substr(0, 8));
   std::lock_guard slock(m_stats_mu);
@@ -331,8 +331,7 @@ void Node::OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64
     return;
   }
   for (const vm::Block& b : removed)
-    for (const vm::Transaction& tx : b.txs)
-      if (m_chain->CheckTransaction(tx).ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size());
+    for (const vm::Transaction& tx : b.txs) Readmit(tx);
   Log().info("{} reorganised: rolled back {} block(s) from height {}, now at {}", m_config.name, removed.size(),
              fork_height, m_chain->tip().height);
   std::lock_guard slock(m_stats_mu);
@@ -437,10 +436,15 @@ Status Node::FetchBlobFromPeers(const Hash256& hash) {
 std::vector<vm::Transaction> Node::WithBlobsReady(std::vector<vm::Transaction> candidates) {
   std::vector<vm::Transaction> out;
   out.reserve(candidates.size());
+  std::set<std::array<std::uint8_t, 32>> waiting;  // senders with a tx held back: their later nonces wait too (no gap)
   for (vm::Transaction& tx : candidates) {
+    if (waiting.count(tx.sender)) continue;
     const auto named = referee::NamedBlobs(tx);
-    if (named.empty() || m_blobs.Examine(named).state == BlobGate::State::kReady) out.push_back(std::move(tx));
-    // Otherwise it waits; BlobTick fetches its blobs or drops it.
+    if (named.empty() || m_blobs.Examine(named).state == BlobGate::State::kReady) {
+      out.push_back(std::move(tx));
+    } else {
+      waiting.insert(tx.sender);  // BlobTick fetches its blobs or drops it
+    }
   }
   return out;
 }
@@ -559,18 +563,33 @@ void Node::ProducerLoop() {
       }
       if (produce) {
         std::vector<vm::RejectedTx> rejected;
-        auto result = m_chain->Produce(WithBlobsReady(m_mempool.Candidates(m_config.max_block_txs)), time, key,
-                                       &rejected);
+        auto candidates = WithBlobsReady(
+            m_mempool.Candidates(m_config.max_block_txs, [this](const crypto::Address& a) { return AccountNonce(a); }));
+        auto result = m_chain->Produce(candidates, time, key, &rejected);
+        if (!result.ok() && !candidates.empty()) {
+          // Only a failing store makes Produce fail; whatever the cause, the
+          // chain goes on: an empty block keeps the block clock running.
+          Log().error("{} could not produce block {} with {} tx(s): {}; proposing it empty", m_config.name,
+                      tip.height + 1, candidates.size(), result.status().ToString());
+          rejected.clear();
+          result = m_chain->Produce({}, time, key, &rejected);
+        }
         if (!result.ok()) {
           Log().error("{} could not produce block {}: {}", m_config.name, tip.height + 1,
                       result.status().ToString());
           wait_ms = 200;
         } else {
           AfterBlock(result->block);
-          // Drop what can never apply; keep transactions waiting for an earlier nonce.
+          // Drop what can never apply, with its reason; keep what waits for
+          // an earlier nonce or for room in a later block.
           std::vector<Hash256> dead;
-          for (const vm::RejectedTx& r : rejected)
-            if (r.status.reason() != vm::reasons::kBadNonce) dead.push_back(r.tx_id);
+          for (const vm::RejectedTx& r : rejected) {
+            const std::string& why = r.status.reason();
+            if (why == vm::reasons::kBadNonce || why == vm::reasons::kGasOverBlock) continue;
+            Log().info("{} dropped tx {} from the mempool: {}", m_config.name, r.tx_id.Hex().substr(0, 16),
+                       r.status.ToString());
+            dead.push_back(r.tx_id);
+          }
           m_mempool.Remove(dead);
           {
             std::lock_guard slock(m_stats_mu);

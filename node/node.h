@@ -53,6 +53,7 @@ struct NodeConfig {
   std::uint16_t rpc_port = 0;  // 0: ephemeral
   std::size_t rpc_max_body = std::size_t{64} << 20;
   std::size_t max_block_txs = 4096;
+  MempoolLimits mempool;
   // Gossip/sync timing for tests (P2PConfig defaults otherwise).
   std::chrono::milliseconds reconnect_max{2000};
 };
@@ -85,7 +86,7 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   NodeStats stats() const;
 
   // Checks, queues and gossips a transaction. Invalid with the VM's tx-*
-  // reason, "mempool-duplicate", "mempool-full".
+  // reason or a mempool-* reason (node/mempool.h).
   Result<Hash256> SubmitTransaction(const vm::Transaction& tx);
 
  private:
@@ -119,6 +120,9 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   // failed if that was under a second ago ("blob-not-found", …).
   Status FetchBlobFromPeers(const Hash256& hash);
   std::uint64_t NextNonce(const crypto::Address& address) const;
+  std::uint64_t AccountNonce(const crypto::Address& address) const;  // at the tip
+  // A transaction of a block rolled back: back into the mempool if it still applies.
+  void Readmit(const vm::Transaction& tx);
 
   // Blob availability (docs/node.md, "Blob availability"). The producer
   // proposes only transactions whose named blobs are held and verify.

@@ -3,6 +3,7 @@
 // rejected with the stable reason in error.data.reason).
 
 #include "common/encoding.h"
+#include "common/limits.h"
 #include "net/rpc.h"
 #include "node/explorer_rpc.h"
 #include "node/json_view.h"
@@ -77,6 +78,10 @@ void Node::RegisterRpc() {
 
   rpc.Register("submit_tx", [this](const Json& params) -> Result<Json> {
     VT_ASSIGN_OR_RETURN(std::string hex, net::GetStringParam(params, 0, "tx"));
+    // Refused at the door: nothing larger than a gossip frame is decoded.
+    if (hex.size() > 2 * limits::kMaxTxBytes)
+      return Status::Invalid(vm::reasons::kTooLarge, std::to_string(hex.size() / 2) + " bytes, the limit is " +
+                                                         std::to_string(limits::kMaxTxBytes));
     auto bytes = FromHex(hex);
     if (!bytes.ok()) return net::InvalidParams("tx must be hex");
     VT_ASSIGN_OR_RETURN(vm::Transaction tx, vm::DecodeTransaction(*bytes));

@@ -7,6 +7,16 @@
 
 namespace vt::protocol {
 
+std::uint64_t BatchIndicesWork(std::uint64_t dataset_size, std::uint64_t offset, std::uint32_t batch_size) {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  if (dataset_size == 0) return batch_size;
+  const std::uint64_t first = offset < dataset_size ? dataset_size - offset : 0;
+  const std::uint64_t rest = batch_size > first ? batch_size - first : 0;
+  const std::uint64_t epochs = 1 + rest / dataset_size + (rest % dataset_size != 0 ? 1 : 0);
+  if (epochs > (kMax - batch_size) / dataset_size) return kMax;
+  return epochs * dataset_size + batch_size;
+}
+
 Result<std::vector<std::uint64_t>> BatchIndices(std::uint64_t seed, std::uint64_t dataset_size, std::uint64_t epoch,
                                                 std::uint64_t offset, std::uint32_t batch_size) {
   if (dataset_size == 0 || offset >= dataset_size)

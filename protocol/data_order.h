@@ -23,6 +23,12 @@ inline constexpr std::uint32_t kDataOrderStream = 0xFFFF0000u;
 
 // Invalid "data-bad-cursor" (dataset_size == 0 or offset >= dataset_size) or
 // "data-epoch-overflow" (an epoch >= 2^32 would be needed).
+// The elements BatchIndices generates for these arguments: one full
+// permutation of the dataset per epoch the batch touches, plus the batch.
+// Arbitration charges gas for this before calling BatchIndices (the
+// permutation allocates dataset_size words). Saturates at 2^64 - 1.
+std::uint64_t BatchIndicesWork(std::uint64_t dataset_size, std::uint64_t offset, std::uint32_t batch_size);
+
 Result<std::vector<std::uint64_t>> BatchIndices(std::uint64_t seed, std::uint64_t dataset_size, std::uint64_t epoch,
                                                 std::uint64_t offset, std::uint32_t batch_size);
 

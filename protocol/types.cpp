@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "common/limits.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
 
@@ -49,9 +50,15 @@ Status ValidateJobSpec(const JobSpec& job) {
     // One job, one encoding: unused rounding fields must hold their defaults.
     return Status::Invalid("job-bad-rounding", "rounding bits must be 32 and the tau table empty outside rounded mode");
   }
-  if (job.batch_size == 0) return Status::Invalid("job-bad-batch-size", "batch size is 0");
-  if (job.dataset_size == 0) return Status::Invalid("job-bad-dataset-size", "dataset is empty");
-  if (job.num_steps == 0) return Status::Invalid("job-bad-steps", "number of steps is 0");
+  if (job.batch_size == 0 || job.batch_size > limits::kMaxBatchSize)
+    return Status::Invalid("job-bad-batch-size", "batch size " + std::to_string(job.batch_size) + " outside [1, " +
+                                                     std::to_string(limits::kMaxBatchSize) + "]");
+  if (job.dataset_size == 0 || job.dataset_size > limits::kMaxDatasetSize)
+    return Status::Invalid("job-bad-dataset-size", "dataset size " + std::to_string(job.dataset_size) +
+                                                       " outside [1, " + std::to_string(limits::kMaxDatasetSize) + "]");
+  if (job.num_steps == 0 || job.num_steps > limits::kMaxSteps)
+    return Status::Invalid("job-bad-steps", "number of steps " + std::to_string(job.num_steps) + " outside [1, " +
+                                                std::to_string(limits::kMaxSteps) + "]");
   if (job.checkpoint_interval == 0) return Status::Invalid("job-bad-interval", "checkpoint interval is 0");
   if (CheckpointCount(job.num_steps, job.checkpoint_interval) > kMaxCheckpoints)
     return Status::Invalid("job-too-many-checkpoints", "more than 2^24 checkpoints");

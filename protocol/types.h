@@ -41,7 +41,9 @@ struct JobSpec {
   bool operator==(const JobSpec&) const = default;
 };
 
-// Semantic checks every job must pass (DecodeJobSpec applies them too).
+// Semantic checks every job must pass (DecodeJobSpec applies them too);
+// sizes are bounded by common/limits.h (kMaxDatasetSize, kMaxBatchSize,
+// kMaxSteps), the model's dimensions by kernels/graph/model.h.
 // Invalid with one of: "job-bad-version", "job-bad-mode", "job-bad-rounding",
 // "job-bad-batch-size", "job-bad-dataset-size", "job-bad-steps",
 // "job-bad-interval", "job-too-many-checkpoints".

@@ -728,7 +728,7 @@ Status Session::CloseMootGame(const GameIdArgs& a) {
 
 }  // namespace
 
-Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept {
+Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) {
   Session s(ctx, m_params);
   switch (static_cast<Method>(method)) {
     case Method::kPostBounty: {

@@ -36,7 +36,7 @@ struct RefereeParams {
 class Referee final : public vm::NativeContract {
  public:
   explicit Referee(RefereeParams params = {}) : m_params(params) {}
-  Status Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) noexcept override;
+  Status Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) override;
 
   const RefereeParams& params() const { return m_params; }
 

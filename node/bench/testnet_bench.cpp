@@ -21,6 +21,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "common/limits.h"
 #include "contract_vm/vm.h"
 #include "node/bounty_flow.h"
 #include "node/client.h"
@@ -115,8 +116,10 @@ int Throughput(std::uint64_t txs, std::uint64_t interval) {
     auto& c = clients[(i % keys.size()) % clients.size()];  // one node per sender: its nonces stay in order
     auto& k = keys[i % keys.size()];
     if (c.Send(k, vm::TransferPayload{sink, 1}, 100'000).ok()) ++accepted;
-    if (i % (keys.size() * 200) == keys.size() * 200 - 1) {
-      // Let blocks drain so no sender runs ahead by more than the mempool's nonce gap.
+    // A sender may have at most limits::kMaxPendingPerSender pending (docs/node.md "Mempool").
+    constexpr std::uint64_t kBurst = limits::kMaxPendingPerSender / 2;
+    if (i % (keys.size() * kBurst) == keys.size() * kBurst - 1) {
+      // Let blocks drain so no sender runs ahead of the mempool's nonce window.
       while (clients[0].Call("chain_status")->at("mempool").get<std::uint64_t>() > 100)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }

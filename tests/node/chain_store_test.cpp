@@ -220,26 +220,5 @@ TEST(Genesis, RoundTripsAndRejectsBadFiles) {
   EXPECT_EQ(g.EarliestTime(1000, 2), 1000u + 250 + 2 * 700);
 }
 
-TEST(Mempool, DeduplicatesBoundsAndOrdersByNonce) {
-  node::Mempool pool(3, 1 << 20);
-  const auto a = NodeTestKey(100), b = NodeTestKey(101);
-  const auto to = NodeTestKey(102).address();
-  const auto a1 = Transfer(a, to, 1, 1), a0 = Transfer(a, to, 1, 0), b0 = Transfer(b, to, 1, 0);
-  ASSERT_TRUE(pool.Add(a1, 100).ok());
-  EXPECT_EQ(pool.Add(a1, 100).reason(), "mempool-duplicate");
-  ASSERT_TRUE(pool.Add(b0, 100).ok());
-  ASSERT_TRUE(pool.Add(a0, 100).ok());
-  EXPECT_EQ(pool.Add(Transfer(b, to, 1, 1), 100).reason(), "mempool-full");
-  const auto c = pool.Candidates(10);
-  ASSERT_EQ(c.size(), 3u);
-  EXPECT_EQ(c[0], b0) << "nonce 0 first, oldest first among equals";
-  EXPECT_EQ(c[1], a0);
-  EXPECT_EQ(c[2], a1);
-  pool.Remove({vm::TxId(a0)});
-  pool.RemoveIf([&](const vm::Transaction& tx) { return tx == b0; });
-  EXPECT_EQ(pool.size(), 1u);
-  EXPECT_EQ(pool.bytes(), 100u);
-}
-
 }  // namespace
 }  // namespace vt::test
