@@ -2,9 +2,9 @@
 // Deterministic float32 math: Exp, Log, Sin, Cos, Tanh, Erf, Rsqrt.
 //
 // Why: libm (and CUDA's libdevice) differ between vendors and versions in the
-// last bit, so repops kernels may not call them (DESIGN.md "repops"). These
-// functions use only IEEE-754 binary32 +, -, *, /, sqrt, an explicit fma where
-// written, and integer/bit operations, in a fixed order. The same source
+// last bit, so repops kernels may not call them (docs/kernels.md, "Modes").
+// These functions use only IEEE-754 binary32 +, -, *, /, sqrt, an explicit fma
+// where written, and integer/bit operations, in a fixed order. The same source
 // compiles for the CPU and (VT_HD) for CUDA, so results are bit-identical on
 // every platform that evaluates float expressions in float.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // The one canonical encoder for everything that is hashed or signed
-// (STYLE.md "Consensus data is canonical"; byte format in docs/formats.md).
+// (docs/style.md, "Consensus data is canonical"; byte format in docs/formats.md).
 //
 //   u8/u16/u32/u64  fixed width, little-endian
 //   i64             two's complement, 8 bytes little-endian

@@ -1,5 +1,5 @@
 #pragma once
-// Logging on spdlog (STYLE.md "Logs"): one line per event,
+// Logging on spdlog (docs/style.md, "Logs"): one line per event,
 //   2025-01-31T12:00:00.123Z [net:info] peer connected addr=127.0.0.1:9000
 // written as  vt::log::Get("net").info("peer connected addr={}", addr);
 // Messages are "text key=value ..."; time is UTC.

@@ -5,7 +5,8 @@
 // for (seed, step, tensor, element) is a pure function, the same on the CPU
 // and on a GPU (VT_HD), and any element can be recomputed on its own.
 //
-// Addressing used throughout veritrain (DESIGN.md "Training state"):
+// Addressing used throughout veritrain (docs/formats.md, "Randomness
+// (Philox streams)"):
 //   key     = (seed mod 2^32, seed >> 32)
 //   counter = (block mod 2^32, block >> 32, tensor, step)
 //   word w of stream (seed, step, tensor) = lane w % 4 of block w / 4.

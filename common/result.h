@@ -1,5 +1,5 @@
 #pragma once
-// Errors are values (STYLE.md). A Status is one of:
+// Errors are values (docs/style.md, "Errors are values"). A Status is one of:
 //   ok       — success;
 //   invalid  — the input from outside is wrong (a peer's or a user's fault).
 //              It carries a stable, protocol-level reason code such as

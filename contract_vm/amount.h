@@ -2,8 +2,8 @@
 // Token amounts and the only arithmetic allowed on them. Every balance,
 // escrow, bond, fee and reward is an unsigned 64-bit integer; every sum and
 // difference goes through these helpers, so an overflow or an underflow is a
-// stable invalid Status and never wraps (DESIGN.md: "All arithmetic on
-// balances is checked").
+// stable invalid Status and never wraps (docs/referee.md, "Parties and
+// money": all amounts are u64 with checked arithmetic).
 
 #include <cassert>
 #include <cstdint>

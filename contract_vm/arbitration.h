@@ -1,5 +1,5 @@
 #pragma once
-// The arbitration precompile (DESIGN.md, "The dispute game", step 4): given
+// The arbitration precompile (docs/referee.md, "The game", Arbitration): given
 // the facts the dispute game has established — the job, the step t, the
 // agreed state hash h_t, a node-record root whose leaves before the disputed
 // node are agreed, and the disputed node's index — it checks the supplied

@@ -1,8 +1,8 @@
 #pragma once
 // The operator graph of one training step as the referee sees it: which
 // operator each node runs, with which attributes, on which inputs. The graph
-// is a pure function of the job spec and the step number (DESIGN.md, "The
-// dispute game", level 3), so the referee can tell a correct node record
+// is a pure function of the job spec and the step number (docs/referee.md,
+// "The game", level 3), so the referee can tell a correct node record
 // from a malformed one without trusting either party.
 //
 // Protocol types only (no kernels types): referee/ includes this header.

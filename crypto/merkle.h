@@ -1,7 +1,7 @@
 #pragma once
 // Merkle trees, inclusion proofs and the leftmost-difference walk of the
-// dispute game (DESIGN.md). Format (docs/formats.md, "Hashing and Merkle
-// trees"):
+// dispute game (docs/referee.md, "The game"). Format (docs/formats.md,
+// "Hashing and Merkle trees"):
 //
 //   leaf hash   H_leaf(bytes) = TaggedHash("veritrain/merkle/leaf/v1", 0x00 || bytes)
 //   node hash   H_node(l, r)  = TaggedHash("veritrain/merkle/node/v1", 0x01 || l || r)

@@ -1,7 +1,8 @@
 #pragma once
 // Randomness from the operating system (getrandom(2)) for keys, nonces,
 // salts and signing aux data. Never used for anything consensus-relevant:
-// consensus randomness is derived from seeds (Philox, see DESIGN.md).
+// consensus randomness is derived from seeds (Philox, see docs/formats.md,
+// "Randomness (Philox streams)").
 
 #include <cstdint>
 #include <span>

@@ -1,9 +1,9 @@
 #pragma once
-// Every domain-separation tag of the project, in one place (DESIGN.md:
-// "every hash is domain-separated by a tag"). A tag names what is hashed and
-// the version of its encoding; changing an encoding means a new tag, never a
-// silent change under an old one. Add new tags here, keep them unique (the
-// crypto tests check uniqueness of the list below).
+// Every domain-separation tag of the project, in one place (docs/formats.md,
+// "Hashing and Merkle trees": every hash uses a tag). A tag names what is
+// hashed and the version of its encoding; changing an encoding means a new
+// tag, never a silent change under an old one. Add new tags here, keep them
+// unique (the crypto tests check uniqueness of the list below).
 
 #include <array>
 #include <string_view>

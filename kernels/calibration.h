@@ -1,5 +1,6 @@
 #pragma once
-// Adaptive τ for rounded mode (DESIGN.md "Determinism modes").
+// Adaptive τ for rounded mode (docs/kernels.md, "Rounded mode: the
+// error-bounded logging region").
 //
 // Replay of a rounded-mode log is exact when, for every value, the fp64
 // results of trainer and replayer differ by at most the half-width of its

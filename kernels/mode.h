@@ -1,6 +1,6 @@
 #pragma once
-// Determinism modes and the per-job execution configuration (DESIGN.md,
-// "Determinism modes").
+// Determinism modes and the per-job execution configuration (docs/kernels.md,
+// "Modes").
 
 #include <cstdint>
 #include <string_view>

@@ -1,7 +1,8 @@
 #pragma once
-// Rate limit for log lines a peer can trigger (STYLE.md: anything a peer can
-// trigger is rate-limited): at most `burst` lines per `window`; the first line
-// after a window with suppressed lines reports how many were dropped.
+// Rate limit for log lines a peer can trigger (docs/style.md, "Logs": anything
+// a peer can trigger is rate-limited): at most `burst` lines per `window`; the
+// first line after a window with suppressed lines reports how many were
+// dropped.
 
 #include <chrono>
 #include <cstddef>

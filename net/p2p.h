@@ -1,8 +1,8 @@
 #pragma once
-// P2PNode: the peer-to-peer layer of a veritrain node (DESIGN.md, "Chain and
-// network"). It moves opaque bytes — transactions, blocks, headers, blobs —
-// between nodes and asks the node, through the interfaces below, what they
-// mean. It knows nothing about chain rules.
+// P2PNode: the peer-to-peer layer of a veritrain node (docs/net.md). It moves
+// opaque bytes — transactions, blocks, headers, blobs — between nodes and asks
+// the node, through the interfaces below, what they mean. It knows nothing
+// about chain rules.
 //
 // Threading model
 // ---------------

@@ -1,7 +1,7 @@
 #pragma once
-// The training-state hash h_t (DESIGN.md "Training state, hashing,
-// commitments"), defined here rather than in worker/ so that the referee can
-// check openings of state tensors without seeing the worker.
+// The training-state hash h_t (docs/formats.md, "Training-state hash h_t"),
+// defined here rather than in worker/ so that the referee can check openings
+// of state tensors without seeing the worker.
 //
 // For a state with tensors t_0 < t_1 < … < t_{n-1} (sorted bytewise by name):
 //

@@ -1,6 +1,6 @@
 #pragma once
 // The referee: the native contract that runs training bounties and their
-// dispute games (DESIGN.md, "The dispute game"; docs/referee.md).
+// dispute games (docs/referee.md, "Bounty lifecycle" and "The game").
 //
 // Bounty: post (job, h_0, escrowed reward, bonds, windows, clock budget) →
 // claim (solver bond) → commit (signed commitment, leaf 0 = h_0, last leaf =

@@ -1,6 +1,6 @@
 #pragma once
-// The solver's signed commitment (DESIGN.md, "Training state, hashing,
-// commitments"): bounty id, job hash, the Merkle root over the checkpoint
+// The solver's signed commitment (docs/formats.md, "Commitment — a solver's
+// signed claim"): bounty id, job hash, the Merkle root over the checkpoint
 // state hashes h_0, h_k, …, h_N (leaves are the state hashes themselves),
 // the final state hash, and in rounded mode the root over the per-interval
 // rounding-log hashes (worker/run_dir.h), zero otherwise. Signed with

@@ -1,12 +1,12 @@
 #pragma once
-// Which examples form each batch (DESIGN.md: "Data order is a seeded
-// permutation"). The rule itself is protocol::BatchIndices
-// (protocol/data_order.h), shared with the referee: epoch e visits the
-// dataset in the order Permutation(seed, e, kDataOrderStream, n), and a batch
-// takes the next B positions, running on into the next epoch, so the
-// examples used after t steps are positions [0, t·B) of the concatenated
-// epoch orders. DataOrder here gives the same indices with the current
-// epoch's permutation cached (O(B) per batch instead of O(n)).
+// Which examples form each batch: a seeded permutation per epoch
+// (docs/formats.md, "Data order"). The rule itself is protocol::BatchIndices
+// (protocol/data_order.h), shared with the referee: epoch e visits the dataset
+// in the order Permutation(seed, e, kDataOrderStream, n), and a batch takes
+// the next B positions, running on into the next epoch, so the examples used
+// after t steps are positions [0, t·B) of the concatenated epoch orders.
+// DataOrder here gives the same indices with the current epoch's permutation
+// cached (O(B) per batch instead of O(n)).
 //
 // The DataCursor (epoch, offset) is part of the training state: the next
 // batch starts at position `offset` of epoch `epoch`'s permutation.

@@ -1,8 +1,8 @@
 #pragma once
 // Training datasets: examples of (input tensor, target tensor), loaders for the
 // usual file formats, a seeded synthetic generator, and the dataset
-// commitment a bounty names (DESIGN.md: "the dataset is committed by a Merkle
-// root over its examples").
+// commitment a bounty names: a Merkle root over its examples
+// (docs/formats.md, "Dataset commitment").
 //
 // Targets are fp32 tensors too, because a step's batch enters the operator
 // graph as two tensors (InputSource::kBatch 0 = inputs, 1 = targets):

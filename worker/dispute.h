@@ -1,8 +1,8 @@
 #pragma once
-// Dispute answers (DESIGN.md, "The dispute game", levels 2–4). A party — the
-// solver, or a challenger that audited it — answers from its own
-// checkpoints, recomputing forward with the logs it follows (in rounded
-// mode: always the solver's committed logs):
+// Dispute answers (docs/referee.md, "The game": levels 2 and 3 and the
+// arbitration). A party — the solver, or a challenger that audited it —
+// answers from its own checkpoints, recomputing forward with the logs it
+// follows (in rounded mode: always the solver's committed logs):
 //
 //  (a) AnswerStepHashes: the k+1 per-step state hashes h_{s_{j-1}} … h_{s_j}
 //      of checkpoint interval j (leaves of the referee's level-2 tree).

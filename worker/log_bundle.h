@@ -1,13 +1,13 @@
 #pragma once
 // The log bundle: how a rounded-mode solver publishes its rounding logs so
-// that challengers can replay (DESIGN.md, "rounded"). One blob holds the
-// run's manifest — the checkpoint hashes the solver claims and the interval
-// log entries — and every interval log file. The solver stores it on the
-// network (content-addressed by SHA-256) and names that hash in its commit
-// call (referee::CommitArgs::log_bundle); a challenger fetches it, unpacks
-// it into a directory that reads like the solver's run (manifest and logs,
-// no checkpoints) and audits against the signed commitment, which binds
-// every log through Commitment::log_root.
+// that challengers can replay (docs/formats.md, "Log bundle"; docs/referee.md,
+// "Data availability"). One blob holds the run's manifest — the checkpoint
+// hashes the solver claims and the interval log entries — and every interval
+// log file. The solver stores it on the network (content-addressed by SHA-256)
+// and names that hash in its commit call (referee::CommitArgs::log_bundle); a
+// challenger fetches it, unpacks it into a directory that reads like the
+// solver's run (manifest and logs, no checkpoints) and audits against the
+// signed commitment, which binds every log through Commitment::log_root.
 //
 // Byte format (docs/formats.md, "Log bundle"):
 //   magic "VTLB" ‖ u16 LE version (1)

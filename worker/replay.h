@@ -1,10 +1,11 @@
 #pragma once
-// Auditing a solver's run (DESIGN.md, "The dispute game"): a challenger
-// replays the job on its own configuration from h_0 — in rounded mode
-// following the solver's committed rounding logs — and compares its state
-// hash with the solver's at every checkpoint. The report says whether all
-// agree or names the first divergent checkpoint (and, when the replay itself
-// failed there, the step and node, e.g. a log entry the replay rejects).
+// Auditing a solver's run (docs/worker.md, "Commands"; docs/referee.md,
+// "The game"): a challenger replays the job on its own configuration from
+// h_0 — in rounded mode following the solver's committed rounding logs — and
+// compares its state hash with the solver's at every checkpoint. The report
+// says whether all agree or names the first divergent checkpoint (and, when
+// the replay itself failed there, the step and node, e.g. a log entry the
+// replay rejects).
 //
 // Before replaying, the solver's claims are checked for consistency: the
 // commitment's signature, its job hash, the checkpoint and log roots against

@@ -1,8 +1,8 @@
 #pragma once
-// The training state at one step (DESIGN.md "Training state, hashing,
-// commitments"): named tensors (parameters and optimizer state), the step
-// counter, the RNG counter and the data cursor. Its hash h_t is the layout
-// of protocol/state.h:
+// The training state at one step (docs/formats.md, "Training-state hash h_t";
+// docs/models.md, "Training state"): named tensors (parameters and optimizer
+// state), the step counter, the RNG counter and the data cursor. Its hash h_t
+// is the layout of protocol/state.h:
 //
 //   leaves = [Tensor::Hash of each tensor in name order, StateHeaderHash(header)]
 //   h_t    = crypto Merkle root over them

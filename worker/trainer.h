@@ -1,6 +1,5 @@
 #pragma once
-// The deterministic training loop (DESIGN.md, "Training state, hashing,
-// commitments").
+// The deterministic training loop (docs/models.md, "Execution"; docs/worker.md).
 //
 // Step t reads the batch at the state's data cursor (worker/data_order.h),
 // runs the step graph of kernels/graph for step t and replaces the state by

@@ -4,7 +4,7 @@
 // canonical topological list of registry operators (kernels/ops/registry.h).
 // A pure function of (model, optimizer, step, batch shapes): the worker runs
 // it, and the referee's arbitration rebuilds node i of any step from the job
-// alone (DESIGN.md, "The dispute game", level 3). Node order, names and the
+// alone (docs/referee.md, "The game", level 3). Node order, names and the
 // state layout of each family: docs/models.md.
 
 #include <cstddef>

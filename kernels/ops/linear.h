@@ -7,9 +7,9 @@
 //  * every shape and attribute is validated: Status::Invalid with a stable
 //    reason ("shape-mismatch", "bad-attribute", "bad-index", "empty-tensor",
 //    "too-large") and never a crash, whatever the input;
-//  * ctx.mode() selects native / repops / rounded (DESIGN.md); in rounded
-//    mode every output is rounded through ctx.RoundOutput in the documented
-//    output order;
+//  * ctx.mode() selects native / repops / rounded (docs/kernels.md,
+//    "Modes"); in rounded mode every output is rounded through
+//    ctx.RoundOutput in the documented output order;
 //  * the operation order of repops (and the fp64 order of rounded mode) is
 //    documented at the top of each .cpp and in docs/kernels.md.
 

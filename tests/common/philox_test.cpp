@@ -73,7 +73,8 @@ TEST(Philox, AddressingLayout) {
   // Word w is lane w % 4 of block w / 4.
   const PhiloxBlock b = PhiloxStreamBlock(key, 7, 3, 10);
   for (std::uint64_t lane = 0; lane < 4; ++lane) EXPECT_EQ(PhiloxWord(key, 7, 3, 40 + lane), b.v[lane]);
-  // Golden word: pins the addressing scheme itself (DESIGN.md), not just Philox.
+  // Golden word: pins the addressing scheme itself (docs/formats.md, "Randomness
+  // (Philox streams)"), not just Philox.
   EXPECT_EQ(PhiloxWord(key, 7, 3, 12345), 0x34eec96cu);
 }
 
