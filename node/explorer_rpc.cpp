@@ -376,6 +376,7 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
   rpc.Register("get_bounty_timeline", [&chain](const Json& params) -> Result<Json> {
     VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "bounty_id"));
     VT_ASSIGN_OR_RETURN(referee::Bounty b, referee::ReadBounty(chain.db(), id));
+    VT_ASSIGN_OR_RETURN(const std::vector<std::uint64_t> games, referee::ReadBountyGames(chain.db(), id));
     VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 1, "from_height", b.posted_height));
     from = std::max(from, b.posted_height);
     const std::uint64_t tip = chain.tip().height;
@@ -385,7 +386,7 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
       Json events = Json::array();
       for (const vm::Event& e : c.receipt->events) {
         Json ev = EventToJson(e);
-        if (EventNamesBounty(ev, id, b.games)) events.push_back({{"topic", ev["topic"]}, {"decoded", ev["decoded"]}});
+        if (EventNamesBounty(ev, id, games)) events.push_back({{"topic", ev["topic"]}, {"decoded", ev["decoded"]}});
       }
       const bool names_it = BountyOfCall(c) == id;
       if (!names_it && events.empty()) return;
