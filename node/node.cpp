@@ -503,7 +503,9 @@ void Node::BlobTick() {
   // Pending transactions: fetch what they name; drop those whose blobs are
   // invalid or never came (their sender withholds them).
   std::vector<Hash256> dead;
-  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0})) {
+  // (Each sender's run of next nonces: what a block could take now.)
+  const auto nonce_of = [this](const crypto::Address& a) { return AccountNonce(a); };
+  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0}, nonce_of)) {
     const auto named = referee::NamedBlobs(tx);
     if (named.empty()) continue;
     const Hash256 id = vm::TxId(tx);

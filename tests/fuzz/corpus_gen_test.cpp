@@ -73,7 +73,8 @@ std::optional<std::uint8_t> ArgsSelector(std::uint16_t method) {
     case referee::Method::kPostNodeRoot: return 6;
     case referee::Method::kRevealRecord: return 7;
     case referee::Method::kArbitrate: return 8;
-    case referee::Method::kClaimTimeout: return 9;
+    case referee::Method::kClaimTimeout:
+    case referee::Method::kCloseGame: return 9;  // both take GameIdArgs
   }
   return std::nullopt;
 }

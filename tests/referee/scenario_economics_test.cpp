@@ -203,7 +203,7 @@ TEST(Scenario, BondsBelowTheMinimumAreRefused) {
   ASSERT_GT(t.minimum, 0u);
   EXPECT_EQ(t.minimum, t.arbitration_allowance + (2 * t.moves * t.move_gas)) << "p_min = 1, winner share 50%";
   auto post = [&](vm::Amount solver_bond, vm::Amount challenger_bond) {
-    referee::PostBountyArgs a{d.tiny().job, d.tiny().initial_state, 1000, solver_bond, challenger_bond, 5, 5, 5};
+    referee::PostBountyArgs a{d.tiny().job, d.tiny().initial_state, 1000, solver_bond, challenger_bond, 5, 5, 5, Hash256{}, 0};
     return d.chain().Run(d.chain().Call(TestKey(1), referee::kRefereeContractId,
                                         static_cast<std::uint16_t>(Method::kPostBounty), EncodeToBytes(a)));
   };
@@ -386,7 +386,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     tx.nonce = nonce;
     tx.gas_limit = 10'000'000;
     tx.gas_price = 1;
-    referee::PostBountyArgs a{job, Hash256{}, 1000, bond, bond, 5, 5, 5};
+    referee::PostBountyArgs a{job, Hash256{}, 1000, bond, bond, 5, 5, 5, Hash256{}, 0};
     tx.payload = vm::CallPayload{referee::kRefereeContractId, static_cast<std::uint16_t>(Method::kPostBounty),
                                  EncodeToBytes(a)};
     EXPECT_TRUE(vm::SignTransaction(tx, TestKey(1)).ok());

@@ -126,7 +126,9 @@ TEST(TestnetResult, ClientFetchesTheModelAndFineTunesFromItInANextBounty) {
   ASSERT_TRUE(WaitFor([&] { return BountyState(c, b1).value_or("") == "finalized"; }, 90s))
       << BountyState(c, b1).value_or("?");
   bounty1 = c.Bounty(b1);
-  EXPECT_TRUE(bounty1->games.empty()) << "the challenger replayed from the same weights and agreed";
+  auto games1 = c.BountyGames(b1);
+  ASSERT_TRUE(games1.ok()) << games1.status().ToString();
+  EXPECT_TRUE(games1->empty()) << "the challenger replayed from the same weights and agreed";
   EXPECT_NE(bounty1->commitment.final_state_hash, bounty0->commitment.final_state_hash);
   auto fetched1 = node::FetchBountyResult(c, b1);
   ASSERT_TRUE(fetched1.ok()) << fetched1.status().ToString();
