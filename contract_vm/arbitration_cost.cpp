@@ -11,6 +11,7 @@
 #include "kernels/mode.h"
 #include "kernels/ops/registry.h"
 #include "kernels/tensor_codec.h"
+#include "protocol/data_order.h"
 #include "protocol/state.h"
 
 namespace vt::vm {
@@ -133,6 +134,11 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
     cost.payload_bytes =
         Add(cost.payload_bytes, Mul(job.batch_size, Add(BytesField(leaf), ProofBytes(trees.data_siblings))));
     cost.gas = Add(cost.gas, Mul(job.batch_size, Add(HashGas(leaf), ProofGas(trees.data_siblings))));
+    // The data order, charged per permutation element before it is built;
+    // its work is largest with the cursor on the epoch's last example.
+    const std::uint64_t last = job.dataset_size > 0 ? job.dataset_size - 1 : 0;
+    cost.gas = Add(cost.gas, Mul(kGas.data_order_element,
+                                 protocol::BatchIndicesWork(job.dataset_size, last, job.batch_size)));
   }
 
   if (assemble) {

@@ -78,7 +78,7 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
   // 150 blocks (30 s) on each clock: room to pause the solver mid-game.
-  const node::BountyTerms terms{1'000'000, 400'000, 200'000, 300, 12, 150};
+  const node::BountyTerms terms{1'000'000, 800'000, 400'000, 300, 12, 150};
   auto id = node::PostBounty(c, *client, *loaded, terms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_EQ(*id, 0u);
@@ -149,7 +149,7 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   EXPECT_TRUE(Contains(verdict, "the challenger won by arbitration")) << verdict;
   EXPECT_TRUE(Contains(verdict, "pinned to step " + std::to_string(kCheatStep) + ", operator node " + std::to_string(kCheatNode)))
       << verdict;
-  EXPECT_TRUE(Contains(verdict, "the solver's bond (400,000) is slashed")) << verdict;
+  EXPECT_TRUE(Contains(verdict, "the solver's bond (800,000) is slashed")) << verdict;
   const std::string step_text = TextOfId(done.out, "disputed-step");
   EXPECT_TRUE(Contains(step_text, "disputed step " + std::to_string(kCheatStep))) << step_text;
   const std::string node_text = TextOfId(done.out, "disputed-node");

@@ -53,7 +53,7 @@ Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
   return b["state"].get<std::string>();
 }
 
-const node::BountyTerms kTerms{1'000'000, 400'000, 200'000, 300, 12, 40};
+const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 
 TEST(TestnetResult, ClientFetchesTheModelAndFineTunesFromItInANextBounty) {
   node::TestnetSpec spec;

@@ -35,7 +35,7 @@ node::TestnetSpec DaemonSpec(const std::string& job_name, std::uint32_t validato
 }
 
 // Short windows: a challenge window of 12 blocks, 40 blocks on each clock.
-const node::BountyTerms kTerms{1'000'000, 400'000, 200'000, 300, 12, 40};
+const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario", DaemonSpec("synthetic-mlp.json", 4));
