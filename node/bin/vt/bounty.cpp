@@ -17,7 +17,7 @@ namespace {
 struct BountyOptions {
   std::string from, job_file, init, out;
   std::uint64_t id = 0;
-  node::BountyTerms terms{1'000'000, 400'000, 200'000, 400, 40, 40};
+  node::BountyTerms terms{1'000'000, 0, 0, 400, 40, 40};  // bonds 0: the job's minimum
   std::uint64_t watch_timeout_s = 600;
   std::uint64_t fetch_timeout_s = 120;
 };
