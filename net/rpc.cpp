@@ -31,6 +31,19 @@ Result<std::uint64_t> GetU64Param(const Json& params, std::size_t index, std::st
   return v.get<std::uint64_t>();
 }
 
+std::optional<Json> OptParam(const Json& params, std::size_t index, std::string_view name) {
+  if (params.is_array() && index < params.size()) return params[index];
+  if (params.is_object() && params.contains(std::string(name))) return params[std::string(name)];
+  return std::nullopt;
+}
+
+Result<std::uint64_t> OptU64Param(const Json& params, std::size_t index, std::string_view name, std::uint64_t dflt) {
+  auto v = OptParam(params, index, name);
+  if (!v || v->is_null()) return dflt;
+  if (!v->is_number_unsigned()) return InvalidParams(std::string(name) + " must be a non-negative integer");
+  return v->get<std::uint64_t>();
+}
+
 std::size_t JsonNestingDepth(std::string_view text) {
   std::size_t depth = 0;
   std::size_t max_depth = 0;

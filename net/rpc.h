@@ -17,6 +17,7 @@
 //   {"reason": "<stable reason code>", "detail": "<text for humans>"}.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,11 @@ Result<Json> GetParam(const Json& params, std::size_t index, std::string_view na
 // Typed variants of GetParam: InvalidParams when the value has another type.
 Result<std::string> GetStringParam(const Json& params, std::size_t index, std::string_view name);
 Result<std::uint64_t> GetU64Param(const Json& params, std::size_t index, std::string_view name);
+
+// Optional parameters: nullopt when absent (OptParam); `dflt` when absent or
+// null, InvalidParams when of another type (OptU64Param).
+std::optional<Json> OptParam(const Json& params, std::size_t index, std::string_view name);
+Result<std::uint64_t> OptU64Param(const Json& params, std::size_t index, std::string_view name, std::uint64_t dflt);
 
 // Maximum nesting of arrays/objects in `text` (strings are skipped), or
 // kMaxJsonDepth + 1 as soon as it goes deeper.

@@ -28,19 +28,6 @@ namespace {
 using net::Json;
 using referee::Method;
 
-std::optional<Json> OptParam(const Json& params, std::size_t i, std::string_view name) {
-  if (params.is_array() && i < params.size()) return params[i];
-  if (params.is_object() && params.contains(std::string(name))) return params[std::string(name)];
-  return std::nullopt;
-}
-
-Result<std::uint64_t> OptU64(const Json& params, std::size_t i, std::string_view name, std::uint64_t dflt) {
-  auto v = OptParam(params, i, name);
-  if (!v || v->is_null()) return dflt;
-  if (!v->is_number_unsigned()) return net::InvalidParams(std::string(name) + " must be a non-negative integer");
-  return v->get<std::uint64_t>();
-}
-
 // A referee call in a block, with its receipt.
 struct RefereeCall {
   std::uint64_t height = 0;
@@ -339,8 +326,8 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
   // Newest first: blocks below `before` (default: above the tip).
   rpc.Register("list_blocks", [&chain](const Json& params) -> Result<Json> {
     const std::uint64_t tip = chain.tip().height;
-    VT_ASSIGN_OR_RETURN(std::uint64_t before, OptU64(params, 0, "before", tip + 1));
-    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", 20));
+    VT_ASSIGN_OR_RETURN(std::uint64_t before, net::OptU64Param(params, 0, "before", tip + 1));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, net::OptU64Param(params, 1, "limit", 20));
     limit = std::min(limit, kExplorerMaxBlocks);
     Json blocks = Json::array();
     std::uint64_t h = std::min(before, tip + 1);
@@ -356,8 +343,8 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
 
   // The genesis accounts (named in the genesis file) with their balances now.
   rpc.Register("list_accounts", [&chain](const Json& params) -> Result<Json> {
-    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 0, "from", 0));
-    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", kExplorerMaxAccounts));
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, net::OptU64Param(params, 0, "from", 0));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, net::OptU64Param(params, 1, "limit", kExplorerMaxAccounts));
     limit = std::min(limit, kExplorerMaxAccounts);
     const auto& named = chain.genesis().accounts;
     Json out = Json::array();
@@ -377,7 +364,7 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
     VT_ASSIGN_OR_RETURN(std::uint64_t id, net::GetU64Param(params, 0, "bounty_id"));
     VT_ASSIGN_OR_RETURN(referee::Bounty b, referee::ReadBounty(chain.db(), id));
     VT_ASSIGN_OR_RETURN(const std::vector<std::uint64_t> games, referee::ReadBountyGames(chain.db(), id));
-    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 1, "from_height", b.posted_height));
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, net::OptU64Param(params, 1, "from_height", b.posted_height));
     from = std::max(from, b.posted_height);
     const std::uint64_t tip = chain.tip().height;
     const std::uint64_t to = std::min(tip, from + kExplorerScanBlocks - 1);

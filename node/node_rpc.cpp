@@ -22,19 +22,6 @@ Result<Hash256> HashParam(const Json& params, std::size_t i, std::string_view na
   return *h;
 }
 
-std::optional<Json> OptParam(const Json& params, std::size_t i, std::string_view name) {
-  if (params.is_array() && i < params.size()) return params[i];
-  if (params.is_object() && params.contains(std::string(name))) return params[std::string(name)];
-  return std::nullopt;
-}
-
-Result<std::uint64_t> OptU64(const Json& params, std::size_t i, std::string_view name, std::uint64_t dflt) {
-  auto v = OptParam(params, i, name);
-  if (!v || v->is_null()) return dflt;
-  if (!v->is_number_unsigned()) return net::InvalidParams(std::string(name) + " must be a non-negative integer");
-  return v->get<std::uint64_t>();
-}
-
 // The ids of every game of a bounty (no cap on games, so they are not in its record).
 Result<Json> GamesJson(Chain& chain, std::uint64_t bounty_id) {
   VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> ids, referee::ReadBountyGames(chain.db(), bounty_id));
@@ -91,12 +78,12 @@ void Node::RegisterRpc() {
 
   rpc.Register("get_block", [&chain](const Json& params) -> Result<Json> {
     std::uint64_t height = chain.tip().height;
-    if (auto p = OptParam(params, 0, "height"); p && !(p->is_string() && *p == "latest") && !p->is_null()) {
+    if (auto p = net::OptParam(params, 0, "height"); p && !(p->is_string() && *p == "latest") && !p->is_null()) {
       if (!p->is_number_unsigned()) return net::InvalidParams("height must be an integer or \"latest\"");
       height = p->get<std::uint64_t>();
     }
     bool full = false;
-    if (auto f = OptParam(params, 1, "full"); f && f->is_boolean()) full = f->get<bool>();
+    if (auto f = net::OptParam(params, 1, "full"); f && f->is_boolean()) full = f->get<bool>();
     if (height == 0) {
       return Json{{"height", 0}, {"hash", vm::GenesisHash(chain.genesis().genesis).Hex()},
                   {"time", chain.genesis().genesis.time}, {"txs", Json::array()}, {"tx_count", 0}};
@@ -159,8 +146,8 @@ void Node::RegisterRpc() {
   });
 
   rpc.Register("list_bounties", [&chain](const Json& params) -> Result<Json> {
-    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 0, "from", 0));
-    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", 100));
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, net::OptU64Param(params, 0, "from", 0));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, net::OptU64Param(params, 1, "limit", 100));
     Json out = Json::array();
     for (std::uint64_t id = from; out.size() < std::min<std::uint64_t>(limit, 1000); ++id) {
       auto b = referee::ReadBounty(chain.db(), id);
@@ -192,10 +179,10 @@ void Node::RegisterRpc() {
   });
 
   rpc.Register("get_events", [&chain](const Json& params) -> Result<Json> {
-    VT_ASSIGN_OR_RETURN(std::uint64_t from, OptU64(params, 0, "from_height", 1));
-    VT_ASSIGN_OR_RETURN(std::uint64_t limit, OptU64(params, 1, "limit", 1000));
+    VT_ASSIGN_OR_RETURN(std::uint64_t from, net::OptU64Param(params, 0, "from_height", 1));
+    VT_ASSIGN_OR_RETURN(std::uint64_t limit, net::OptU64Param(params, 1, "limit", 1000));
     std::string topic;
-    if (auto t = OptParam(params, 2, "topic"); t && t->is_string()) topic = t->get<std::string>();
+    if (auto t = net::OptParam(params, 2, "topic"); t && t->is_string()) topic = t->get<std::string>();
     const std::uint64_t tip = chain.tip().height;
     from = std::max<std::uint64_t>(from, 1);
     Json events = Json::array();

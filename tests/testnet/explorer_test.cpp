@@ -50,14 +50,9 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   HeadlessChromium browser(*exe, std::filesystem::temp_directory_path() / ("vt-chromium-" + std::to_string(::getpid())));
   if (auto why = BrowserUnavailable(browser)) GTEST_SKIP() << *why;
 
-  node::TestnetSpec spec;
-  spec.validators = 3;
-  spec.block_interval_ms = 200;
-  spec.proposer_timeout_ms = 600;
-  spec.solver = spec.challenger = true;
   // Rounded mode: the solver publishes its run manifest (with the losses).
-  spec.jobs = {std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json"};
-  ScopedTestnet t("explorer", spec);
+  ScopedTestnet t("explorer",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
   ASSERT_TRUE(t.ok());
   const std::string cheat = "wrong-output:step=" + std::to_string(kCheatStep) + ",node=" + std::to_string(kCheatNode);
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", cheat});
@@ -73,7 +68,7 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   EXPECT_TRUE(Contains(home0.out, "no bounty posted yet")) << home0.out.substr(0, 2000);
   EXPECT_TRUE(Contains(home0.out, ">client<")) << "genesis accounts listed";
 
-  auto loaded = worker::LoadJobWithDataset(spec.jobs.front());
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());

@@ -48,22 +48,11 @@ CliRun Vt(const std::string& args) {
   return r;
 }
 
-Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
-  VT_ASSIGN_OR_RETURN(Json b, c.Call("get_bounty", Json::array({id})));
-  return b["state"].get<std::string>();
-}
-
 const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 
 TEST(TestnetResult, ClientFetchesTheModelAndFineTunesFromItInANextBounty) {
-  node::TestnetSpec spec;
-  spec.validators = 3;
-  spec.block_interval_ms = 200;
-  spec.proposer_timeout_ms = 600;
-  spec.solver = spec.challenger = true;
   const fs::path job_file = fs::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json";
-  spec.jobs = {job_file};
-  ScopedTestnet t("result", spec);
+  ScopedTestnet t("result", DaemonSpec(job_file, 3));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--threads", "1"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100", "--threads", "1"});

@@ -17,28 +17,11 @@ namespace {
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
-Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
-  VT_ASSIGN_OR_RETURN(Json b, c.Call("get_bounty", Json::array({id})));
-  return b["state"].get<std::string>();
-}
-
-// A testnet of `validators` with a solver and a challenger daemon serving
-// `job_name` (testnet/jobs/), polling every 100 ms.
-node::TestnetSpec DaemonSpec(const std::string& job_name, std::uint32_t validators) {
-  node::TestnetSpec spec;
-  spec.validators = validators;
-  spec.block_interval_ms = 200;
-  spec.proposer_timeout_ms = 600;
-  spec.solver = spec.challenger = true;
-  spec.jobs = {std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs" / job_name};
-  return spec;
-}
-
 // Short windows: a challenge window of 12 blocks, 40 blocks on each clock.
 const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
-  ScopedTestnet t("scenario", DaemonSpec("synthetic-mlp.json", 4));
+  ScopedTestnet t("scenario", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
@@ -99,7 +82,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 // it from peers; the challenger replays following the logs and agrees with
 // the honest run, then catches a cheating one at the planted step and node.
 TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
-  ScopedTestnet t("rounded", DaemonSpec("synthetic-mlp-rounded.json", 3));
+  ScopedTestnet t("rounded", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});

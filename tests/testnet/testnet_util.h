@@ -48,6 +48,24 @@ class ScopedTestnet {
   std::optional<node::Testnet> m_net;
 };
 
+// A testnet of `validators` with a solver and a challenger daemon serving
+// `job` (a job file), 200 ms blocks.
+inline node::TestnetSpec DaemonSpec(const std::filesystem::path& job, std::uint32_t validators) {
+  node::TestnetSpec spec;
+  spec.validators = validators;
+  spec.block_interval_ms = 200;
+  spec.proposer_timeout_ms = 600;
+  spec.solver = spec.challenger = true;
+  spec.jobs = {job};
+  return spec;
+}
+
+// A bounty's state name ("open", "claimed", "committed", "finalized", …).
+inline Result<std::string> BountyState(node::ChainClient& c, std::uint64_t id) {
+  VT_ASSIGN_OR_RETURN(nlohmann::json b, c.Call("get_bounty", nlohmann::json::array({id})));
+  return b["state"].get<std::string>();
+}
+
 inline std::optional<std::uint64_t> HeightOf(node::ChainClient& c) {
   auto h = c.Height();
   if (!h.ok()) return std::nullopt;

@@ -21,19 +21,8 @@ using Json = nlohmann::json;
 
 Result<Json> GetBounty(node::ChainClient& c, std::uint64_t id) { return c.Call("get_bounty", Json::array({id})); }
 
-std::string StateOf(node::ChainClient& c, std::uint64_t id) {
-  auto b = GetBounty(c, id);
-  return b.ok() ? (*b)["state"].get<std::string>() : "?";
-}
-
 TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPaid) {
-  node::TestnetSpec spec;
-  spec.validators = 3;
-  spec.block_interval_ms = 200;
-  spec.proposer_timeout_ms = 600;
-  spec.solver = spec.challenger = true;
-  spec.jobs = {std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json"};
-  ScopedTestnet t("withhold", spec);
+  ScopedTestnet t("withhold", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--withhold-blobs"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
@@ -54,7 +43,7 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
   auto id = node::PostBounty(c, *client, *loaded, terms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_EQ(*id, 0u);
-  ASSERT_TRUE(WaitFor([&] { return StateOf(c, 0) == "claimed"; }, 30s)) << StateOf(c, 0);
+  ASSERT_TRUE(WaitFor([&] { return BountyState(c, 0).value_or("?") == "claimed"; }, 30s)) << BountyState(c, 0).value_or("?");
   auto posted = GetBounty(c, 0);
   ASSERT_TRUE(posted.ok());
   const std::uint64_t deadline = (*posted)["solve_deadline"].get<std::uint64_t>();
@@ -62,7 +51,7 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
   // no node holds its blobs, so no proposer proposes it and no block
   // holding it would be accepted.
   ASSERT_TRUE(c.WaitHeight(deadline + 1, 60s).ok());
-  EXPECT_EQ(StateOf(c, 0), "claimed") << "a commit whose blobs nobody holds reached a block";
+  EXPECT_EQ(BountyState(c, 0).value_or("?"), "claimed") << "a commit whose blobs nobody holds reached a block";
   EXPECT_EQ(c.Account(solver->address())->nonce, 1u) << "only the claim is on chain";
 
   // 2. The window is over: anyone may refund; the solver's bond is slashed.
@@ -71,7 +60,7 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
   auto receipt = c.WaitReceipt(*refund, 30s);
   ASSERT_TRUE(receipt.ok()) << receipt.status().ToString();
   EXPECT_TRUE((*receipt)["success"].get<bool>()) << receipt->dump();
-  EXPECT_EQ(StateOf(c, 0), "failed");
+  EXPECT_EQ(BountyState(c, 0).value_or("?"), "failed");
   const vm::Amount solver_after = c.Account(solver->address())->balance;
   const vm::Amount client_after = c.Account(client->address())->balance;
   EXPECT_LE(solver_after + terms.solver_bond, solver_start) << "the solver lost its bond";
@@ -88,7 +77,7 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
   terms.solve_window = 300;
   id = node::PostBounty(c, *client, *loaded, terms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
-  EXPECT_TRUE(WaitFor([&] { return StateOf(c, 1) == "finalized"; }, 90s)) << "honest bounty: " << StateOf(c, 1);
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("?") == "finalized"; }, 90s)) << "honest bounty: " << BountyState(c, 1).value_or("?");
   auto b1 = GetBounty(c, 1);
   ASSERT_TRUE(b1.ok());
   EXPECT_TRUE((*b1)["games"].empty()) << "the challenger, following the logs, agreed";

@@ -30,6 +30,7 @@
 #include <set>
 #include <string>
 #include <vector>
+#include "tests/support/openblas_coretypes.h"
 
 namespace {
 
@@ -65,19 +66,6 @@ ProbeResult RunProbe(const std::string& coretype, const std::string& args, const
   return r;
 }
 
-// Core types this CPU can run ("" = OpenBLAS's own choice).
-std::vector<std::string> CoreTypes() {
-  std::vector<std::string> out = {"", "Prescott", "Nehalem"};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx")) out.push_back("Sandybridge");
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back("Haswell");
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    out.push_back("SkylakeX");
-  }
-  return out;
-}
-
 std::string Name(const std::string& coretype) { return coretype.empty() ? "(default)" : coretype; }
 
 constexpr const char* kUniform = "256 256 256 uniform";
@@ -86,7 +74,7 @@ constexpr const char* kCancel = "256 256 256 cancel";
 TEST(CrossCoreTypeTest, NativeSgemmDiffersAcrossCoreTypesAndThreads) {
   std::set<std::string> hashes;
   bool thread_dependent = false;
-  for (const std::string& ct : CoreTypes()) {
+  for (const std::string& ct : vt::test::OpenBlasCoreTypes()) {
     const ProbeResult t1 = RunProbe(ct, std::string("native 1 ") + kUniform);
     const ProbeResult t2 = RunProbe(ct, std::string("native 2 ") + kUniform);
     ASSERT_FALSE(t1.hash.empty()) << Name(ct) << ": " << t1.raw;
@@ -109,7 +97,7 @@ TEST(CrossCoreTypeTest, NativeSgemmDiffersAcrossCoreTypesAndThreads) {
 
 TEST(CrossCoreTypeTest, RoundedWithoutLogsDiffersOnCancellingInputs) {
   std::set<std::string> hashes;
-  for (const std::string& ct : CoreTypes()) {
+  for (const std::string& ct : vt::test::OpenBlasCoreTypes()) {
     for (int threads : {1, 2}) {
       const ProbeResult r = RunProbe(ct, "rounded-nolog " + std::to_string(threads) + " " + kCancel);
       ASSERT_FALSE(r.hash.empty()) << Name(ct) << ": " << r.raw;
@@ -127,7 +115,7 @@ TEST(CrossCoreTypeTest, RoundedWithLogsReplaysBitwiseEverywhere) {
   for (const std::string& trainer : {std::string(""), std::string("Prescott")}) {
     const ProbeResult rec = RunProbe(trainer, "record 1 " + std::string(kCancel) + " " + log_path);
     ASSERT_FALSE(rec.hash.empty()) << rec.raw;
-    for (const std::string& ct : CoreTypes()) {
+    for (const std::string& ct : vt::test::OpenBlasCoreTypes()) {
       for (int threads : {1, 2}) {
         const ProbeResult rep =
             RunProbe(ct, "replay " + std::to_string(threads) + " " + kCancel + " " + log_path);
@@ -175,7 +163,7 @@ std::size_t ReplayMismatches(const std::string& record_mode, const std::string& 
     std::printf("[%s] trainer %-10s logged %zu of %.0f values (%.4f %%)\n", record_mode.c_str(),
                 Name(trainer).c_str(), rec.entries, values,
                 100.0 * static_cast<double>(rec.entries) / values);
-    for (const std::string& ct : CoreTypes()) {
+    for (const std::string& ct : vt::test::OpenBlasCoreTypes()) {
       for (int threads : {1, 2}) {
         const ProbeResult rep = RunProbe(
             ct, replay_mode + " " + std::to_string(threads) + " " + inputs + " " + log_path, rep_dump);
@@ -208,7 +196,7 @@ TEST(CrossCoreTypeTest, HeavyCancellationNeedsTheErrorBound) {
 
 TEST(CrossCoreTypeTest, RepopsIgnoresTheBlasCoreType) {
   std::set<std::string> hashes;
-  for (const std::string& ct : CoreTypes()) {
+  for (const std::string& ct : vt::test::OpenBlasCoreTypes()) {
     const ProbeResult r = RunProbe(ct, std::string("repops 2 ") + kUniform);
     ASSERT_FALSE(r.hash.empty()) << r.raw;
     hashes.insert(r.hash);

@@ -31,6 +31,7 @@
 #include "kernels/ops/registry.h"
 #include "kernels/rounding.h"
 #include "tests/kernels/graph/graph_test_util.h"
+#include "tests/support/openblas_coretypes.h"
 
 namespace vt::kernels::graph {
 namespace {
@@ -137,20 +138,6 @@ std::string AllReceipts(int threads) {
   return out + EdgeReceipts(threads);
 }
 
-// Core types this CPU can run ("" = OpenBLAS's own choice), as in the
-// kernels cross-core test.
-std::vector<std::string> CoreTypes() {
-  std::vector<std::string> out = {"", "Prescott", "Nehalem"};
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx")) out.push_back("Sandybridge");
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) out.push_back("Haswell");
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")) {
-    out.push_back("SkylakeX");
-  }
-  return out;
-}
-
 std::string SelfPath() {
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
@@ -194,7 +181,7 @@ TEST(ArbitrationDeterminism, ReceiptsAreByteIdenticalAcrossCoreTypesAndThreads) 
   EXPECT_EQ(rejected, 8u) << "only the eight entries past an edge are rejected:\n" << expected;
   const std::string tmp = testing::TempDir() + "arbdet_" + std::to_string(getpid());
   int runs = 0;
-  for (const std::string& core : CoreTypes()) {
+  for (const std::string& core : vt::test::OpenBlasCoreTypes()) {
     for (int threads : {1, 2}) {
       const std::string file = tmp + "_" + (core.empty() ? "default" : core) + "_" + std::to_string(threads);
       const std::string cmd = (core.empty() ? "env -u OPENBLAS_CORETYPE" : "env OPENBLAS_CORETYPE=" + core) +
