@@ -39,6 +39,9 @@ inline constexpr std::string_view kStateEntry = "veritrain/state/entry/v1";
 inline constexpr std::string_view kReceipt = "veritrain/receipt/v1";
 inline constexpr std::string_view kGenesis = "veritrain/genesis/v1";
 
+// A solver's signed off-chain note on its bounty: progress, served checkpoints (node/solver_note.h).
+inline constexpr std::string_view kSolverNote = "veritrain/solver-note/v1";
+
 // P2P frame magic of a chain (net/frame.h ChainMagic; docs/formats.md "P2P wire format").
 inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
 
@@ -48,7 +51,7 @@ inline constexpr std::array kAll = {
     kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kRoundingLog, kAddress, kTx, kBlock, kKeyFileChecksum,
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
-    kNetMagic,
+    kNetMagic, kSolverNote,
 };
 // clang-format on
 

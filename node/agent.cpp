@@ -1,5 +1,6 @@
 #include "node/agent.h"
 
+#include <algorithm>
 #include <chrono>
 #include <thread>
 
@@ -133,6 +134,26 @@ Result<Agent::JobRun*> Agent::EnsureRun(const referee::Bounty& b, Served& job, b
     opts.threads = m_config.threads;
     opts.resume = run.dir->HasManifest();  // a restart continues from the last checkpoint
     opts.adversary = run.adversary.get();
+    if (m_config.role == AgentRole::kSolver) {
+      // Progress for `vt bounty show`: at most one note a second, and the last step.
+      const std::uint64_t n = job.loaded.job.spec.num_steps;
+      opts.on_step = [this, bounty_id, n, started = std::chrono::steady_clock::now(), first = std::uint64_t{0},
+                      last = std::chrono::steady_clock::time_point{}](std::uint64_t step, float loss) mutable {
+        if (first == 0) first = step;  // resumed runs start late
+        SolverNote& note = m_notes[bounty_id];
+        note.bounty_id = bounty_id;
+        note.step = step;
+        note.num_steps = n;
+        note.loss = loss;
+        const double per_step = Seconds(started) / static_cast<double>(step - first + 1);
+        note.eta_ms = static_cast<std::uint64_t>(per_step * static_cast<double>(n - step) * 1000.0);
+        const auto now = std::chrono::steady_clock::now();
+        if (step < n && now - last < std::chrono::seconds(1)) return;
+        last = now;
+        if (Status s = PublishNote(bounty_id); !s.ok())
+          log::Get("solver").warn("bounty {}: progress note: {}", bounty_id, s.ToString());
+      };
+    }
     Say(std::string(m_config.role == AgentRole::kSolver ? "training" : "replaying") + " bounty " +
         std::to_string(bounty_id) + " (" + std::to_string(job.loaded.job.spec.num_steps) + " steps" +
         (run.adversary ? ", CHEATING: " + worker::DescribeAdversary(*m_config.adversary) : "") + ")");
@@ -322,6 +343,7 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       Served* job = FindJob(b.job_hash);
       VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *job, true));
       if (run == nullptr) return Status::Ok();
+      if (Status s = ServeCheckpoints(id, *run); !s.ok()) Say(tag + ": serving checkpoints: " + s.ToString());
       VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> games, m_client.BountyGames(id));
       for (std::uint64_t g : games) VT_TRY(PlayGame(g, Party::kSolver, *job, *run));
       if (height > b.challenge_deadline && b.open_games == 0) {
@@ -331,11 +353,68 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       }
       return Status::Ok();
     }
+    case referee::BountyState::kFinalized: {
+      // Still the client's to fetch checkpoints from: serve them while the
+      // run is on disk (never retrain for it).
+      if (b.solver != me || (!m_runs.count(id) && !HasCompleteRun(id, b.job_hash))) {
+        if (b.solver == me) Say(tag + " ended: finalized");
+        m_done.insert(id);
+        return Status::Ok();
+      }
+      Say(tag + " ended: finalized; serving its checkpoints on request");
+      VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *FindJob(b.job_hash), true));
+      if (run == nullptr) return Status::Ok();
+      if (Status s = ServeCheckpoints(id, *run); !s.ok()) Say(tag + ": serving checkpoints: " + s.ToString());
+      return Status::Ok();
+    }
     default:
       if (b.solver == me) Say(tag + " ended: " + std::string(BountyStateName(b.state)));
       m_done.insert(id);
       return Status::Ok();
   }
+}
+
+Status Agent::PublishNote(std::uint64_t bounty_id) {
+  SolverNote& note = m_notes[bounty_id];
+  const auto now_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  note.seq = std::max(now_ms, note.seq + 1);
+  VT_TRY(SignSolverNote(note, m_key));
+  return m_client.Call("put_solver_note", Json::array({ToHex(EncodeToBytes(note))})).status();
+}
+
+Status Agent::ServeCheckpoints(std::uint64_t bounty_id, JobRun& run) {
+  VT_ASSIGN_OR_RETURN(Json board, m_client.Call("get_solver_note", Json::array({bounty_id})));
+  SolverNote& note = m_notes[bounty_id];
+  // Our node forgot the note (a restart) or never had it (we restarted): say it again.
+  bool changed = board["note"].is_null();
+  note.bounty_id = bounty_id;
+  note.step = note.num_steps = run.manifest.num_steps;
+  note.eta_ms = 0;
+  if (!run.manifest.losses.empty()) note.loss = run.manifest.losses.back();
+  const std::string tag = "bounty " + std::to_string(bounty_id);
+  for (const Json& want : board["requests"]) {
+    const std::uint64_t i = want.get<std::uint64_t>();
+    if (i >= run.manifest.checkpoints.size()) continue;
+    if (std::any_of(note.checkpoints.begin(), note.checkpoints.end(),
+                    [&](const ServedCheckpoint& c) { return c.index == i; }))
+      continue;
+    const Hash256 h = run.manifest.checkpoints[i].state_hash;
+    VT_ASSIGN_OR_RETURN(Bytes file, worker::ReadFile(run.dir->checkpoints().PathFor(h)));
+    VT_ASSIGN_OR_RETURN(auto blob, Publish(file, "checkpoint " + std::to_string(i), tag));
+    note.checkpoints.push_back({i, h, blob.first, blob.second, run.checkpoint_tree.Prove(i)});
+    if (note.checkpoints.size() > kMaxServedCheckpoints) note.checkpoints.erase(note.checkpoints.begin());
+    changed = true;
+  }
+  return changed ? PublishNote(bounty_id) : Status::Ok();
+}
+
+bool Agent::HasCompleteRun(std::uint64_t bounty_id, const Hash256& job_hash) const {
+  auto dir = worker::RunDir::Open(m_config.data_dir / ("bounty-" + std::to_string(bounty_id)), false);
+  if (!dir.ok() || !dir->HasManifest()) return false;
+  auto manifest = dir->LoadManifest();
+  return manifest.ok() && manifest->Complete() && manifest->job_hash == job_hash;
 }
 
 Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height) {

@@ -19,6 +19,13 @@
 // same trajectory. A bounty whose client brought its own initial weights
 // names them as a blob (PostBountyArgs::initial_blob); both daemons fetch and
 // check it before claiming or replaying.
+//
+// Notes: the solver signs a note on each bounty it trains (node/solver_note.h)
+// and keeps it on its node: its progress (step, loss, ETA; at most one note a
+// second while training) and, once committed, the checkpoints clients asked
+// for (request_checkpoint), each published as a blob with its Merkle proof.
+// It serves such requests for its committed and finalized bounties while its
+// run is on disk.
 
 #include <atomic>
 #include <chrono>
@@ -36,6 +43,7 @@
 #include "common/result.h"
 #include "crypto/keys.h"
 #include "node/client.h"
+#include "node/solver_note.h"
 #include "worker/adversary.h"
 #include "worker/dataset.h"
 #include "worker/dispute.h"
@@ -117,6 +125,12 @@ class Agent {
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
   Status CloseMootGames(std::uint64_t id);
+  // Signs and puts the bounty's note (m_notes) on our node.
+  Status PublishNote(std::uint64_t bounty_id);
+  // Publishes the checkpoints clients asked for, then the note naming them.
+  Status ServeCheckpoints(std::uint64_t bounty_id, JobRun& run);
+  // A finished run of the bounty on disk (so serving needs no training).
+  bool HasCompleteRun(std::uint64_t bounty_id, const Hash256& job_hash) const;
   // Sends once per key; again only if the chain still asks after `retry_blocks`.
   Status SendOnce(const std::string& key, std::uint64_t height, referee::Method method, Bytes args,
                   std::uint64_t gas_limit = kDefaultGasLimit);
@@ -134,6 +148,7 @@ class Agent {
   std::map<std::string, std::uint64_t> m_sent;  // move key -> height sent
   std::set<std::uint64_t> m_done;  // bounties this agent has nothing more to do for
   std::set<std::string> m_said;
+  std::map<std::uint64_t, SolverNote> m_notes;  // solver: the note of each bounty, as last published
   AgentTimes m_times;
 };
 

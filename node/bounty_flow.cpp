@@ -81,7 +81,45 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
   return Status::Error("flow-no-event", "the post receipt carries no bounty-posted event");
 }
 
-Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, std::chrono::milliseconds timeout) {
+Result<std::optional<SolverNote>> ReadSolverNote(ChainClient& c, const referee::Bounty& b) {
+  VT_ASSIGN_OR_RETURN(Json board, c.Call("get_solver_note", Json::array({b.id})));
+  if (board["note"].is_null()) return std::optional<SolverNote>();
+  auto bytes = FromHex(board["note"]["encoded"].get<std::string>());
+  if (!bytes.ok()) return Status::Invalid("note-bad-encoding", "the node's note is not hex");
+  VT_ASSIGN_OR_RETURN(SolverNote n, DecodeExact<SolverNote>(*bytes));
+  // The node checked it too; we do not take its word for it.
+  VT_TRY(VerifySolverNote(n, b));
+  return std::optional<SolverNote>(std::move(n));
+}
+
+namespace {
+
+// Asks the solver (through the node) for checkpoint `index` until its note
+// names it, with a proof that VerifySolverNote has checked.
+Result<ServedCheckpoint> AwaitServedCheckpoint(ChainClient& c, const referee::Bounty& b, std::uint64_t index,
+                                               Clock::time_point deadline, std::chrono::milliseconds timeout) {
+  for (;;) {
+    VT_ASSIGN_OR_RETURN(std::optional<SolverNote> note, ReadSolverNote(c, b));
+    if (note)
+      for (const ServedCheckpoint& s : note->checkpoints)
+        if (s.index == index) return s;
+    VT_TRY(c.Call("request_checkpoint", Json::array({b.id, index})).status());
+    if (Clock::now() >= deadline)
+      return Status::Invalid(
+          "checkpoint-not-served",
+          "the solver of bounty " + std::to_string(b.id) + " did not publish checkpoint " + std::to_string(index) +
+              " within " + std::to_string(timeout.count() / 1000) +
+              " s. Its daemon serves checkpoints on request while it runs and still has the run, through the node "
+              "it talks to: try again later (--timeout), or point --rpc at the solver's node");
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace
+
+Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, std::chrono::milliseconds timeout,
+                                       std::optional<std::uint64_t> checkpoint) {
+  const auto deadline = Clock::now() + timeout;
   VT_ASSIGN_OR_RETURN(referee::Bounty b, c.Bounty(bounty_id));
   const std::string state(BountyStateName(b.state));
   const std::string id = std::to_string(bounty_id);
@@ -93,22 +131,44 @@ Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, 
     return Status::Invalid("result-not-committed", "bounty " + id + " is " + state +
                                                        ": no solver has committed a result yet (follow it with "
                                                        "`vt bounty watch " + id + "`)");
-  if (b.state_blob.IsZero())
-    return Status::Invalid("result-no-state-blob", "the solver's commit of bounty " + id + " names no state blob");
+  const std::uint64_t count = protocol::CheckpointCount(b.num_steps, b.checkpoint_interval);
+  if (checkpoint && *checkpoint >= count)
+    return Status::Invalid("checkpoint-out-of-range",
+                           "bounty " + id + " committed checkpoints 0.." + std::to_string(count - 1) +
+                               " (one every " + std::to_string(b.checkpoint_interval) + " of its " +
+                               std::to_string(b.num_steps) + " steps; the last is the final model): pick one of those");
   BountyResult r;
   r.bounty_id = bounty_id;
   r.bounty_state = state;
-  r.blob = b.state_blob;
-  r.state_hash = b.commitment.final_state_hash;
+  r.checkpoint = checkpoint.value_or(count - 1);
   VT_ASSIGN_OR_RETURN(protocol::JobSpec spec, c.Job(bounty_id));
   if (protocol::JobHash(spec) != b.job_hash)
     return Status::Invalid("result-bad-job", "the node's job of bounty " + id + " does not hash to its job_hash");
   VT_ASSIGN_OR_RETURN(r.job, worker::JobFromSpec(spec));
-  // GetBlob checks the bytes against the blob's SHA-256; the decode checks
-  // that they hold the very state the solver committed to.
-  VT_ASSIGN_OR_RETURN(Bytes file, c.GetBlob(b.state_blob, timeout));
+  if (r.checkpoint + 1 == count) {
+    // The final state: named on chain by the commit (its availability was
+    // part of the commit's block validity).
+    if (b.state_blob.IsZero())
+      return Status::Invalid("result-no-state-blob", "the solver's commit of bounty " + id + " names no state blob");
+    r.blob = b.state_blob;
+    r.state_hash = b.commitment.final_state_hash;
+  } else {
+    VT_ASSIGN_OR_RETURN(ServedCheckpoint served, AwaitServedCheckpoint(c, b, r.checkpoint, deadline, timeout));
+    r.blob = served.blob;
+    r.state_hash = served.state_hash;  // a leaf proven against checkpoint_root (VerifySolverNote)
+  }
+  // GetBlob checks the bytes against the blob's SHA-256 (the node drops and
+  // penalises a peer that serves other bytes, and asks another); the decode
+  // checks that they hold the very state committed to.
+  const auto left = std::max(std::chrono::milliseconds(1000),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  VT_ASSIGN_OR_RETURN(Bytes file, c.GetBlob(r.blob, left));
   r.blob_bytes = file.size();
   VT_ASSIGN_OR_RETURN(r.state, DecodeStateBlob(file, r.state_hash));  // the validators' own bounded check
+  const std::uint64_t step = protocol::CheckpointStepAt(b.num_steps, b.checkpoint_interval, r.checkpoint);
+  if (r.state.step != step)
+    return Status::Invalid("checkpoint-wrong-step", "checkpoint " + std::to_string(r.checkpoint) + " holds step " +
+                                                        std::to_string(r.state.step) + ", not " + std::to_string(step));
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include "contract_vm/vm.h"
 #include "crypto/keys.h"
 #include "node/client.h"
+#include "node/solver_note.h"
 #include "worker/job.h"
 
 namespace vt::node {
@@ -52,9 +53,13 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
 // What a client gets back from a bounty: the final state the solver
 // committed to, fetched from the blob its commit names
 // (CommitArgs::state_blob) and checked against the committed
-// final_state_hash, with the job it trained.
+// final_state_hash, with the job it trained — or, when asked for, an earlier
+// committed checkpoint, which the solver publishes on request
+// (request_checkpoint; node/solver_note.h), checked against its leaf and
+// the leaf's Merkle proof against the committed checkpoint root.
 struct BountyResult {
   std::uint64_t bounty_id = 0;
+  std::uint64_t checkpoint = 0;  // the leaf of the checkpoint tree this state is
   std::string bounty_state;  // "committed" (challenges may still come) or "finalized"
   worker::Job job;           // from the chain's job spec (no dataset source)
   Hash256 state_hash;
@@ -65,9 +70,18 @@ struct BountyResult {
 // Invalid "result-not-committed" (open or claimed: nothing to fetch yet),
 // "result-bounty-failed" (the solver was caught: its state is not the job's),
 // "result-no-state-blob", the blob fetch's reasons (blob-timeout, ...), or
-// "checkpoint-*" when the blob does not hold the committed state.
+// "checkpoint-*" when the blob does not hold the committed state. With a
+// `checkpoint`: "checkpoint-out-of-range", "checkpoint-not-served" (the
+// solver did not publish it within `timeout`), "note-*" (the note naming it
+// fails VerifySolverNote: e.g. its proof does not reach the root),
+// "checkpoint-wrong-step".
 Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id,
-                                       std::chrono::milliseconds timeout = std::chrono::minutes(2));
+                                       std::chrono::milliseconds timeout = std::chrono::minutes(2),
+                                       std::optional<std::uint64_t> checkpoint = std::nullopt);
+
+// The bounty's solver note as the node holds it, checked (VerifySolverNote);
+// nullopt when the node holds none.
+Result<std::optional<SolverNote>> ReadSolverNote(ChainClient& c, const referee::Bounty& b);
 
 // Seconds since the caller's t0; -1 = did not happen.
 struct BountyTimeline {

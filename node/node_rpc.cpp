@@ -8,6 +8,7 @@
 #include "node/explorer_rpc.h"
 #include "node/json_view.h"
 #include "node/node.h"
+#include "node/solver_note_rpc.h"
 #include "referee/records.h"
 
 namespace vt::node {
@@ -243,6 +244,9 @@ void Node::RegisterRpc() {
   // The web explorer: its read-only methods and its pages on GET.
   RegisterExplorerRpc(rpc, chain, [this](const Hash256& h) { return FetchBlobFromPeers(h); });
   ServeExplorer(rpc);
+
+  // Solvers' signed off-chain notes: progress, checkpoints served on request.
+  RegisterSolverNoteRpc(rpc, chain);
 }
 
 }  // namespace vt::node

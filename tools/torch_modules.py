@@ -7,14 +7,38 @@ load into them with `load_state_dict(strict=True)`.
 
 MODEL.json is a model object of a job file in full form, e.g.
 {"family": "gpt", "vocab": 256, "context": 32, "layers": 2, "heads": 2, "d_model": 64, "dropout": 0.1}.
-Prints "loaded N tensors" and exits 0, or raises.
+Loads strictly, runs one forward pass on a small input, prints
+"loaded N tensors, forward OK" and exits 0, or raises. Needs torch (Debian:
+python3-torch); uses the safetensors package when present, else the small
+reader below (Debian 12 packages no safetensors).
 """
 import json
+import struct
 import sys
 
 import torch
 from torch import nn
-from safetensors.torch import load_file
+
+try:
+    from safetensors.torch import load_file
+except ImportError:
+    _DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
+               "I64": torch.int64, "I32": torch.int32, "U8": torch.uint8}
+
+    def load_file(path):
+        """safetensors: u64 little-endian header length, JSON header, then the tensors' bytes."""
+        data = open(path, "rb").read()
+        (n,) = struct.unpack("<Q", data[:8])
+        header = json.loads(data[8:8 + n])
+        base = 8 + n
+        out = {}
+        for name, info in header.items():
+            if name == "__metadata__":
+                continue
+            begin, end = info["data_offsets"]
+            t = torch.frombuffer(bytearray(data[base + begin:base + end]), dtype=_DTYPES[info["dtype"]])
+            out[name] = t.reshape(info["shape"])
+        return out
 
 
 class Mlp(nn.Module):
@@ -79,7 +103,10 @@ class Attention(nn.Module):
         b, t, c = x.shape
         q, k, v = self.c_attn(x).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
-        y = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        # Causal softmax attention, spelled out (torch 1.13 has no scaled_dot_product_attention).
+        att = (q @ k.transpose(-2, -1)) / (k.shape[-1] ** 0.5)
+        att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
+        y = torch.softmax(att, dim=-1) @ v
         return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
 
 
@@ -131,12 +158,27 @@ class Gpt(nn.Module):
 FAMILIES = {"mlp": Mlp, "cnn": Cnn, "gpt": Gpt}
 
 
+def sample_input(family, spec):
+    """A batch of 2 inputs of the model's shape."""
+    if family == "gpt":
+        return torch.randint(0, spec["vocab"], (2, spec["context"]))
+    if family == "cnn":
+        return torch.randn(2, spec["in_channels"], spec.get("height", 32), spec.get("width", 32))
+    return torch.randn(2, spec["input_dim"])
+
+
 def main():
     spec = json.load(open(sys.argv[1]))
-    model = FAMILIES[spec.pop("family")](**spec)
+    family = spec.pop("family")
+    model = FAMILIES[family](**spec)
     state = load_file(sys.argv[2])
     model.load_state_dict(state, strict=True)
-    print(f"loaded {len(state)} tensors")
+    model.eval()
+    with torch.no_grad():
+        out = model(sample_input(family, spec))
+    if not torch.isfinite(out).all():
+        raise SystemExit("forward pass gave non-finite outputs")
+    print(f"loaded {len(state)} tensors, forward OK, output shape {tuple(out.shape)}")
 
 
 if __name__ == "__main__":

@@ -277,6 +277,7 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
       interval.steps.push_back(std::move(step.result.logs));
     }
     progress.Update(state.step, step.result.loss);
+    if (options.on_step) options.on_step(state.step, step.result.loss);
 
     const std::uint64_t index = manifest.checkpoints.size();
     if (state.step == CheckpointStepOf(job.spec, index)) {

@@ -99,6 +99,9 @@ struct TrainOptions {
   int threads = 1;
   kernels::Simd simd = kernels::Simd::kAuto;
   bool progress = false;
+  // Called after every step with the new state's step and that step's loss
+  // (the solver daemon publishes its progress from here; node/solver_note.h).
+  std::function<void(std::uint64_t step, float loss)> on_step;
   // Continue the run in the directory from a checkpoint: the one at
   // `resume_step` when given (it must be a checkpoint step the manifest
   // holds), else the last one. Later checkpoints and logs are dropped from

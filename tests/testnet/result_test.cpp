@@ -5,10 +5,6 @@
 // starts the next bounty from those weights (fine-tuning), the solver and
 // the challenger fetch and check them, and it finalizes without a dispute;
 // a bounty naming an h_0 that nobody can produce is never claimed.
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <random>
 
 #include "common/encoding.h"
@@ -29,24 +25,6 @@ namespace {
 using namespace std::chrono_literals;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
-
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
-
-// Runs the vt binary (stdout captured, stderr passed through).
-CliRun Vt(const std::string& args) {
-  CliRun r;
-  const std::string cmd = std::string(VT_BIN_DIR) + "/vt " + args;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
 
 const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 

@@ -3,8 +3,11 @@
 // down at the end (even when an assertion fails), RPC waits bounded in time.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <array>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -87,6 +90,24 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return pred();
+}
+
+struct CliRun {
+  int code = -1;
+  std::string out;
+};
+
+// Runs the vt binary with `args` (stdout captured, stderr passed through).
+inline CliRun Vt(const std::string& args) {
+  CliRun r;
+  const std::string cmd = std::string(VT_BIN_DIR) + "/vt " + args;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
 }
 
 }  // namespace vt::test

@@ -1,10 +1,13 @@
 // vt bounty post|show|list|watch|result.
+#include <cstdio>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "common/cli_number.h"
 #include "node/bin/vt/vt_cli.h"
 #include "node/bounty_flow.h"
+#include "node/solver_note_rpc.h"
 #include "worker/model_weights.h"
 #include "worker/safetensors.h"
 
@@ -20,6 +23,7 @@ struct BountyOptions {
   node::BountyTerms terms{1'000'000, 0, 0, 400, 40, 40};  // bonds 0: the job's minimum
   std::uint64_t watch_timeout_s = 600;
   std::uint64_t fetch_timeout_s = 120;
+  std::optional<std::uint64_t> checkpoint;  // --checkpoint: an earlier committed state
 };
 
 std::string BountyLine(const Json& b) {
@@ -58,25 +62,76 @@ int Post(Globals& g, const BountyOptions& o) {
 int WriteResult(Globals& g, const BountyOptions& o) {
   auto c = Client(g);
   if (!c.ok()) return Fail(g, c.status());
-  auto r = node::FetchBountyResult(*c, o.id, std::chrono::seconds(o.fetch_timeout_s));
+  auto r = node::FetchBountyResult(*c, o.id, std::chrono::seconds(o.fetch_timeout_s), o.checkpoint);
   if (!r.ok()) return Fail(g, r.status());
   auto tensors = worker::ModelWeightsForTorch(r->job.model, r->state);
   if (!tensors.ok()) return Fail(g, tensors.status());
-  const auto meta = worker::WeightsMetadata(r->job.Hash(), r->state_hash, r->state.step, o.id);
+  auto meta = worker::WeightsMetadata(r->job.Hash(), r->state_hash, r->state.step, o.id);
+  meta["veritrain.checkpoint"] = std::to_string(r->checkpoint);
   if (Status s = worker::SaveSafetensors(o.out, *tensors, meta); !s.ok()) return Fail(g, s);
   std::uint64_t values = 0;
   for (const auto& [name, t] : *tensors) values += static_cast<std::uint64_t>(t.numel());
   Json out{{"bounty_id", o.id},          {"bounty_state", r->bounty_state}, {"out", o.out},
            {"state_hash", r->state_hash.Hex()}, {"step", r->state.step},      {"job_hash", r->job.Hash().Hex()},
            {"blob", r->blob.Hex()},      {"blob_bytes", r->blob_bytes},     {"tensors", tensors->size()},
-           {"values", values}};
+           {"values", values},           {"checkpoint", r->checkpoint}};
   std::string human = "wrote " + o.out + ": " + std::to_string(tensors->size()) + " tensors (" +
-                      std::to_string(values) + " values) of step " + std::to_string(r->state.step) + ", state " +
-                      r->state_hash.Hex().substr(0, 16) + " (checked against the commitment)\n";
+                      std::to_string(values) + " values) of checkpoint " + std::to_string(r->checkpoint) +
+                      " (step " + std::to_string(r->state.step) + "), state " + r->state_hash.Hex().substr(0, 16) +
+                      " (checked against the commitment)\n";
   if (r->bounty_state != "finalized")
     human += "note: bounty " + std::to_string(o.id) + " is " + r->bounty_state +
              ", not finalized: a challenger may still dispute this result\n";
   Print(g, out, human);
+  return 0;
+}
+
+std::string Seconds(std::uint64_t ms) {
+  if (ms < 120'000) return std::to_string((ms + 500) / 1000) + " s";
+  return std::to_string((ms + 30'000) / 60'000) + " min";
+}
+
+// The solver's own account of its run (node/solver_note.h): signed by the
+// bounty's solver and checked here, but what it says about progress is its
+// word, not the chain's.
+std::string ProgressLine(const node::SolverNote& n, const std::string& state) {
+  const auto now_ms = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  char loss[32];
+  std::snprintf(loss, sizeof loss, "%.4f", static_cast<double>(n.loss));
+  std::string line = "solver progress: step " + std::to_string(n.step) + "/" + std::to_string(n.num_steps) +
+                     ", loss " + loss;
+  if (n.step < n.num_steps && state == "claimed") line += ", ETA " + Seconds(n.eta_ms);
+  if (now_ms > n.seq) line += " (reported " + Seconds(now_ms - n.seq) + " ago)";
+  if (!n.checkpoints.empty()) {
+    line += "; serves checkpoints";
+    for (const auto& c : n.checkpoints) line += " " + std::to_string(c.index);
+  }
+  return line + "\n";
+}
+
+int Show(Globals& g, const BountyOptions& o) {
+  auto c = Client(g);
+  if (!c.ok()) return Fail(g, c.status());
+  auto b = c->Call("get_bounty", Json::array({o.id}));
+  if (!b.ok()) return Fail(g, b.status());
+  b->erase("encoded");
+  std::string progress;
+  const std::string state = (*b)["state"];
+  auto record = c->Bounty(o.id);
+  if (!record.ok()) return Fail(g, record.status());
+  if (auto note = node::ReadSolverNote(*c, *record); note.ok() && *note) {
+    (*b)["progress"] = node::SolverNoteJson(**note);
+    (*b)["progress"].erase("encoded");
+    progress = ProgressLine(**note, state);
+  } else if (!note.ok()) {
+    progress = "solver progress: the node's note is unusable: " + note.status().ToString() + "\n";
+  } else if (state == "claimed") {
+    progress = "solver progress: none published on this node yet (the solver's daemon publishes to the node it "
+               "talks to; --rpc another node to ask there)\n";
+  }
+  Print(g, *b, BountyLine(*b) + progress + b->dump(2) + "\n");
   return 0;
 }
 
@@ -143,11 +198,7 @@ void AddBountyCommands(CLI::App& app, Globals& g) {
   show->callback(Runs(g, [&g, o] {
     auto c = Client(g);
     if (!c.ok()) return Fail(g, c.status());
-    auto b = c->Call("get_bounty", Json::array({o->id}));
-    if (!b.ok()) return Fail(g, b.status());
-    b->erase("encoded");
-    Print(g, *b, BountyLine(*b) + b->dump(2) + "\n");
-    return 0;
+    return Show(g, *o);
   }));
 
   auto* list = bounty->add_subcommand("list", "list bounties");
@@ -175,6 +226,10 @@ void AddBountyCommands(CLI::App& app, Globals& g) {
   AddNumber(result, "--timeout", o->fetch_timeout_s, "seconds to wait for the blob", std::uint64_t{1},
             std::uint64_t{86'400})
       ->capture_default_str();
+  AddNumber(result, "--checkpoint", o->checkpoint,
+            "an earlier committed checkpoint, 0 (h_0) .. the last (the final model); the solver publishes it on "
+            "request",
+            std::uint64_t{0});
   result->callback(Runs(g, [&g, o] { return WriteResult(g, *o); }));
 }
 

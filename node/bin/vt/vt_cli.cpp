@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 #include <iostream>
+#include <string_view>
+#include <utility>
 
 #include "crypto/keyfile.h"
 #include "node/passphrase.h"
@@ -15,11 +17,43 @@ std::function<void()> Runs(Globals& g, std::function<int()> f) {
   return [&g, f] { g.rc = f(); };
 }
 
+namespace {
+
+// What to do about a failure whose reason does not already say it: reasons
+// that come back bare from a node or a receipt (which carries no detail).
+constexpr std::pair<std::string_view, std::string_view> kFixes[] = {
+    {"rpc-transport",
+     "no node answers there: start a local testnet with `vt testnet up`, or name a node with --rpc HOST:PORT "
+     "(or VT_RPC)"},
+    {"tx-insufficient-funds",
+     "the sender cannot pay the amount (reward, bond) plus gas: fund it (`vt account transfer`) or ask for less"},
+    {"bounty-bond-below-minimum",
+     "raise --solver-bond / --challenger-bond, or leave them out to post the job's minimum bond"},
+    {"bounty-bad-window", "--solve-window, --challenge-window and --clock-budget must each be 1 .. the chain's "
+                          "max_window blocks"},
+    {"bounty-job-too-large",
+     "arbitrating one operator of this job needs a larger transaction than the chain carries: use a smaller model "
+     "or batch"},
+    {"file-not-found", "check the path; a job file's relative dataset path is relative to the job file's folder"},
+};
+
+std::string_view FixFor(std::string_view reason) {
+  for (const auto& [r, fix] : kFixes)
+    if (r == reason) return fix;
+  return {};
+}
+
+}  // namespace
+
 int Fail(const Globals& g, const Status& s) {
+  const std::string_view fix = FixFor(s.reason());
   if (g.json) {
-    std::cout << Json{{"error", {{"reason", s.reason()}, {"detail", s.detail()}}}}.dump() << "\n";
+    Json err{{"reason", s.reason()}, {"detail", s.detail()}};
+    if (!fix.empty()) err["fix"] = std::string(fix);
+    std::cout << Json{{"error", err}}.dump() << "\n";
   } else {
     std::cerr << "vt: " << s.ToString() << "\n";
+    if (!fix.empty()) std::cerr << "  fix: " << fix << "\n";
   }
   return 1;
 }
