@@ -52,6 +52,8 @@ TEST(VtCli, NumbersAreParsedStrictly) {
       {"dispute show 18446744073709551616", "too large"},
       {"testnet up --validators 4294967297", "--validators"},
       {"solver --key k --data d --job j --threads -2", "--threads"},
+      {"bounty result 0 --out x --checkpoint -1", "--checkpoint"},
+      {"bounty result 0 --out x --checkpoint 18446744073709551616", "too large"},
   };
   for (const Case& c : cases) {
     const CliRun r = Vt(c.args);
@@ -90,7 +92,7 @@ TEST_F(VtJobErrors, JobMistakesAreNamedWithTheFix) {
        {"job-unknown-option", "batch_sise"}},
       {R"({"model": "mlp-tiny", "dataset": {"kind": "text", "path": "no-such-corpus.txt", "window": 8},
           "batch_size": 4, )" + base + "}",
-       {"no-such-corpus.txt"}},
+       {"no-such-corpus.txt", "fix: check the path"}},
   };
   int i = 0;
   for (const Case& c : cases) {
@@ -106,6 +108,20 @@ TEST_F(VtJobErrors, JobMistakesAreNamedWithTheFix) {
   const CliRun r = Vt("bounty post --from nobody --job " + job + " --init " + job);
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.out.find("safetensors"), std::string::npos) << r.out;
+}
+
+// Failures that come back as a bare reason (here: no node at --rpc) carry
+// the fix, in text and in --json.
+TEST(VtCli, BareReasonsComeWithTheirFix) {
+  CliRun r = Vt("--rpc 127.0.0.1:1 bounty show 0");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("rpc-transport"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fix: no node answers there"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vt testnet up"), std::string::npos) << r.out;
+  r = Vt("--json --rpc 127.0.0.1:1 bounty result 0 --checkpoint 2 --out x");
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find(R"("reason":"rpc-transport")"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"("fix":"no node answers there)"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -150,6 +150,15 @@ TEST(TestnetFinetune, TinyGptFineTunedFromAnEarlierBountyWithProgressAndProvenCh
   ASSERT_TRUE(pre.ok());
   EXPECT_TRUE(start1->state.tensors.at("wte.weight").BitwiseEqual(pre->tensors.at("transformer.wte.weight")))
       << "bounty 1 started from bounty 0's final weights";
+
+  // 4. No solver to ask: the request stays open and the client is told
+  // what happened and what to try, within its --timeout.
+  ASSERT_TRUE(t.net().Stop("solver").ok());
+  r = Vt(vt + "bounty result " + std::to_string(b1) + " --checkpoint 1 --timeout 2 --out " +
+         (dir / "y.safetensors").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_EQ(ParseOr(r.out)["error"]["reason"], "checkpoint-not-served") << r.out;
+  EXPECT_FALSE(fs::exists(dir / "y.safetensors"));
 }
 
 }  // namespace

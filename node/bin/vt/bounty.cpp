@@ -78,7 +78,10 @@ int WriteResult(Globals& g, const BountyOptions& o) {
   std::string human = "wrote " + o.out + ": " + std::to_string(tensors->size()) + " tensors (" +
                       std::to_string(values) + " values) of checkpoint " + std::to_string(r->checkpoint) +
                       " (step " + std::to_string(r->state.step) + "), state " + r->state_hash.Hex().substr(0, 16) +
-                      " (checked against the commitment)\n";
+                      (r->checkpoint + 1 == protocol::CheckpointCount(r->job.spec.num_steps,
+                                                                      r->job.spec.checkpoint_interval)
+                           ? " (checked against the committed final state)\n"
+                           : " (its leaf and Merkle proof checked against the committed checkpoint root)\n");
   if (r->bounty_state != "finalized")
     human += "note: bounty " + std::to_string(o.id) + " is " + r->bounty_state +
              ", not finalized: a challenger may still dispute this result\n";
