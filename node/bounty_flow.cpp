@@ -110,7 +110,7 @@ Result<ServedCheckpoint> AwaitServedCheckpoint(ChainClient& c, const referee::Bo
           "the solver of bounty " + std::to_string(b.id) + " did not publish checkpoint " + std::to_string(index) +
               " within " + std::to_string(timeout.count() / 1000) +
               " s. Its daemon serves checkpoints on request while it runs and still has the run, through the node "
-              "it talks to: try again later (--timeout), or point --rpc at the solver's node");
+              "it talks to: try again later (--timeout), or name the solver's node (--solver-node)");
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
@@ -118,7 +118,7 @@ Result<ServedCheckpoint> AwaitServedCheckpoint(ChainClient& c, const referee::Bo
 }  // namespace
 
 Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, std::chrono::milliseconds timeout,
-                                       std::optional<std::uint64_t> checkpoint) {
+                                       std::optional<std::uint64_t> checkpoint, ChainClient* notes) {
   const auto deadline = Clock::now() + timeout;
   VT_ASSIGN_OR_RETURN(referee::Bounty b, c.Bounty(bounty_id));
   const std::string state(BountyStateName(b.state));
@@ -153,7 +153,8 @@ Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id, 
     r.blob = b.state_blob;
     r.state_hash = b.commitment.final_state_hash;
   } else {
-    VT_ASSIGN_OR_RETURN(ServedCheckpoint served, AwaitServedCheckpoint(c, b, r.checkpoint, deadline, timeout));
+    VT_ASSIGN_OR_RETURN(ServedCheckpoint served, AwaitServedCheckpoint(notes != nullptr ? *notes : c, b, r.checkpoint,
+                                                                          deadline, timeout));
     r.blob = served.blob;
     r.state_hash = served.state_hash;  // a leaf proven against checkpoint_root (VerifySolverNote)
   }

@@ -75,9 +75,12 @@ struct BountyResult {
 // solver did not publish it within `timeout`), "note-*" (the note naming it
 // fails VerifySolverNote: e.g. its proof does not reach the root),
 // "checkpoint-wrong-step".
+// `notes`: the node the solver's daemon keeps its notes on, when it is not
+// `c` (the checkpoint's blob then reaches `c` from its peers).
 Result<BountyResult> FetchBountyResult(ChainClient& c, std::uint64_t bounty_id,
                                        std::chrono::milliseconds timeout = std::chrono::minutes(2),
-                                       std::optional<std::uint64_t> checkpoint = std::nullopt);
+                                       std::optional<std::uint64_t> checkpoint = std::nullopt,
+                                       ChainClient* notes = nullptr);
 
 // The bounty's solver note as the node holds it, checked (VerifySolverNote);
 // nullopt when the node holds none.

@@ -112,6 +112,13 @@ TEST(TestnetFinetune, TinyGptFineTunedFromAnEarlierBountyWithProgressAndProvenCh
     ASSERT_TRUE(manifest.ok() && manifest->checkpoints.size() == 3);
     EXPECT_EQ(manifest->checkpoints[2].state_hash.Hex(), mid["state_hash"]);
   }
+  // From another node: the note comes from the solver's node (--solver-node),
+  // the blob reaches v1 from its peers over P2P.
+  const std::string on_v1 = "--rpc 127.0.0.1:" + std::to_string(t.net().rpc_port("v1")) + " --json ";
+  r = Vt(on_v1 + "bounty result " + std::to_string(b0) + " --checkpoint 1 --solver-node 127.0.0.1:" +
+         std::to_string(t.net().rpc_port("v0")) + " --timeout 60 --out " + (dir / "ck1.safetensors").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(ParseOr(r.out)["step"], 4u);
   // Checkpoint 0 is h_0 (the seeded init), also served on request.
   auto h0 = node::FetchBountyResult(c, b0, 60s, 0);
   ASSERT_TRUE(h0.ok()) << h0.status().ToString();

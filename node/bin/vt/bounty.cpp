@@ -19,6 +19,7 @@ namespace {
 
 struct BountyOptions {
   std::string from, job_file, init, out;
+  std::string solver_node;  // --solver-node: where the solver's notes are, if not --rpc
   std::uint64_t id = 0;
   node::BountyTerms terms{1'000'000, 0, 0, 400, 40, 40};  // bonds 0: the job's minimum
   std::uint64_t watch_timeout_s = 600;
@@ -59,10 +60,21 @@ int Post(Globals& g, const BountyOptions& o) {
   return 0;
 }
 
+// --solver-node: where the solver's notes are, when not the --rpc node.
+Result<std::optional<node::ChainClient>> SolverNodeClient(const BountyOptions& o) {
+  if (o.solver_node.empty()) return std::optional<node::ChainClient>();
+  auto ep = net::Endpoint::Parse(o.solver_node);
+  if (!ep.ok()) return ep.status().WithContext("--solver-node");
+  return std::optional<node::ChainClient>(std::in_place, ep->host, ep->port, std::chrono::seconds(30));
+}
+
 int WriteResult(Globals& g, const BountyOptions& o) {
   auto c = Client(g);
   if (!c.ok()) return Fail(g, c.status());
-  auto r = node::FetchBountyResult(*c, o.id, std::chrono::seconds(o.fetch_timeout_s), o.checkpoint);
+  auto notes = SolverNodeClient(o);
+  if (!notes.ok()) return Fail(g, notes.status());
+  auto r = node::FetchBountyResult(*c, o.id, std::chrono::seconds(o.fetch_timeout_s), o.checkpoint,
+                                   *notes ? &**notes : nullptr);
   if (!r.ok()) return Fail(g, r.status());
   auto tensors = worker::ModelWeightsForTorch(r->job.model, r->state);
   if (!tensors.ok()) return Fail(g, tensors.status());
@@ -124,7 +136,9 @@ int Show(Globals& g, const BountyOptions& o) {
   const std::string state = (*b)["state"];
   auto record = c->Bounty(o.id);
   if (!record.ok()) return Fail(g, record.status());
-  if (auto note = node::ReadSolverNote(*c, *record); note.ok() && *note) {
+  auto solver_node = SolverNodeClient(o);
+  if (!solver_node.ok()) return Fail(g, solver_node.status());
+  if (auto note = node::ReadSolverNote(*solver_node ? **solver_node : *c, *record); note.ok() && *note) {
     (*b)["progress"] = node::SolverNoteJson(**note);
     (*b)["progress"].erase("encoded");
     progress = ProgressLine(**note, state);
@@ -132,7 +146,7 @@ int Show(Globals& g, const BountyOptions& o) {
     progress = "solver progress: the node's note is unusable: " + note.status().ToString() + "\n";
   } else if (state == "claimed") {
     progress = "solver progress: none published on this node yet (the solver's daemon publishes to the node it "
-               "talks to; --rpc another node to ask there)\n";
+               "talks to: name that one with --solver-node)\n";
   }
   Print(g, *b, BountyLine(*b) + progress + b->dump(2) + "\n");
   return 0;
@@ -198,6 +212,8 @@ void AddBountyCommands(CLI::App& app, Globals& g) {
 
   auto* show = bounty->add_subcommand("show", "show a bounty");
   AddNumber(show, "id", o->id, "bounty id")->required();
+  show->add_option("--solver-node", o->solver_node,
+                   "HOST:PORT of the node the solver's daemon talks to, when not --rpc (for its progress)");
   show->callback(Runs(g, [&g, o] {
     auto c = Client(g);
     if (!c.ok()) return Fail(g, c.status());
@@ -233,6 +249,8 @@ void AddBountyCommands(CLI::App& app, Globals& g) {
             "an earlier committed checkpoint, 0 (h_0) .. the last (the final model); the solver publishes it on "
             "request",
             std::uint64_t{0});
+  result->add_option("--solver-node", o->solver_node,
+                     "HOST:PORT of the node the solver's daemon talks to, when not --rpc (for --checkpoint)");
   result->callback(Runs(g, [&g, o] { return WriteResult(g, *o); }));
 }
 
