@@ -135,12 +135,7 @@ class Session {
   Status CheckProof(const Hash256& root, const Hash256& leaf, const MerkleProof& proof, std::uint64_t index,
                     std::uint64_t count, std::string_view reason) {
     VT_TRY(m_ctx.ChargeMerkle(proof.siblings.size() + 1));
-    if (proof.leaf_index != index || proof.leaf_count != count)
-      return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
-                                         std::to_string(proof.leaf_count) + ", expected " + std::to_string(index) +
-                                         " of " + std::to_string(count));
-    if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Status::Invalid(reason, s.ToString());
-    return Status::Ok();
+    return verify::CheckProofAt(root, leaf, proof, index, count, reason);
   }
   Result<Party> PartyOf(const Bounty& b, const Game& g) const {
     if (m_ctx.sender() == b.solver) return kSolver;

@@ -25,9 +25,16 @@ Status ChargeProof(Meter& meter, const crypto::MerkleProof& proof) {
 }
 
 // A proof of leaf `index` of `count` leaves, charged before it is checked.
-Status CheckProofAt(Meter& meter, const Hash256& root, const Hash256& leaf, const crypto::MerkleProof& proof,
-                    std::uint64_t index, std::uint64_t count, std::string_view reason) {
+Status ChargeAndCheckProofAt(Meter& meter, const Hash256& root, const Hash256& leaf, const crypto::MerkleProof& proof,
+                             std::uint64_t index, std::uint64_t count, std::string_view reason) {
   VT_TRY(ChargeProof(meter, proof));
+  return CheckProofAt(root, leaf, proof, index, count, reason);
+}
+
+}  // namespace
+
+Status CheckProofAt(const Hash256& root, const Hash256& leaf, const crypto::MerkleProof& proof, std::uint64_t index,
+                    std::uint64_t count, std::string_view reason) {
   if (proof.leaf_index != index || proof.leaf_count != count)
     return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
                                        std::to_string(proof.leaf_count) + ", expected " + std::to_string(index) +
@@ -35,8 +42,6 @@ Status CheckProofAt(Meter& meter, const Hash256& root, const Hash256& leaf, cons
   if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Status::Invalid(reason, s.ToString());
   return Status::Ok();
 }
-
-}  // namespace
 
 bool OutcomeConfirms(const ArbitrationOutcome& outcome, const protocol::NodeRecord& record, bool logged) {
   if (outcome.kind != ArbitrationKind::kExecuted) return false;
@@ -212,11 +217,12 @@ Status VerifyLogChain(const LogPosition& at, const Hash256& log_hash, const LogC
   const std::uint64_t s0 = protocol::CheckpointStepAt(at.num_steps, at.checkpoint_interval, j);
   const std::uint64_t s1 = protocol::CheckpointStepAt(at.num_steps, at.checkpoint_interval, j + 1);
   constexpr std::string_view kReason = "arb-bad-log-proof";
-  VT_TRY(CheckProofAt(meter, chain.step_log_root, log_hash, chain.node_in_step, at.node, at.node_count - 1, kReason));
-  VT_TRY(CheckProofAt(meter, chain.interval_log_hash, chain.step_log_root, chain.step_in_interval, at.step - s0,
-                      s1 - s0, kReason));
-  return CheckProofAt(meter, log_root, chain.interval_log_hash, chain.interval_in_root, j,
-                      protocol::CheckpointCount(at.num_steps, at.checkpoint_interval) - 1, kReason);
+  VT_TRY(ChargeAndCheckProofAt(meter, chain.step_log_root, log_hash, chain.node_in_step, at.node, at.node_count - 1,
+                               kReason));
+  VT_TRY(ChargeAndCheckProofAt(meter, chain.interval_log_hash, chain.step_log_root, chain.step_in_interval,
+                               at.step - s0, s1 - s0, kReason));
+  return ChargeAndCheckProofAt(meter, log_root, chain.interval_log_hash, chain.interval_in_root, j,
+                               protocol::CheckpointCount(at.num_steps, at.checkpoint_interval) - 1, kReason);
 }
 
 }  // namespace vt::verify

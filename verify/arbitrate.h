@@ -22,10 +22,12 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "crypto/merkle.h"
 #include "protocol/types.h"
 #include "verify/node_spec.h"
 #include "verify/wire.h"
@@ -79,6 +81,13 @@ struct ArbitrationOutcome {
   Hash256 log_hash;                    // rounded mode: kernels HashRoundingLog of the supplied log; zero otherwise
   std::uint64_t flops = 0;             // the operator's flop estimate (what was metered)
 };
+
+// The one rule for every Merkle opening of the game: `proof` is for leaf
+// `index` of a tree of `count` leaves and opens `leaf` against `root`.
+// Invalid `reason` otherwise. Unmetered: a caller charges the proof first
+// (Cost::kProofSiblings).
+Status CheckProofAt(const Hash256& root, const Hash256& leaf, const crypto::MerkleProof& proof, std::uint64_t index,
+                    std::uint64_t count, std::string_view reason);
 
 // Whether `record` is the node's one correct record by this outcome: its
 // outputs and, where the node logs (`logged`: rounded mode, not the assemble
