@@ -1,86 +1,24 @@
 #include "contract_vm/arbitration.h"
 
-#include <string>
-#include <utility>
-
-#include "contract_vm/step_graph.h"
-#include "kernels/tensor_codec.h"
-#include "kernels/mode.h"
-#include "kernels/op_context.h"
-#include "kernels/ops/registry.h"
-#include "kernels/rounding.h"
-#include "protocol/data_order.h"
+#include "contract_vm/graph_source.h"
 
 namespace vt::vm {
-namespace {
 
-constexpr std::size_t kMaxInputs = protocol::kMaxNodeInputs;
-constexpr std::size_t kMaxExamples = std::size_t{1} << 20;
-constexpr std::size_t kMaxTensorBytes = std::size_t{1} << 30;
-
-Status ChargeBytes(GasMeter& gas, std::size_t bytes) { return gas.Charge(HashGas(bytes)); }
-
-Status ChargeProof(GasMeter& gas, const crypto::MerkleProof& proof) {
-  return gas.Charge(ProofGas(proof.siblings.size()));
+Status GasCosts::Charge(verify::Cost cost, std::uint64_t amount) {
+  switch (cost) {
+    case verify::Cost::kHashBytes:
+      return m_gas.Charge(HashGas(amount));
+    case verify::Cost::kProofSiblings:
+      return m_gas.Charge(ProofGas(amount));
+    case verify::Cost::kMerkleHashes:
+      return m_gas.Charge(MerkleGas(amount));
+    case verify::Cost::kDataOrderElements:
+      return m_gas.Charge(GasMeter::Mul(kGas.data_order_element, amount));
+    case verify::Cost::kFlops:
+      return m_gas.Charge(FlopsGas(amount));
+  }
+  return Status::Error("vm-unknown-cost", "no price for this cost");
 }
-
-Status Bad(std::string_view reason, const Status& cause) { return Status::Invalid(reason, cause.ToString()); }
-
-bool IsLogReason(const std::string& reason) { return reason.rfind("log-", 0) == 0; }
-
-}  // namespace
-
-// ---- payload encoding -------------------------------------------------------------------
-
-void Encode(Writer& w, const InputOpening& in) {
-  w.PutBytes(in.tensor);
-  w.PutHash(in.tensor_hash);
-  w.PutOptional(in.proof, [](Writer& out, const crypto::MerkleProof& p) { crypto::Encode(out, p); });
-  w.PutOptional(in.producer, [](Writer& out, const protocol::NodeRecord& rec) { protocol::Encode(out, rec); });
-}
-
-Result<InputOpening> Decode(Reader& r, DecodeAs<InputOpening>) {
-  InputOpening in;
-  VT_ASSIGN_OR_RETURN(in.tensor, r.GetBytes(kMaxTensorBytes));
-  VT_ASSIGN_OR_RETURN(in.tensor_hash, r.GetHash());
-  VT_ASSIGN_OR_RETURN(in.proof, r.GetOptional<crypto::MerkleProof>(
-                                    [](Reader& rr) { return crypto::Decode(rr, DecodeAs<crypto::MerkleProof>{}); }));
-  VT_ASSIGN_OR_RETURN(in.producer, r.GetOptional<protocol::NodeRecord>(
-                                       [](Reader& rr) { return protocol::Decode(rr, DecodeAs<protocol::NodeRecord>{}); }));
-  return in;
-}
-
-void Encode(Writer& w, const ExampleOpening& ex) {
-  w.PutBytes(ex.leaf);
-  crypto::Encode(w, ex.proof);
-}
-
-Result<ExampleOpening> Decode(Reader& r, DecodeAs<ExampleOpening>) {
-  ExampleOpening ex;
-  VT_ASSIGN_OR_RETURN(ex.leaf, r.GetBytes(kMaxTensorBytes));
-  VT_ASSIGN_OR_RETURN(ex.proof, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  return ex;
-}
-
-void Encode(Writer& w, const ArbitrationPayload& p) {
-  protocol::Encode(w, p.header);
-  crypto::Encode(w, p.header_proof);
-  w.PutVector(p.inputs);
-  w.PutVector(p.examples);
-  w.PutBytes(p.log);
-}
-
-Result<ArbitrationPayload> Decode(Reader& r, DecodeAs<ArbitrationPayload>) {
-  ArbitrationPayload p;
-  VT_ASSIGN_OR_RETURN(p.header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
-  VT_ASSIGN_OR_RETURN(p.header_proof, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  VT_ASSIGN_OR_RETURN(p.inputs, r.GetVector<InputOpening>(kMaxInputs));
-  VT_ASSIGN_OR_RETURN(p.examples, r.GetVector<ExampleOpening>(kMaxExamples));
-  VT_ASSIGN_OR_RETURN(p.log, r.GetBytes(kMaxTensorBytes));
-  return p;
-}
-
-// ---- the precompile ----------------------------------------------------------------------
 
 Result<StepGraph> Arbiter::BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const {
   auto graph = m_graphs.Build(job, step);
@@ -104,167 +42,11 @@ Result<NodeSpec> Arbiter::ExpectedNode(const protocol::JobSpec& job, std::uint64
 
 Result<ArbitrationOutcome> Arbiter::Arbitrate(const ArbitrationCase& c, ByteSpan payload_bytes,
                                               GasMeter& gas) const {
-  auto decoded = DecodeExact<ArbitrationPayload>(payload_bytes);
-  if (!decoded.ok()) return Bad("arb-malformed", decoded.status());
-  const ArbitrationPayload& payload = *decoded;
-  const protocol::JobSpec& job = c.job;
-
-  VT_ASSIGN_OR_RETURN(StepGraph graph, BuildGraph(job, c.step, gas));
-  if (c.node_count != graph.nodes.size() + 1 || c.node_index >= c.node_count)
-    return Status::Invalid("arb-bad-node-index");
-  const bool assemble = c.node_index == graph.nodes.size();
-  const NodeSpec spec = NodeSpecAt(graph, c.node_index);
-
-  // The header of h_t: its position tells the tensor count, its fields the
-  // step and the data cursor.
-  VT_TRY(ChargeProof(gas, payload.header_proof));
-  if (Status s = protocol::VerifyStateHeader(c.state_hash, payload.header, payload.header_proof); !s.ok())
-    return Bad("arb-bad-header", s);
-  if (payload.header.tensor_names.size() != graph.num_state_tensors)
-    return Status::Invalid("arb-bad-header", "tensor count differs from the step graph");
-  if (payload.header.step != c.step) return Status::Invalid("arb-header-step-mismatch");
-
-  if (payload.inputs.size() != spec.inputs.size()) return Status::Invalid("arb-bad-input-count");
-
-  bool reads_batch = false;
-  for (const auto& ref : spec.inputs) reads_batch |= ref.source == protocol::InputSource::kBatch;
-  std::vector<kernels::Tensor> batch;
-  if (reads_batch) {
-    // The batch's indices come from whole-epoch permutations (dataset_size
-    // words each): paid for before they are built.
-    VT_TRY(gas.Charge(GasMeter::Mul(kGas.data_order_element,
-                                    protocol::BatchIndicesWork(job.dataset_size, payload.header.data_offset,
-                                                               job.batch_size))));
-    auto indices = m_graphs.BatchIndices(job, payload.header);
-    if (!indices.ok()) return Bad("arb-bad-examples", indices.status());
-    if (payload.examples.size() != indices->size()) return Status::Invalid("arb-bad-examples", "wrong example count");
-    std::vector<Bytes> leaves;
-    leaves.reserve(indices->size());
-    for (std::size_t k = 0; k < indices->size(); ++k) {
-      const ExampleOpening& ex = payload.examples[k];
-      VT_TRY(ChargeBytes(gas, ex.leaf.size()));
-      VT_TRY(ChargeProof(gas, ex.proof));
-      if (ex.proof.leaf_index != (*indices)[k] || ex.proof.leaf_count != job.dataset_size)
-        return Status::Invalid("arb-bad-examples", "example " + std::to_string(k) + " is not at its batch position");
-      if (Status s = crypto::VerifyMerkleProof(job.dataset_root, crypto::MerkleLeafHash(ex.leaf), ex.proof); !s.ok())
-        return Bad("arb-bad-examples", s);
-      leaves.push_back(ex.leaf);
-    }
-    auto assembled = m_graphs.AssembleBatch(job, leaves);
-    if (!assembled.ok()) return Bad("arb-bad-examples", assembled.status());
-    batch = std::move(assembled).value();
-  } else if (!payload.examples.empty()) {
-    return Status::Invalid("arb-bad-examples", "the node does not read the batch");
-  }
-
-  // Open every input against the agreed hashes.
-  std::vector<kernels::Tensor> tensors(spec.inputs.size());
-  std::vector<const kernels::Tensor*> input_ptrs(spec.inputs.size(), nullptr);
-  std::vector<Hash256> input_hashes(spec.inputs.size());
-  for (std::size_t k = 0; k < spec.inputs.size(); ++k) {
-    const protocol::InputRef& ref = spec.inputs[k];
-    const InputOpening& in = payload.inputs[k];
-    const std::string which = "input " + std::to_string(k);
-    if (ref.source == protocol::InputSource::kBatch) {
-      if (!in.tensor.empty() || in.proof || in.producer)
-        return Status::Invalid("arb-bad-input-tensor", which + ": batch inputs come from the examples");
-      if (ref.index >= batch.size()) return Status::Error("graph-invalid", "batch index beyond the batch");
-      input_ptrs[k] = &batch[ref.index];
-      continue;
-    }
-    // The tensor (or, for the assemble node, only its hash).
-    if (assemble) {
-      if (!in.tensor.empty()) return Status::Invalid("arb-bad-input-tensor", which + ": assemble takes hashes");
-      input_hashes[k] = in.tensor_hash;
-    } else {
-      VT_TRY(ChargeBytes(gas, in.tensor.size()));
-      auto t = kernels::DecodeTensorBytes(in.tensor);
-      if (!t.ok()) return Bad("arb-bad-input-tensor", t.status());
-      tensors[k] = std::move(t).value();
-      input_hashes[k] = tensors[k].Hash();
-      input_ptrs[k] = &tensors[k];
-    }
-    if (!in.proof) return Status::Invalid("arb-bad-input-proof", which + ": no proof");
-    VT_TRY(ChargeProof(gas, *in.proof));
-    if (ref.source == protocol::InputSource::kState) {
-      if (in.producer) return Status::Invalid("arb-bad-producer", which + ": a state input has no producer");
-      if (Status s = protocol::VerifyStateTensor(c.state_hash, graph.num_state_tensors, ref.index, input_hashes[k],
-                                                 *in.proof);
-          !s.ok())
-        return Bad("arb-bad-input-proof", s);
-    } else {  // kNode: an earlier node's output, opened through its agreed record
-      if (!in.producer) return Status::Invalid("arb-bad-producer", which + ": no producer record");
-      const protocol::NodeRecord& producer = *in.producer;
-      if (in.proof->leaf_index != ref.index || in.proof->leaf_count != c.node_count || ref.index >= c.node_index)
-        return Status::Invalid("arb-bad-producer", which + ": proof is not for the producing node");
-      if (Status s = crypto::VerifyMerkleProof(c.node_root, protocol::NodeRecordHash(producer), *in.proof); !s.ok())
-        return Bad("arb-bad-producer", s);
-      if (ref.slot >= producer.output_hashes.size() || producer.output_hashes[ref.slot] != input_hashes[k])
-        return Status::Invalid("arb-bad-input-tensor", which + ": does not match the producer's output hash");
-    }
-  }
-
-  ArbitrationOutcome outcome;
-  const bool rounded = job.mode == static_cast<std::uint8_t>(kernels::Mode::kRounded);
-  if (assemble) {
-    if (!payload.log.empty()) return Status::Invalid("arb-bad-log", "the assemble node has no log");
-    auto next = m_graphs.NextHeader(job, payload.header);
-    if (!next.ok()) return Status::Error("graph-invalid", next.status().ToString());
-    if (next->tensor_names.size() != input_hashes.size())
-      return Status::Error("graph-invalid", "next header names a different tensor count");
-    VT_TRY(gas.Charge(MerkleGas(2 * (input_hashes.size() + 1))));
-    outcome.output_hashes.push_back(protocol::StateHashFromLeaves(input_hashes, *next));
-    return outcome;
-  }
-
-  // Re-execute the one operator.
-  auto attrs = DecodeExact<kernels::OpAttrs>(spec.attrs);
-  if (!attrs.ok()) return Status::Error("graph-invalid", "node attributes: " + attrs.status().ToString());
-  auto kind = kernels::OpKindFromValue(spec.op_kind);
-  if (!kind.ok()) return Status::Error("graph-invalid", "node op kind: " + kind.status().ToString());
-  std::vector<kernels::Shape> shapes;
-  for (const kernels::Tensor* t : input_ptrs) shapes.push_back(t->shape());
-  outcome.flops = kernels::OpFlops(*kind, *attrs, shapes);
-  VT_TRY(gas.Charge(FlopsGas(outcome.flops)));
-
-  kernels::ExecConfig config;
-  config.mode = static_cast<kernels::Mode>(job.mode);
-  config.threads = 1;
-  // Rounded mode: the canonical fp64 reference (no vendor BLAS, no libm; a
-  // replaying NodeRounding implies it too), so the verdict is a pure
-  // function of the block's bytes. Log entries are judged against it by the
-  // one acceptance rule every challenger's replay applies (kernels
-  // hd::AcceptsEntry; docs/kernels.md "The acceptance rule").
-  config.f64_reference = true;
-  std::optional<kernels::NodeRounding> rounding;
-  if (rounded) {
-    config.rounding.bits = job.rounding_bits;
-    config.rounding.tau_q16 = spec.tau_q16;
-    auto log = kernels::DecodeRoundingLog(payload.log);
-    if (!log.ok()) return Bad("arb-bad-log", log.status());
-    outcome.log_hash = kernels::HashRoundingLog(*log);
-    rounding.emplace(kernels::NodeRounding::Replay(config.rounding, std::move(log).value()));
-  } else if (!payload.log.empty()) {
-    return Status::Invalid("arb-bad-log", "only rounded mode has logs");
-  }
-  const kernels::OpContext ctx(config, rounding ? &*rounding : nullptr,
-                               kernels::RngAddress{job.seed, c.step, c.node_index});
-  std::vector<kernels::Tensor> outputs;
-  Status run = kernels::RunOp(ctx, *kind, *attrs, input_ptrs, outputs);
-  if (run.ok() && rounding) run = rounding->Finish();
-  if (run.is_error()) return run;
-  if (!run.ok()) {
-    outcome.kind = IsLogReason(run.reason()) ? ArbitrationKind::kLogRejected : ArbitrationKind::kOpFailed;
-    outcome.detail = run.ToString();
-    return outcome;
-  }
-  if (outputs.size() != spec.num_outputs)
-    return Status::Error("graph-invalid", "the operator's output count differs from the node spec");
-  for (const kernels::Tensor& t : outputs) {
-    VT_TRY(ChargeBytes(gas, static_cast<std::size_t>(t.numel()) * sizeof(float)));
-    outcome.output_hashes.push_back(t.Hash());
-  }
-  return outcome;
+  auto payload = DecodeExact<ArbitrationPayload>(payload_bytes);
+  if (!payload.ok()) return Status::Invalid("arb-malformed", payload.status().ToString());
+  VT_ASSIGN_OR_RETURN(StepGraph graph, BuildGraph(c.job, c.step, gas));
+  GasCosts costs(gas);
+  return verify::ArbitrateNode(m_graphs, graph, c, *payload, costs);
 }
 
 }  // namespace vt::vm

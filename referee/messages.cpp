@@ -163,23 +163,6 @@ Result<RevealRecordArgs> Decode(Reader& r, DecodeAs<RevealRecordArgs>) {
   return v;
 }
 
-void Encode(Writer& w, const LogProofs& v) {
-  crypto::Encode(w, v.node_in_step);
-  w.PutHash(v.step_log_root);
-  crypto::Encode(w, v.step_in_interval);
-  w.PutHash(v.interval_log_hash);
-  crypto::Encode(w, v.interval_in_root);
-}
-Result<LogProofs> Decode(Reader& r, DecodeAs<LogProofs>) {
-  LogProofs v;
-  VT_ASSIGN_OR_RETURN(v.node_in_step, GetProof(r));
-  VT_ASSIGN_OR_RETURN(v.step_log_root, r.GetHash());
-  VT_ASSIGN_OR_RETURN(v.step_in_interval, GetProof(r));
-  VT_ASSIGN_OR_RETURN(v.interval_log_hash, r.GetHash());
-  VT_ASSIGN_OR_RETURN(v.interval_in_root, GetProof(r));
-  return v;
-}
-
 void Encode(Writer& w, const ArbitrateArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);

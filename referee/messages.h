@@ -14,6 +14,7 @@
 #include "contract_vm/amount.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
+#include "verify/wire.h"
 
 namespace vt::referee {
 
@@ -133,15 +134,9 @@ struct RevealRecordArgs {
 };
 
 // Rounded mode: the chain from the disputed node's log hash to the
-// commitment's log_root (docs/referee.md, "Rounding logs").
-struct LogProofs {
-  crypto::MerkleProof node_in_step;      // node log hash in the step's log root
-  Hash256 step_log_root;
-  crypto::MerkleProof step_in_interval;  // step log root in the interval's log hash
-  Hash256 interval_log_hash;
-  crypto::MerkleProof interval_in_root;  // interval log hash in commitment.log_root
-  bool operator==(const LogProofs&) const = default;
-};
+// commitment's log_root (docs/referee.md, "Rounding logs"); one definition
+// and codec, in verify/wire.h.
+using LogProofs = verify::LogChain;
 
 struct ArbitrateArgs {
   std::uint64_t game_id = 0;
@@ -167,7 +162,6 @@ VT_REFEREE_CODEC(RevealChildrenArgs)
 VT_REFEREE_CODEC(StepRootArgs)
 VT_REFEREE_CODEC(NodeRootArgs)
 VT_REFEREE_CODEC(RevealRecordArgs)
-VT_REFEREE_CODEC(LogProofs)
 VT_REFEREE_CODEC(ArbitrateArgs)
 VT_REFEREE_CODEC(GameIdArgs)
 #undef VT_REFEREE_CODEC

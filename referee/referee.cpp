@@ -8,6 +8,7 @@
 #include "contract_vm/arbitration.h"
 #include "contract_vm/node_spec.h"
 #include "contract_vm/vm.h"
+#include "verify/arbitrate.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
 #include "referee/blob_rules.h"
@@ -134,12 +135,7 @@ class Session {
   Status CheckProof(const Hash256& root, const Hash256& leaf, const MerkleProof& proof, std::uint64_t index,
                     std::uint64_t count, std::string_view reason) {
     VT_TRY(m_ctx.ChargeMerkle(proof.siblings.size() + 1));
-    if (proof.leaf_index != index || proof.leaf_count != count)
-      return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
-                                         std::to_string(proof.leaf_count) + ", expected " + std::to_string(index) +
-                                         " of " + std::to_string(count));
-    if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Status::Invalid(reason, s.ToString());
-    return Status::Ok();
+    return verify::CheckProofAt(root, leaf, proof, index, count, reason);
   }
   Result<Party> PartyOf(const Bounty& b, const Game& g) const {
     if (m_ctx.sender() == b.solver) return kSolver;
@@ -187,7 +183,6 @@ class Session {
   Amount Reimbursement(const Game& g, const Bounty& b, bool solver_lost, std::string_view reason);
   Result<bool> CloseIfMoot(Game& g, Bounty& b);
   Status CloseGame(Game& g, GameResult result, std::string_view reason);
-  Status VerifyLogChain(const Game& g, const Bounty& b, const Hash256& log_hash, const LogProofs& lp);
 
   vm::CallContext& m_ctx;
   const RefereeParams& m_params;
@@ -551,18 +546,6 @@ Status Session::RevealRecord(const RevealRecordArgs& a) {
   return Save(g);
 }
 
-Status Session::VerifyLogChain(const Game& g, const Bounty& b, const Hash256& log_hash, const LogProofs& lp) {
-  const std::uint64_t j = g.checkpoint_index;
-  const std::uint64_t s0 = CheckpointStep(b, j - 1);
-  const std::uint64_t s1 = CheckpointStep(b, j);
-  VT_TRY(CheckProof(lp.step_log_root, log_hash, lp.node_in_step, g.node_index, g.node_count - 1,
-                    "arb-bad-log-proof"));
-  VT_TRY(CheckProof(lp.interval_log_hash, lp.step_log_root, lp.step_in_interval, g.step - s0, s1 - s0,
-                    "arb-bad-log-proof"));
-  return CheckProof(b.commitment.log_root, lp.interval_log_hash, lp.interval_in_root, j - 1, CheckpointCount(b) - 1,
-                    "arb-bad-log-proof");
-}
-
 Status Session::Arbitrate(const ArbitrateArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
@@ -586,7 +569,9 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
   const bool logged = b.mode == kModeRounded && g.node_index + 1 < g.node_count;
   if (logged) {
     if (!a.log_proofs) return Status::Invalid("arb-bad-log-proof", "rounded mode needs the log's proofs");
-    VT_TRY(VerifyLogChain(g, b, outcome.log_hash, *a.log_proofs));
+    vm::GasCosts costs(m_ctx.gas());
+    const verify::LogPosition at{b.num_steps, b.checkpoint_interval, g.step, g.node_index, g.node_count};
+    VT_TRY(verify::VerifyLogChain(at, outcome.log_hash, *a.log_proofs, b.commitment.log_root, costs));
   } else if (a.log_proofs) {
     return Status::Invalid("arb-bad-log-proof", "this node has no log");
   }
@@ -602,8 +587,7 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
     case vm::ArbitrationKind::kExecuted: {
       std::array<bool, 2> right{};
       for (Party p : {kSolver, kChallenger}) {
-        const protocol::NodeRecord& rec = *g.records[Idx(p)];
-        right[Idx(p)] = rec.output_hashes == outcome.output_hashes && (!logged || rec.log_hash == outcome.log_hash);
+        right[Idx(p)] = verify::OutcomeConfirms(outcome, *g.records[Idx(p)], logged);
       }
       // Two different records cannot both be the node's one correct record.
       if (right[0] && right[1]) return Status::Invalid("game-inconsistent", "both records match the re-execution");

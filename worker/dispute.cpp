@@ -11,6 +11,7 @@
 
 #include "kernels/graph/executor.h"
 #include "kernels/ops/registry.h"
+#include "verify/graph_source.h"
 #include "worker/data_order.h"
 #include "worker/state.h"
 #include "kernels/tensor_codec.h"
@@ -24,8 +25,6 @@ namespace graph = kernels::graph;
 
 constexpr char kNodeFileMagic[6] = {'V', 'T', 'N', 'O', 'D', 'E'};
 constexpr std::uint16_t kNodeFileVersion = 1;
-constexpr std::size_t kMaxTensorBytes = std::size_t{1} << 30;
-constexpr std::size_t kMaxExamples = std::size_t{1} << 20;
 
 protocol::InputRef ToRef(const graph::NodeInput& in) {
   return protocol::InputRef{static_cast<protocol::InputSource>(in.source), in.index, in.slot};
@@ -203,82 +202,6 @@ StepRecords RecordsOf(const RecordedStep& rs, bool rounded, std::uint64_t step) 
   return r;
 }
 
-Status Bad(std::string_view reason, const std::string& detail) { return Status::Invalid(reason, detail); }
-
-void EncodeOpening(Writer& w, const InputOpening& in) {
-  w.PutBytes(in.tensor);
-  w.PutHash(in.tensor_hash);
-  w.PutOptional(in.proof, [](Writer& out, const crypto::MerkleProof& p) { crypto::Encode(out, p); });
-  w.PutOptional(in.producer, [](Writer& out, const protocol::NodeRecord& rec) { protocol::Encode(out, rec); });
-}
-
-Result<InputOpening> DecodeOpening(Reader& r) {
-  InputOpening in;
-  VT_ASSIGN_OR_RETURN(in.tensor, r.GetBytes(kMaxTensorBytes));
-  VT_ASSIGN_OR_RETURN(in.tensor_hash, r.GetHash());
-  VT_ASSIGN_OR_RETURN(in.proof, r.GetOptional<crypto::MerkleProof>(
-                                    [](Reader& rr) { return crypto::Decode(rr, DecodeAs<crypto::MerkleProof>{}); }));
-  VT_ASSIGN_OR_RETURN(in.producer, r.GetOptional<protocol::NodeRecord>(
-                                       [](Reader& rr) { return protocol::Decode(rr, DecodeAs<protocol::NodeRecord>{}); }));
-  return in;
-}
-
-void EncodePayload(Writer& w, const NodeInputs& n) {
-  protocol::Encode(w, n.header);
-  crypto::Encode(w, n.header_proof);
-  w.PutVector(n.inputs, [](Writer& out, const InputOpening& in) { EncodeOpening(out, in); });
-  w.PutVector(n.examples, [](Writer& out, const ExampleOpening& ex) {
-    out.PutBytes(ex.leaf);
-    crypto::Encode(out, ex.proof);
-  });
-  w.PutBytes(n.log);
-}
-
-Status DecodePayload(Reader& r, NodeInputs& n) {
-  VT_ASSIGN_OR_RETURN(n.header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
-  VT_ASSIGN_OR_RETURN(n.header_proof, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  VT_ASSIGN_OR_RETURN(n.inputs, r.GetVector<InputOpening>([](Reader& rr) { return DecodeOpening(rr); },
-                                                          protocol::kMaxNodeInputs));
-  VT_ASSIGN_OR_RETURN(n.examples, r.GetVector<ExampleOpening>(
-                                      [](Reader& rr) -> Result<ExampleOpening> {
-                                        ExampleOpening ex;
-                                        VT_ASSIGN_OR_RETURN(ex.leaf, rr.GetBytes(kMaxTensorBytes));
-                                        VT_ASSIGN_OR_RETURN(ex.proof, crypto::Decode(rr, DecodeAs<crypto::MerkleProof>{}));
-                                        return ex;
-                                      },
-                                      kMaxExamples));
-  VT_ASSIGN_OR_RETURN(n.log, r.GetBytes(kMaxTensorBytes));
-  return Status::Ok();
-}
-
-void EncodeChain(Writer& w, const LogChain& c) {
-  crypto::Encode(w, c.node_in_step);
-  w.PutHash(c.step_log_root);
-  crypto::Encode(w, c.step_in_interval);
-  w.PutHash(c.interval_log_hash);
-  crypto::Encode(w, c.interval_in_root);
-}
-
-Result<LogChain> DecodeChain(Reader& r) {
-  LogChain c;
-  VT_ASSIGN_OR_RETURN(c.node_in_step, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  VT_ASSIGN_OR_RETURN(c.step_log_root, r.GetHash());
-  VT_ASSIGN_OR_RETURN(c.step_in_interval, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  VT_ASSIGN_OR_RETURN(c.interval_log_hash, r.GetHash());
-  VT_ASSIGN_OR_RETURN(c.interval_in_root, crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}));
-  return c;
-}
-
-Status CheckProofAt(const Hash256& root, const Hash256& leaf, const crypto::MerkleProof& proof, std::uint64_t index,
-                    std::uint64_t count, std::string_view reason) {
-  if (proof.leaf_index != index || proof.leaf_count != count) {
-    return Bad(reason, "proof for leaf " + std::to_string(proof.leaf_index) + "/" + std::to_string(proof.leaf_count) +
-                           ", expected " + std::to_string(index) + "/" + std::to_string(count));
-  }
-  if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Bad(reason, s.ToString());
-  return Status::Ok();
-}
-
 }  // namespace
 
 // ---- (a) ----------------------------------------------------------------------------
@@ -439,9 +362,7 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
 }
 
 Bytes EncodeArbitrationPayload(const NodeInputs& inputs) {
-  Writer w;
-  EncodePayload(w, inputs);
-  return std::move(w).Take();
+  return EncodeToBytes(static_cast<const verify::ArbitrationPayload&>(inputs));
 }
 
 Bytes EncodeNodeInputsFile(const NodeInputs& n) {
@@ -455,8 +376,8 @@ Bytes EncodeNodeInputsFile(const NodeInputs& n) {
   w.PutU64(n.node_count);
   protocol::Encode(w, n.record);
   w.PutString(n.node_name);
-  w.PutOptional(n.log_chain, [](Writer& out, const LogChain& c) { EncodeChain(out, c); });
-  EncodePayload(w, n);
+  w.PutOptional(n.log_chain, [](Writer& out, const LogChain& c) { verify::Encode(out, c); });
+  verify::Encode(w, static_cast<const verify::ArbitrationPayload&>(n));
   return std::move(w).Take();
 }
 
@@ -475,8 +396,10 @@ Result<NodeInputs> DecodeNodeInputsFile(ByteSpan bytes) {
     VT_ASSIGN_OR_RETURN(n.node_count, r.GetU64());
     VT_ASSIGN_OR_RETURN(n.record, protocol::Decode(r, DecodeAs<protocol::NodeRecord>{}));
     VT_ASSIGN_OR_RETURN(n.node_name, r.GetString(4096));
-    VT_ASSIGN_OR_RETURN(n.log_chain, r.GetOptional<LogChain>([](Reader& rr) { return DecodeChain(rr); }));
-    VT_TRY(DecodePayload(r, n));
+    VT_ASSIGN_OR_RETURN(n.log_chain, r.GetOptional<LogChain>(
+                                         [](Reader& rr) { return verify::Decode(rr, DecodeAs<LogChain>{}); }));
+    VT_ASSIGN_OR_RETURN(static_cast<verify::ArbitrationPayload&>(n),
+                        verify::Decode(r, DecodeAs<verify::ArbitrationPayload>{}));
     VT_TRY(r.Finish());
     return n;
   };
@@ -500,156 +423,31 @@ std::string_view NodeVerdictKindName(NodeVerdictKind kind) {
 }
 
 bool NodeVerdict::Confirms(const protocol::NodeRecord& record, bool rounded) const {
-  if (kind != NodeVerdictKind::kExecuted) return false;
-  return record.output_hashes == output_hashes && (!rounded || record.log_hash == log_hash);
+  return verify::OutcomeConfirms(*this, record, rounded);
 }
 
 Result<NodeVerdict> ReexecuteNode(const Job& job, const NodeInputs& ex) {
-  VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> batch_shapes,
-                      graph::BatchShapes(job.model, static_cast<std::int64_t>(job.spec.batch_size)));
-  VT_ASSIGN_OR_RETURN(graph::StepGraph g, graph::BuildStepGraph(job.model, job.optimizer, ex.step, batch_shapes));
-  if (ex.node_count != g.nodes.size() + 1 || ex.node >= ex.node_count) {
-    return Bad("dispute-bad-node-index", "node " + std::to_string(ex.node) + " of " + std::to_string(ex.node_count) +
-                                             " records; the step has " + std::to_string(g.nodes.size() + 1));
-  }
-  const bool assemble = ex.node == g.nodes.size();
-  const std::uint64_t num_state = g.state_names.size();
-  if (Status s = protocol::VerifyStateHeader(ex.state_hash, ex.header, ex.header_proof); !s.ok()) {
-    return Bad("dispute-bad-header", s.ToString());
-  }
-  if (ex.header.tensor_names.size() != num_state || ex.header.tensor_names != g.state_names) {
-    return Bad("dispute-bad-header", "the header names other tensors than the job's state");
-  }
-  if (ex.header.step != ex.step) return Bad("dispute-bad-header", "the header is of step " + std::to_string(ex.header.step));
-  const std::vector<graph::NodeInput>& refs = assemble ? g.next_state : g.nodes[ex.node].inputs;
-  if (ex.inputs.size() != refs.size()) return Bad("dispute-bad-input-count", std::to_string(ex.inputs.size()));
-
-  // The batch, from examples opened against the dataset root.
-  bool reads_batch = false;
-  for (const graph::NodeInput& in : refs) reads_batch |= in.source == graph::NodeInputSource::kBatch;
-  std::vector<kernels::Tensor> batch;
-  if (reads_batch) {
-    if (ex.header.data_offset >= job.spec.dataset_size) return Bad("dispute-bad-examples", "cursor outside the dataset");
-    DataOrder order(job.spec.seed, job.spec.dataset_size);
-    DataCursor cursor{ex.header.data_epoch, ex.header.data_offset};
-    auto indices = order.NextBatch(cursor, job.spec.batch_size);
-    if (!indices.ok()) return Bad("dispute-bad-examples", indices.status().ToString());
-    if (ex.examples.size() != indices->size()) return Bad("dispute-bad-examples", "wrong example count");
-    for (const kernels::Shape& s : batch_shapes) batch.emplace_back(s);
-    std::array<std::int64_t, 2> per{batch[0].numel() / static_cast<std::int64_t>(job.spec.batch_size),
-                                    batch[1].numel() / static_cast<std::int64_t>(job.spec.batch_size)};
-    for (std::size_t e = 0; e < indices->size(); ++e) {
-      const ExampleOpening& o = ex.examples[e];
-      VT_TRY(CheckProofAt(job.spec.dataset_root, crypto::MerkleLeafHash(o.leaf), o.proof, (*indices)[e],
-                          job.spec.dataset_size, "dispute-bad-examples"));
-      Reader r(o.leaf);
-      for (int k = 0; k < 2; ++k) {
-        auto t = kernels::DecodeTensor(r);
-        if (!t.ok()) return Bad("dispute-bad-examples", t.status().ToString());
-        const kernels::Shape want(batch[k].shape().begin() + 1, batch[k].shape().end());
-        if (t->shape() != want) return Bad("dispute-bad-examples", "example " + std::to_string(e) + " has another shape");
-        std::copy(t->values().begin(), t->values().end(), batch[k].values().begin() + static_cast<std::ptrdiff_t>(e) * per[k]);
-      }
-      if (!r.Finish().ok()) return Bad("dispute-bad-examples", "bytes after example " + std::to_string(e));
-    }
-  } else if (!ex.examples.empty()) {
-    return Bad("dispute-bad-examples", "the node does not read the batch");
-  }
-
-  std::vector<kernels::Tensor> tensors(refs.size());
-  std::vector<const kernels::Tensor*> ptrs(refs.size(), nullptr);
-  std::vector<Hash256> hashes(refs.size());
-  for (std::size_t k = 0; k < refs.size(); ++k) {
-    const graph::NodeInput& ref = refs[k];
-    const InputOpening& in = ex.inputs[k];
-    const std::string which = "input " + std::to_string(k);
-    if (ref.source == graph::NodeInputSource::kBatch) {
-      if (!in.tensor.empty() || in.proof || in.producer) return Bad("dispute-bad-input-tensor", which + ": from the examples");
-      ptrs[k] = &batch[ref.index];
-      continue;
-    }
-    if (assemble) {
-      if (!in.tensor.empty()) return Bad("dispute-bad-input-tensor", which + ": the assemble node takes hashes");
-      hashes[k] = in.tensor_hash;
-    } else {
-      Reader r(in.tensor);
-      auto t = kernels::DecodeTensor(r);
-      if (!t.ok() || !r.Finish().ok()) return Bad("dispute-bad-input-tensor", which + ": not a tensor");
-      tensors[k] = std::move(t).value();
-      hashes[k] = tensors[k].Hash();
-      ptrs[k] = &tensors[k];
-    }
-    if (!in.proof) return Bad("dispute-bad-input-proof", which + ": no proof");
-    if (ref.source == graph::NodeInputSource::kState) {
-      if (in.producer) return Bad("dispute-bad-producer", which + ": a state input has no producer");
-      if (Status s = protocol::VerifyStateTensor(ex.state_hash, num_state, ref.index, hashes[k], *in.proof); !s.ok()) {
-        return Bad("dispute-bad-input-proof", which + ": " + s.ToString());
-      }
-    } else {
-      if (!in.producer) return Bad("dispute-bad-producer", which + ": no producer record");
-      if (ref.index >= ex.node) return Bad("dispute-bad-producer", which + ": a producer after the node");
-      VT_TRY(CheckProofAt(ex.node_root, protocol::NodeRecordHash(*in.producer), *in.proof, ref.index, ex.node_count,
-                          "dispute-bad-producer"));
-      if (ref.slot >= in.producer->output_hashes.size() || in.producer->output_hashes[ref.slot] != hashes[k]) {
-        return Bad("dispute-bad-input-tensor", which + ": not the producer's output");
-      }
-    }
-  }
-
+  // The precompile's own steps, unmetered: the graph view of the job, its
+  // structural check, then the node rule.
+  const verify::KernelsGraphSource graphs;
+  VT_ASSIGN_OR_RETURN(verify::StepGraph graph, graphs.Build(job.spec, ex.step));
+  VT_TRY(verify::ValidateStepGraph(graph));
+  const verify::ArbitrationCase c{job.spec, ex.step, ex.state_hash, ex.node_root, ex.node_count, ex.node};
+  verify::FreeMeter free;
+  VT_ASSIGN_OR_RETURN(verify::ArbitrationOutcome outcome, verify::ArbitrateNode(graphs, graph, c, ex, free));
   NodeVerdict verdict;
-  const bool rounded = IsRounded(job);
-  if (assemble) {
-    if (!ex.log.empty()) return Bad("dispute-bad-log", "the assemble node has no log");
-    protocol::StateHeader next = ex.header;
-    next.step += 1;
-    const std::uint64_t advanced = ex.header.data_offset + job.spec.batch_size;
-    next.data_epoch += advanced / job.spec.dataset_size;
-    next.data_offset = advanced % job.spec.dataset_size;
-    verdict.output_hashes.push_back(protocol::StateHashFromLeaves(hashes, next));
-    return verdict;
-  }
-  kernels::ExecConfig config = ExecConfigFor(job, 1);
-  std::optional<kernels::RoundingLog> log;
-  if (rounded) {
-    auto decoded = kernels::DecodeRoundingLog(ex.log);
-    if (!decoded.ok()) return Bad("dispute-bad-log", decoded.status().ToString());
-    verdict.log_hash = kernels::HashRoundingLog(*decoded);
-    log = std::move(decoded).value();
-  } else if (!ex.log.empty()) {
-    return Bad("dispute-bad-log", "only rounded mode has logs");
-  }
-  auto result =
-      graph::ExecuteNode(config, g, ex.node, ptrs, job.spec.seed, log ? &*log : nullptr, &job.tau_table);
-  if (!result.ok()) {
-    const Status& s = result.status();
-    if (s.is_error()) return s;
-    if (s.reason() == "node-input-shape" || s.reason() == "node-bad-inputs") {
-      return Bad("dispute-bad-input-tensor", s.ToString());
-    }
-    verdict.kind = s.reason().rfind("log-", 0) == 0 ? NodeVerdictKind::kLogRejected : NodeVerdictKind::kOpFailed;
-    verdict.detail = s.ToString();
-    return verdict;
-  }
-  for (const kernels::Tensor& t : result->outputs) verdict.output_hashes.push_back(t.Hash());
+  static_cast<verify::ArbitrationOutcome&>(verdict) = std::move(outcome);
   return verdict;
 }
 
 Status VerifyLogChain(const Job& job, const NodeInputs& ex, const Hash256& log_root) {
   if (!IsRounded(job)) return Status::Ok();
-  if (!ex.log_chain) return Bad("dispute-bad-log-proof", "no log chain");
-  const LogChain& c = *ex.log_chain;
+  if (!ex.log_chain) return Status::Invalid("arb-bad-log-proof", "no log chain");
   auto log = kernels::DecodeRoundingLog(ex.log);
-  if (!log.ok()) return Bad("dispute-bad-log", log.status().ToString());
-  const protocol::JobSpec& spec = job.spec;
-  const std::uint64_t j = ex.step / spec.checkpoint_interval;
-  const std::uint64_t s0 = CheckpointStepOf(spec, j);
-  const std::uint64_t s1 = CheckpointStepOf(spec, j + 1);
-  VT_TRY(CheckProofAt(c.step_log_root, kernels::HashRoundingLog(*log), c.node_in_step, ex.node, ex.node_count - 1,
-                      "dispute-bad-log-proof"));
-  VT_TRY(CheckProofAt(c.interval_log_hash, c.step_log_root, c.step_in_interval, ex.step - s0, s1 - s0,
-                      "dispute-bad-log-proof"));
-  return CheckProofAt(log_root, c.interval_log_hash, c.interval_in_root, j,
-                      protocol::CheckpointCount(spec.num_steps, spec.checkpoint_interval) - 1, "dispute-bad-log-proof");
+  if (!log.ok()) return Status::Invalid("arb-bad-log", log.status().ToString());
+  const verify::LogPosition at{job.spec.num_steps, job.spec.checkpoint_interval, ex.step, ex.node, ex.node_count};
+  verify::FreeMeter free;
+  return verify::VerifyLogChain(at, kernels::HashRoundingLog(*log), *ex.log_chain, log_root, free);
 }
 
 // ---- the whole narrowing ----------------------------------------------------------------

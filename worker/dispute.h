@@ -10,17 +10,17 @@
 //      topological order of kernels/graph — op kind, attributes, input refs,
 //      output tensor hashes, hash of the node's log entries — followed by
 //      the assemble record whose single output is h_{t+1} (the referee's
-//      level-3 tree; op kind kAssembleOpKind, as contract_vm/node_spec.h).
+//      level-3 tree; op kind kAssembleOpKind, verify/node_spec.h).
 //  (c) AnswerNodeInputs: node i's input tensors with Merkle proofs — state
 //      tensors against h_t, earlier nodes' outputs through their records
 //      against the node root, the batch as dataset examples against the
 //      dataset root, the state header against h_t, and in rounded mode the
 //      node's committed log with its proofs up to the commitment's log root.
 //      EncodeArbitrationPayload gives the exact bytes of the referee's
-//      vm::ArbitrationPayload (contract_vm/arbitration.h).
+//      verify::ArbitrationPayload (verify/wire.h).
 //  (d) ReexecuteNode: checks every proof of such an export and re-executes
-//      the one node with the canonical kernel (one thread, the job's mode,
-//      following the supplied log), as the referee's arbitration does.
+//      the one node — by calling the referee's own rule, verify::ArbitrateNode
+//      (verify/arbitrate.h), so its verdict is the precompile's.
 //
 // LocateDispute runs the whole narrowing between two parties — first
 // divergent checkpoint, step, node — and the arbitration of that node.
@@ -40,6 +40,9 @@
 #include "kernels/mode.h"
 #include "protocol/state.h"
 #include "protocol/types.h"
+#include "verify/arbitrate.h"
+#include "verify/node_spec.h"
+#include "verify/wire.h"
 #include "worker/adversary.h"
 #include "worker/dataset.h"
 #include "worker/job.h"
@@ -47,9 +50,12 @@
 
 namespace vt::worker {
 
-// The op kind of the record that closes every step (contract_vm/node_spec.h
-// kAssembleOpKind; worker/ may not include contract_vm/, tests check they agree).
-inline constexpr std::uint16_t kAssembleOpKind = 0xFFFF;
+// The op kind of the record that closes every step, and the dispute's wire
+// types: one definition each, in verify/.
+using verify::ExampleOpening;
+using verify::InputOpening;
+using verify::kAssembleOpKind;
+using verify::LogChain;
 
 // A party in a dispute, answering from its own run.
 struct Party {
@@ -96,28 +102,9 @@ struct StepRecords {
 Result<StepRecords> AnswerNodeRecords(const Party& party, std::uint64_t step);
 
 // (c)
-struct InputOpening {  // = vm::InputOpening
-  Bytes tensor;        // canonical tensor bytes; empty for batch inputs and the assemble node
-  Hash256 tensor_hash;
-  std::optional<crypto::MerkleProof> proof;
-  std::optional<protocol::NodeRecord> producer;
-  bool operator==(const InputOpening&) const = default;
-};
-struct ExampleOpening {  // = vm::ExampleOpening
-  Bytes leaf;
-  crypto::MerkleProof proof;
-  bool operator==(const ExampleOpening&) const = default;
-};
-struct LogChain {  // = referee::LogProofs
-  crypto::MerkleProof node_in_step;
-  Hash256 step_log_root;
-  crypto::MerkleProof step_in_interval;
-  Hash256 interval_log_hash;
-  crypto::MerkleProof interval_in_root;
-  bool operator==(const LogChain&) const = default;
-};
-
-struct NodeInputs {
+// The payload (the base: verify::ArbitrationPayload — header, its proof, the
+// input openings, the examples, the log) and the case it answers.
+struct NodeInputs : verify::ArbitrationPayload {
   // The case (what the referee has established).
   std::uint64_t step = 0;
   std::uint64_t node = 0;
@@ -126,13 +113,7 @@ struct NodeInputs {
   std::uint64_t node_count = 0;  // graph nodes + 1
   protocol::NodeRecord record;   // the exporting party's record of the node
   std::string node_name;
-  // The payload (vm::ArbitrationPayload).
-  protocol::StateHeader header;
-  crypto::MerkleProof header_proof;
-  std::vector<InputOpening> inputs;
-  std::vector<ExampleOpening> examples;
-  Bytes log;  // rounded mode: kernels::EncodeRoundingLog of the committed log of the node
-  std::optional<LogChain> log_chain;
+  std::optional<LogChain> log_chain;  // rounded mode: the payload's log up to the commitment's log root
   bool operator==(const NodeInputs&) const = default;
 };
 Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std::uint64_t node);
@@ -145,19 +126,17 @@ Bytes EncodeNodeInputsFile(const NodeInputs& inputs);
 Result<NodeInputs> DecodeNodeInputsFile(ByteSpan bytes);
 
 // (d)
-enum class NodeVerdictKind : std::uint8_t { kExecuted = 0, kLogRejected = 1, kOpFailed = 2 };
+using NodeVerdictKind = verify::ArbitrationKind;
 std::string_view NodeVerdictKindName(NodeVerdictKind kind);
-struct NodeVerdict {
-  NodeVerdictKind kind = NodeVerdictKind::kExecuted;
-  std::vector<Hash256> output_hashes;  // kExecuted
-  Hash256 log_hash;                    // rounded mode: of the supplied log
-  std::string detail;
-  // Whether a record is the correct one for this node.
+struct NodeVerdict : verify::ArbitrationOutcome {
+  // Whether a record is the correct one for this node (verify::OutcomeConfirms).
   bool Confirms(const protocol::NodeRecord& record, bool rounded) const;
 };
-// Invalid "dispute-bad-*" when a proof or input does not check out.
+// verify::ArbitrateNode on the export, metered by nothing: Invalid with the
+// precompile's "arb-bad-*" reasons when a proof or input does not check out.
 Result<NodeVerdict> ReexecuteNode(const Job& job, const NodeInputs& inputs);
-// Rounded mode: the log's chain up to `log_root` (a commitment's).
+// Rounded mode: the log's chain up to `log_root` (a commitment's), checked by
+// verify::VerifyLogChain as the referee does. Invalid "arb-bad-log-proof".
 Status VerifyLogChain(const Job& job, const NodeInputs& inputs, const Hash256& log_root);
 
 // The full narrowing between a solver and a challenger that audited it.

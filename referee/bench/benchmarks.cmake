@@ -6,6 +6,7 @@ if(VERITRAIN_TESTS)
   vt_bench(referee_bench
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/referee_bench.cpp
+      ${VT_ROOT}/tests/referee/descent_table.cpp
       ${VT_ROOT}/tests/referee/history.cpp
       ${VT_ROOT}/tests/referee/scenario.cpp
       ${VT_ROOT}/tests/referee/arbitration_workload.cpp

@@ -13,6 +13,9 @@
 //     worst case the referee re-executes), and measured times of a repops
 //     step and of the precompile on that node (Merkle proofs, tensor
 //     hashing and the operator).
+//  4. The element-level descent of docs/referee.md priced on the same step
+//     graphs (tests/referee/descent_table.cpp): largest transaction, the referee's work
+//     and the moves of a whole game at N = 2^30.
 //
 //   referee_bench                 tables 1-3; GPT-2 small as flops only
 //   referee_bench --gpt2-small    also times GPT-2 small (B=1, T=1024): minutes on 2 cores
@@ -39,6 +42,7 @@
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/arbitration_workload.h"
+#include "tests/referee/descent_table.h"
 #include "tests/referee/scenario.h"
 #include "tests/referee/virtual_tree.h"
 
@@ -373,5 +377,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   Table3(presets);
+  // Table 2's transactions until the disputed step is known at N = 2^30.
+  constexpr std::uint64_t kLevel12MovesAt2Pow30 = 67;
+  DescentTable({{"gpt-tiny", 8}, {"mlp-fashion", 16}, {"cnn-fashion", 8}, {"gpt2-small", 1}}, kLevel12MovesAt2Pow30);
   return 0;
 }

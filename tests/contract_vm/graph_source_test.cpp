@@ -106,7 +106,6 @@ TEST(KernelsGraphSource, GraphIsTheKernelsGraphAndValid) {
     EXPECT_EQ(mine->nodes[i].num_outputs, g->nodes[i].num_outputs());
     EXPECT_EQ(mine->nodes[i].tau_q16, 0u) << "no τ outside rounded mode";
   }
-  EXPECT_EQ(kAssembleOpKind, worker::kAssembleOpKind);
   EXPECT_EQ(NodeSpecAt(*mine, mine->nodes.size()).inputs, mine->next_state);
 
   // Rounded mode: each node's τ from the job's table, looked up by the node's

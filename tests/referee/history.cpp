@@ -337,6 +337,17 @@ referee::NodeRootArgs MakeNodeRoot(const History& h, std::uint64_t game_id, std:
   return a;
 }
 
+vm::ArbitrationCase ArbitrationCaseOf(const TinyJob& tiny, const History& h, std::uint64_t step, std::uint64_t node) {
+  vm::ArbitrationCase c;
+  c.job = tiny.job;
+  c.step = step;
+  c.state_hash = h.h[step];
+  c.node_root = h.node_trees[step].root();
+  c.node_count = h.records[step].size();
+  c.node_index = node;
+  return c;
+}
+
 referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, const History& solver,
                                      std::uint64_t game_id, std::uint8_t node_root_of, std::uint64_t t,
                                      std::uint64_t i) {

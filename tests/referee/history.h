@@ -80,6 +80,10 @@ referee::OpenGameArgs MakeOpenGame(const History& h, std::uint64_t bounty_id);
 referee::StepRootArgs MakeStepRoot(const History& h, std::uint64_t game_id, std::uint64_t checkpoint_index);
 referee::NodeRootArgs MakeNodeRoot(const History& h, std::uint64_t game_id, std::uint64_t checkpoint_index,
                                    std::uint64_t step);
+// What the referee establishes before arbitrating node `node` of step `step`
+// of `h` (h_t, its node root and count).
+vm::ArbitrationCase ArbitrationCaseOf(const TinyJob& tiny, const History& h, std::uint64_t step, std::uint64_t node);
+
 // The arbitration of node `node` of step `step`, from `inputs_from`'s data
 // (any party: the inputs are agreed), with the log and its proofs from
 // `solver` (the committed log is the solver's).

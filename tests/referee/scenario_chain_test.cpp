@@ -31,12 +31,7 @@ struct NodeCase {
 
 NodeCase CaseOf(const TinyJob& tiny, const History& h, std::uint64_t step, std::uint64_t node) {
   NodeCase out;
-  out.c.job = tiny.job;
-  out.c.step = step;
-  out.c.state_hash = h.h[step];
-  out.c.node_root = h.node_trees[step].root();
-  out.c.node_count = h.records[step].size();
-  out.c.node_index = node;
+  out.c = ArbitrationCaseOf(tiny, h, step, node);
   out.payload = MakeArbitrate(tiny, h, h, 0, 0, step, node).payload;
   return out;
 }

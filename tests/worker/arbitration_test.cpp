@@ -69,7 +69,6 @@ void ConfirmEveryHonestRecord(const LoadedJob& j) {
 }
 
 TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {
-  static_assert(kAssembleOpKind == vm::kAssembleOpKind);
   ConfirmEveryHonestRecord(test::MakeJob(GetParam().family, GetParam().mode));
 }
 

@@ -229,17 +229,17 @@ TEST_P(DisputeAnswersTest, TamperedExportsAreRejected) {
     kernels::Tensor t = std::move(kernels::DecodeTensor(r)).value();
     t[0] += 1.0f;
     ex.inputs[k].tensor = kernels::EncodeTensor(t);
-    EXPECT_EQ(reason(ex), "dispute-bad-input-proof");
+    EXPECT_EQ(reason(ex), "arb-bad-input-proof");
   }
   {
     NodeInputs ex = *s;
     ex.header.step += 1;
-    EXPECT_EQ(reason(ex), "dispute-bad-header");
+    EXPECT_EQ(reason(ex), "arb-bad-header");
   }
   {
     NodeInputs ex = *s;
     ex.inputs.pop_back();
-    EXPECT_EQ(reason(ex), "dispute-bad-input-count");
+    EXPECT_EQ(reason(ex), "arb-bad-input-count");
   }
   auto b = AnswerNodeInputs(party, step, *batch_node);
   ASSERT_TRUE(b.ok());
@@ -247,11 +247,11 @@ TEST_P(DisputeAnswersTest, TamperedExportsAreRejected) {
     NodeInputs ex = *b;
     ASSERT_FALSE(ex.examples.empty());
     ex.examples[0].leaf.back() ^= 1;
-    EXPECT_EQ(reason(ex), "dispute-bad-examples");
+    EXPECT_EQ(reason(ex), "arb-bad-examples");
     ex = *b;
     std::swap(ex.examples[0], ex.examples.back());  // right examples, wrong order
     if (ex.examples[0].leaf != b->examples[0].leaf) {
-      EXPECT_EQ(reason(ex), "dispute-bad-examples");
+      EXPECT_EQ(reason(ex), "arb-bad-examples");
     }
   }
   auto n = AnswerNodeInputs(party, step, *node_node);
@@ -260,18 +260,18 @@ TEST_P(DisputeAnswersTest, TamperedExportsAreRejected) {
     NodeInputs ex = *n;
     const std::size_t k = first_of(*node_node, kernels::graph::NodeInputSource::kNode);
     ex.inputs[k].producer->output_hashes[0].bytes[0] ^= 1;
-    EXPECT_EQ(reason(ex), "dispute-bad-producer");
+    EXPECT_EQ(reason(ex), "arb-bad-producer");
     ex = *n;
     Reader r(ex.inputs[k].tensor);
     kernels::Tensor t = std::move(kernels::DecodeTensor(r)).value();
     t[0] = -t[0] + 0.5f;
     ex.inputs[k].tensor = kernels::EncodeTensor(t);
-    EXPECT_EQ(reason(ex), "dispute-bad-input-tensor");
+    EXPECT_EQ(reason(ex), "arb-bad-input-tensor");
   }
   if (rounded) {
     NodeInputs ex = *n;
     ex.log_chain->step_log_root.bytes[0] ^= 1;
-    EXPECT_EQ(VerifyLogChain(job, ex, solver.commitment.log_root).reason(), "dispute-bad-log-proof");
+    EXPECT_EQ(VerifyLogChain(job, ex, solver.commitment.log_root).reason(), "arb-bad-log-proof");
   }
   Bytes file = EncodeNodeInputsFile(*n);
   file.resize(file.size() - 1);

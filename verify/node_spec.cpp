@@ -1,8 +1,8 @@
-#include "contract_vm/node_spec.h"
+#include "verify/node_spec.h"
 
 #include <string>
 
-namespace vt::vm {
+namespace vt::verify {
 
 Status ValidateStepGraph(const StepGraph& graph) noexcept {
   auto bad = [](const std::string& why) { return Status::Error("graph-invalid", why); };
@@ -55,4 +55,4 @@ Status CheckRecordAgainstSpec(const protocol::NodeRecord& record, const NodeSpec
   return Status::Ok();
 }
 
-}  // namespace vt::vm
+}  // namespace vt::verify

@@ -1,4 +1,4 @@
-#include "contract_vm/graph_source.h"
+#include "verify/graph_source.h"
 
 #include <algorithm>
 #include <limits>
@@ -11,7 +11,7 @@
 #include "kernels/mode.h"
 #include "protocol/data_order.h"
 
-namespace vt::vm {
+namespace vt::verify {
 namespace {
 
 protocol::InputRef ToRef(const kernels::graph::NodeInput& in) {
@@ -119,4 +119,4 @@ Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const pro
   return batch;
 }
 
-}  // namespace vt::vm
+}  // namespace vt::verify
