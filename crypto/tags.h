@@ -41,6 +41,10 @@ inline constexpr std::string_view kGenesis = "veritrain/genesis/v1";
 
 // P2P frame magic of a chain (net/frame.h ChainMagic; docs/formats.md "P2P wire format").
 inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
+// What a node signs in the P2P handshake to prove its node key (net/handshake.h).
+// Validators sign it with their block-signing key: the tag keeps such a
+// signature from ever being valid for a block, a transaction or a vote.
+inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v2";
 
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
@@ -48,7 +52,7 @@ inline constexpr std::array kAll = {
     kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kRoundingLog, kAddress, kTx, kBlock, kKeyFileChecksum,
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
-    kNetMagic,
+    kNetMagic, kNetHandshake,
 };
 // clang-format on
 
