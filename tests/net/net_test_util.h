@@ -260,12 +260,45 @@ class RawPeer {
   using tcp = boost::asio::ip::tcp;
 
   explicit RawPeer(std::uint32_t magic = ChainMagic(kChain)) : m_socket(m_io), m_decoder(magic), m_magic(magic) {}
+  ~RawPeer() {
+    boost::system::error_code ec;
+    m_socket.close(ec);
+    if (m_acceptor) m_acceptor->close(ec);
+  }
 
-  bool Connect(std::uint16_t port) {
+  // Connects to 127.0.0.1:port, from `local_host` (any 127.0.0.0/8 address
+  // works on Linux loopback) when given.
+  bool Connect(std::uint16_t port, const std::string& local_host = "") {
     m_port = port;
     boost::system::error_code ec;
+    if (!local_host.empty()) {
+      m_socket.open(tcp::v4(), ec);
+      if (!ec) m_socket.bind(tcp::endpoint(boost::asio::ip::make_address(local_host), 0), ec);
+      if (ec) return false;
+    }
     m_socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port), ec);
     return !ec;
+  }
+  // Listens on an ephemeral 127.0.0.1 port (returned) for one AcceptOne().
+  std::uint16_t Listen() {
+    m_acceptor.emplace(m_io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    m_port = m_acceptor->local_endpoint().port();
+    return m_port;
+  }
+  // Takes the one connection that a node dials to Listen()'s port; this raw
+  // peer is then its listener.
+  bool AcceptOne(std::chrono::milliseconds timeout = 5s) {
+    boost::system::error_code result = boost::asio::error::would_block;
+    m_acceptor->async_accept(m_socket, [&](const boost::system::error_code& ec) { result = ec; });
+    m_io.restart();
+    m_io.run_for(timeout);
+    if (result == boost::asio::error::would_block) {
+      m_acceptor->cancel();
+      m_io.restart();
+      m_io.run();
+      return false;
+    }
+    return !result;
   }
   bool SendBytes(ByteSpan bytes) {
     boost::system::error_code ec;
@@ -390,6 +423,7 @@ class RawPeer {
   }
 
   boost::asio::io_context m_io;
+  std::optional<tcp::acceptor> m_acceptor;
   tcp::socket m_socket;
   FrameDecoder m_decoder;
   std::uint32_t m_magic;
