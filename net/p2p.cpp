@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <future>
 #include <limits>
-#include <stdexcept>
 #include <utility>
 
 #include <boost/asio/ip/address.hpp>
@@ -35,14 +34,7 @@ P2PNode::P2PNode(asio::io_context& io, P2PConfig config, MessageHandler* handler
       m_seen(m_config.seen_capacity) {
   std::random_device rd;
   m_rng.seed((static_cast<std::uint64_t>(rd()) << 32) ^ rd());
-  if (!m_node_key) {
-    // An identity only for this process (tests, throwaway nodes). Without OS
-    // randomness there is no key we could prove, so that is fatal.
-    Result<crypto::SecretKey> key = crypto::SecretKey::Generate();
-    if (!key.ok()) throw std::runtime_error("p2p: cannot generate a node key: " + key.status().ToString());
-    m_node_key = std::make_shared<const crypto::SecretKey>(std::move(key).value());
-  }
-  m_node_id = NodeIdOf(m_node_key->public_key());
+  if (m_node_key) m_node_id = NodeIdOf(m_node_key->public_key());
   if (m_config.user_agent.size() > kMaxUserAgentBytes) m_config.user_agent.resize(kMaxUserAgentBytes);
   m_config.blob_chunk_bytes = std::clamp<std::uint32_t>(m_config.blob_chunk_bytes, 1, kMaxBlobChunk);
   m_config.sync_batch = std::clamp<std::uint32_t>(m_config.sync_batch, 1, kMaxItemsPerResponse);
@@ -56,6 +48,13 @@ Status P2PNode::Start() {
   if (m_started) return Status::Error("net-already-started");
   if (m_config.chain_id.size() > kMaxChainIdBytes) {
     return Status::Error("net-bad-config", "chain id longer than 64 bytes");
+  }
+  if (!m_node_key) {
+    // An identity only for this process (tests, throwaway nodes).
+    Result<crypto::SecretKey> key = crypto::SecretKey::Generate();
+    if (!key.ok()) return Status::Error("net-no-node-key", key.status().ToString());
+    m_node_key = std::make_shared<const crypto::SecretKey>(std::move(key).value());
+    m_node_id = NodeIdOf(m_node_key->public_key());
   }
   m_started = true;
   if (m_config.listen) {

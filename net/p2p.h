@@ -147,7 +147,8 @@ struct P2PConfig {
   std::uint32_t magic = 0;  // 0: ChainMagic(chain_id)
   // The node key: the node id is its x-only public key, proven to every peer
   // in the handshake. Validators pass their validator key; other nodes a key
-  // kept in their data dir (net/node_key.h). Null: a fresh key per process.
+  // kept in their data dir (net/node_key.h). Null: Start() makes a fresh key
+  // for this process (node_id() is then known after Start).
   std::shared_ptr<const crypto::SecretKey> node_key;
   std::string user_agent = "veritrain/0.1";
 
@@ -226,7 +227,8 @@ class P2PNode final : private ConnectionOwner {
   P2PNode& operator=(const P2PNode&) = delete;
 
   // Binds the listener and schedules dialing. Call once, before or on the io
-  // thread. Error "net-listen-failed" when the address cannot be bound.
+  // thread. Error "net-listen-failed" when the address cannot be bound,
+  // "net-no-node-key" when no key was given and none can be generated.
   Status Start();
   // Thread-safe. Closes the listener and every connection, fails pending
   // requests with Error "net-stopped"; run() returns once all is closed.
