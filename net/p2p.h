@@ -357,6 +357,9 @@ class P2PNode final : private ConnectionOwner {
   HandshakeTranscript Transcript(const ConnPtr& conn) const;
   void Establish(const ConnPtr& conn);
   void RejectHandshake(const ConnPtr& conn, const Status& status);
+
+  // Gossip (p2p_gossip.cpp): sends to every established peer but `except`
+  // that is not known to have the item.
   void Relay(MsgType type, const Hash256& id, const std::shared_ptr<const Bytes>& payload, PeerId except);
 
   void SendRequest(PeerId peer, MsgType type, std::uint64_t from, std::uint32_t max_count, ItemsCallback cb);
