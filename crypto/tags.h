@@ -44,7 +44,7 @@ inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
 // What a node signs in the P2P handshake to prove its node key (net/handshake.h).
 // Validators sign it with their block-signing key: the tag keeps such a
 // signature from ever being valid for a block, a transaction or a vote.
-inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v2";
+inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v1";
 
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off

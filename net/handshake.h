@@ -6,7 +6,7 @@
 // challenge; on the peer's Hello it answers Auth: a BIP-340 signature, with
 // its node key, of
 //
-//   TaggedHash("veritrain/net/handshake/v2",
+//   TaggedHash("veritrain/net/handshake/v1",
 //              u32 protocol version ‖ string chain id ‖ genesis hash ‖
 //              dialer id ‖ dialer challenge ‖ listener id ‖ listener challenge ‖
 //              u16 listener port ‖ u8 signer role)
