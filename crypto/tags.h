@@ -44,6 +44,10 @@ inline constexpr std::string_view kSolverNote = "veritrain/solver-note/v1";
 
 // P2P frame magic of a chain (net/frame.h ChainMagic; docs/formats.md "P2P wire format").
 inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
+// What a node signs in the P2P handshake to prove its node key (net/handshake.h).
+// Validators sign it with their block-signing key: the tag keeps such a
+// signature from ever being valid for a block, a transaction or a vote.
+inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v1";
 
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
@@ -51,7 +55,7 @@ inline constexpr std::array kAll = {
     kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kRoundingLog, kAddress, kTx, kBlock, kKeyFileChecksum,
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
-    kNetMagic, kSolverNote,
+    kNetMagic, kNetHandshake, kSolverNote,
 };
 // clang-format on
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "common/limits.h"
@@ -12,8 +13,7 @@
 namespace vt::net {
 namespace {
 
-constexpr std::uint32_t kKiB = 1024;
-constexpr std::uint32_t kMiB = 1024 * 1024;
+constexpr std::size_t kKiB = 1024;
 
 std::uint32_t LoadLe32(const std::uint8_t* p) {
   return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
@@ -34,44 +34,44 @@ constexpr std::size_t kMaxReserveAhead = 64 * kKiB;
 
 static_assert(limits::kMaxBlockBytes <= kMaxFramePayload && limits::kMaxTxBytes <= limits::kMaxBlockBytes);
 
-std::uint32_t MaxPayload(std::uint16_t type) {
-  switch (static_cast<MsgType>(type)) {
-    case MsgType::kHello: return 1 * kKiB;
-    case MsgType::kDisconnect: return 512;
-    case MsgType::kPing:
-    case MsgType::kPong: return 8;
-    // The chain's own limits (common/limits.h): a tx or block the chain
-    // accepts always fits its gossip frame, and nothing larger is carried.
-    case MsgType::kTx: return static_cast<std::uint32_t>(limits::kMaxTxBytes);
-    case MsgType::kBlock: return static_cast<std::uint32_t>(limits::kMaxBlockBytes);
-    case MsgType::kGetHeaders:
-    case MsgType::kGetBlocks: return 64;
-    case MsgType::kHeaders: return 4 * kMiB;
-    case MsgType::kBlocks: return kMaxFramePayload;
-    case MsgType::kGetBlob: return 128;
-    case MsgType::kBlobChunk: return kMaxFramePayload;
-    case MsgType::kBlobNotFound: return 64;
+namespace {
+
+constexpr MsgSpec kMsgSpecs[] = {
+#define VT_NET_MSG_SPEC(enumerator, wire, name, max_payload, phase, handler) \
+  {MsgType::enumerator, name, static_cast<std::uint32_t>(max_payload), MsgPhase::phase},
+    VT_NET_MSG_TYPES(VT_NET_MSG_SPEC)
+#undef VT_NET_MSG_SPEC
+};
+
+constexpr bool SpecsAreSound() {
+  for (std::size_t i = 0; i < std::size(kMsgSpecs); ++i) {
+    const MsgSpec& a = kMsgSpecs[i];
+    if (a.max_payload == 0 || a.max_payload > kMaxFramePayload || a.name.empty()) return false;
+    for (std::size_t j = i + 1; j < std::size(kMsgSpecs); ++j) {
+      if (a.type == kMsgSpecs[j].type || a.name == kMsgSpecs[j].name) return false;
+    }
   }
-  return 0;
+  return true;
+}
+static_assert(SpecsAreSound(), "net/msg_types.h: wire numbers and names are unique, caps within the frame cap");
+
+}  // namespace
+
+const MsgSpec* FindMsgSpec(std::uint16_t type) {
+  for (const MsgSpec& spec : kMsgSpecs) {
+    if (static_cast<std::uint16_t>(spec.type) == type) return &spec;
+  }
+  return nullptr;
+}
+
+std::uint32_t MaxPayload(std::uint16_t type) {
+  const MsgSpec* spec = FindMsgSpec(type);
+  return spec == nullptr ? 0 : spec->max_payload;
 }
 
 std::string_view MsgTypeName(MsgType type) {
-  switch (type) {
-    case MsgType::kHello: return "hello";
-    case MsgType::kDisconnect: return "disconnect";
-    case MsgType::kPing: return "ping";
-    case MsgType::kPong: return "pong";
-    case MsgType::kTx: return "tx";
-    case MsgType::kBlock: return "block";
-    case MsgType::kGetHeaders: return "get-headers";
-    case MsgType::kHeaders: return "headers";
-    case MsgType::kGetBlocks: return "get-blocks";
-    case MsgType::kBlocks: return "blocks";
-    case MsgType::kGetBlob: return "get-blob";
-    case MsgType::kBlobChunk: return "blob-chunk";
-    case MsgType::kBlobNotFound: return "blob-not-found";
-  }
-  return "unknown";
+  const MsgSpec* spec = FindMsgSpec(static_cast<std::uint16_t>(type));
+  return spec == nullptr ? "unknown" : spec->name;
 }
 
 std::uint32_t ChainMagic(std::string_view chain_id) {

@@ -29,6 +29,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "net/msg_types.h"
 
 namespace vt::net {
 
@@ -38,29 +39,30 @@ using FrameHeaderBytes = std::array<std::uint8_t, kFrameHeaderSize>;
 inline constexpr std::uint32_t kMaxFramePayload = std::uint32_t{16} << 20;
 
 enum class MsgType : std::uint16_t {
-  // Session
-  kHello = 1,
-  kDisconnect = 2,
-  kPing = 3,
-  kPong = 4,
-  // Gossip (opaque payloads, content id = SHA-256 of the payload)
-  kTx = 16,
-  kBlock = 17,
-  // Sync
-  kGetHeaders = 32,
-  kHeaders = 33,
-  kGetBlocks = 34,
-  kBlocks = 35,
-  // Content-addressed blobs
-  kGetBlob = 48,
-  kBlobChunk = 49,
-  kBlobNotFound = 50,
+#define VT_NET_MSG_ENUM(enumerator, wire, ...) enumerator = wire,
+  VT_NET_MSG_TYPES(VT_NET_MSG_ENUM)
+#undef VT_NET_MSG_ENUM
 };
+
+// When a message may arrive (net/msg_types.h).
+enum class MsgPhase : std::uint8_t { kAny, kHandshake, kEstablished };
+
+// One row of the table in net/msg_types.h.
+struct MsgSpec {
+  MsgType type;
+  std::string_view name;
+  std::uint32_t max_payload;
+  MsgPhase phase;
+};
+
+// The row of a wire type number; nullptr for a type we do not know.
+const MsgSpec* FindMsgSpec(std::uint16_t type);
+inline const MsgSpec& SpecOf(MsgType type) { return *FindMsgSpec(static_cast<std::uint16_t>(type)); }
 
 // Largest payload a frame of `type` may carry; 0 for a type we do not know.
 std::uint32_t MaxPayload(std::uint16_t type);
 inline std::uint32_t MaxPayload(MsgType type) { return MaxPayload(static_cast<std::uint16_t>(type)); }
-inline bool IsKnownType(std::uint16_t type) { return MaxPayload(type) != 0; }
+inline bool IsKnownType(std::uint16_t type) { return FindMsgSpec(type) != nullptr; }
 std::string_view MsgTypeName(MsgType type);
 
 // The frame magic of a chain: the first 4 bytes (LE) of

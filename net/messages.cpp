@@ -11,6 +11,7 @@ void Encode(Writer& w, const Hello& v) {
   w.PutString(v.chain_id);
   w.PutHash(v.genesis_hash);
   w.PutHash(v.node_id);
+  w.PutHash(v.challenge);
   w.PutU16(v.listen_port);
   w.PutU64(v.best_height);
   w.PutString(v.user_agent);
@@ -22,9 +23,18 @@ Result<Hello> Decode(Reader& r, DecodeAs<Hello>) {
   VT_ASSIGN_OR_RETURN(v.chain_id, r.GetString(kMaxChainIdBytes));
   VT_ASSIGN_OR_RETURN(v.genesis_hash, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.node_id, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.challenge, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.listen_port, r.GetU16());
   VT_ASSIGN_OR_RETURN(v.best_height, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.user_agent, r.GetString(kMaxUserAgentBytes));
+  return v;
+}
+
+void Encode(Writer& w, const AuthMsg& v) { crypto::Encode(w, v.signature); }
+
+Result<AuthMsg> Decode(Reader& r, DecodeAs<AuthMsg>) {
+  AuthMsg v;
+  VT_ASSIGN_OR_RETURN(v.signature, crypto::Decode(r, DecodeAs<crypto::Signature>{}));
   return v;
 }
 

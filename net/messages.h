@@ -16,12 +16,14 @@
 #include "common/bytes.h"
 #include "common/encoding.h"
 #include "common/result.h"
+#include "crypto/keys.h"
 
 namespace vt::net {
 
 // Version of this wire protocol; peers must match exactly (the handshake
-// rejects others with "handshake-bad-version").
-inline constexpr std::uint32_t kProtocolVersion = 1;
+// rejects others with "handshake-bad-version"). 2: node ids are proven keys
+// (Hello carries a challenge, Auth a signature; net/handshake.h).
+inline constexpr std::uint32_t kProtocolVersion = 2;
 
 inline constexpr std::size_t kMaxChainIdBytes = 64;
 inline constexpr std::size_t kMaxUserAgentBytes = 64;
@@ -35,12 +37,23 @@ struct Hello {
   std::uint32_t protocol_version = kProtocolVersion;
   std::string chain_id;
   Hash256 genesis_hash;
-  Hash256 node_id;               // random per node unless configured
+  // The sender's node key: a BIP-340 x-only secp256k1 public key. Only a
+  // claim until the sender's Auth proves it (net/handshake.h).
+  Hash256 node_id;
+  // 32 fresh random bytes per connection; the peer's Auth signs over it.
+  Hash256 challenge;
   std::uint16_t listen_port = 0;  // 0: not accepting connections
   std::uint64_t best_height = 0;  // BlockSource::TipHeight() when sent
   std::string user_agent;
 
   bool operator==(const Hello&) const = default;
+};
+
+// The sender's proof of its node key: a BIP-340 signature over the
+// handshake transcript (net/handshake.h) with the key named in its Hello.
+struct AuthMsg {
+  crypto::Signature signature;
+  bool operator==(const AuthMsg&) const = default;
 };
 
 struct DisconnectMsg {
@@ -96,6 +109,8 @@ struct BlobNotFound {
 
 void Encode(Writer& w, const Hello& v);
 Result<Hello> Decode(Reader& r, DecodeAs<Hello>);
+void Encode(Writer& w, const AuthMsg& v);
+Result<AuthMsg> Decode(Reader& r, DecodeAs<AuthMsg>);
 void Encode(Writer& w, const DisconnectMsg& v);
 Result<DisconnectMsg> Decode(Reader& r, DecodeAs<DisconnectMsg>);
 void Encode(Writer& w, const PingMsg& v);

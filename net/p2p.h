@@ -23,9 +23,13 @@
 //   The handler, BlockSource and BlobStore must outlive the P2PNode.
 //
 // Protocol summary (details in docs/net.md and docs/formats.md):
-// * Both sides send Hello on connect; a peer is "established" after a valid
-//   Hello (same version, chain id, genesis; not ourselves; not banned; not a
-//   duplicate). Anything but Hello/Disconnect before that is a violation.
+// * Both sides send Hello (node id = x-only public key, fresh challenge) on
+//   connect and answer the peer's Hello with Auth, a signature over both
+//   challenges and both ids (net/handshake.h). A peer is "established" once
+//   its Auth proves its node key (same version, chain id, genesis; not
+//   ourselves; not banned; not a duplicate). Anything but Hello/Auth/
+//   Disconnect before that is a violation, and scores only the address: an
+//   unproven node id is never scored or banned.
 // * Gossip (kTx, kBlock): content id = SHA-256(payload). Each id is delivered
 //   to MessageHandler::OnGossip at most once (bounded seen-set); accepted
 //   items are relayed to every established peer not known to have them.
@@ -35,8 +39,9 @@
 // * Blobs: FetchBlob(hash) pulls chunks of a blob from peers in turn and
 //   delivers it only if SHA-256(bytes) == hash; a wrong blob scores the peer.
 // * Misbehaviour adds to a per-peer score; at ban_threshold the peer is
-//   disconnected and banned (by node id; by address unless exempt) for
-//   ban_duration. Garbage frames score the threshold at once.
+//   disconnected and banned (by its proven node id; by address unless the
+//   address is exempt: loopback, never_ban_addresses, a configured peer's
+//   host) for ban_duration. Garbage frames score the threshold at once.
 
 #include <atomic>
 #include <chrono>
@@ -56,7 +61,9 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "crypto/keys.h"
 #include "net/frame.h"
+#include "net/handshake.h"
 #include "net/log_limit.h"
 #include "net/messages.h"
 #include "net/peer.h"
@@ -138,7 +145,11 @@ struct P2PConfig {
   std::string chain_id;
   Hash256 genesis_hash;
   std::uint32_t magic = 0;  // 0: ChainMagic(chain_id)
-  Hash256 node_id;          // zero: random per process
+  // The node key: the node id is its x-only public key, proven to every peer
+  // in the handshake. Validators pass their validator key; other nodes a key
+  // kept in their data dir (net/node_key.h). Null: Start() makes a fresh key
+  // for this process (node_id() is then known after Start).
+  std::shared_ptr<const crypto::SecretKey> node_key;
   std::string user_agent = "veritrain/0.1";
 
   bool listen = true;
@@ -162,9 +173,15 @@ struct P2PConfig {
 
   int ban_threshold = 100;
   std::chrono::milliseconds ban_duration{10 * 60 * 1000};
-  // Addresses never banned by address (a local testnet shares 127.0.0.1;
-  // banning it would cut every node). Peers there are still banned by node id.
-  std::vector<std::string> never_ban_addresses = {"127.0.0.1", "::1"};
+  // Addresses never banned by address; peers there are still banned by their
+  // proven node id. An address is an identity only when one party stands
+  // behind it: every process on a host shares its loopback addresses
+  // (127.0.0.0/8, ::1), so a loopback address ban would let any local process
+  // cut every local node; and a configured peer's host (config.peers and
+  // AddPeer) is never banned by address, so a stranger that shares it (a NAT,
+  // a shared host) cannot cut us off from that peer.
+  bool never_ban_loopback = true;
+  std::vector<std::string> never_ban_addresses;
 
   // Sync and blobs
   bool auto_sync = true;
@@ -210,7 +227,8 @@ class P2PNode final : private ConnectionOwner {
   P2PNode& operator=(const P2PNode&) = delete;
 
   // Binds the listener and schedules dialing. Call once, before or on the io
-  // thread. Error "net-listen-failed" when the address cannot be bound.
+  // thread. Error "net-listen-failed" when the address cannot be bound,
+  // "net-no-node-key" when no key was given and none can be generated.
   Status Start();
   // Thread-safe. Closes the listener and every connection, fails pending
   // requests with Error "net-stopped"; run() returns once all is closed.
@@ -315,18 +333,34 @@ class P2PNode final : private ConnectionOwner {
   void ScheduleTick();
   void Dial(std::size_t target_index);
   ConnPtr AddConnection(boost::asio::ip::tcp::socket socket, bool inbound, std::optional<std::size_t> target);
-  Hello OurHello() const;
+  Hello OurHello(const Hash256& challenge) const;
   bool DialTargetSatisfied(const DialTarget& target) const;
 
-  void HandleHello(const ConnPtr& conn, const Frame& frame);
-  Status CheckHello(const ConnPtr& conn, const Hello& hello);
-  void HandleGossip(const ConnPtr& conn, MsgType type, Bytes payload, const Hash256& id);
+  // Message handlers, one per row of net/msg_types.h (OnFrame dispatches
+  // after the row's phase check).
+  void HandleHello(const ConnPtr& conn, Frame& frame);
+  void HandleAuth(const ConnPtr& conn, Frame& frame);
+  void HandleDisconnect(const ConnPtr& conn, Frame& frame);
+  void HandlePing(const ConnPtr& conn, Frame& frame);
+  void HandlePong(const ConnPtr& conn, Frame& frame);
+  void HandleGossip(const ConnPtr& conn, Frame& frame);
+  void HandleGetItems(const ConnPtr& conn, Frame& frame);
+  void HandleItems(const ConnPtr& conn, Frame& frame);
+  void HandleGetBlob(const ConnPtr& conn, Frame& frame);
+  void HandleBlobChunk(const ConnPtr& conn, Frame& frame);
+  void HandleBlobNotFound(const ConnPtr& conn, Frame& frame);
+
+  // Handshake (p2p_handshake.cpp).
+  void StartHandshake(const ConnPtr& conn);
+  Status CheckHello(const Hello& hello) const;
+  Status CheckProvenPeer(const ConnPtr& conn);
+  HandshakeTranscript Transcript(const ConnPtr& conn) const;
+  void Establish(const ConnPtr& conn);
+  void RejectHandshake(const ConnPtr& conn, const Status& status);
+
+  // Gossip (p2p_gossip.cpp): sends to every established peer but `except`
+  // that is not known to have the item.
   void Relay(MsgType type, const Hash256& id, const std::shared_ptr<const Bytes>& payload, PeerId except);
-  void HandleGetItems(const ConnPtr& conn, const Frame& frame);
-  void HandleItems(const ConnPtr& conn, const Frame& frame);
-  void HandleGetBlob(const ConnPtr& conn, const Frame& frame);
-  void HandleBlobChunk(const ConnPtr& conn, const Frame& frame);
-  void HandleBlobNotFound(const ConnPtr& conn, const Frame& frame);
 
   void SendRequest(PeerId peer, MsgType type, std::uint64_t from, std::uint32_t max_count, ItemsCallback cb);
   std::optional<PendingRequest> TakeRequest(const ConnPtr& conn, std::uint64_t request_id, MsgType response);
@@ -347,6 +381,8 @@ class P2PNode final : private ConnectionOwner {
   void Misbehave(const ConnPtr& conn, int pen, const std::string& reason);
   void AddBan(const std::string& key, const std::string& reason);
   bool IsBanned(const std::string& key, Clock::time_point now) const;
+  // False for the exempt addresses (P2PConfig::never_ban_loopback and
+  // never_ban_addresses, the hosts of dial targets).
   bool AddressBannable(const std::string& address) const;
 
   // True when a peer-triggered log line may be written now (rate limit).
@@ -366,7 +402,8 @@ class P2PNode final : private ConnectionOwner {
   BlockSource* m_blocks;
   BlobStore* m_blobs;
   std::uint32_t m_magic;
-  Hash256 m_node_id;
+  std::shared_ptr<const crypto::SecretKey> m_node_key;
+  Hash256 m_node_id;  // m_node_key's x-only public key
 
   boost::asio::ip::tcp::acceptor m_acceptor;
   boost::asio::steady_timer m_tick_timer;

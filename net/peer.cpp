@@ -50,6 +50,8 @@ Connection::Connection(tcp::socket socket, PeerId id, bool inbound, Options opti
   boost::system::error_code ec;
   const auto ep = m_socket.remote_endpoint(ec);
   if (!ec) m_remote = Endpoint{ep.address().to_string(), ep.port()};
+  const auto local = m_socket.local_endpoint(ec);
+  if (!ec) m_local_port = local.port();
   // Small frames (pings, requests) must not wait for Nagle's algorithm.
   m_socket.set_option(tcp::no_delay(true), ec);
   m_session.connected_at = m_last_receive;
@@ -238,7 +240,7 @@ PeerInfo Connection::Info() const {
   info.remote = m_remote;
   info.inbound = m_inbound;
   info.established = m_session.established;
-  info.hello = m_session.hello;
+  if (m_session.established) info.hello = m_session.hello;
   info.score = m_session.score;
   info.last_rtt = m_session.last_rtt;
   info.frames_in = m_frames_in;

@@ -45,7 +45,7 @@ struct PeerInfo {
   PeerId id = 0;
   Endpoint remote;       // address and (ephemeral for inbound) port of the socket
   bool inbound = false;
-  bool established = false;  // handshake done
+  bool established = false;  // handshake done: the peer proved hello.node_id
   Hello hello;               // the peer's, when established
   int score = 0;             // misbehaviour score
   std::chrono::microseconds last_rtt{-1};  // -1 until a pong came back
@@ -72,7 +72,12 @@ class ConnectionOwner {
 
 // Per-peer protocol state that P2PNode keeps with the connection.
 struct PeerSession {
+  // The peer's Hello arrived (its node id is still only a claim).
+  bool hello_received = false;
+  // The peer proved the key of hello.node_id (net/handshake.h): only now is
+  // the node id an identity that scores and bans may name.
   bool established = false;
+  Hash256 our_challenge;  // sent in our Hello on this connection
   Hello hello;
   int score = 0;
   Clock::time_point connected_at{};
@@ -126,6 +131,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool open() const { return !m_closing; }
   bool socket_closed() const { return m_socket_closed; }
   const Endpoint& remote() const { return m_remote; }
+  // The local port of the socket (for an inbound connection, our listen port).
+  std::uint16_t local_port() const { return m_local_port; }
   Clock::time_point last_receive() const { return m_last_receive; }
   std::size_t send_queue_bytes() const { return m_queued_bytes; }
   PeerInfo Info() const;
@@ -153,6 +160,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Options m_options;
   ConnectionOwner* m_owner;
   Endpoint m_remote;
+  std::uint16_t m_local_port = 0;
 
   FrameDecoder m_decoder;
   std::array<std::uint8_t, 64 * 1024> m_read_buf{};

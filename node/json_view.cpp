@@ -31,25 +31,7 @@ std::string_view GamePhaseName(referee::GamePhase p) {
   return "?";
 }
 
-std::string_view MethodName(std::uint16_t method) {
-  using M = referee::Method;
-  switch (static_cast<M>(method)) {
-    case M::kPostBounty: return "post-bounty";
-    case M::kClaim: return "claim";
-    case M::kCommit: return "commit";
-    case M::kRefund: return "refund";
-    case M::kFinalize: return "finalize";
-    case M::kOpenGame: return "open-game";
-    case M::kRevealChildren: return "reveal-children";
-    case M::kPostStepRoot: return "post-step-root";
-    case M::kPostNodeRoot: return "post-node-root";
-    case M::kRevealRecord: return "reveal-record";
-    case M::kArbitrate: return "arbitrate";
-    case M::kClaimTimeout: return "claim-timeout";
-    case M::kCloseGame: return "close-game";
-  }
-  return "unknown";
-}
+std::string_view MethodName(std::uint16_t method) { return referee::MethodName(method); }
 
 Json HeaderToJson(const vm::BlockHeader& h) {
   return Json{{"height", h.height},

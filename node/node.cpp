@@ -10,6 +10,7 @@
 #include "common/encoding.h"
 #include "common/log.h"
 #include "crypto/sha256.h"
+#include "net/node_key.h"
 #include "node/blob_rules.h"
 #include "node/json_view.h"
 #include "referee/blob_rules.h"
@@ -50,6 +51,14 @@ std::uint64_t NowMs() {
 
 Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   VT_ASSIGN_OR_RETURN(auto chain, Chain::Open(config.data_dir / "chain", config.genesis));
+  if (!config.node_key) {  // after Chain::Open, which creates the data dir
+    if (config.validator_key) {
+      config.node_key = std::make_shared<const crypto::SecretKey>(config.validator_key->Clone());
+    } else {
+      VT_ASSIGN_OR_RETURN(crypto::SecretKey key, net::LoadOrCreateNodeKey(config.data_dir / "node_key"));
+      config.node_key = std::make_shared<const crypto::SecretKey>(std::move(key));
+    }
+  }
   const vm::ChainTip tip = chain->tip();
   Log().info("{} opened chain height={} hash={}", config.name, tip.height, tip.hash.Hex().substr(0, 16));
   return std::unique_ptr<Node>(new Node(std::move(config), std::move(chain)));
@@ -60,6 +69,7 @@ Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
   net::P2PConfig pc;
   pc.chain_id = m_config.genesis.chain_name + "/" + std::to_string(m_config.genesis.genesis.params.chain_id);
   pc.genesis_hash = m_config.genesis.NetworkHash();
+  pc.node_key = m_config.node_key;
   pc.listen_host = m_config.host;
   pc.listen_port = m_config.p2p_port;
   pc.peers = m_config.peers;

@@ -47,6 +47,9 @@ struct NodeConfig {
   std::filesystem::path data_dir;
   GenesisFile genesis;
   std::optional<crypto::SecretKey> validator_key;  // absent: a full node that follows
+  // The P2P node key (net/handshake.h). Null: Create uses the validator key
+  // (a validator's P2P id is its genesis key) or <data_dir>/node_key.
+  std::shared_ptr<const crypto::SecretKey> node_key;
   std::string host = "127.0.0.1";
   std::uint16_t p2p_port = 0;  // 0: ephemeral
   std::vector<net::Endpoint> peers;

@@ -12,6 +12,17 @@ constexpr std::size_t kMaxPayloadBytes = std::size_t{1} << 30;
 
 }  // namespace
 
+std::string_view MethodName(std::uint16_t method) {
+  switch (static_cast<Method>(method)) {
+#define VT_REFEREE_METHOD_NAME(enumerator, id, name, ...) \
+  case Method::enumerator:                                \
+    return name;
+    VT_REFEREE_METHODS(VT_REFEREE_METHOD_NAME)
+#undef VT_REFEREE_METHOD_NAME
+  }
+  return "unknown";
+}
+
 std::string_view GameResultName(GameResult r) {
   switch (r) {
     case GameResult::kOpen: return "open";

@@ -23,21 +23,39 @@ using vm::Amount;
 // The referee's contract id on every chain.
 inline constexpr std::uint16_t kRefereeContractId = 1;
 
+// The one table of referee methods (docs/formats.md, "Referee"): the Method
+// enum, MethodName, and the dispatch of Referee::Call (argument type decoded,
+// then the handler called) are generated from it, so adding a method is one
+// row plus its handler. Ids are append-only: never renumber or reuse one.
+// clang-format off
+#define VT_REFEREE_METHODS(X)                                                         \
+  /* enumerator        id  name               arguments           handler */         \
+  X(kPostBounty,       1,  "post-bounty",     PostBountyArgs,     PostBounty)         \
+  X(kClaim,            2,  "claim",           BountyIdArgs,       Claim)              \
+  X(kCommit,           3,  "commit",          CommitArgs,         Commit)             \
+  X(kRefund,           4,  "refund",          BountyIdArgs,       Refund)             \
+  X(kFinalize,         5,  "finalize",        BountyIdArgs,       Finalize)           \
+  X(kOpenGame,         10, "open-game",       OpenGameArgs,       OpenGame)           \
+  X(kRevealChildren,   11, "reveal-children", RevealChildrenArgs, RevealChildren)     \
+  X(kPostStepRoot,     12, "post-step-root",  StepRootArgs,       PostStepRoot)       \
+  X(kPostNodeRoot,     13, "post-node-root",  NodeRootArgs,       PostNodeRoot)       \
+  X(kRevealRecord,     14, "reveal-record",   RevealRecordArgs,   RevealRecord)       \
+  X(kArbitrate,        15, "arbitrate",       ArbitrateArgs,      Arbitrate)          \
+  X(kClaimTimeout,     16, "claim-timeout",   GameIdArgs,         ClaimTimeout)       \
+  /* anyone: closes a game whose solver lost another game */                         \
+  X(kCloseGame,        17, "close-game",      GameIdArgs,         CloseMootGame)
+// clang-format on
+
 enum class Method : std::uint16_t {
-  kPostBounty = 1,
-  kClaim = 2,
-  kCommit = 3,
-  kRefund = 4,
-  kFinalize = 5,
-  kOpenGame = 10,
-  kRevealChildren = 11,
-  kPostStepRoot = 12,
-  kPostNodeRoot = 13,
-  kRevealRecord = 14,
-  kArbitrate = 15,
-  kClaimTimeout = 16,
-  kCloseGame = 17,  // anyone: closes a game whose solver lost another game (GameIdArgs)
+#define VT_REFEREE_METHOD_ENUM(enumerator, id, ...) enumerator = id,
+  VT_REFEREE_METHODS(VT_REFEREE_METHOD_ENUM)
+#undef VT_REFEREE_METHOD_ENUM
 };
+
+// The method's name in logs and JSON ("post-bounty"); "unknown" for an id
+// that is not in the table.
+std::string_view MethodName(std::uint16_t method);
+inline std::string_view MethodName(Method method) { return MethodName(static_cast<std::uint16_t>(method)); }
 
 struct PostBountyArgs {
   protocol::JobSpec job;

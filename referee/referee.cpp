@@ -714,59 +714,16 @@ Status Session::CloseMootGame(const GameIdArgs& a) {
 
 Status Referee::Call(vm::CallContext& ctx, std::uint16_t method, ByteSpan args) {
   Session s(ctx, m_params);
+  // One case per row of VT_REFEREE_METHODS (referee/messages.h): decode the
+  // row's argument type strictly, then call the row's Session handler.
   switch (static_cast<Method>(method)) {
-    case Method::kPostBounty: {
-      VT_ASSIGN_OR_RETURN(PostBountyArgs a, DecodeArgs<PostBountyArgs>(args));
-      return s.PostBounty(a);
-    }
-    case Method::kClaim: {
-      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
-      return s.Claim(a);
-    }
-    case Method::kCommit: {
-      VT_ASSIGN_OR_RETURN(CommitArgs a, DecodeArgs<CommitArgs>(args));
-      return s.Commit(a);
-    }
-    case Method::kRefund: {
-      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
-      return s.Refund(a);
-    }
-    case Method::kFinalize: {
-      VT_ASSIGN_OR_RETURN(BountyIdArgs a, DecodeArgs<BountyIdArgs>(args));
-      return s.Finalize(a);
-    }
-    case Method::kOpenGame: {
-      VT_ASSIGN_OR_RETURN(OpenGameArgs a, DecodeArgs<OpenGameArgs>(args));
-      return s.OpenGame(a);
-    }
-    case Method::kRevealChildren: {
-      VT_ASSIGN_OR_RETURN(RevealChildrenArgs a, DecodeArgs<RevealChildrenArgs>(args));
-      return s.RevealChildren(a);
-    }
-    case Method::kPostStepRoot: {
-      VT_ASSIGN_OR_RETURN(StepRootArgs a, DecodeArgs<StepRootArgs>(args));
-      return s.PostStepRoot(a);
-    }
-    case Method::kPostNodeRoot: {
-      VT_ASSIGN_OR_RETURN(NodeRootArgs a, DecodeArgs<NodeRootArgs>(args));
-      return s.PostNodeRoot(a);
-    }
-    case Method::kRevealRecord: {
-      VT_ASSIGN_OR_RETURN(RevealRecordArgs a, DecodeArgs<RevealRecordArgs>(args));
-      return s.RevealRecord(a);
-    }
-    case Method::kArbitrate: {
-      VT_ASSIGN_OR_RETURN(ArbitrateArgs a, DecodeArgs<ArbitrateArgs>(args));
-      return s.Arbitrate(a);
-    }
-    case Method::kClaimTimeout: {
-      VT_ASSIGN_OR_RETURN(GameIdArgs a, DecodeArgs<GameIdArgs>(args));
-      return s.ClaimTimeout(a);
-    }
-    case Method::kCloseGame: {
-      VT_ASSIGN_OR_RETURN(GameIdArgs a, DecodeArgs<GameIdArgs>(args));
-      return s.CloseMootGame(a);
-    }
+#define VT_REFEREE_METHOD_CALL(enumerator, id, name, Args, handler) \
+  case Method::enumerator: {                                        \
+    VT_ASSIGN_OR_RETURN(Args a, DecodeArgs<Args>(args));            \
+    return s.handler(a);                                            \
+  }
+    VT_REFEREE_METHODS(VT_REFEREE_METHOD_CALL)
+#undef VT_REFEREE_METHOD_CALL
   }
   return Status::Invalid("referee-unknown-method", std::to_string(method));
 }

@@ -164,12 +164,41 @@ TEST(NetFrame, BadMagicRejectedAtTheFourthByte) {
 }
 
 TEST(NetFrame, UnknownTypeRejected) {
-  for (std::uint16_t type : {std::uint16_t{0}, std::uint16_t{5}, std::uint16_t{999}, std::uint16_t{0xffff}}) {
+  for (std::uint16_t type : {std::uint16_t{0}, std::uint16_t{6}, std::uint16_t{999}, std::uint16_t{0xffff}}) {
     FrameDecoder dec(kMagic);
     Result<std::size_t> r = dec.Feed(Header(kMagic, type, 0));
     ASSERT_FALSE(r.ok()) << type;
     EXPECT_EQ(r.status().reason(), "frame-unknown-type");
   }
+}
+
+// The message table (net/msg_types.h) is what the enum, caps, names and the
+// dispatch are made of: pin its wire numbers (append-only) and its answers.
+TEST(NetFrame, MessageTablePinsWireNumbersAndAnswersForEveryRow) {
+  const std::vector<std::pair<MsgType, std::uint16_t>> pinned = {
+      {MsgType::kHello, 1},       {MsgType::kDisconnect, 2}, {MsgType::kPing, 3},     {MsgType::kPong, 4},
+      {MsgType::kAuth, 5},        {MsgType::kTx, 16},        {MsgType::kBlock, 17},   {MsgType::kGetHeaders, 32},
+      {MsgType::kHeaders, 33},    {MsgType::kGetBlocks, 34}, {MsgType::kBlocks, 35},  {MsgType::kGetBlob, 48},
+      {MsgType::kBlobChunk, 49},  {MsgType::kBlobNotFound, 50}};
+  std::set<std::string_view> names;
+  for (const auto& [type, wire] : pinned) {
+    EXPECT_EQ(static_cast<std::uint16_t>(type), wire);
+    const MsgSpec* spec = FindMsgSpec(wire);
+    ASSERT_NE(spec, nullptr) << wire;
+    EXPECT_EQ(spec->type, type);
+    EXPECT_EQ(MsgTypeName(type), spec->name);
+    EXPECT_EQ(MaxPayload(type), spec->max_payload);
+    EXPECT_TRUE(names.insert(spec->name).second) << spec->name;
+  }
+  std::size_t known = 0;
+  for (std::uint32_t t = 0; t <= 0xffff; ++t) known += IsKnownType(static_cast<std::uint16_t>(t)) ? 1 : 0;
+  EXPECT_EQ(known, pinned.size()) << "a row without a pinned wire number";
+  EXPECT_EQ(FindMsgSpec(6), nullptr);
+  // Only the handshake and disconnect are read before a peer proved its key.
+  EXPECT_EQ(SpecOf(MsgType::kHello).phase, MsgPhase::kHandshake);
+  EXPECT_EQ(SpecOf(MsgType::kAuth).phase, MsgPhase::kHandshake);
+  EXPECT_EQ(SpecOf(MsgType::kDisconnect).phase, MsgPhase::kAny);
+  EXPECT_EQ(SpecOf(MsgType::kTx).phase, MsgPhase::kEstablished);
 }
 
 TEST(NetFrame, BadChecksumRejected) {

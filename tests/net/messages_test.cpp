@@ -38,11 +38,12 @@ TEST(NetMessages, HelloGolden) {
   h.chain_id = "vt";
   h.genesis_hash = Filled(0xaa);
   h.node_id = Filled(0xbb);
+  h.challenge = Filled(0xcc);
   h.listen_port = 0x1234;
   h.best_height = 5;
   h.user_agent = "u";
   const std::string expected = std::string("01000000") + "02" + "7674" + std::string(64, 'a') + std::string(64, 'b') +
-                               "3412" + "0500000000000000" + "01" + "75";
+                               std::string(64, 'c') + "3412" + "0500000000000000" + "01" + "75";
   EXPECT_EQ(ToHex(EncodeToBytes(h)), expected);
 }
 
@@ -51,11 +52,15 @@ TEST(NetMessages, RoundTrips) {
   h.chain_id = "veritrain-testnet";
   h.genesis_hash = Filled(1);
   h.node_id = Filled(2);
+  h.challenge = Filled(5);
   h.listen_port = 9000;
   h.best_height = 1234567;
   h.user_agent = "veritrain/0.1";
   ExpectRoundTrip(h);
   ExpectRoundTrip(DisconnectMsg{"handshake-wrong-chain"});
+  AuthMsg auth;
+  for (std::size_t i = 0; i < auth.signature.bytes.size(); ++i) auth.signature.bytes[i] = static_cast<std::uint8_t>(i);
+  ExpectRoundTrip(auth);
   ExpectRoundTrip(PingMsg{0x0123456789abcdefULL});
   ExpectRoundTrip(GetItems{7, 100, 128});
   ExpectRoundTrip(Items{7, 100, {Bytes{1, 2, 3}, Bytes{}, Bytes(300, 9)}});

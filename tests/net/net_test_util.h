@@ -22,8 +22,11 @@
 #include <boost/asio/write.hpp>
 
 #include "common/encoding.h"
+#include "crypto/keys.h"
+#include "crypto/random.h"
 #include "crypto/sha256.h"
 #include "net/frame.h"
+#include "net/handshake.h"
 #include "net/messages.h"
 #include "net/p2p.h"
 
@@ -257,11 +260,45 @@ class RawPeer {
   using tcp = boost::asio::ip::tcp;
 
   explicit RawPeer(std::uint32_t magic = ChainMagic(kChain)) : m_socket(m_io), m_decoder(magic), m_magic(magic) {}
-
-  bool Connect(std::uint16_t port) {
+  ~RawPeer() {
     boost::system::error_code ec;
+    m_socket.close(ec);
+    if (m_acceptor) m_acceptor->close(ec);
+  }
+
+  // Connects to 127.0.0.1:port, from `local_host` (any 127.0.0.0/8 address
+  // works on Linux loopback) when given.
+  bool Connect(std::uint16_t port, const std::string& local_host = "") {
+    m_port = port;
+    boost::system::error_code ec;
+    if (!local_host.empty()) {
+      m_socket.open(tcp::v4(), ec);
+      if (!ec) m_socket.bind(tcp::endpoint(boost::asio::ip::make_address(local_host), 0), ec);
+      if (ec) return false;
+    }
     m_socket.connect(tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port), ec);
     return !ec;
+  }
+  // Listens on an ephemeral 127.0.0.1 port (returned) for one AcceptOne().
+  std::uint16_t Listen() {
+    m_acceptor.emplace(m_io, tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), 0));
+    m_port = m_acceptor->local_endpoint().port();
+    return m_port;
+  }
+  // Takes the one connection that a node dials to Listen()'s port; this raw
+  // peer is then its listener.
+  bool AcceptOne(std::chrono::milliseconds timeout = 5s) {
+    boost::system::error_code result = boost::asio::error::would_block;
+    m_acceptor->async_accept(m_socket, [&](const boost::system::error_code& ec) { result = ec; });
+    m_io.restart();
+    m_io.run_for(timeout);
+    if (result == boost::asio::error::would_block) {
+      m_acceptor->cancel();
+      m_io.restart();
+      m_io.run();
+      return false;
+    }
+    return !result;
   }
   bool SendBytes(ByteSpan bytes) {
     boost::system::error_code ec;
@@ -315,15 +352,41 @@ class RawPeer {
   bool closed() const { return m_closed; }
   std::size_t bytes_received() const { return m_bytes_received; }
 
-  // Sends a valid Hello (our own node id) and waits for the node's Hello.
-  std::optional<Hello> Handshake(const Hash256& node_id, Hello hello = DefaultHello()) {
-    hello.node_id = node_id;
+  // Sends a Hello claiming `claimed_id` (with a fresh challenge, kept for
+  // Auth) and waits for the node's Hello, which it keeps too.
+  std::optional<Hello> SendHello(const Hash256& claimed_id, Hello hello = DefaultHello()) {
+    hello.node_id = claimed_id;
+    if (hello.challenge.IsZero() && !crypto::FillOsRandom(hello.challenge.bytes).ok()) return std::nullopt;
+    m_our_hello = hello;
     if (!Send(MsgType::kHello, hello)) return std::nullopt;
     auto f = ReadFrameOfType(MsgType::kHello);
     if (!f) return std::nullopt;
     Result<Hello> theirs = DecodeExact<Hello>(f->payload);
     if (!theirs.ok()) return std::nullopt;
+    m_their_hello = *theirs;
     return *theirs;
+  }
+  // What this raw peer, the dialer, and the node sign after SendHello.
+  HandshakeTranscript Transcript() const {
+    HandshakeTranscript t;
+    t.protocol_version = kProtocolVersion;
+    t.chain_id = m_our_hello.chain_id;
+    t.genesis_hash = m_our_hello.genesis_hash;
+    t.dialer_id = m_our_hello.node_id;
+    t.dialer_challenge = m_our_hello.challenge;
+    t.listener_id = m_their_hello.node_id;
+    t.listener_challenge = m_their_hello.challenge;
+    t.listener_port = m_port;
+    return t;
+  }
+  // The whole honest handshake with `key`: Hello, then Auth signed as the
+  // dialer. The node's Hello, or nullopt.
+  std::optional<Hello> Handshake(const crypto::SecretKey& key, Hello hello = DefaultHello()) {
+    auto theirs = SendHello(NodeIdOf(key.public_key()), std::move(hello));
+    if (!theirs) return std::nullopt;
+    Result<crypto::Signature> sig = SignHandshake(key, Transcript(), HandshakeRole::kDialer);
+    if (!sig.ok() || !Send(MsgType::kAuth, AuthMsg{*sig})) return std::nullopt;
+    return theirs;
   }
   static Hello DefaultHello() {
     Hello h;
@@ -360,17 +423,21 @@ class RawPeer {
   }
 
   boost::asio::io_context m_io;
+  std::optional<tcp::acceptor> m_acceptor;
   tcp::socket m_socket;
   FrameDecoder m_decoder;
   std::uint32_t m_magic;
+  std::uint16_t m_port = 0;
+  Hello m_our_hello, m_their_hello;
   Bytes m_pending;
   bool m_closed = false;
   std::size_t m_bytes_received = 0;
 };
 
-inline Hash256 RandomId(std::uint64_t salt) {
-  return crypto::Sha256Digest(std::string_view("node-" + std::to_string(salt) + "-" +
-                                               std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())));
+// A fresh node key, and the node id it proves.
+inline std::shared_ptr<const crypto::SecretKey> RandomKey() {
+  return std::make_shared<const crypto::SecretKey>(crypto::SecretKey::Generate().value());
 }
+inline Hash256 IdOf(const crypto::SecretKey& key) { return NodeIdOf(key.public_key()); }
 
 }  // namespace vt::net::test

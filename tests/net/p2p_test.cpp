@@ -164,8 +164,7 @@ TEST(NetP2P, HandshakeMismatchesGiveTheirReasons) {
   const auto try_hello = [&](Hello hello) {
     RawPeer raw;
     EXPECT_TRUE(raw.Connect(a.node->listen_port()));
-    hello.node_id = test::RandomId(1);
-    raw.Send(MsgType::kHello, hello);
+    raw.SendHello(test::IdOf(*test::RandomKey()), hello);
     auto bye = raw.ReadFrameOfType(MsgType::kDisconnect);
     EXPECT_TRUE(raw.WaitClosed());
     return bye ? DecodeExact<DisconnectMsg>(bye->payload).value().reason : std::string("<none>");
@@ -201,7 +200,7 @@ TEST(NetP2P, MessageBeforeHandshakeIsAViolation) {
 
 TEST(NetP2P, GarbagePeerIsBannedWhileOthersAreServed) {
   P2PConfig ca = FastConfig();
-  ca.never_ban_addresses = {};  // let the address ban apply on loopback
+  ca.never_ban_loopback = false;  // let the address ban apply on loopback
   TestNode a(ca);
   TestNode b(Dialing(FastConfig(), {a.endpoint()}));
   ASSERT_TRUE(WaitFor([&] { return a.EstablishedPeers() == 1; }));
@@ -232,11 +231,12 @@ TEST(NetP2P, GarbagePeerIsBannedWhileOthersAreServed) {
 
 TEST(NetP2P, OversizedFrameAfterHandshakeBansTheNodeId) {
   TestNode a(FastConfig());  // 127.0.0.1 is exempt from address bans
-  const Hash256 id = test::RandomId(2);
+  const auto key = test::RandomKey();
+  const Hash256 id = test::IdOf(*key);
   {
     RawPeer raw;
     ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-    ASSERT_TRUE(raw.Handshake(id).has_value());
+    ASSERT_TRUE(raw.Handshake(*key).has_value());
     ASSERT_TRUE(WaitFor([&] { return a.PeerWithNodeId(id).has_value(); }));
     // Header only: 64 MiB announced for a tx.
     Bytes header = EncodeFrame(a.node->magic(), MsgType::kTx, {});
@@ -252,19 +252,17 @@ TEST(NetP2P, OversizedFrameAfterHandshakeBansTheNodeId) {
   }
   ASSERT_TRUE(WaitFor([&] { return a.IsBanned(NodeKey(id)); }));
   EXPECT_FALSE(a.IsBanned("addr:127.0.0.1"));
-  // The same node id is refused at its next handshake.
+  // The same node is refused at its next handshake, once it proved who it is.
   RawPeer raw2;
   ASSERT_TRUE(raw2.Connect(a.node->listen_port()));
-  Hello h = RawPeer::DefaultHello();
-  h.node_id = id;
-  raw2.Send(MsgType::kHello, h);
+  ASSERT_TRUE(raw2.Handshake(*key).has_value());
   auto bye = raw2.ReadFrameOfType(MsgType::kDisconnect);
   ASSERT_TRUE(bye.has_value());
   EXPECT_EQ(DecodeExact<DisconnectMsg>(bye->payload)->reason, "banned");
   // Another node id from the same address is welcome.
   RawPeer raw3;
   ASSERT_TRUE(raw3.Connect(a.node->listen_port()));
-  ASSERT_TRUE(raw3.Handshake(test::RandomId(3)).has_value());
+  ASSERT_TRUE(raw3.Handshake(*test::RandomKey()).has_value());
   ASSERT_TRUE(WaitFor([&] { return a.EstablishedPeers() == 1; }));
 }
 
@@ -273,7 +271,7 @@ TEST(NetP2P, BadChecksumAndUndecodablePayloadsAreGarbage) {
   {
     RawPeer raw;
     ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-    ASSERT_TRUE(raw.Handshake(test::RandomId(4)).has_value());
+    ASSERT_TRUE(raw.Handshake(*test::RandomKey()).has_value());
     Bytes frame = EncodeFrame(a.node->magic(), MsgType::kTx, Text("payload"));
     frame.back() ^= 1;
     raw.SendBytes(frame);
@@ -284,7 +282,7 @@ TEST(NetP2P, BadChecksumAndUndecodablePayloadsAreGarbage) {
   {
     RawPeer raw;
     ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-    ASSERT_TRUE(raw.Handshake(test::RandomId(5)).has_value());
+    ASSERT_TRUE(raw.Handshake(*test::RandomKey()).has_value());
     raw.SendFrame(MsgType::kGetBlocks, Bytes{1, 2, 3});  // a valid frame, an undecodable payload
     auto bye = raw.ReadFrameOfType(MsgType::kDisconnect);
     ASSERT_TRUE(bye.has_value());
@@ -297,8 +295,9 @@ TEST(NetP2P, UnsolicitedResponseIsScoredButNotFatal) {
   TestNode a(FastConfig());
   RawPeer raw;
   ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-  const Hash256 id = test::RandomId(6);
-  ASSERT_TRUE(raw.Handshake(id).has_value());
+  const auto key = test::RandomKey();
+  const Hash256 id = test::IdOf(*key);
+  ASSERT_TRUE(raw.Handshake(*key).has_value());
   raw.Send(MsgType::kBlocks, Items{999'999, 1, {Text("x")}});
   ASSERT_TRUE(WaitFor([&] {
     auto p = a.PeerWithNodeId(id);
@@ -317,7 +316,7 @@ TEST(NetP2P, SilentPeersTimeOut) {
   ASSERT_TRUE(mute.Connect(a.node->listen_port()));
   RawPeer deaf;  // handshakes, then never answers pings
   ASSERT_TRUE(deaf.Connect(a.node->listen_port()));
-  ASSERT_TRUE(deaf.Handshake(test::RandomId(7)).has_value());
+  ASSERT_TRUE(deaf.Handshake(*test::RandomKey()).has_value());
   ASSERT_TRUE(WaitFor([&] { return a.HasDisconnect("handshake-timeout"); }, 5s));
   ASSERT_TRUE(WaitFor([&] { return a.HasDisconnect("ping-timeout"); }, 5s));
   EXPECT_TRUE(mute.WaitClosed());
@@ -339,7 +338,7 @@ TEST(NetP2P, PingPongMeasuresRoundTrip) {
   // The raw peer answers the node's ping with the same nonce.
   RawPeer raw;
   ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-  ASSERT_TRUE(raw.Handshake(test::RandomId(8)).has_value());
+  ASSERT_TRUE(raw.Handshake(*test::RandomKey()).has_value());
   auto ping = raw.ReadFrameOfType(MsgType::kPing);
   ASSERT_TRUE(ping.has_value());
   raw.SendFrame(MsgType::kPong, ping->payload);
@@ -356,7 +355,7 @@ TEST(NetP2P, SlowPeerIsDisconnectedAtTheSendQueueBound) {
   TestNode a(c);
   RawPeer slow;  // handshakes and then never reads
   ASSERT_TRUE(slow.Connect(a.node->listen_port()));
-  ASSERT_TRUE(slow.Handshake(test::RandomId(9)).has_value());
+  ASSERT_TRUE(slow.Handshake(*test::RandomKey()).has_value());
   ASSERT_TRUE(WaitFor([&] { return a.EstablishedPeers() == 1; }));
   // 64 KiB items until the kernel buffers and then the queue are full; the
   // loop is bounded (at most 64 MiB in all).
@@ -425,8 +424,9 @@ TEST(NetP2P, RequestToASilentPeerTimesOut) {
   TestNode a(c);
   RawPeer raw;
   ASSERT_TRUE(raw.Connect(a.node->listen_port()));
-  const Hash256 id = test::RandomId(10);
-  ASSERT_TRUE(raw.Handshake(id).has_value());
+  const auto key = test::RandomKey();
+  const Hash256 id = test::IdOf(*key);
+  ASSERT_TRUE(raw.Handshake(*key).has_value());
   ASSERT_TRUE(WaitFor([&] { return a.PeerWithNodeId(id).has_value(); }));
   std::promise<Result<ItemsResponse>> p;
   a.node->RequestBlocks(a.PeerWithNodeId(id)->id, 1, 10, [&](Result<ItemsResponse> r) { p.set_value(std::move(r)); });
@@ -533,8 +533,8 @@ TEST(NetP2P, ReconnectsWithBackoffWhenThePeerAppears) {
   EXPECT_EQ(a.EstablishedPeers(), 0u);
   P2PConfig cb = FastConfig();
   cb.listen_port = port;
-  Hash256 b_id = test::RandomId(11);
-  cb.node_id = b_id;
+  cb.node_key = test::RandomKey();
+  const Hash256 b_id = test::IdOf(*cb.node_key);
   {
     TestNode b(cb);
     ASSERT_TRUE(WaitFor([&] { return a.EstablishedPeers() == 1; }));
@@ -580,8 +580,9 @@ TEST(NetP2P, StopFailsPendingWork) {
   auto a = std::make_unique<TestNode>(FastConfig());
   RawPeer raw;
   ASSERT_TRUE(raw.Connect(a->node->listen_port()));
-  const Hash256 id = test::RandomId(12);
-  ASSERT_TRUE(raw.Handshake(id).has_value());
+  const auto key = test::RandomKey();
+  const Hash256 id = test::IdOf(*key);
+  ASSERT_TRUE(raw.Handshake(*key).has_value());
   ASSERT_TRUE(WaitFor([&] { return a->PeerWithNodeId(id).has_value(); }));
   std::promise<Result<Bytes>> p;
   a->node->FetchBlob(crypto::Sha256Digest(std::string_view("x")), [&](Result<Bytes> r) { p.set_value(std::move(r)); });

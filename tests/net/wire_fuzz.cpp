@@ -41,6 +41,7 @@ void CheckPayload(const vt::net::Frame& frame) {
   switch (frame.type) {
     case MsgType::kHello: return RoundTrip<vt::net::Hello>(frame.payload);
     case MsgType::kDisconnect: return RoundTrip<vt::net::DisconnectMsg>(frame.payload);
+    case MsgType::kAuth: return RoundTrip<vt::net::AuthMsg>(frame.payload);
     case MsgType::kPing:
     case MsgType::kPong: return RoundTrip<vt::net::PingMsg>(frame.payload);
     case MsgType::kGetHeaders:
@@ -65,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static constexpr vt::net::MsgType kTypes[] = {
         vt::net::MsgType::kHello,    vt::net::MsgType::kDisconnect, vt::net::MsgType::kPing,
         vt::net::MsgType::kGetBlocks, vt::net::MsgType::kBlocks,    vt::net::MsgType::kGetBlob,
-        vt::net::MsgType::kBlobChunk, vt::net::MsgType::kBlobNotFound};
+        vt::net::MsgType::kBlobChunk, vt::net::MsgType::kBlobNotFound, vt::net::MsgType::kAuth};
     if (size < 2) return 0;
     vt::net::Frame frame;
     frame.type = kTypes[data[1] % std::size(kTypes)];
