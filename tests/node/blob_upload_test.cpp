@@ -16,6 +16,7 @@
 #include "node/chain_db.h"
 #include "node/client.h"
 #include "node/node.h"
+#include "referee/blob_rules.h"
 #include "referee/messages.h"
 #include "tests/node/node_test_util.h"
 
@@ -189,16 +190,20 @@ TEST(BlobUpload, CollectionKeepsPinnedBlobs) {
     return true;
   }).ok());
   EXPECT_EQ(records, 2u);
-  // A block whose PostBounty names the first blob.
-  referee::PostBountyArgs args;
-  args.initial_blob = *ph;
-  args.initial_blob_bytes = pinned_blob.size();
+  // A block whose Commit names the first blob as its final state.
+  referee::CommitArgs args;
+  args.state_blob = *ph;
+  args.state_blob_bytes = pinned_blob.size();
+  args.first_proof.leaf_count = args.last_proof.leaf_count = 1;  // decodable; the store does not judge it
   vm::Transaction tx;
   tx.chain_id = 7;
   tx.gas_limit = 1'000'000;
   tx.gas_price = 1;
-  tx.payload = vm::CallPayload{referee::kRefereeContractId, static_cast<std::uint16_t>(referee::Method::kPostBounty),
+  tx.payload = vm::CallPayload{referee::kRefereeContractId, static_cast<std::uint16_t>(referee::Method::kCommit),
                                EncodeToBytes(args)};
+  ASSERT_EQ(referee::NamedBlobs(tx).size(), 1u)
+      << DecodeExact<referee::CommitArgs>(EncodeToBytes(args)).status().ToString() << " / "
+      << referee::BlobsOf(args).status().ToString();
   ASSERT_TRUE(vm::SignTransaction(tx, NodeTestKey(100)).ok());
   vm::Block block;
   block.header.height = 1;

@@ -199,16 +199,19 @@ TEST(Attack, OversizedTxRefusedAtTheDoor) {
     auto genesis = node::LoadGenesis(t.net().GenesisPath());
     ASSERT_TRUE(genesis.ok()) << genesis.status().ToString();
     const std::string net_id = genesis->chain_name + "/" + std::to_string(genesis->genesis.params.chain_id);
-    Writer w;
-    w.PutLe(net::ChainMagic(net_id), 4);
-    w.PutLe(static_cast<std::uint16_t>(net::MsgType::kTx), 2);
-    w.PutLe(std::uint32_t{10} << 20, 4);
-    w.PutLe(0, 4);  // checksum: never reached
+    Bytes header;
+    auto put_le = [&](std::uint64_t v, int n) {
+      for (int i = 0; i < n; ++i) header.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
+    };
+    put_le(net::ChainMagic(net_id), 4);
+    put_le(static_cast<std::uint16_t>(net::MsgType::kTx), 2);
+    put_le(std::uint32_t{10} << 20, 4);
+    put_le(0, 4);  // checksum: never reached
     boost::asio::io_context io;
     boost::asio::ip::tcp::socket sock(io);
     sock.connect({boost::asio::ip::make_address("127.0.0.1"), t.net().Find("v1")->p2p_port});
     boost::system::error_code ec;
-    boost::asio::write(sock, boost::asio::buffer(w.bytes()), ec);
+    boost::asio::write(sock, boost::asio::buffer(header), ec);
     bool closed = false;
     std::array<std::uint8_t, 4096> buf{};
     sock.non_blocking(true);
@@ -270,7 +273,9 @@ TEST(Attack, RpcBlobFloodDoesNotSlowBlocks) {
         Bytes blob(kBlobBytes, static_cast<std::uint8_t>(w));
         blob[0] = static_cast<std::uint8_t>(i);  // distinct blobs
         const bool stranger = w < 2;
-        auto r = c.PutBlob(stranger ? StrangerKey(900'000 + static_cast<std::uint32_t>(w)) : *funded, blob);
+        const crypto::SecretKey stranger_key = StrangerKey(900'000 + static_cast<std::uint32_t>(w));
+        const crypto::SecretKey& key = stranger ? stranger_key : *funded;
+        auto r = c.PutBlob(key, blob);
         std::lock_guard lock(mu);
         ++(stranger ? stranger_reasons : funded_reasons)[r.ok() ? "STORED" : r.status().reason()];
       }
