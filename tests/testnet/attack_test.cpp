@@ -297,7 +297,9 @@ TEST(Attack, RpcBlobFloodDoesNotSlowBlocks) {
   const std::uint64_t mine = ProposedBy(c0, v0_key, h0, h1);
   std::cout << "during the flood: " << blocks << " blocks, " << mine << " proposed by the attacked validator\n";
   EXPECT_GE(blocks, 8u);
-  EXPECT_GE(mine, blocks / 4 / 2) << "the attacked validator lost its turns";
+  // Its fair share is blocks/4; on main's binary (RPC on the network thread)
+  // this flood left it 71 of 454 (63 % of its share) with 15 reorgs.
+  EXPECT_GE(mine * 4 * 4, blocks * 3) << "the attacked validator lost more than a quarter of its turns";
   EXPECT_EQ(TotalReorgs(t), reorgs_before);
   ExpectOneChain(t);
 
