@@ -271,7 +271,8 @@ int Run(std::uint32_t trials, std::uint32_t validators, std::uint64_t interval_m
     if (!converged) ++failed;
     std::cout << fmt::format("  trial {:3}: kill -9 {} (down {:4} ms), committed {:5}, caught up to {:5}, {} in {:.1f} s{}\n",
                              trial, victim, down_ms, committed ? committed->first : 0, need, converged ? "converged" : "NOT CONVERGED", took,
-                             trial_forks + trial_lost > 0 ? "  COMMITTED BLOCK CHANGED" : "");
+                             trial_forks + trial_lost > 0 ? "  COMMITTED BLOCK CHANGED" : "")
+              << std::flush;  // progress is visible while a long campaign runs
   }
   stop = true;
   load.join();
