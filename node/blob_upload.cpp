@@ -75,10 +75,8 @@ Status BlobLedger::Admit(const Hash256& hash, const crypto::Address& owner, std:
   return AdmitLocked(hash, UploadRecord{owner, bytes, now_ms});
 }
 
-Status BlobLedger::AdmitFetched(const Hash256& hash, std::uint64_t bytes, std::uint64_t now_ms) {
-  std::lock_guard lock(m_mu);
-  if (m_blobs.count(hash)) return Status::Ok();
-  return AdmitLocked(hash, UploadRecord{std::nullopt, bytes, now_ms});
+void BlobLedger::AdmitFetched(const Hash256& hash, std::uint64_t bytes, std::uint64_t now_ms) {
+  Load(hash, UploadRecord{std::nullopt, bytes, now_ms});
 }
 
 Status BlobLedger::AdmitLocked(const Hash256& hash, const UploadRecord& record) {
@@ -86,19 +84,16 @@ Status BlobLedger::AdmitLocked(const Hash256& hash, const UploadRecord& record) 
     return Status::Invalid("blob-store-full", "this node holds " + std::to_string(m_total.blobs) +
                                                   " unpinned blob(s) of " + std::to_string(m_total.bytes) +
                                                   " bytes, its limit; retry after they are named or collected");
-  m_blobs.emplace(hash, record);
-  if (record.owner) {
-    Usage& u = m_by_key[*record.owner];
-    u.bytes += record.bytes;
-    u.blobs += 1;
-  }
-  m_total.bytes += record.bytes;
-  m_total.blobs += 1;
+  AddLocked(hash, record);
   return Status::Ok();
 }
 
 void BlobLedger::Load(const Hash256& hash, const UploadRecord& record) {
   std::lock_guard lock(m_mu);
+  AddLocked(hash, record);
+}
+
+void BlobLedger::AddLocked(const Hash256& hash, const UploadRecord& record) {
   if (m_blobs.count(hash)) return;
   m_blobs.emplace(hash, record);
   if (record.owner) {

@@ -12,10 +12,11 @@
 //   (vm::kGas.blob_byte per byte, "blob-insufficient-funds"), and a key holds
 //   at most BlobLimits::per_key_bytes / per_key_blobs unpinned
 //   ("blob-quota-exceeded"). A key without funds therefore stores nothing.
-// * Bounded per node. All unpinned blobs together (uploads and blobs fetched
-//   from peers for pending transactions or parked blocks) stay under
-//   total_bytes / total_blobs ("blob-store-full"), since funds moved to a
-//   fresh key let it upload too (the balance is checked, not locked).
+// * Bounded per node. Uploads are refused once all unpinned blobs together
+//   (uploads and blobs fetched from peers for pending transactions or parked
+//   blocks) reach total_bytes / total_blobs ("blob-store-full"), since funds
+//   moved to a fresh key let it upload too (the balance is checked, not
+//   locked). Fetched blobs are never refused: a block must not wait on them.
 // * Collected. An unpinned blob older than grace_ms that no pending
 //   transaction names is deleted (CollectExpired); a blob a committed block
 //   names is pinned (node/chain_db.h) and kept for good.
@@ -78,8 +79,10 @@ class BlobLedger {
   Status Admit(const Hash256& hash, const crypto::Address& owner, std::uint64_t bytes, vm::Amount balance,
                vm::Amount min_gas_price, std::uint64_t now_ms);
   // A blob fetched from peers for what a transaction or block names: counted
-  // in the node's total, charged to no key; refused only when the total is spent.
-  Status AdmitFetched(const Hash256& hash, std::uint64_t bytes, std::uint64_t now_ms);
+  // in the node's total (so uploads see less room), charged to no key, never
+  // refused — a node full of uploads must still fetch what a block needs, and
+  // fetched blobs are bounded by what transactions pay to name.
+  void AdmitFetched(const Hash256& hash, std::uint64_t bytes, std::uint64_t now_ms);
   // Adds a record read back from the store at start (no checks).
   void Load(const Hash256& hash, const UploadRecord& record);
   // Pinned or deleted: no longer counted.
@@ -96,7 +99,8 @@ class BlobLedger {
   Usage Total() const;
 
  private:
-  Status AdmitLocked(const Hash256& hash, const UploadRecord& record);
+  Status AdmitLocked(const Hash256& hash, const UploadRecord& record);  // checks the node's total
+  void AddLocked(const Hash256& hash, const UploadRecord& record);
 
   BlobLimits m_limits;
   mutable std::mutex m_mu;

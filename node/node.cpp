@@ -467,8 +467,8 @@ Status Node::FetchBlobFromPeers(const Hash256& hash) {
     // P2PNode checked SHA-256(bytes) == hash before calling back. Fetched
     // blobs count in the node's total of unpinned blobs, like uploads.
     Status s = bytes.status();
-    if (s.ok()) s = m_ledger.AdmitFetched(hash, bytes->size(), NowMs());
     if (s.ok()) {
+      m_ledger.AdmitFetched(hash, bytes->size(), NowMs());
       s = m_chain->db().PutBlob(*bytes, UploadRecord{std::nullopt, bytes->size(), NowMs()}).status();
       if (!s.ok()) m_ledger.Forget(hash);
     }
