@@ -12,7 +12,10 @@
 //                             while reading its params
 //   -32603 internal error     the handler returned Status::Error, or threw
 //   -32000 rejected           the handler returned any other Status::Invalid;
-//                             the reason code is the error's data
+//                             the reason code is the error's data; also the
+//                             server's own refusals under load (HTTP 503,
+//                             reason "rpc-busy": too many connections, or the
+//                             budget for large bodies in flight is spent)
 // For every error produced from a Status, error.data is
 //   {"reason": "<stable reason code>", "detail": "<text for humans>"}.
 
@@ -38,6 +41,7 @@ inline constexpr int kInternalError = -32603;
 inline constexpr int kRejected = -32000;
 
 inline constexpr std::string_view kInvalidParamsReason = "rpc-invalid-params";
+inline constexpr std::string_view kBusyReason = "rpc-busy";
 // Deeper JSON is refused before parsing (the parser recurses).
 inline constexpr std::size_t kMaxJsonDepth = 64;
 }  // namespace rpc

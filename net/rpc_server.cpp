@@ -1,12 +1,17 @@
 #include "net/rpc_server.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <unordered_map>
 #include <utility>
 
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -65,61 +70,149 @@ Json RpcErrorFromStatus(const Status& status) {
 class RpcSession;
 
 struct RpcServer::Impl : std::enable_shared_from_this<RpcServer::Impl> {
-  Impl(asio::io_context& io, RpcServer* s, RpcServerConfig cfg)
-      : server(s), config(std::move(cfg)), acceptor(io), retry_timer(io) {}
+  Impl(asio::io_context& ctx, RpcServer* s, RpcServerConfig cfg)
+      : io(ctx), server(s), config(std::move(cfg)), acceptor(asio::make_strand(ctx)),
+        retry_timer(acceptor.get_executor()) {}
 
   void Accept();
+  // A connection over the limits: a canned 503 written without waiting, then closed.
+  void Refuse(tcp::socket socket, const char* why);
+  // Large bodies reserve their size from the in-flight budget (false: spent).
+  bool ReserveBody(std::size_t bytes);
+  void ReleaseBody(std::size_t bytes);
 
+  asio::io_context& io;
   RpcServer* server;
   RpcServerConfig config;
-  tcp::acceptor acceptor;
+  tcp::acceptor acceptor;       // on its own strand, like retry_timer
   asio::steady_timer retry_timer;
-  bool stopped = false;
+  std::atomic<bool> stopped{false};
+  std::mutex mu;  // guards the three members below
   std::unordered_map<RpcSession*, std::weak_ptr<RpcSession>> sessions;
+  std::map<std::string, std::size_t> per_address;  // open connections by remote address
+  std::size_t body_bytes_in_flight = 0;
   std::atomic<std::uint64_t> http_requests{0}, rpc_calls{0}, rpc_errors{0}, connections{0},
-      rejected_connections{0};
+      rejected_connections{0}, busy_refusals{0}, continues{0};
 };
+
+bool RpcServer::Impl::ReserveBody(std::size_t bytes) {
+  std::lock_guard lock(mu);
+  if (body_bytes_in_flight + bytes > config.max_body_bytes_in_flight) return false;
+  body_bytes_in_flight += bytes;
+  return true;
+}
+
+void RpcServer::Impl::ReleaseBody(std::size_t bytes) {
+  std::lock_guard lock(mu);
+  body_bytes_in_flight -= std::min(bytes, body_bytes_in_flight);
+}
+
+namespace {
+std::string BusyBody(std::string_view detail) {
+  return Dump(ErrorResponse(nullptr, RpcErrorFromStatus(Status::Invalid(rpc::kBusyReason, detail))));
+}
+}  // namespace
 
 class RpcSession : public std::enable_shared_from_this<RpcSession> {
  public:
-  RpcSession(tcp::socket socket, std::shared_ptr<RpcServer::Impl> impl)
-      : m_stream(std::move(socket)), m_impl(std::move(impl)) {}
+  RpcSession(tcp::socket socket, std::shared_ptr<RpcServer::Impl> impl, std::string address)
+      : m_stream(std::move(socket)), m_impl(std::move(impl)), m_address(std::move(address)) {}
 
-  ~RpcSession() { m_impl->sessions.erase(this); }
-
-  void Start() {
-    m_impl->sessions.emplace(this, weak_from_this());
-    Read();
+  ~RpcSession() {
+    ReleaseBody();
+    std::lock_guard lock(m_impl->mu);
+    m_impl->sessions.erase(this);
+    if (auto it = m_impl->per_address.find(m_address); it != m_impl->per_address.end() && --it->second == 0)
+      m_impl->per_address.erase(it);
   }
 
+  // The caller registered the session (sessions, per_address) under the mutex.
+  void Start() {
+    asio::dispatch(m_stream.get_executor(), [self = shared_from_this()] { self->Read(); });
+  }
+
+  // Any thread: closes the socket on the session's strand.
+  void CancelFromAnyThread() {
+    asio::post(m_stream.get_executor(), [self = shared_from_this()] { self->Cancel(); });
+  }
+
+ private:
   void Cancel() {
     beast::error_code ec;
     m_stream.socket().shutdown(tcp::socket::shutdown_both, ec);
     m_stream.socket().close(ec);
   }
 
- private:
+  void ReleaseBody() {
+    if (m_reserved == 0) return;
+    m_impl->ReleaseBody(m_reserved);
+    m_reserved = 0;
+  }
+
   void Read() {
     m_parser.emplace();
     m_parser->body_limit(m_impl->config.max_body_bytes);
     m_parser->header_limit(static_cast<std::uint32_t>(m_impl->config.max_header_bytes));
     m_stream.expires_after(m_impl->config.idle_timeout);
+    http::async_read_header(m_stream, m_buffer, *m_parser,
+                            [self = shared_from_this()](const beast::error_code& ec, std::size_t) {
+                              self->OnHeader(ec);
+                            });
+  }
+
+  // Refusals that depend only on the header, before any body byte is read:
+  // the body cap, the in-flight budget and the client's expectation.
+  void OnHeader(const beast::error_code& ec) {
+    if (m_impl->stopped || m_impl->server == nullptr) return Cancel();
+    if (ec) return OnReadError(ec);
+    const auto& req = m_parser->get();
+    const auto length = m_parser->content_length();  // boost::optional
+    // Unknown length (chunked): reserve the cap, the most it may grow to.
+    const std::size_t need = length ? static_cast<std::size_t>(*length)
+                                    : (m_parser->chunked() ? m_impl->config.max_body_bytes : 0);
+    if (need > m_impl->config.small_body_bytes) {
+      if (!m_impl->ReserveBody(need)) {
+        ++m_impl->busy_refusals;
+        return SendError(http::status::service_unavailable,
+                         BusyBody("too many large request bodies in flight; retry later"));
+      }
+      m_reserved = need;
+    }
+    const auto expect = req.find(http::field::expect);
+    if (expect != req.end()) {
+      if (!beast::iequals(expect->value(), "100-continue"))
+        return SendError(http::status::expectation_failed, InvalidRequestBody("unsupported Expect"));
+      ++m_impl->continues;
+      m_continue.emplace(http::status::continue_, req.version());
+      m_stream.expires_after(m_impl->config.idle_timeout);
+      return http::async_write(m_stream, *m_continue,
+                               [self = shared_from_this()](const beast::error_code& wec, std::size_t) {
+                                 if (wec || self->m_impl->stopped) return self->Cancel();
+                                 self->ReadBody();
+                               });
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
+    m_stream.expires_after(m_impl->config.body_timeout);
     http::async_read(m_stream, m_buffer, *m_parser,
                      [self = shared_from_this()](const beast::error_code& ec, std::size_t) { self->OnRead(ec); });
   }
 
+  void OnReadError(const beast::error_code& ec) {
+    if (ec == http::error::body_limit)
+      return SendError(http::status::payload_too_large, InvalidRequestBody("request body too large"));
+    if (ec == http::error::header_limit)
+      return SendError(http::status::request_header_fields_too_large, InvalidRequestBody("request header too large"));
+    if (IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message)
+      return SendError(http::status::bad_request, InvalidRequestBody("malformed HTTP request"));
+    Cancel();  // end of stream, timeout, reset
+  }
+
   void OnRead(const beast::error_code& ec) {
     if (m_impl->stopped || m_impl->server == nullptr) return Cancel();
-    if (ec == http::error::body_limit) {
-      return SendError(http::status::payload_too_large, "request body too large");
-    }
-    if (ec == http::error::header_limit) {
-      return SendError(http::status::request_header_fields_too_large, "request header too large");
-    }
-    if (ec && IsHttpParseError(ec) && ec != http::error::end_of_stream && ec != http::error::partial_message) {
-      return SendError(http::status::bad_request, "malformed HTTP request");
-    }
-    if (ec) return Cancel();  // end of stream, timeout, reset
+    if (ec) return OnReadError(ec);
 
     http::request<http::string_body> req = m_parser->release();
     RpcServer& server = *m_impl->server;
@@ -142,6 +235,8 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     } else {
       m_res.result(http::status::no_content);  // notifications only
     }
+    req = http::request<http::string_body>{};  // the body is handled: give its memory and its reservation back
+    ReleaseBody();
     m_res.keep_alive(keep_alive);
     Write(!keep_alive);
   }
@@ -166,15 +261,20 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     m_res.body() = file->body;
   }
 
+  static std::string InvalidRequestBody(const char* message) {
+    return Dump(ErrorResponse(nullptr, RpcErrorObject(rpc::kInvalidRequest, message)));
+  }
+
   // An HTTP-level refusal: answer with a JSON-RPC error, then close.
-  void SendError(http::status status, const char* message) {
+  void SendError(http::status status, std::string body) {
     ++m_impl->rpc_errors;
+    ReleaseBody();
     m_res = http::response<http::string_body>{};
     m_res.version(11);
     m_res.result(status);
     m_res.set(http::field::server, "veritrain");
     m_res.set(http::field::content_type, "application/json");
-    m_res.body() = Dump(ErrorResponse(nullptr, RpcErrorObject(rpc::kInvalidRequest, message)));
+    m_res.body() = std::move(body);
     m_res.keep_alive(false);
     Write(true);
   }
@@ -215,14 +315,31 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
   beast::tcp_stream m_stream;
   beast::flat_buffer m_buffer;
   std::optional<http::request_parser<http::string_body>> m_parser;
+  std::optional<http::response<http::empty_body>> m_continue;
   http::response<http::string_body> m_res;
   std::shared_ptr<RpcServer::Impl> m_impl;
+  std::string m_address;
+  std::size_t m_reserved = 0;  // bytes of the body budget this request holds
   std::array<char, 16 * 1024> m_drain_buf{};
   std::size_t m_drained = 0;
 };
 
+void RpcServer::Impl::Refuse(tcp::socket socket, const char* why) {
+  ++rejected_connections;
+  const std::string body = BusyBody(why);
+  const std::string response = "HTTP/1.1 503 Service Unavailable\r\nServer: veritrain\r\nConnection: close\r\n"
+                               "Content-Type: application/json\r\nContent-Length: " +
+                               std::to_string(body.size()) + "\r\n\r\n" + body;
+  beast::error_code ec;
+  socket.non_blocking(true, ec);
+  socket.write_some(asio::buffer(response), ec);  // a fresh socket's buffer takes it; never waits
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
 void RpcServer::Impl::Accept() {
-  acceptor.async_accept([self = shared_from_this()](const beast::error_code& ec, tcp::socket socket) {
+  acceptor.async_accept(asio::make_strand(io), [self = shared_from_this()](const beast::error_code& ec,
+                                                                           tcp::socket socket) {
     if (self->stopped || self->server == nullptr) return;
     if (ec) {
       if (ec == asio::error::operation_aborted) return;
@@ -233,13 +350,29 @@ void RpcServer::Impl::Accept() {
       });
       return;
     }
-    if (self->sessions.size() >= self->config.max_connections) {
-      ++self->rejected_connections;
-      beast::error_code ignored;
-      socket.close(ignored);
-    } else {
+    beast::error_code rec;
+    const tcp::endpoint remote = socket.remote_endpoint(rec);
+    const std::string address = rec ? std::string("?") : remote.address().to_string();
+    const char* refusal = nullptr;
+    std::shared_ptr<RpcSession> session;
+    {
+      std::lock_guard lock(self->mu);
+      if (self->sessions.size() >= self->config.max_connections) {
+        refusal = "too many connections";
+      } else if (self->per_address[address] >= self->config.max_connections_per_address) {
+        refusal = "too many connections from this address";
+      } else {
+        session = std::make_shared<RpcSession>(std::move(socket), self, address);
+        self->sessions.emplace(session.get(), session);
+        ++self->per_address[address];
+      }
+      if (self->per_address[address] == 0) self->per_address.erase(address);
+    }
+    if (session) {
       ++self->connections;
-      std::make_shared<RpcSession>(std::move(socket), self)->Start();
+      session->Start();
+    } else {
+      self->Refuse(std::move(socket), refusal);
     }
     self->Accept();
   });
@@ -248,7 +381,7 @@ void RpcServer::Impl::Accept() {
 // ---- RpcServer --------------------------------------------------------------------
 
 RpcServer::RpcServer(asio::io_context& io, RpcServerConfig config)
-    : m_io(io), m_config(std::move(config)), m_impl(std::make_shared<Impl>(io, this, m_config)) {}
+    : m_config(std::move(config)), m_impl(std::make_shared<Impl>(io, this, m_config)) {}
 
 RpcServer::~RpcServer() { m_impl->server = nullptr; }
 
@@ -278,7 +411,7 @@ Status RpcServer::Start() {
     return Status::Error("rpc-listen-failed", m_config.host + ":" + std::to_string(m_config.port) + ": " + ec.message());
   }
   m_port = acceptor.local_endpoint(ec).port();
-  asio::post(m_io, [impl = m_impl] {
+  asio::post(m_impl->acceptor.get_executor(), [impl = m_impl] {
     if (!impl->stopped) impl->Accept();
   });
   Log().info("rpc listening addr={}:{} methods={}", m_config.host, m_port.load(), m_methods.size());
@@ -286,17 +419,19 @@ Status RpcServer::Start() {
 }
 
 void RpcServer::Stop() {
-  asio::post(m_io, [impl = m_impl] {
-    if (impl->stopped) return;
-    impl->stopped = true;
+  asio::post(m_impl->acceptor.get_executor(), [impl = m_impl] {
+    if (impl->stopped.exchange(true)) return;
     beast::error_code ec;
     impl->acceptor.close(ec);
     impl->retry_timer.cancel();
     std::vector<std::shared_ptr<RpcSession>> live;
-    for (auto& [ptr, weak] : impl->sessions) {
-      if (auto s = weak.lock()) live.push_back(std::move(s));
+    {
+      std::lock_guard lock(impl->mu);
+      for (auto& [ptr, weak] : impl->sessions) {
+        if (auto s = weak.lock()) live.push_back(std::move(s));
+      }
     }
-    for (auto& s : live) s->Cancel();
+    for (auto& s : live) s->CancelFromAnyThread();
   });
 }
 
@@ -386,6 +521,12 @@ RpcServerStats RpcServer::Stats() const {
   s.rpc_errors = m_impl->rpc_errors;
   s.connections = m_impl->connections;
   s.rejected_connections = m_impl->rejected_connections;
+  s.busy_refusals = m_impl->busy_refusals;
+  s.continues = m_impl->continues;
+  {
+    std::lock_guard lock(m_impl->mu);
+    s.body_bytes_in_flight = m_impl->body_bytes_in_flight;
+  }
   return s;
 }
 

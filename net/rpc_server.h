@@ -13,9 +13,27 @@
 //   batches (arrays of up to max_batch requests) are supported.
 // * Error codes and the mapping of Status to errors: net/rpc.h.
 //
-// Threading: the server lives on an io_context run by one thread; handlers
-// run on that thread, one at a time. Register every method before Start();
-// the registry is read-only afterwards. Stop() is thread-safe.
+// * Limits, each answered at once with a clear error, never by stalling:
+//   connections in total and per remote address (HTTP 503, reason
+//   "rpc-busy", sent right after accept, then close); header size (431); body
+//   size (413, judged from Content-Length before the body is read); bodies
+//   above small_body_bytes share a budget of max_body_bytes_in_flight
+//   (503 "rpc-busy" when it is spent, so a few huge uploads cannot hold
+//   gigabytes); a deadline for the header (header_timeout, which is also the
+//   keep-alive idle time) and one for the body (body_timeout).
+//   `Expect: 100-continue` is answered as soon as the header is read: 100
+//   Continue when the body fits, else the refusal; any other expectation 417.
+//   One request at a time per connection (no pipelining).
+//
+// Threading: the server lives on an io_context that its owner runs, on one
+// or more threads (a node gives it its own threads, apart from P2P and
+// consensus). Each connection and the acceptor run on their own strand;
+// shared bookkeeping is under one mutex. Handlers therefore run on any of the
+// io_context's threads, several at once when it has several threads (never
+// more than it has threads), so each must be thread-safe. Register every
+// method before Start(); the registry is read-only afterwards. Stop() is
+// thread-safe; destroy the server only after the io_context's threads have
+// returned.
 
 #include <atomic>
 #include <chrono>
@@ -41,8 +59,16 @@ struct RpcServerConfig {
   std::size_t max_body_bytes = std::size_t{1} << 20;
   std::size_t max_header_bytes = 8 * 1024;
   std::size_t max_connections = 64;
+  std::size_t max_connections_per_address = 32;
   std::size_t max_batch = 100;
+  // Bodies larger than small_body_bytes reserve their size from this budget
+  // while they are read and handled.
+  std::size_t small_body_bytes = 64 * 1024;
+  std::size_t max_body_bytes_in_flight = std::size_t{4} << 20;
+  // From the end of the previous response (or accept) to a complete header.
   std::chrono::milliseconds idle_timeout{30000};
+  // From the header to a complete body.
+  std::chrono::milliseconds body_timeout{60000};
 };
 
 struct RpcServerStats {
@@ -50,7 +76,10 @@ struct RpcServerStats {
   std::uint64_t rpc_calls = 0;
   std::uint64_t rpc_errors = 0;
   std::uint64_t connections = 0;
-  std::uint64_t rejected_connections = 0;
+  std::uint64_t rejected_connections = 0;  // over max_connections or the per-address cap
+  std::uint64_t busy_refusals = 0;         // bodies refused for the in-flight budget
+  std::uint64_t continues = 0;             // "100 Continue" answers sent
+  std::uint64_t body_bytes_in_flight = 0;  // reserved by large bodies now
 };
 
 // A file served to GET (ServeStatic): bytes fixed before Start().
@@ -93,7 +122,6 @@ class RpcServer {
  private:
   Json HandleOne(const Json& request, bool* is_notification);
 
-  boost::asio::io_context& m_io;
   RpcServerConfig m_config;
   std::unordered_map<std::string, Handler> m_methods;
   std::unordered_map<std::string, StaticFile> m_static;

@@ -260,7 +260,7 @@ Result<std::pair<Hash256, std::uint64_t>> Agent::Publish(const Bytes& blob, cons
         h.Hex().substr(0, 16) + "): named in the commit, never published");
     return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));
   }
-  VT_ASSIGN_OR_RETURN(Hash256 h, m_client.PutBlob(blob));
+  VT_ASSIGN_OR_RETURN(Hash256 h, m_client.PutBlob(m_key, blob));
   Say("published " + what + " of " + tag + " (" + std::to_string(blob.size()) + " bytes, blob " + h.Hex().substr(0, 16) +
       ")");
   return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));

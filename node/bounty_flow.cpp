@@ -64,7 +64,7 @@ Result<std::uint64_t> PostBounty(ChainClient& c, const crypto::SecretKey& client
   if (job.job.initial_state) {
     // The client's own weights: solvers and challengers fetch them from here.
     const Bytes blob = worker::EncodeCheckpointFile(h0, args.initial_state);
-    VT_ASSIGN_OR_RETURN(args.initial_blob, c.PutBlob(blob));
+    VT_ASSIGN_OR_RETURN(args.initial_blob, c.PutBlob(client, blob));
     args.initial_blob_bytes = blob.size();
   }
   // Named blobs are paid per byte (referee/blob_rules.h).

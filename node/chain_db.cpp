@@ -21,6 +21,7 @@ constexpr std::string_view kTipKey = "m/tip";
 constexpr std::string_view kGenesisKey = "m/genesis";
 constexpr std::string_view kBlobPrefix = "m/blobs/";
 constexpr std::string_view kPinPrefix = "m/pins/";
+constexpr std::string_view kUploadPrefix = "m/uploads/";
 constexpr std::size_t kMaxReceipts = vm::kMaxBlockTxs;
 
 leveldb::Slice ToSlice(ByteSpan b) { return {reinterpret_cast<const char*>(b.data()), b.size()}; }
@@ -37,6 +38,18 @@ std::uint64_t GetBe(ByteSpan b, std::size_t at, int n) {
 
 Bytes PinKey(const Hash256& hash) {
   Bytes key(kPinPrefix.begin(), kPinPrefix.end());
+  key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
+  return key;
+}
+
+Bytes UploadKey(const Hash256& hash) {
+  Bytes key(kUploadPrefix.begin(), kUploadPrefix.end());
+  key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
+  return key;
+}
+
+Bytes BlobKey(const Hash256& hash) {
+  Bytes key(kBlobPrefix.begin(), kBlobPrefix.end());
   key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
   return key;
 }
@@ -195,12 +208,13 @@ Status ChainDb::CommitBlock(const vm::WriteBatch& state, const vm::Block& block,
   wb.Put(ToSlice(uk), ToSlice(undo.bytes()));
   // Pins: the blobs this block's transactions name are kept for good (a
   // rollback leaves them pinned), written with the block so a crash cannot
-  // separate them.
+  // separate them; their upload records go (nothing to collect any more).
   for (const referee::BlobRequirement& req : BlockBlobs(block)) {
     const Bytes pk = PinKey(req.hash);
     Bytes pv;
     PutBe64(pv, h);
     wb.Put(ToSlice(pk), ToSlice(pv));
+    wb.Delete(ToSlice(UploadKey(req.hash)));
   }
   const Bytes t = EncodeTip(tip);
   wb.Put(ToSlice(AsBytes(kTipKey)), ToSlice(t));
@@ -295,20 +309,41 @@ Result<std::optional<TxLocation>> ChainDb::FindTx(const Hash256& tx_id) const no
       TxLocation{GetBe(*raw, 0, 8), static_cast<std::uint32_t>(GetBe(*raw, 8, 4))});
 }
 
-Result<Hash256> ChainDb::PutBlob(ByteSpan bytes) noexcept {
+Result<Hash256> ChainDb::PutBlob(ByteSpan bytes, const UploadRecord& record) noexcept {
   const Hash256 h = crypto::Sha256Digest(bytes);
-  Bytes key(kBlobPrefix.begin(), kBlobPrefix.end());
-  key.insert(key.end(), h.bytes.begin(), h.bytes.end());
   leveldb::WriteBatch wb;
-  wb.Put(ToSlice(key), ToSlice(bytes));
+  wb.Put(ToSlice(BlobKey(h)), ToSlice(bytes));
+  // A blob a block already pinned needs no record (nothing will collect it).
+  VT_ASSIGN_OR_RETURN(bool pinned, IsPinned(h));
+  if (!pinned) wb.Put(ToSlice(UploadKey(h)), ToSlice(EncodeUploadRecord(record)));
   VT_TRY(Write(*m_db, wb));
   return h;
 }
 
-Result<std::optional<Bytes>> ChainDb::GetBlob(const Hash256& hash) const noexcept {
-  Bytes key(kBlobPrefix.begin(), kBlobPrefix.end());
-  key.insert(key.end(), hash.bytes.begin(), hash.bytes.end());
-  return RawGet(key);
+Result<std::optional<Bytes>> ChainDb::GetBlob(const Hash256& hash) const noexcept { return RawGet(BlobKey(hash)); }
+
+Status ChainDb::ScanUploads(const std::function<bool(const Hash256&, const UploadRecord&)>& visit) const noexcept {
+  std::unique_ptr<leveldb::Iterator> it(m_db->NewIterator(leveldb::ReadOptions()));
+  const leveldb::Slice prefix(kUploadPrefix.data(), kUploadPrefix.size());
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    const ByteSpan k = FromSlice(it->key());
+    auto record = DecodeUploadRecord(FromSlice(it->value()));
+    if (k.size() != kUploadPrefix.size() + Hash256::kSize || !record.ok())
+      return Status::Invalid("db-corrupt", "upload record");
+    Hash256 hash;
+    std::copy(k.begin() + static_cast<std::ptrdiff_t>(kUploadPrefix.size()), k.end(), hash.bytes.begin());
+    if (!visit(hash, *record)) break;
+  }
+  if (!it->status().ok()) return Status::Error("db-read-failed", it->status().ToString());
+  return Status::Ok();
+}
+
+Status ChainDb::CollectBlob(const Hash256& hash) noexcept {
+  VT_ASSIGN_OR_RETURN(bool pinned, IsPinned(hash));
+  leveldb::WriteBatch wb;
+  wb.Delete(ToSlice(UploadKey(hash)));
+  if (!pinned) wb.Delete(ToSlice(BlobKey(hash)));
+  return Write(*m_db, wb);
 }
 
 Result<bool> ChainDb::IsPinned(const Hash256& hash) const noexcept {

@@ -18,9 +18,14 @@
 //   "m/blobs/" ‖ sha256          → blob bytes (content-addressed, for peers)
 //   "m/pins/" ‖ sha256           → u64be height of the first block naming the blob
 //                                  (node/blob_rules.h BlockBlobs): kept for good
+//   "m/uploads/" ‖ sha256        → UploadRecord (node/blob_upload.h) of a blob no
+//                                  block names yet: who stored it, when; written
+//                                  with the blob, removed when a block pins it
+//                                  (same batch) or the blob is collected
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -30,6 +35,7 @@
 #include "contract_vm/block.h"
 #include "contract_vm/state.h"
 #include "contract_vm/vm.h"
+#include "node/blob_upload.h"
 
 namespace leveldb {
 class DB;
@@ -74,9 +80,15 @@ class ChainDb final : public vm::StateStore {
   Result<std::optional<std::vector<vm::Receipt>>> ReceiptsAt(std::uint64_t height) const noexcept;
   Result<std::optional<TxLocation>> FindTx(const Hash256& tx_id) const noexcept;
 
-  // Content-addressed blobs (SHA-256).
-  Result<Hash256> PutBlob(ByteSpan bytes) noexcept;
+  // Content-addressed blobs (SHA-256), stored with their upload record in one write.
+  Result<Hash256> PutBlob(ByteSpan bytes, const UploadRecord& record) noexcept;
   Result<std::optional<Bytes>> GetBlob(const Hash256& hash) const noexcept;
+  // Every upload record (blobs not pinned yet); stops when `visit` returns false.
+  Status ScanUploads(const std::function<bool(const Hash256&, const UploadRecord&)>& visit) const noexcept;
+  // Garbage collection: deletes an unpinned blob and its record ("pinned"
+  // blobs only lose their record). The caller holds the lock that orders
+  // block commits, so no block pins the blob between the check and the delete.
+  Status CollectBlob(const Hash256& hash) noexcept;
   // Whether a committed block named the blob (written by CommitBlock; never
   // removed, not even by RollbackTip): such blobs are never to be dropped.
   Result<bool> IsPinned(const Hash256& hash) const noexcept;

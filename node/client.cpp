@@ -4,6 +4,7 @@
 
 #include "common/encoding.h"
 #include "crypto/sha256.h"
+#include "node/blob_upload.h"
 
 namespace vt::node {
 namespace {
@@ -73,8 +74,18 @@ Result<protocol::JobSpec> ChainClient::Job(std::uint64_t bounty_id) {
   return protocol::DecodeJobSpec(b);
 }
 
-Result<Hash256> ChainClient::PutBlob(ByteSpan data) {
-  VT_ASSIGN_OR_RETURN(Json j, Call("put_blob", Json::array({ToHex(data)})));
+Result<std::uint64_t> ChainClient::ChainId() {
+  if (!m_chain_id) {
+    VT_ASSIGN_OR_RETURN(Json s, ChainStatus());
+    m_chain_id = s["chain_id"].get<std::uint64_t>();
+  }
+  return *m_chain_id;
+}
+
+Result<Hash256> ChainClient::PutBlob(const crypto::SecretKey& uploader, ByteSpan data) {
+  VT_ASSIGN_OR_RETURN(std::uint64_t chain_id, ChainId());
+  VT_ASSIGN_OR_RETURN(crypto::Signature sig, SignUpload(uploader, chain_id, crypto::Sha256Digest(data), data.size()));
+  VT_ASSIGN_OR_RETURN(Json j, Call("put_blob", Json::array({ToHex(data), uploader.public_key().Hex(), sig.Hex()})));
   if (!j.contains("hash") || !j["hash"].is_string()) return Status::Error("rpc-bad-result", "put_blob: no hash");
   auto h = Hash256::FromHex(j["hash"].get<std::string>());
   if (!h.ok()) return Status::Error("rpc-bad-result", "put_blob: bad hash");
@@ -108,10 +119,7 @@ Result<Bytes> ChainClient::GetBlob(const Hash256& hash, std::chrono::millisecond
 Result<Hash256> ChainClient::Send(const crypto::SecretKey& key,
                                   std::variant<vm::TransferPayload, vm::CallPayload> payload,
                                   std::uint64_t gas_limit) {
-  if (!m_chain_id) {
-    VT_ASSIGN_OR_RETURN(Json s, ChainStatus());
-    m_chain_id = s["chain_id"].get<std::uint64_t>();
-  }
+  VT_TRY(ChainId().status());
   VT_ASSIGN_OR_RETURN(AccountView a, Account(key.address()));
   std::uint64_t nonce = a.next_nonce;
   // Our own earlier sends count only while the node still holds some of

@@ -48,6 +48,7 @@ class ChainClient {
   Result<Json> Call(std::string_view method, const Json& params = Json::array());
   Result<Json> ChainStatus();
   Result<std::uint64_t> Height();
+  Result<std::uint64_t> ChainId();  // asked once, then remembered
   Result<AccountView> Account(const crypto::Address& address);
   Result<referee::Bounty> Bounty(std::uint64_t id);
   // The ids of every game opened on the bounty (get_bounty's "games").
@@ -56,10 +57,12 @@ class ChainClient {
   Result<protocol::JobSpec> Job(std::uint64_t bounty_id);
 
   // Content-addressed blobs (SHA-256 of the bytes; both directions checked
-  // here). A node that lacks a blob fetches it from its peers: TryGetBlob
-  // answers nullopt meanwhile, GetBlob polls until `timeout`
-  // (Invalid "blob-timeout"), or fails with the fetch's reason.
-  Result<Hash256> PutBlob(ByteSpan data);
+  // here). An upload is signed by `uploader`, whose account must be funded
+  // and within its quota (node/blob_upload.h: "blob-insufficient-funds",
+  // "blob-quota-exceeded", "blob-store-full"). A node that lacks a blob
+  // fetches it from its peers: TryGetBlob answers nullopt meanwhile, GetBlob
+  // polls until `timeout` (Invalid "blob-timeout"), or fails with the fetch's reason.
+  Result<Hash256> PutBlob(const crypto::SecretKey& uploader, ByteSpan data);
   Result<std::optional<Bytes>> TryGetBlob(const Hash256& hash);
   Result<Bytes> GetBlob(const Hash256& hash, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 

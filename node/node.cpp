@@ -7,6 +7,14 @@
 
 #include <boost/asio/post.hpp>
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#endif
+
 #include "common/encoding.h"
 #include "common/log.h"
 #include "crypto/sha256.h"
@@ -27,6 +35,10 @@ constexpr std::uint64_t kMaxFutureMs = 5000;
 // looked after every kMempoolBlobEvery ticks.
 constexpr std::chrono::milliseconds kBlobTickMs{100};
 constexpr std::uint64_t kMempoolBlobEvery = 5;
+// Expired unpinned blobs are collected every kCollectEvery ticks, at most
+// kCollectPerTick at a time (each is one LevelDB write under m_write_mu).
+constexpr std::uint64_t kCollectEvery = 10;
+constexpr std::size_t kCollectPerTick = 64;
 
 using Rank = std::tuple<std::uint64_t, std::uint64_t, Hash256>;
 
@@ -39,6 +51,17 @@ Result<vm::Block> DecodeBlock(ByteSpan bytes) {
   auto b = DecodeExact<vm::Block>(bytes);
   if (!b.ok()) return Status::Invalid("block-malformed", b.status().ToString());
   return b;
+}
+
+// RPC threads yield the CPU to the producer and the network thread when the
+// machine is busy: RPC work (parsing a 60 MB body) must never delay a block.
+void LowerThreadPriority() {
+#ifdef __linux__
+  const auto tid = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int now = ::getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, tid, std::min(now + 5, 19));
+#endif
 }
 
 }  // namespace
@@ -65,7 +88,17 @@ Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
 }
 
 Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
-    : m_config(std::move(config)), m_chain(std::move(chain)), m_blobs(m_chain->db()), m_mempool(m_config.mempool) {
+    : m_config(std::move(config)),
+      m_chain(std::move(chain)),
+      m_blobs(m_chain->db()),
+      m_mempool(m_config.mempool),
+      m_ledger(m_config.blobs) {
+  // Unpinned blobs of earlier runs count again (and are collected in time).
+  const Status scanned = m_chain->db().ScanUploads([this](const Hash256& h, const UploadRecord& r) {
+    m_ledger.Load(h, r);
+    return true;
+  });
+  if (!scanned.ok()) Log().error("{} reading upload records: {}", m_config.name, scanned.ToString());
   net::P2PConfig pc;
   pc.chain_id = m_config.genesis.chain_name + "/" + std::to_string(m_config.genesis.genesis.params.chain_id);
   pc.genesis_hash = m_config.genesis.NetworkHash();
@@ -84,7 +117,8 @@ Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
   rc.host = m_config.host;
   rc.port = m_config.rpc_port;
   rc.max_body_bytes = m_config.rpc_max_body;
-  m_rpc = std::make_unique<net::RpcServer>(m_io, rc);
+  rc.max_body_bytes_in_flight = m_config.rpc_body_bytes_in_flight;
+  m_rpc = std::make_unique<net::RpcServer>(m_rpc_io, rc);
   m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
   RegisterRpc();
 }
@@ -103,6 +137,16 @@ Status Node::Start() {
       Log().error("io thread stopped: {}", e.what());
     }
   });
+  for (std::size_t i = 0; i < std::max<std::size_t>(m_config.rpc_threads, 1); ++i) {
+    m_rpc_threads.emplace_back([this] {
+      LowerThreadPriority();
+      try {
+        m_rpc_io.run();
+      } catch (const std::exception& e) {
+        Log().error("rpc thread stopped: {}", e.what());
+      }
+    });
+  }
   if (m_config.validator_key) m_producer = std::thread([this] { ProducerLoop(); });
   Log().info("{} started p2p={} rpc={} validator={}", m_config.name, p2p_port(), rpc_port(),
              m_config.validator_key ? m_config.validator_key->public_key().Hex().substr(0, 16) : "no");
@@ -116,9 +160,12 @@ void Node::Stop() {
   }
   m_wake.notify_all();
   if (m_producer.joinable()) m_producer.join();
+  // RPC first: a handler may still wait on the io thread (peer snapshots).
+  if (m_started) m_rpc->Stop();
+  for (std::thread& t : m_rpc_threads)
+    if (t.joinable()) t.join();
   if (m_started) {
     m_p2p->Stop();
-    m_rpc->Stop();
     boost::asio::post(m_io, [this] { m_blob_timer.cancel(); });
   }
   if (m_io_thread.joinable()) m_io_thread.join();
@@ -197,6 +244,8 @@ void Node::AfterBlock(const vm::Block& block) {
   ids.reserve(block.txs.size());
   for (const vm::Transaction& tx : block.txs) ids.push_back(vm::TxId(tx));
   m_mempool.Remove(ids);
+  // Blobs the block named are pinned now (ChainDb::CommitBlock): no longer anyone's quota.
+  for (const referee::BlobRequirement& req : BlockBlobs(block)) m_ledger.Forget(req.hash);
   // Transactions whose nonce the chain has passed can never apply.
   m_mempool.DropStale([this](const crypto::Address& a) { return AccountNonce(a); });
   m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
@@ -425,8 +474,14 @@ Status Node::FetchBlobFromPeers(const Hash256& hash) {
     st.in_flight = true;
   }
   m_p2p->FetchBlob(hash, [this, hash](Result<Bytes> bytes) {
-    // P2PNode checked SHA-256(bytes) == hash before calling back.
-    Status s = bytes.ok() ? m_chain->db().PutBlob(*bytes).status() : bytes.status();
+    // P2PNode checked SHA-256(bytes) == hash before calling back. Fetched
+    // blobs count in the node's total of unpinned blobs, like uploads.
+    Status s = bytes.status();
+    if (s.ok()) {
+      m_ledger.AdmitFetched(hash, bytes->size(), NowMs());
+      s = m_chain->db().PutBlob(*bytes, UploadRecord{std::nullopt, bytes->size(), NowMs()}).status();
+      if (!s.ok()) m_ledger.Forget(hash);
+    }
     std::lock_guard lock(m_blob_mu);
     if (s.ok()) {
       m_blob_fetches.erase(hash);
@@ -509,7 +564,9 @@ void Node::BlobTick() {
       m_p2p->StartSync();
     }
   }
-  if (++m_blob_ticks % kMempoolBlobEvery != 0) return;
+  ++m_blob_ticks;
+  if (m_blob_ticks % kCollectEvery == 0) CollectBlobs(now);
+  if (m_blob_ticks % kMempoolBlobEvery != 0) return;
   // Pending transactions: fetch what they name; drop those whose blobs are
   // invalid or never came (their sender withholds them).
   std::vector<Hash256> dead;
@@ -536,6 +593,51 @@ void Node::BlobTick() {
     dead.push_back(id);
   }
   m_mempool.Remove(dead);
+}
+
+void Node::CollectBlobs(std::uint64_t now_ms) {
+  const std::vector<Hash256> expired = m_ledger.Expired(now_ms, kCollectPerTick);
+  if (expired.empty()) return;
+  // Under the block-write lock: no block pins a blob between the check and
+  // the delete, and the producer is not between choosing and proposing.
+  std::lock_guard lock(m_write_mu);
+  std::set<Hash256> in_use;
+  const auto nonce_of = [this](const crypto::Address& a) { return AccountNonce(a); };
+  for (const vm::Transaction& tx : m_mempool.Candidates(~std::size_t{0}, nonce_of))
+    for (const referee::BlobRequirement& req : referee::NamedBlobs(tx)) in_use.insert(req.hash);
+  std::size_t collected = 0;
+  for (const Hash256& h : expired) {
+    if (in_use.count(h)) continue;  // a pending transaction still needs it
+    const Status s = m_chain->db().CollectBlob(h);
+    if (!s.ok()) {
+      Log().error("{} collecting blob {}: {}", m_config.name, h.Hex().substr(0, 16), s.ToString());
+      return;
+    }
+    m_ledger.Forget(h);
+    ++collected;
+  }
+  if (collected > 0)
+    Log().info("{} collected {} unpinned blob(s) older than {} ms", m_config.name, collected, m_config.blobs.grace_ms);
+}
+
+Result<Hash256> Node::PutUploadedBlob(const Bytes& data, std::string_view uploader, std::string_view signature) {
+  if (data.empty()) return Status::Invalid("blob-empty", "a blob has at least one byte");
+  if (data.size() > referee::kMaxBlobBytes)
+    return Status::Invalid("blob-too-large", std::to_string(data.size()) + " bytes, the limit is " +
+                                                 std::to_string(referee::kMaxBlobBytes));
+  const vm::ChainParams& params = m_config.genesis.genesis.params;
+  const Hash256 hash = crypto::Sha256Digest(data);
+  VT_ASSIGN_OR_RETURN(const crypto::PublicKey key,
+                      CheckUploadSignature(params.chain_id, hash, data.size(), uploader, signature));
+  // Already here (pinned, or stored by anyone): nothing to store or charge.
+  VT_ASSIGN_OR_RETURN(const bool pinned, m_chain->db().IsPinned(hash));
+  if (pinned || m_ledger.Contains(hash)) return hash;
+  VT_ASSIGN_OR_RETURN(const vm::Account account, vm::ReadAccount(m_chain->db(), key.address()));
+  const std::uint64_t now = NowMs();
+  VT_TRY(m_ledger.Admit(hash, key.address(), data.size(), account.balance, params.min_gas_price, now));
+  auto stored = m_chain->db().PutBlob(data, UploadRecord{key.address(), data.size(), now});
+  if (!stored.ok()) m_ledger.Forget(hash);
+  return stored;
 }
 
 // ---- producer ------------------------------------------------------------------------

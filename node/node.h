@@ -3,10 +3,24 @@
 // P2P layer (gossip of transactions and blocks, sync, blobs), the JSON-RPC
 // server and, on validators, the block producer (docs/node.md).
 //
-// Threads: one io thread runs the P2P node and the RPC server (all their
-// callbacks, including block application from peers); one producer thread
-// proposes blocks when it is this validator's turn. Block writes of both go
-// through m_write_mu, so the fork choice never races the producer.
+// Threads: one io thread runs the P2P node (all its callbacks, including
+// block application from peers) and the blob tick; the RPC server has its own
+// io_context and rpc_threads threads, so RPC load (a 60 MB put_blob body, a
+// slow reader) never delays the network or consensus; one producer thread
+// proposes blocks when it is this validator's turn. RPC handlers call into
+// the node from their threads; what guards what:
+//   Chain (state, VM, referee, tip)      Chain's own mutex
+//   ChainDb reads (blocks, receipts,     LevelDB (thread-safe; each read is
+//     tx index, blobs, pins)               atomic, a reader may see the tip move)
+//   block writes, blob collection        m_write_mu (producer, peers' blocks, GC)
+//   Mempool, BlobGate, BlobLedger        their own mutex each
+//   blob fetch state / chunk cache       m_blob_mu / m_blob_cache_mu
+//   NodeStats                            m_stats_mu
+//   P2PNode                              its thread-safe methods post to the io
+//                                          thread (snapshots wait at most 5 s)
+//   m_resolving, m_blob_ticks            io thread only (never from RPC)
+//   m_config                             read-only after construction
+// Block writes go through m_write_mu, so the fork choice never races the producer.
 //
 // Fork choice (honest about its limits: crash faults, not Byzantine ones):
 // * the chain with more blocks wins (sync pulls it; a block that does not
@@ -37,6 +51,7 @@
 #include "net/p2p.h"
 #include "net/rpc_server.h"
 #include "node/blob_gate.h"
+#include "node/blob_upload.h"
 #include "node/chain.h"
 #include "node/genesis.h"
 
@@ -55,6 +70,10 @@ struct NodeConfig {
   std::vector<net::Endpoint> peers;
   std::uint16_t rpc_port = 0;  // 0: ephemeral
   std::size_t rpc_max_body = std::size_t{64} << 20;
+  // Large RPC bodies in flight at once (net/rpc_server.h): four at the cap.
+  std::size_t rpc_body_bytes_in_flight = std::size_t{256} << 20;
+  std::size_t rpc_threads = 2;
+  BlobLimits blobs;  // put_blob quotas and garbage collection (node/blob_upload.h)
   std::size_t max_block_txs = 4096;
   MempoolLimits mempool;
   // Gossip/sync timing for tests (P2PConfig defaults otherwise).
@@ -139,11 +158,19 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   // the blobs of pending transactions (dropping those that waited too long).
   void BlobTick();
   void ScheduleBlobTick();
+  // Deletes unpinned blobs older than the grace period that no pending
+  // transaction names (BlobLimits::grace_ms), a bounded number per call.
+  void CollectBlobs(std::uint64_t now_ms);
+  // put_blob: a signed upload, within its key's quota and the node's.
+  Result<Hash256> PutUploadedBlob(const Bytes& data, std::string_view uploader, std::string_view signature);
 
   NodeConfig m_config;
   std::unique_ptr<Chain> m_chain;
   BlobGate m_blobs;
   Mempool m_mempool;
+  BlobLedger m_ledger;
+  boost::asio::io_context m_rpc_io;  // before m_rpc, which outlives nothing of it
+  std::vector<std::thread> m_rpc_threads;
   boost::asio::io_context m_io;
   std::unique_ptr<net::P2PNode> m_p2p;
   std::unique_ptr<net::RpcServer> m_rpc;

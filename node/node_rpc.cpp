@@ -41,6 +41,7 @@ void Node::RegisterRpc() {
     const vm::ChainTip tip = chain.tip();
     const GenesisFile& g = chain.genesis();
     const NodeStats st = stats();
+    const BlobLedger::Usage unpinned = m_ledger.Total();
     Json validators = Json::array();
     for (const Validator& v : g.validators) validators.push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}});
     return Json{{"name", m_config.name},
@@ -61,7 +62,9 @@ void Node::RegisterRpc() {
                 {"blocks_produced", st.blocks_produced},
                 {"blocks_applied", st.blocks_applied},
                 {"reorgs", st.reorgs},
-                {"txs_accepted", st.txs_accepted}};
+                {"txs_accepted", st.txs_accepted},
+                {"unpinned_blobs", unpinned.blobs},
+                {"unpinned_blob_bytes", unpinned.bytes}};
   });
 
   rpc.Register("submit_tx", [this](const Json& params) -> Result<Json> {
@@ -220,11 +223,14 @@ void Node::RegisterRpc() {
     return Json{{"peers", out}, {"bans", bans}, {"recent_disconnects", disc}};
   });
 
-  rpc.Register("put_blob", [&chain](const Json& params) -> Result<Json> {
+  // Signed by an account, within its quota and the node's (node/blob_upload.h).
+  rpc.Register("put_blob", [this](const Json& params) -> Result<Json> {
     VT_ASSIGN_OR_RETURN(std::string hex, net::GetStringParam(params, 0, "data"));
+    VT_ASSIGN_OR_RETURN(std::string uploader, net::GetStringParam(params, 1, "uploader"));
+    VT_ASSIGN_OR_RETURN(std::string signature, net::GetStringParam(params, 2, "signature"));
     auto bytes = FromHex(hex);
     if (!bytes.ok()) return net::InvalidParams("data must be hex");
-    VT_ASSIGN_OR_RETURN(Hash256 h, chain.db().PutBlob(*bytes));
+    VT_ASSIGN_OR_RETURN(Hash256 h, PutUploadedBlob(*bytes, uploader, signature));
     return Json{{"hash", h.Hex()}, {"size", bytes->size()}};
   });
 

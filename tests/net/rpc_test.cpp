@@ -4,8 +4,17 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -243,6 +252,220 @@ TEST(RpcStaticTest, GetServesStaticFilesBesideJsonRpc) {
   server.Stop();
   guard.reset();
   thread.join();
+}
+
+// ---- limits and the thread model ---------------------------------------------------
+
+// A raw HTTP client: sends exactly the bytes given and reads with a deadline,
+// so a test sees what the server does before the client sends more.
+class RawConn {
+ public:
+  explicit RawConn(std::uint16_t port) : m_sock(m_io) {
+    boost::system::error_code ec;
+    m_sock.connect({boost::asio::ip::make_address("127.0.0.1"), port}, ec);
+    m_ok = !ec;
+  }
+  bool ok() const { return m_ok; }
+  void Send(const std::string& bytes) {
+    boost::system::error_code ec;
+    boost::asio::write(m_sock, boost::asio::buffer(bytes), ec);
+  }
+  // Reads until `marker` has arrived (then returns everything read), the
+  // peer closes, or `limit` passes.
+  std::string ReadUntil(std::string_view marker, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (m_in.find(marker) == std::string::npos) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) break;
+      pollfd p{m_sock.native_handle(), POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) break;
+      char buf[4096];
+      const ssize_t n = ::recv(m_sock.native_handle(), buf, sizeof buf, 0);
+      if (n <= 0) break;
+      m_in.append(buf, static_cast<std::size_t>(n));
+    }
+    return m_in;
+  }
+  void Clear() { m_in.clear(); }
+
+ private:
+  boost::asio::io_context m_io;
+  boost::asio::ip::tcp::socket m_sock;
+  bool m_ok = false;
+  std::string m_in;
+};
+
+std::string PostHeader(std::size_t length, std::string_view extra = "") {
+  return "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(length) +
+         "\r\n" + std::string(extra) + "\r\n";
+}
+
+const std::string kAddBody = R"({"jsonrpc":"2.0","id":7,"method":"add","params":[20,22]})";
+
+// A server on its own io_context run by `threads` threads (as a node runs it).
+class LimitedServer {
+ public:
+  LimitedServer(RpcServerConfig config, std::size_t threads) : m_server(m_io, config) {
+    m_server.Register("add", [](const Json& params) -> Result<Json> {
+      VT_ASSIGN_OR_RETURN(std::uint64_t a, GetU64Param(params, 0, "a"));
+      VT_ASSIGN_OR_RETURN(std::uint64_t b, GetU64Param(params, 1, "b"));
+      return Json(a + b);
+    });
+    m_server.Register("echo", [](const Json& params) -> Result<Json> { return params; });
+    m_server.Register("wait", [this](const Json&) -> Result<Json> {
+      std::unique_lock lock(m_mu);
+      ++m_waiting;
+      m_cv.notify_all();
+      m_cv.wait_for(lock, std::chrono::seconds(20), [this] { return m_released; });
+      return Json(m_released);
+    });
+    EXPECT_TRUE(m_server.Start().ok());
+    for (std::size_t i = 0; i < threads; ++i) m_threads.emplace_back([this] { m_io.run(); });
+  }
+  ~LimitedServer() {
+    Release();
+    m_server.Stop();
+    m_guard.reset();
+    for (std::thread& t : m_threads) t.join();
+  }
+  RpcServer& server() { return m_server; }
+  std::uint16_t port() const { return m_server.port(); }
+  bool WaitForWaiters(int n) {
+    std::unique_lock lock(m_mu);
+    return m_cv.wait_for(lock, std::chrono::seconds(10), [&] { return m_waiting >= n; });
+  }
+  void Release() {
+    std::lock_guard lock(m_mu);
+    m_released = true;
+    m_cv.notify_all();
+  }
+
+ private:
+  boost::asio::io_context m_io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> m_guard{m_io.get_executor()};
+  RpcServer m_server;
+  std::vector<std::thread> m_threads;
+  std::mutex m_mu;
+  std::condition_variable m_cv;
+  int m_waiting = 0;
+  bool m_released = false;
+};
+
+// `Expect: 100-continue` is answered as soon as the header is read (a client
+// waits for it before sending the body), and a body over the cap is refused
+// then, before the client sends a byte of it.
+TEST(RpcLimits, ExpectContinueIsAnsweredAtOnce) {
+  RpcServerConfig config;
+  config.max_body_bytes = 4096;
+  LimitedServer s(config, 1);
+  RawConn c(s.port());
+  ASSERT_TRUE(c.ok());
+  c.Send(PostHeader(kAddBody.size(), "Expect: 100-continue\r\n"));
+  const std::string interim = c.ReadUntil("\r\n\r\n");
+  EXPECT_EQ(interim.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u) << interim;
+  c.Clear();
+  c.Send(kAddBody);
+  const std::string reply = c.ReadUntil("}");
+  EXPECT_NE(reply.find("200 OK"), std::string::npos) << reply;
+  EXPECT_NE(reply.find("\"result\":42"), std::string::npos) << reply;
+  EXPECT_EQ(s.server().Stats().continues, 1u);
+
+  RawConn big(s.port());
+  big.Send(PostHeader(1 << 20, "Expect: 100-continue\r\n"));
+  const std::string refused = big.ReadUntil("}");
+  EXPECT_EQ(refused.rfind("HTTP/1.1 413", 0), 0u) << refused;
+  EXPECT_EQ(refused.find("100 Continue"), std::string::npos) << refused;
+
+  RawConn odd(s.port());
+  odd.Send(PostHeader(kAddBody.size(), "Expect: something-else\r\n"));
+  EXPECT_EQ(odd.ReadUntil("}").rfind("HTTP/1.1 417", 0), 0u);
+}
+
+// Connections over the per-address cap (and the total) get a 503 "rpc-busy"
+// at once; a slot freed by a closing client is usable again.
+TEST(RpcLimits, ConnectionsPerAddressAreCapped) {
+  RpcServerConfig config;
+  config.max_connections_per_address = 3;
+  LimitedServer s(config, 1);
+  std::vector<std::unique_ptr<RawConn>> held;
+  for (int i = 0; i < 3; ++i) {
+    held.push_back(std::make_unique<RawConn>(s.port()));
+    ASSERT_TRUE(held.back()->ok());
+  }
+  // The server registers accepted connections in order: make sure all three are in.
+  for (int i = 0; i < 100 && s.server().Stats().connections < 3; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(s.server().Stats().connections, 3u);
+  RawConn fourth(s.port());  // refused on accept, before it sends anything
+  const std::string busy = fourth.ReadUntil("}");
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503", 0), 0u) << busy;
+  EXPECT_NE(busy.find("rpc-busy"), std::string::npos) << busy;
+  EXPECT_EQ(s.server().Stats().rejected_connections, 1u);
+  // The held ones still work.
+  held[0]->Send(PostHeader(kAddBody.size()) + kAddBody);
+  EXPECT_NE(held[0]->ReadUntil("}").find("\"result\":42"), std::string::npos);
+  // Close one: its slot comes back (the server notices the close).
+  held.pop_back();
+  bool served = false;
+  for (int i = 0; i < 100 && !served; ++i) {
+    RpcClient c("127.0.0.1", s.port(), std::chrono::seconds(5));
+    auto r = c.Call("add", Json::array({1, 2}));
+    served = r.ok() && *r == 3;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_TRUE(served);
+}
+
+// Large bodies share a budget: while one client trickles a big body, a second
+// big body is refused at its header (503 "rpc-busy") instead of being held in
+// memory; small requests are never refused for it; the budget comes back.
+TEST(RpcLimits, LargeBodiesShareABudget) {
+  RpcServerConfig config;
+  config.max_body_bytes = 4096;
+  config.small_body_bytes = 256;
+  config.max_body_bytes_in_flight = 3000;
+  LimitedServer s(config, 2);
+  const std::string payload(2000, 'p');
+  const std::string big_body = R"({"jsonrpc":"2.0","id":1,"method":"echo","params":[")" + payload + "\"]}";
+  RawConn slow(s.port());
+  slow.Send(PostHeader(big_body.size()) + big_body.substr(0, 100));  // holds its reservation
+  for (int i = 0; i < 250 && s.server().Stats().body_bytes_in_flight == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(s.server().Stats().body_bytes_in_flight, big_body.size());
+
+  RawConn second(s.port());
+  second.Send(PostHeader(big_body.size()));
+  const std::string busy = second.ReadUntil("}");
+  EXPECT_EQ(busy.rfind("HTTP/1.1 503", 0), 0u) << busy;
+  EXPECT_NE(busy.find("rpc-busy"), std::string::npos) << busy;
+  EXPECT_EQ(s.server().Stats().busy_refusals, 1u);
+
+  RpcClient small("127.0.0.1", s.port(), std::chrono::seconds(5));
+  EXPECT_EQ(*small.Call("add", Json::array({1, 1})), 2);
+
+  slow.Send(big_body.substr(100));
+  EXPECT_NE(slow.ReadUntil("]}").find(payload), std::string::npos);
+  // Budget released: the same big request goes through now.
+  auto again = small.Post(big_body);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  EXPECT_EQ(again->status, 200);
+  EXPECT_EQ(s.server().Stats().body_bytes_in_flight, 0u);
+}
+
+// Handlers run on the server's own threads: a handler that blocks holds one
+// thread, and another connection is still served by the other.
+TEST(RpcLimits, ABlockedHandlerDoesNotStopOtherConnections) {
+  LimitedServer s(RpcServerConfig{}, 2);
+  std::thread blocked([&] {
+    RpcClient c("127.0.0.1", s.port(), std::chrono::seconds(30));
+    auto r = c.Call("wait");
+    EXPECT_TRUE(r.ok() && *r == true) << (r.ok() ? r->dump() : r.status().ToString());
+  });
+  ASSERT_TRUE(s.WaitForWaiters(1));
+  RpcClient other("127.0.0.1", s.port(), std::chrono::seconds(5));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(*other.Call("add", Json::array({i, 1})), i + 1);
+  s.Release();
+  blocked.join();
 }
 
 TEST(RpcClientTest, ConnectionRefusedIsATransportError) {
