@@ -42,6 +42,11 @@ inline constexpr std::string_view kGenesis = "veritrain/genesis/v1";
 // P2P frame magic of a chain (net/frame.h ChainMagic; docs/formats.md "P2P wire format").
 inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
 
+// BFT finality (consensus/messages.h; docs/node.md "Consensus"): what a
+// validator signs when it votes or proposes.
+inline constexpr std::string_view kConsensusVote = "veritrain/consensus/vote/v1";
+inline constexpr std::string_view kConsensusProposal = "veritrain/consensus/proposal/v1";
+
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
 inline constexpr std::array kAll = {
@@ -49,6 +54,7 @@ inline constexpr std::array kAll = {
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
     kNetMagic,
+    kConsensusVote, kConsensusProposal,
 };
 // clang-format on
 
