@@ -44,6 +44,8 @@ std::uint32_t MaxPayload(std::uint16_t type) {
     // accepts always fits its gossip frame, and nothing larger is carried.
     case MsgType::kTx: return static_cast<std::uint32_t>(limits::kMaxTxBytes);
     case MsgType::kBlock: return static_cast<std::uint32_t>(limits::kMaxBlockBytes);
+    // A proposal carries its block: the block cap plus the signed proposal.
+    case MsgType::kConsensus: return static_cast<std::uint32_t>(limits::kMaxBlockBytes + 1024);
     case MsgType::kGetHeaders:
     case MsgType::kGetBlocks: return 64;
     case MsgType::kHeaders: return 4 * kMiB;
@@ -63,6 +65,7 @@ std::string_view MsgTypeName(MsgType type) {
     case MsgType::kPong: return "pong";
     case MsgType::kTx: return "tx";
     case MsgType::kBlock: return "block";
+    case MsgType::kConsensus: return "consensus";
     case MsgType::kGetHeaders: return "get-headers";
     case MsgType::kHeaders: return "headers";
     case MsgType::kGetBlocks: return "get-blocks";

@@ -46,6 +46,9 @@ enum class MsgType : std::uint16_t {
   // Gossip (opaque payloads, content id = SHA-256 of the payload)
   kTx = 16,
   kBlock = 17,
+  // BFT consensus: a signed proposal with its block, or a signed vote
+  // (payload codec: consensus/wire.h).
+  kConsensus = 18,
   // Sync
   kGetHeaders = 32,
   kHeaders = 33,

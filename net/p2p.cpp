@@ -25,7 +25,18 @@ constexpr std::size_t kItemsEnvelope = 8 + 8 + kMaxVarintBytes;
 
 spdlog::logger& Log() { return vt::log::Get("net"); }
 
-MsgType GossipType(GossipKind kind) { return kind == GossipKind::kTx ? MsgType::kTx : MsgType::kBlock; }
+MsgType GossipType(GossipKind kind) {
+  switch (kind) {
+    case GossipKind::kTx: return MsgType::kTx;
+    case GossipKind::kBlock: return MsgType::kBlock;
+    case GossipKind::kConsensus: return MsgType::kConsensus;
+  }
+  return MsgType::kBlock;
+}
+
+GossipKind KindOf(MsgType type) {
+  return type == MsgType::kTx ? GossipKind::kTx : type == MsgType::kConsensus ? GossipKind::kConsensus : GossipKind::kBlock;
+}
 
 std::string NodeKey(const Hash256& id) { return "node:" + id.Hex(); }
 std::string AddrKey(const std::string& host) { return "addr:" + host; }
@@ -367,6 +378,7 @@ void P2PNode::OnFrame(const ConnPtr& conn, Frame frame) {
     }
     case MsgType::kTx:
     case MsgType::kBlock:
+    case MsgType::kConsensus:
       HandleGossip(conn, frame.type, std::move(frame.payload), frame.payload_sha256);
       return;
     case MsgType::kGetHeaders:
@@ -474,7 +486,7 @@ void P2PNode::HandleGossip(const ConnPtr& conn, MsgType type, Bytes payload, con
     ++m_counters.gossip_duplicates;
     return;
   }
-  const GossipKind kind = type == MsgType::kTx ? GossipKind::kTx : GossipKind::kBlock;
+  const GossipKind kind = KindOf(type);
   const Verdict verdict = m_handler != nullptr ? m_handler->OnGossip(conn->id(), kind, id, payload) : Verdict::Accept();
   switch (verdict.kind) {
     case Verdict::Kind::kAccept:

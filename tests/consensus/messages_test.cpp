@@ -6,6 +6,7 @@
 #include "consensus/commit.h"
 #include "consensus/messages.h"
 #include "consensus/state_machine.h"
+#include "consensus/wire.h"
 
 namespace vt::consensus {
 namespace {
@@ -164,6 +165,27 @@ TEST_F(Fixture, EvidenceIsTwoConflictingSignedVotesInOneOrder) {
   Vote forged = b;
   forged.sig = a.sig;
   EXPECT_EQ(VerifyEvidence(kChain, *set, MakeEvidence(a, forged)).reason(), "consensus-bad-signature");
+}
+
+TEST_F(Fixture, WireMessagesRoundTripAndResendsAreNewToGossip) {
+  const Vote v = Signed(1, VoteType::kPrevote, 3, 0, H(4));
+  const Bytes first = EncodeMsg(v);
+  const Bytes again = EncodeMsg(v, 7);
+  EXPECT_NE(first, again);  // another content id, the same vote
+  EXPECT_EQ(std::get<Vote>(DecodeMsg(first).value()), v);
+  EXPECT_EQ(std::get<Vote>(DecodeMsg(again).value()), v);
+  Proposal p{3, 0, std::nullopt, H(4), set->Proposer(3, 0), {}};
+  ASSERT_TRUE(SignProposal(kChain, keys[p.proposer], p).ok());
+  const ProposalMsg pm{p, Bytes{1, 2, 3}};
+  EXPECT_EQ(std::get<ProposalMsg>(DecodeMsg(EncodeMsg(pm)).value()), pm);
+  Bytes junk = first;
+  junk[0] = 9;
+  EXPECT_EQ(DecodeMsg(junk).status().reason(), "consensus-malformed");
+  Bytes trailing = first;
+  trailing.push_back(0);
+  EXPECT_EQ(DecodeMsg(trailing).status().reason(), "consensus-malformed");
+  const FinalBlock fb{Bytes{9, 9}, Cert({0, 1, 2}, 5, H(6))};
+  EXPECT_EQ(DecodeExact<FinalBlock>(EncodeToBytes(fb)).value(), fb);
 }
 
 TEST(SafetyStateCodec, RoundTrips) {
