@@ -488,7 +488,7 @@ class Sim {
 
 std::size_t Runs() {
   const char* env = std::getenv("VT_SIM_RUNS");  // longer campaigns: VT_SIM_RUNS=2000
-  return env != nullptr ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 200;
+  return env != nullptr ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 500;
 }
 
 TEST(ConsensusSimulation, SafeUnderFaultsAndLiveAfterGst) {

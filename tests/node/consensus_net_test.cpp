@@ -26,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
 #include <map>
@@ -207,8 +208,8 @@ class Validator {
 
 // An equivocating validator: for every (height, round) it hears of, it
 // signs a prevote and a precommit for the block it saw AND for a block that
-// does not exist, and sends both to everyone; now and then it also sends
-// bytes that are no consensus message at all.
+// does not exist, and sends both to everyone; once it also sends bytes
+// that are no consensus message at all (and gets itself banned).
 class Byzantine final : public net::MessageHandler {
  public:
   Byzantine(std::size_t index, std::uint64_t seed, bool silent)
@@ -254,7 +255,7 @@ class Byzantine final : public net::MessageHandler {
       }
       ++m_double_signed;
     }
-    if (m_rng() % 8 == 0) {  // garbage under the consensus type
+    if (m_acted.size() == 4) {  // garbage under the consensus type, once its double-signs are out
       Bytes junk(1 + m_rng() % 64);
       for (auto& b : junk) b = static_cast<std::uint8_t>(m_rng());
       (void)m_p2p->Broadcast(net::GossipKind::kConsensus, std::move(junk));
@@ -469,6 +470,35 @@ TEST(ConsensusNet, OneSilentValidatorDoesNotStopTheChain) {
   }
   std::printf("[silent] blocks/s: %.1f with 4 validators, %.1f with one of them silent (%.2fx; propose timeout 400 ms)\n",
               12 / all, 12 / silent, all / silent);
+}
+
+// A validator never starts from a state file it cannot trust: garbage, or a
+// state for a height its chain has not reached (someone else's file, or a
+// chain store rolled back under it) could make it vote against its past.
+TEST(ConsensusNet, UnreadableOrFutureStateFileIsRefused) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bft-state-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::vector<crypto::PublicKey> keys;
+  for (std::size_t i = 0; i < 4; ++i) keys.push_back(KeyOf(i).public_key());
+  const auto file = dir / "v0.consensus";
+  {
+    std::ofstream(file, std::ios::binary) << "not a state";
+    Validator v(0, keys, dir, std::make_shared<ToyChain>(0));
+    EXPECT_EQ(v.Start().reason(), "consensus-state-corrupt");
+  }
+  {
+    consensus::SafetyState ahead;
+    ahead.height = 5;
+    Writer w;
+    Encode(w, ahead);
+    w.PutVarint(0);  // no proposals
+    w.PutVarint(0);  // no votes
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(w.bytes().data()), static_cast<std::streamsize>(w.size()));
+    Validator v(0, keys, dir, std::make_shared<ToyChain>(0));
+    EXPECT_EQ(v.Start().reason(), "consensus-state-ahead");
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
