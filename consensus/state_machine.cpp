@@ -119,11 +119,9 @@ Actions Machine::OnVote(const Vote& v) {
   if (v.height == m_s.height + 1) {
     // Early votes for the next height (others decided first): kept, one per
     // validator, round and type, in the first rounds only.
-    const bool bounded = v.validator < m_set.size() && v.round <= kRoundWindow;
-    const bool dup = std::any_of(m_future.begin(), m_future.end(), [&](const Vote& f) {
-      return f.validator == v.validator && f.round == v.round && f.type == v.type;
-    });
-    if (bounded && !dup) m_future.push_back(v);
+    if (v.validator < m_set.size() && v.round <= kRoundWindow &&
+        m_future_keys.emplace(v.validator, v.round, v.type).second)
+      m_future.push_back(v);
     return out;
   }
   if (v.height != m_s.height) return out;
@@ -192,6 +190,7 @@ void Machine::Decide(std::uint32_t round, const Hash256& block, std::vector<Vote
   StartRound(0, out);
   std::vector<Vote> early;
   early.swap(m_future);
+  m_future_keys.clear();
   for (const Vote& v : early)
     if (v.height == m_s.height) AddVote(v, out);
 }
@@ -271,6 +270,13 @@ bool Machine::ProcessOnce(Actions& out) {
       CastVote(VoteType::kPrecommit, std::nullopt, out);
       return true;
     }
+  }
+  // Not in the paper: a quorum of nil precommits means no block can be
+  // decided in this round, so waiting out the precommit timeout gains
+  // nothing. Moving on early is safe (safety never rests on timeouts).
+  if (rs.precommits.Count(std::nullopt) >= q) {
+    StartRound(m_s.round + 1, out);
+    return true;
   }
   if (!rs.precommit_timeout_set && rs.precommits.first.size() >= q) {  // line 47
     rs.precommit_timeout_set = true;

@@ -28,11 +28,12 @@
 //   fetches the decided blocks with their certificates (sync) and feeds them
 //   to OnCommitCertificate after checking them.
 //
-// Bounds: votes are stored for rounds up to round() + kRoundWindow only, one
-// per validator, round and type (a validator's votes at higher rounds only
+// Bounds: votes are stored for rounds up to round() + kRoundWindow only, the
+// first one per validator, round and type plus conflicting ones for nil and
+// for proposed blocks (see Tally); a validator's votes at higher rounds only
 // raise its "highest round seen", one number per validator, which the f+1
-// round-skip rule reads); at most kMaxFutureVotes votes for height() + 1 are
-// kept until this height is decided.
+// round-skip rule reads. Votes for height() + 1 are kept until this height is
+// decided: one per validator, round and type, rounds up to kRoundWindow.
 
 #include <cstdint>
 #include <map>
@@ -48,7 +49,6 @@
 namespace vt::consensus {
 
 inline constexpr std::uint32_t kRoundWindow = 16;
-inline constexpr std::size_t kMaxFutureVotes = 4 * kMaxValidators;
 
 enum class Step : std::uint8_t { kPropose = 0, kPrevote = 1, kPrecommit = 2 };
 
@@ -167,6 +167,7 @@ class Machine {
   std::vector<std::optional<std::uint32_t>> m_highest_round;  // per validator, this height
   std::set<std::tuple<std::uint32_t, std::uint32_t, VoteType>> m_evidence_sent;  // (validator, round, type)
   std::vector<Vote> m_future;                         // votes for height + 1
+  std::set<std::tuple<std::uint32_t, std::uint32_t, VoteType>> m_future_keys;  // (validator, round, type)
   bool m_proposed = false;                            // this round
 };
 

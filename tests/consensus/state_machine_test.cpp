@@ -245,6 +245,17 @@ TEST(Machine, EarlyVotesForTheNextHeightAreKeptBounded) {
   EXPECT_EQ(commits[0].block, H(8));
 }
 
+TEST(Machine, AQuorumOfNilPrecommitsEndsTheRoundAtOnce) {
+  One one(0);
+  one.Feed(one.m.Start());
+  one.Feed(one.m.OnTimeout(Step::kPropose, 1, 0));  // nothing proposed: prevote nil
+  for (std::uint32_t w : {1u, 2u}) one.Vote(VoteType::kPrevote, w, 0, std::nullopt);  // precommit nil
+  EXPECT_EQ(one.m.round(), 0u);
+  one.Vote(VoteType::kPrecommit, 1, 0, std::nullopt);
+  one.Vote(VoteType::kPrecommit, 2, 0, std::nullopt);  // 3 nil of 4: no block can win round 0
+  EXPECT_EQ(one.m.round(), 1u);
+}
+
 TEST(Machine, TimeoutsGrowPerRound) {
   const Timeouts t{1000, 500, 400, 250};
   EXPECT_EQ(t.For(Step::kPropose, 0), 1000u);
