@@ -49,6 +49,11 @@ inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
 // signature from ever being valid for a block, a transaction or a vote.
 inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v1";
 
+// BFT finality (consensus/messages.h; docs/node.md "Consensus"): what a
+// validator signs when it votes or proposes.
+inline constexpr std::string_view kConsensusVote = "veritrain/consensus/vote/v1";
+inline constexpr std::string_view kConsensusProposal = "veritrain/consensus/proposal/v1";
+
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
 inline constexpr std::array kAll = {
@@ -56,6 +61,7 @@ inline constexpr std::array kAll = {
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
     kNetMagic, kNetHandshake, kSolverNote,
+    kConsensusVote, kConsensusProposal,
 };
 // clang-format on
 

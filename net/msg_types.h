@@ -29,6 +29,8 @@
   /* Gossip: opaque payloads, content id = SHA-256 of the payload; the chain's own caps */                  \
   X(kTx,             16,   "tx",             ::vt::limits::kMaxTxBytes,             kEstablished, HandleGossip)     \
   X(kBlock,          17,   "block",          ::vt::limits::kMaxBlockBytes,          kEstablished, HandleGossip)     \
+  /* a signed BFT proposal with its block, or a signed vote (consensus/wire.h); block cap + 1 KiB */       \
+  X(kConsensus,      18,   "consensus",      ::vt::limits::kMaxBlockBytes + 1024,   kEstablished, HandleGossip)     \
   /* Sync */                                                                                                 \
   X(kGetHeaders,     32,   "get-headers",    64,                                    kEstablished, HandleGetItems)   \
   X(kHeaders,        33,   "headers",        std::uint32_t{4} << 20,                kEstablished, HandleItems)      \

@@ -71,7 +71,7 @@
 
 namespace vt::net {
 
-enum class GossipKind : std::uint8_t { kTx = 1, kBlock = 2 };
+enum class GossipKind : std::uint8_t { kTx = 1, kBlock = 2, kConsensus = 3 };
 
 // Misbehaviour penalties (docs/net.md); the default ban threshold is 100.
 namespace penalty {

@@ -1,4 +1,4 @@
-// P2PNode: gossip of opaque items (kTx, kBlock), delivered once per content
+// P2PNode: gossip of opaque items (kTx, kBlock, kConsensus), delivered once per content
 // id and relayed to every established peer not known to have the item.
 
 #include <utility>
@@ -13,7 +13,30 @@ namespace vt::net {
 using namespace p2p_detail;
 
 namespace {
-MsgType GossipType(GossipKind kind) { return kind == GossipKind::kTx ? MsgType::kTx : MsgType::kBlock; }
+// Which frame type carries each gossip kind (one row per kind).
+struct GossipRow {
+  GossipKind kind;
+  MsgType type;
+};
+constexpr GossipRow kGossipRows[] = {
+    {GossipKind::kTx, MsgType::kTx},
+    {GossipKind::kBlock, MsgType::kBlock},
+    {GossipKind::kConsensus, MsgType::kConsensus},
+};
+
+MsgType GossipType(GossipKind kind) {
+  for (const GossipRow& row : kGossipRows) {
+    if (row.kind == kind) return row.type;
+  }
+  return MsgType::kBlock;  // unreachable: every kind has a row
+}
+
+GossipKind KindOf(MsgType type) {
+  for (const GossipRow& row : kGossipRows) {
+    if (row.type == type) return row.kind;
+  }
+  return GossipKind::kBlock;  // unreachable: only gossip types are dispatched here
+}
 }  // namespace
 
 Result<Hash256> P2PNode::Broadcast(GossipKind kind, Bytes payload) {
@@ -47,7 +70,7 @@ void P2PNode::HandleGossip(const ConnPtr& conn, Frame& frame) {
     ++m_counters.gossip_duplicates;
     return;
   }
-  const GossipKind kind = type == MsgType::kTx ? GossipKind::kTx : GossipKind::kBlock;
+  const GossipKind kind = KindOf(type);
   const Verdict verdict = m_handler != nullptr ? m_handler->OnGossip(conn->id(), kind, id, payload) : Verdict::Accept();
   switch (verdict.kind) {
     case Verdict::Kind::kAccept:

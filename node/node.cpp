@@ -407,6 +407,8 @@ net::Verdict Node::OnGossip(net::PeerId from, net::GossipKind kind, const Hash25
     // A tx that is stale or already known is not the peer's fault.
     return net::Verdict::Ignore(r.status().reason());
   }
+  // BFT consensus messages (docs/node.md, "BFT finality") are not used by this node yet.
+  if (kind == net::GossipKind::kConsensus) return net::Verdict::Ignore("consensus-not-enabled");
   auto block = DecodeBlock(payload);
   if (!block.ok()) return net::Verdict::Reject("block-malformed", net::penalty::kGarbage);
   return HandleBlock(from, *block);

@@ -177,7 +177,8 @@ TEST(NetFrame, UnknownTypeRejected) {
 TEST(NetFrame, MessageTablePinsWireNumbersAndAnswersForEveryRow) {
   const std::vector<std::pair<MsgType, std::uint16_t>> pinned = {
       {MsgType::kHello, 1},       {MsgType::kDisconnect, 2}, {MsgType::kPing, 3},     {MsgType::kPong, 4},
-      {MsgType::kAuth, 5},        {MsgType::kTx, 16},        {MsgType::kBlock, 17},   {MsgType::kGetHeaders, 32},
+      {MsgType::kAuth, 5},        {MsgType::kTx, 16},        {MsgType::kBlock, 17},   {MsgType::kConsensus, 18},
+      {MsgType::kGetHeaders, 32},
       {MsgType::kHeaders, 33},    {MsgType::kGetBlocks, 34}, {MsgType::kBlocks, 35},  {MsgType::kGetBlob, 48},
       {MsgType::kBlobChunk, 49},  {MsgType::kBlobNotFound, 50}};
   std::set<std::string_view> names;

@@ -52,7 +52,8 @@ void CheckPayload(const vt::net::Frame& frame) {
     case MsgType::kBlobChunk: return RoundTrip<vt::net::BlobChunk>(frame.payload);
     case MsgType::kBlobNotFound: return RoundTrip<vt::net::BlobNotFound>(frame.payload);
     case MsgType::kTx:
-    case MsgType::kBlock: return;  // opaque
+    case MsgType::kBlock:
+    case MsgType::kConsensus: return;  // opaque to net (consensus/wire.h decodes it)
   }
 }
 

@@ -1,0 +1,128 @@
+#pragma once
+// ConsensusDriver: runs the BFT state machine (consensus/state_machine.h)
+// over the P2P layer for one node — signs, persists, broadcasts, keeps the
+// round timers, catches up on final blocks with their certificates — and
+// leaves blocks to a FinalityApp (the chain; a toy app in tests). It fulfils
+// the machine's driver contract (docs/node.md, "BFT finality"):
+//
+// * every proposal and vote is signature-checked before the machine sees it;
+// * before a vote or proposal is sent, the safety state and the signed
+//   messages of the height are written to `state_file` (write, fsync,
+//   rename, fsync the folder), and fed back after a restart;
+// * ToResend() is broadcast every `resend` interval (a peer that was cut off
+//   gets the round again when its link comes back);
+// * a consensus message from a higher height, or a peer announcing one,
+//   makes the driver fetch the final blocks (FinalBlock: block + commit
+//   certificate) and apply them after VerifyCertificate.
+//
+// Threads: everything runs on the io thread of the P2PNode (its callbacks
+// and this driver's timers); Start() and Stop() too.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+
+#include "common/result.h"
+#include "consensus/commit.h"
+#include "consensus/state_machine.h"
+#include "consensus/wire.h"
+#include "crypto/keys.h"
+#include "net/p2p.h"
+
+namespace vt::node {
+
+// What the driver needs from the chain. Called on the io thread.
+class FinalityApp {
+ public:
+  virtual ~FinalityApp() = default;
+  virtual std::uint64_t FinalHeight() const = 0;
+  // A new block for `height` on the last final block: its hash and bytes.
+  virtual Result<std::pair<Hash256, Bytes>> BuildBlock(std::uint64_t height) = 0;
+  // The hash of `block` if it is a valid block for `height` on the last
+  // final block; Invalid otherwise (the reason is logged).
+  virtual Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block) = 0;
+  // Appends the decided block with its certificate, durably, in one write.
+  virtual Status CommitBlock(std::uint64_t height, ByteSpan block, const consensus::CommitCertificate& cert) = 0;
+};
+
+struct DriverConfig {
+  std::string name = "node";
+  std::uint64_t chain_id = 0;
+  std::vector<crypto::PublicKey> validators;
+  const crypto::SecretKey* key = nullptr;  // null: a node that follows without voting
+  consensus::Timeouts timeouts;
+  std::filesystem::path state_file;  // the validator's safety state (unused by followers)
+  std::chrono::milliseconds resend{500};
+};
+
+struct DriverStats {
+  std::uint64_t committed = 0;        // blocks decided by votes here
+  std::uint64_t synced = 0;           // final blocks applied from certificates
+  std::uint64_t rejected = 0;         // messages refused (bad signature, malformed)
+  std::uint64_t evidence = 0;         // distinct equivocations seen
+  std::uint32_t highest_round = 0;    // of any decision
+};
+
+class ConsensusDriver {
+ public:
+  static Result<std::unique_ptr<ConsensusDriver>> Create(boost::asio::io_context& io, net::P2PNode& p2p,
+                                                         FinalityApp& app, DriverConfig config);
+  ~ConsensusDriver();
+
+  // io thread: loads the persisted state (a validator) and starts the machine.
+  Status Start();
+  // io thread: cancels the timers; nothing runs after it.
+  void Stop();
+
+  // io thread: a `consensus` gossip payload.
+  net::Verdict OnMessage(net::PeerId from, ByteSpan payload);
+  // io thread: final blocks from sync, at first_height, first_height + 1, …
+  net::Verdict OnFinalBlocks(net::PeerId from, const std::vector<Bytes>& items);
+
+  DriverStats stats() const { return m_stats; }
+  const std::vector<consensus::DuplicateVote>& evidence() const { return m_evidence; }
+
+ private:
+  ConsensusDriver(boost::asio::io_context& io, net::P2PNode& p2p, FinalityApp& app, DriverConfig config,
+                  consensus::ValidatorSet set);
+  void Apply(consensus::Actions actions);
+  void OnCommit(const consensus::action::Commit& c);
+  Status Persist();
+  void Feed(const consensus::ProposalMsg& m);
+  void CatchUp(net::PeerId from);
+  void ScheduleResend();
+  void Resend();
+
+  boost::asio::io_context& m_io;
+  net::P2PNode& m_p2p;
+  FinalityApp& m_app;
+  DriverConfig m_config;
+  consensus::ValidatorSet m_set;
+  std::optional<std::uint32_t> m_self;
+  std::unique_ptr<consensus::Machine> m_machine;
+  std::map<Hash256, Bytes> m_blocks;                  // blocks proposed at the current height
+  std::set<std::uint32_t> m_proposal_rounds;          // rounds whose proposal we took
+  std::vector<consensus::ProposalMsg> m_own_proposals;  // signed, this height (persisted)
+  std::vector<consensus::Vote> m_own_votes;             // signed, this height (persisted)
+  std::vector<consensus::ProposalMsg> m_early;          // proposals for the next height
+  std::set<std::shared_ptr<boost::asio::steady_timer>> m_timers;
+  boost::asio::steady_timer m_resend_timer;
+  std::uint32_t m_resends = 0;
+  bool m_catching_up = false;
+  std::chrono::steady_clock::time_point m_last_catch_up{};
+  bool m_stopped = false;
+  std::set<std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, consensus::VoteType>> m_evidence_keys;
+  std::vector<consensus::DuplicateVote> m_evidence;
+  DriverStats m_stats;
+};
+
+}  // namespace vt::node

@@ -1,0 +1,95 @@
+#pragma once
+// A fault-injection TCP proxy on loopback (test support, like CometBFT's
+// e2e perturbations or a Jepsen nemesis): it sits in front of one node's
+// P2P port; peers dial the proxy, the proxy dials the node. Faults apply per
+// whole P2P frame (net/frame.h: 14-byte header, payload length at offset 6),
+// so a dropped, duplicated or delayed message never corrupts the stream:
+//
+// * drop       a frame is not forwarded, with this probability;
+// * duplicate  a frame is forwarded twice;
+// * delay      each frame waits a random time in [min, max] ms before it is
+//              written; frames overtake each other, so delays also reorder;
+// * partition  every open link is cut and new ones are refused until healed
+//              (what a network partition looks like to TCP peers).
+//
+// Session frames (hello, disconnect, ping, pong) are never faulted by
+// default, so sessions still establish; `faulty_types` narrows the faults
+// to some types. Bytes that do not parse as frames are forwarded unchanged.
+// Randomness comes from the seed (reproducible decisions; the interleaving
+// with the peers' own timing is not).
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "common/result.h"
+
+namespace vt::test {
+
+struct FaultPolicy {
+  double drop = 0;
+  double duplicate = 0;
+  std::uint32_t min_delay_ms = 0;
+  std::uint32_t max_delay_ms = 0;
+  std::set<std::uint16_t> faulty_types;  // empty: every type but the session ones
+};
+
+struct FaultStats {
+  std::uint64_t links = 0;       // links accepted and connected through
+  std::uint64_t refused = 0;     // links refused while partitioned
+  std::uint64_t forwarded = 0;   // frames written (a duplicate counts twice)
+  std::uint64_t dropped = 0;
+  std::uint64_t duplicated = 0;
+  std::uint64_t delayed = 0;
+};
+
+class FaultProxy {
+ public:
+  FaultProxy(std::uint16_t target_port, std::uint64_t seed);
+  ~FaultProxy();
+  FaultProxy(const FaultProxy&) = delete;
+  FaultProxy& operator=(const FaultProxy&) = delete;
+
+  // Binds 127.0.0.1:0 and starts the proxy's thread.
+  Status Start();
+  void Stop();
+  std::uint16_t port() const { return m_port; }
+
+  void SetPolicy(FaultPolicy policy);
+  // true: cut every link and refuse new ones; false: accept again.
+  void Partition(bool on);
+  FaultStats stats() const;
+
+ private:
+  class Link;
+  friend class Link;
+  void Accept();
+  // Per frame: how many copies to write (0: dropped) and after what delay.
+  struct Fate {
+    int copies = 1;
+    std::uint32_t delay_ms = 0;
+  };
+  Fate Decide(std::uint16_t type);
+
+  std::uint16_t m_target_port;
+  std::uint16_t m_port = 0;
+  boost::asio::io_context m_io;
+  boost::asio::ip::tcp::acceptor m_acceptor{m_io};
+  std::thread m_thread;
+  std::atomic<bool> m_partitioned{false};
+  mutable std::mutex m_mu;  // policy, rng, stats, links
+  FaultPolicy m_policy;
+  std::mt19937_64 m_rng;
+  FaultStats m_stats;
+  std::vector<std::weak_ptr<Link>> m_links;
+};
+
+}  // namespace vt::test
