@@ -147,7 +147,7 @@ class Validator {
       : m_key(KeyOf(index)), m_chain(std::move(chain)) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_id = crypto::Sha256Digest(m_key.public_key().span());
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());  // a validator proves its genesis key
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     pc.user_agent = "bft-test v" + std::to_string(index);
@@ -216,7 +216,7 @@ class Byzantine final : public net::MessageHandler {
       : m_index(static_cast<std::uint32_t>(index)), m_key(KeyOf(index)), m_rng(seed), m_silent(silent) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_id = crypto::Sha256Digest(m_key.public_key().span());
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());  // a validator proves its genesis key
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     m_p2p = std::make_unique<net::P2PNode>(m_io, pc, this);
