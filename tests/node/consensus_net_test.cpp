@@ -180,7 +180,7 @@ class Validator {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port) { m_p2p->AddPeer(net::Endpoint{"127.0.0.1", port}); }
+  void Dial(std::uint16_t port, const std::string& host = "127.0.0.1") { m_p2p->AddPeer(net::Endpoint{host, port}); }
   ToyChain& chain() { return *m_chain; }
   std::shared_ptr<ToyChain> shared_chain() { return m_chain; }
   DriverStats stats() {
@@ -228,7 +228,7 @@ class Byzantine final : public net::MessageHandler {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port) { m_p2p->AddPeer(net::Endpoint{"127.0.0.1", port}); }
+  void Dial(std::uint16_t port, const std::string& host = "127.0.0.1") { m_p2p->AddPeer(net::Endpoint{host, port}); }
   std::uint64_t double_signed() const { return m_double_signed.load(); }
 
   net::Verdict OnGossip(net::PeerId, net::GossipKind kind, const Hash256&, ByteSpan payload) override {
@@ -294,12 +294,15 @@ class Net {
     // One link per pair, i dials j > i, through its own proxy.
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = i + 1; j < n; ++j) {
-        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j);
+        // Each link's proxy on its own loopback alias at j's port number
+        // (tests/support/fault_proxy.h: the handshake binds the dialed port).
+        const std::string alias = "127.0.1." + std::to_string(1 + i * 16 + j);
+        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j, alias);
         EXPECT_TRUE(proxy->Start().ok());
         if (m_byzantine.count(i)) {
-          m_byzantine[i]->Dial(proxy->port());
+          m_byzantine[i]->Dial(proxy->port(), proxy->host());
         } else {
-          m_nodes[i]->Dial(proxy->port());
+          m_nodes[i]->Dial(proxy->port(), proxy->host());
         }
         m_links[{i, j}] = std::move(proxy);
       }

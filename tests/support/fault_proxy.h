@@ -24,6 +24,7 @@
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -53,7 +54,12 @@ struct FaultStats {
 
 class FaultProxy {
  public:
-  FaultProxy(std::uint16_t target_port, std::uint64_t seed);
+  // Forwards to 127.0.0.1:target_port. By default it listens on an ephemeral
+  // port of 127.0.0.1; with a `bind_host` alias (any 127.x.y.z but
+  // 127.0.0.1) it listens on that alias at the target's own port number, so a
+  // peer that dials it sees the port the node listens on: the P2P handshake
+  // binds the dialed port (net/handshake.h) and refuses a relay on any other.
+  FaultProxy(std::uint16_t target_port, std::uint64_t seed, std::string bind_host = {});
   ~FaultProxy();
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
@@ -62,6 +68,7 @@ class FaultProxy {
   Status Start();
   void Stop();
   std::uint16_t port() const { return m_port; }
+  const std::string& host() const { return m_host; }
 
   void SetPolicy(FaultPolicy policy);
   // true: cut every link and refuse new ones; false: accept again.
@@ -80,6 +87,7 @@ class FaultProxy {
   Fate Decide(std::uint16_t type);
 
   std::uint16_t m_target_port;
+  std::string m_host;  // where it listens
   std::uint16_t m_port = 0;
   boost::asio::io_context m_io;
   boost::asio::ip::tcp::acceptor m_acceptor{m_io};
