@@ -49,6 +49,8 @@ void Node::RegisterRpc() {
                 {"chain_name", g.chain_name},
                 {"genesis_hash", g.NetworkHash().Hex()},
                 {"height", tip.height},
+                // Every stored block is final (BFT: committed with a certificate).
+                {"finalized_height", tip.height},
                 {"hash", tip.hash.Hex()},
                 {"time", tip.time},
                 {"block_interval_ms", g.block_interval_ms},

@@ -82,7 +82,7 @@ class ToyChain final : public FinalityApp, public net::BlockSource {
     Bytes b = std::move(w).Take();
     return std::make_pair(crypto::Sha256Digest(b), std::move(b));
   }
-  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block) override {
+  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool) override {
     Reader r(block);
     VT_ASSIGN_OR_RETURN(const std::uint64_t h, r.GetU64());
     VT_ASSIGN_OR_RETURN(const Hash256 parent, r.GetHash());
