@@ -132,9 +132,16 @@ TEST(ChainStore, RejectsBlockFromOutsiderOrBeforeItsParent) {
   ASSERT_FALSE(outsider.ok());
   EXPECT_EQ(outsider.status().reason(), "block-bad-proposer");
   EXPECT_EQ((*chain)->tip().height, 0u) << "a refused block leaves no trace";
-  auto before_parent = (*chain)->Produce({}, kT0 - 1, NodeTestKey(3), &rejected);
+  // A block timed before its parent (signed by a validator, built by hand).
+  auto built = (*chain)->Build({}, kT0, NodeTestKey(3), &rejected);
+  ASSERT_TRUE(built.ok()) << built.status().ToString();
+  vm::Block early = built->block;
+  early.header.time = kT0 - 1;
+  ASSERT_TRUE(vm::SignBlock(early.header, NodeTestKey(3)).ok());
+  auto before_parent = (*chain)->AddBlock(early);
   ASSERT_FALSE(before_parent.ok());
   EXPECT_EQ(before_parent.status().reason(), "block-bad-time");
+  EXPECT_EQ((*chain)->Check(early).status().reason(), "block-bad-time");
   auto same_time = (*chain)->Produce({}, kT0, NodeTestKey(3), &rejected);
   ASSERT_TRUE(same_time.ok()) << same_time.status().ToString();
   auto other = (*chain)->Produce({}, (*chain)->tip().time + 1, NodeTestKey(1), &rejected);

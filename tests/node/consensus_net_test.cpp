@@ -147,7 +147,7 @@ class Validator {
       : m_key(KeyOf(index)), m_chain(std::move(chain)) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_id = crypto::Sha256Digest(m_key.public_key().span());
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     pc.user_agent = "bft-test v" + std::to_string(index);
@@ -180,7 +180,7 @@ class Validator {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port) { m_p2p->AddPeer(net::Endpoint{"127.0.0.1", port}); }
+  void Dial(const net::Endpoint& at) { m_p2p->AddPeer(at); }
   ToyChain& chain() { return *m_chain; }
   std::shared_ptr<ToyChain> shared_chain() { return m_chain; }
   DriverStats stats() {
@@ -216,7 +216,7 @@ class Byzantine final : public net::MessageHandler {
       : m_index(static_cast<std::uint32_t>(index)), m_key(KeyOf(index)), m_rng(seed), m_silent(silent) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_id = crypto::Sha256Digest(m_key.public_key().span());
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     m_p2p = std::make_unique<net::P2PNode>(m_io, pc, this);
@@ -228,7 +228,7 @@ class Byzantine final : public net::MessageHandler {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port) { m_p2p->AddPeer(net::Endpoint{"127.0.0.1", port}); }
+  void Dial(const net::Endpoint& at) { m_p2p->AddPeer(at); }
   std::uint64_t double_signed() const { return m_double_signed.load(); }
 
   net::Verdict OnGossip(net::PeerId, net::GossipKind kind, const Hash256&, ByteSpan payload) override {
@@ -294,12 +294,15 @@ class Net {
     // One link per pair, i dials j > i, through its own proxy.
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = i + 1; j < n; ++j) {
-        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j);
+        // On its own loopback address at j's port (the handshake binds the port).
+        const std::string host = "127.0.0." + std::to_string(2 + i * n + j);
+        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j, host);
         EXPECT_TRUE(proxy->Start().ok());
+        const net::Endpoint at{proxy->host(), proxy->port()};
         if (m_byzantine.count(i)) {
-          m_byzantine[i]->Dial(proxy->port());
+          m_byzantine[i]->Dial(at);
         } else {
-          m_nodes[i]->Dial(proxy->port());
+          m_nodes[i]->Dial(at);
         }
         m_links[{i, j}] = std::move(proxy);
       }
@@ -421,7 +424,7 @@ TEST(ConsensusNet, RestartedValidatorRejoinsFromItsState) {
   auto chain = net[3].shared_chain();  // the block store survives the restart
   net.Add(3, chain);                    // stops the old one, starts anew from the state file
   // The proxies still point at the old port: the new v3 dials everyone itself.
-  for (std::size_t i = 0; i < 3; ++i) net[3].Dial(net[i].port());
+  for (std::size_t i = 0; i < 3; ++i) net[3].Dial(net::Endpoint{"127.0.0.1", net[i].port()});
   const std::uint64_t h = net.MinHeight({0, 1, 2});
   ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, h + 3));
   net.ExpectOneChain();
