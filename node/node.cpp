@@ -271,15 +271,15 @@ Result<std::pair<Hash256, Bytes>> Node::BuildBlock(std::uint64_t height) {
   std::lock_guard lock(m_write_mu);
   const vm::ChainTip tip = m_chain->tip();
   if (height != tip.height + 1) return Status::Invalid("block-not-next", "the chain is at " + std::to_string(tip.height));
+  // One block_interval_ms after the parent's time; in instant mode as soon
+  // as transactions can go in, else an empty one every proposer_timeout_ms
+  // so that block clocks run.
   const std::uint64_t now = NowMs();
+  const Status not_due = Status::Invalid(std::string(FinalityApp::kNotDue));
+  if (!g.instant() && now < tip.time + g.block_interval_ms) return not_due;
   const auto nonce_of = [this](const crypto::Address& a) { return AccountNonce(a); };
   std::vector<vm::Transaction> candidates = WithBlobsReady(m_mempool.Candidates(m_config.max_block_txs, nonce_of));
-  // Instant mode: a block as soon as transactions can go in, else an empty
-  // one every proposer_timeout_ms so that block clocks run. Otherwise one
-  // block_interval_ms after the parent's time.
-  const bool due = g.instant() ? !candidates.empty() || now >= tip.time + g.proposer_timeout_ms
-                               : now >= tip.time + g.block_interval_ms;
-  if (!due) return Status::Invalid(std::string(FinalityApp::kNotDue));
+  if (g.instant() && candidates.empty() && now < tip.time + g.proposer_timeout_ms) return not_due;
   const std::uint64_t time = std::max(now, tip.time);
   const crypto::SecretKey& key = *m_config.validator_key;
   std::vector<vm::RejectedTx> rejected;
