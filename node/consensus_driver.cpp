@@ -240,14 +240,8 @@ void ConsensusDriver::OnCommit(const consensus::action::Commit& c) {
   } else {
     const auto block = m_blocks.find(c.block);
     const consensus::CommitCertificate cert = consensus::MakeCertificate(c.height, c.round, c.block, c.precommits);
-    if (block == m_blocks.end()) {
-      // A quorum decided a block we never took (lost, or refused while its
-      // blobs were missing): it comes by sync with its certificate. Until
-      // then BuildBlock and CheckBlock refuse the next height (not next).
-      Log().warn("{} block {} decided without us holding it; syncing it", m_config.name, c.height);
-      m_p2p.StartSync();
-    }
-    Status s = block == m_blocks.end() ? Status::Ok() : m_app.CommitBlock(c.height, block->second, cert);
+    Status s = block == m_blocks.end() ? Status::Error("consensus-block-missing")
+                                       : m_app.CommitBlock(c.height, block->second, cert);
     if (!s.ok()) {
       // The block is final (a quorum signed it); a local store failure must
       // not make us vote on at the next height with a chain that lacks it.
@@ -255,7 +249,7 @@ void ConsensusDriver::OnCommit(const consensus::action::Commit& c) {
       Stop();
       return;
     }
-    if (block != m_blocks.end()) ++m_stats.committed;
+    ++m_stats.committed;
     m_stats.highest_round = std::max(m_stats.highest_round, c.round);
   }
   m_blocks.clear();
@@ -354,8 +348,6 @@ void ConsensusDriver::ScheduleResend() {
 
 void ConsensusDriver::Resend() {
   const std::uint32_t count = ++m_resends;
-  // Decided heights whose blocks we lack (OnCommit): keep asking peers.
-  if (m_app.FinalHeight() + 1 < m_machine->height()) m_p2p.StartSync();
   const consensus::Machine::Resend again = m_machine->ToResend();
   // Proposals carry whole blocks: every kProposalResendEvery-th time only.
   if (count % kProposalResendEvery == 0) {

@@ -13,8 +13,10 @@
 //   gets the round again when its link comes back);
 // * a consensus message from a higher height, or a peer announcing one,
 //   makes the driver fetch the final blocks (FinalBlock: block + commit
-//   certificate) and apply them after VerifyCertificate; so does a decision
-//   on a block this node never received or refused (its blobs missing).
+//   certificate) and apply them after VerifyCertificate. (The machine
+//   decides only a block it was told is valid, which the driver then holds;
+//   a node that refused the block — its blobs missing — stays at the height
+//   and catches up by sync like this.)
 //
 // Threads: everything runs on the io thread of the P2PNode (its callbacks
 // and this driver's timers); Start() and Stop() too.

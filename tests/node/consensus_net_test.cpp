@@ -82,7 +82,10 @@ class ToyChain final : public FinalityApp, public net::BlockSource {
     Bytes b = std::move(w).Take();
     return std::make_pair(crypto::Sha256Digest(b), std::move(b));
   }
-  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool) override {
+  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) override {
+    // As a node whose blobs for every proposal are missing: it prevotes nil
+    // but must take final blocks from sync.
+    if (!certified && refuse_proposals) return Status::Invalid("toy-refused");
     Reader r(block);
     VT_ASSIGN_OR_RETURN(const std::uint64_t h, r.GetU64());
     VT_ASSIGN_OR_RETURN(const Hash256 parent, r.GetHash());
@@ -97,6 +100,7 @@ class ToyChain final : public FinalityApp, public net::BlockSource {
     return Status::Ok();
   }
   std::uint64_t TipHeight() const override { return FinalHeight(); }
+  std::atomic<bool> refuse_proposals{false};
   std::optional<Bytes> BlockAt(std::uint64_t height) const override {
     std::lock_guard lock(m_mu);
     if (height == 0 || height > m_final.size()) return std::nullopt;
@@ -398,6 +402,19 @@ TEST(ConsensusNet, PartitionHealsWithoutFork) {
     ASSERT_GE(now.size(), before[i].size());
     EXPECT_TRUE(std::equal(before[i].begin(), before[i].end(), now.begin())) << "v" << i;
   }
+}
+
+// A validator that refuses every proposal (as one lacking the blobs the
+// blocks name) still sees the others' quorum decide; it must then fetch the
+// decided blocks by sync (with their certificates) rather than stop.
+TEST(ConsensusNet, ValidatorRefusingEveryProposalSyncsTheDecidedBlocks) {
+  Net net(4);
+  ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, 2));
+  net[3].chain().refuse_proposals = true;
+  const std::uint64_t h = net.MinHeight({0, 1, 2, 3});
+  ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, h + 6)) << "v3 stopped following the chain";
+  net.ExpectOneChain();
+  EXPECT_GT(net[3].stats().synced, 0u) << "v3 never needed sync: the refusal did not happen";
 }
 
 TEST(ConsensusNet, LossyLinksNeverForkAndTheChainGrows) {
