@@ -42,6 +42,9 @@ constexpr std::uint64_t kMempoolBlobEvery = 5;
 constexpr std::uint64_t kCollectEvery = 10;
 constexpr std::size_t kCollectPerTick = 64;
 
+// Sync serves a final block as block ‖ certificate: it must fit one sync item.
+static_assert(limits::kMaxBlockBytes + kMaxVarintBytes + consensus::kMaxCertificateBytes <= net::kMaxSyncItemBytes);
+
 // Round timeouts from the genesis timing (docs/node.md, "BFT finality"):
 // the round-0 proposer builds block_interval_ms after the parent's time, so
 // the others wait that long plus proposer_timeout_ms for its proposal. In
