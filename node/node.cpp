@@ -204,6 +204,15 @@ NodeStats Node::stats() const {
   return m_stats;
 }
 
+std::optional<DriverStats> Node::ConsensusStats() {
+  // Shared: the handler may run after a timed-out caller has returned.
+  auto result = std::make_shared<std::promise<DriverStats>>();
+  auto answer = result->get_future();
+  boost::asio::post(m_io, [this, result] { result->set_value(m_driver->stats()); });
+  if (answer.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return std::nullopt;
+  return answer.get();
+}
+
 // ---- transactions ------------------------------------------------------------------
 
 Result<Hash256> Node::SubmitTransaction(const vm::Transaction& tx) { return Submit(tx, true); }

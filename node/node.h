@@ -100,6 +100,9 @@ class Node final : private net::MessageHandler,
   Chain& chain() { return *m_chain; }
   const Mempool& mempool() const { return m_mempool; }
   NodeStats stats() const;
+  // The consensus driver's counters, read on the io thread (any thread may
+  // call; waits at most 5 s, nullopt when the io thread does not answer).
+  std::optional<DriverStats> ConsensusStats();
 
   // Checks, queues and gossips a transaction. Invalid with the VM's tx-*
   // reason or a mempool-* reason (node/mempool.h).

@@ -80,6 +80,13 @@ TEST(InstantMode, TransfersAreFinalIdleBlocksRunAndARestartGoesOn) {
   EXPECT_TRUE(n.client().WaitHeight(h + 2, kBound).ok()) << "no idle blocks";
   EXPECT_EQ(n.Status("finalized_height"), n.Status("height"));
   EXPECT_EQ(n.Status("reorgs"), 0u);
+  {
+    auto s = n.client().Call("chain_status", nlohmann::json::array());
+    ASSERT_TRUE(s.ok());
+    ASSERT_TRUE((*s)["consensus"].is_object());
+    EXPECT_GE((*s)["consensus"]["committed"].get<std::uint64_t>(), h) << "blocks decided by its own votes";
+    EXPECT_EQ((*s)["consensus"]["evidence"].get<std::uint64_t>(), 0u);
+  }
 
   // Restarted from its store and consensus state: same chain, and it goes on.
   auto before = n.client().Call("get_block", nlohmann::json::array({h}));

@@ -8,7 +8,8 @@
 // from the precommits it already had (at most one block) — and after the
 // heal all four go on from one chain. Every block a node reported before is
 // still the block at that height afterwards (nothing final is reverted),
-// and no node ever reports a reorganisation.
+// no node ever reports a reorganisation, and none holds evidence of a
+// double-sign (every validator here is honest).
 #include <map>
 #include <memory>
 
@@ -26,6 +27,13 @@ const std::vector<std::string> kNodes = {"v0", "v1", "v2", "v3"};
 std::uint64_t StatusField(node::ChainClient& c, const char* field) {
   auto s = c.Call("chain_status", nlohmann::json::array());
   return s.ok() && s->contains(field) ? (*s)[field].get<std::uint64_t>() : 0;
+}
+
+// A counter of the node's consensus driver (chain_status "consensus").
+std::optional<std::uint64_t> ConsensusField(node::ChainClient& c, const char* field) {
+  auto s = c.Call("chain_status", nlohmann::json::array());
+  if (!s.ok() || !(*s)["consensus"].is_object()) return std::nullopt;
+  return (*s)["consensus"][field].get<std::uint64_t>();
 }
 
 TEST(Partition, HealsWithoutForkOrDeepReorg) {
@@ -106,6 +114,8 @@ TEST(Partition, HealsWithoutForkOrDeepReorg) {
   for (auto& [name, c] : clients) {
     EXPECT_EQ(StatusField(c, "reorgs"), 0u) << name;
     EXPECT_EQ(StatusField(c, "finalized_height"), StatusField(c, "height")) << name;
+    // Honest validators cut off and reconnected never double-sign.
+    EXPECT_EQ(ConsensusField(c, "evidence"), std::optional<std::uint64_t>(0)) << name;
   }
   std::uint64_t refused = 0;
   for (auto& [link, proxy] : links) refused += proxy->stats().refused;
