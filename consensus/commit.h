@@ -24,6 +24,9 @@
 
 namespace vt::consensus {
 
+// The largest certificate encoding: a signature of every validator.
+inline constexpr std::size_t kMaxCertificateBytes = 8 + 4 + 32 + kMaxVarintBytes + kMaxValidators * (4 + 64);
+
 struct CommitSig {
   std::uint32_t validator = 0;
   crypto::Signature sig;

@@ -81,7 +81,7 @@ Result<Items> Decode(Reader& r, DecodeAs<Items>) {
   Items v;
   VT_ASSIGN_OR_RETURN(v.request_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.first_height, r.GetU64());
-  VT_ASSIGN_OR_RETURN(v.items, r.GetVector<Bytes>([](Reader& rd) { return rd.GetBytes(MaxPayload(MsgType::kBlock)); },
+  VT_ASSIGN_OR_RETURN(v.items, r.GetVector<Bytes>([](Reader& rd) { return rd.GetBytes(kMaxSyncItemBytes); },
                                                   kMaxItemsPerResponse));
   return v;
 }

@@ -15,6 +15,7 @@
 
 #include "common/bytes.h"
 #include "common/encoding.h"
+#include "common/limits.h"
 #include "common/result.h"
 #include "crypto/keys.h"
 
@@ -30,6 +31,10 @@ inline constexpr std::size_t kMaxUserAgentBytes = 64;
 inline constexpr std::size_t kMaxReasonBytes = 200;
 // Items in one Headers/Blocks response, whatever the request asked for.
 inline constexpr std::uint32_t kMaxItemsPerResponse = 1024;
+// One sync item: a block with room for what travels beside it (a final
+// block's commit certificate, at most ~70 KB for 1024 validators; the node
+// checks that it fits). Above the gossip block cap, within the frame cap.
+inline constexpr std::size_t kMaxSyncItemBytes = limits::kMaxBlockBytes + (std::size_t{1} << 17);
 // Data bytes in one BlobChunk.
 inline constexpr std::uint32_t kMaxBlobChunk = std::uint32_t{8} << 20;
 

@@ -16,6 +16,8 @@ using namespace p2p_detail;
 namespace {
 // Encoded Items without its items: request id, height, count varint.
 constexpr std::size_t kItemsEnvelope = 8 + 8 + kMaxVarintBytes;
+static_assert(kMaxSyncItemBytes + kMaxVarintBytes + kItemsEnvelope <= kMaxFramePayload,
+              "a largest sync item fits one blocks frame");
 }  // namespace
 
 void P2PNode::HandleGetItems(const ConnPtr& conn, Frame& frame) {
@@ -26,6 +28,7 @@ void P2PNode::HandleGetItems(const ConnPtr& conn, Frame& frame) {
   Items resp{req->request_id, req->from_height, {}};
   ++m_counters.sync_requests_served;
   if (m_blocks != nullptr) {
+    const std::size_t frame_limit = MaxPayload(response_type) - kItemsEnvelope;
     const std::size_t limit = std::min<std::size_t>(m_config.max_response_bytes, MaxPayload(response_type)) -
                               kItemsEnvelope;
     const std::uint64_t tip = m_blocks->TipHeight();
@@ -36,7 +39,9 @@ void P2PNode::HandleGetItems(const ConnPtr& conn, Frame& frame) {
       std::optional<Bytes> item = headers ? m_blocks->HeaderAt(h) : m_blocks->BlockAt(h);
       if (!item) break;
       const std::size_t cost = item->size() + VarintSize(item->size());
-      if (bytes + cost > limit || item->size() > MaxPayload(MsgType::kBlock)) break;
+      // The first item may pass max_response_bytes (a largest block with its
+      // certificate does), never the frame: otherwise it could not be served.
+      if (item->size() > kMaxSyncItemBytes || bytes + cost > (resp.items.empty() ? frame_limit : limit)) break;
       bytes += cost;
       resp.items.push_back(std::move(*item));
     }

@@ -56,37 +56,4 @@ void BlobGate::ForgetTx(const Hash256& tx_id) {
   m_tx_waiting.erase(tx_id);
 }
 
-void BlobGate::Park(net::PeerId from, const vm::Block& block, std::uint64_t now_ms) {
-  std::lock_guard lock(m_mu);
-  const Hash256 hash = vm::BlockHash(block.header);
-  if (m_parked.count(hash)) return;
-  if (m_parked.size() >= kMaxParked) {
-    auto oldest = std::min_element(m_parked.begin(), m_parked.end(),
-                                   [](const auto& a, const auto& b) { return a.second.since_ms < b.second.since_ms; });
-    m_parked.erase(oldest);
-  }
-  m_parked.emplace(hash, Parked{from, block, now_ms});
-}
-
-void BlobGate::Unpark(const Hash256& block_hash) {
-  std::lock_guard lock(m_mu);
-  m_parked.erase(block_hash);
-}
-
-std::vector<BlobGate::Parked> BlobGate::ParkedBlocks() const {
-  std::vector<Parked> out;
-  {
-    std::lock_guard lock(m_mu);
-    for (const auto& [hash, p] : m_parked) out.push_back(p);
-  }
-  std::sort(out.begin(), out.end(),
-            [](const Parked& a, const Parked& b) { return a.block.header.height < b.block.header.height; });
-  return out;
-}
-
-std::size_t BlobGate::parked() const {
-  std::lock_guard lock(m_mu);
-  return m_parked.size();
-}
-
 }  // namespace vt::node

@@ -4,11 +4,11 @@
 // and node/blob_rules.h; this class keeps the bookkeeping around it:
 // * verdicts on (blob, rule) pairs, cached — a verdict never changes;
 // * mempool transactions whose blobs are still on their way, dropped after
-//   kTxWaitMs (a withheld blob never gets a transaction into a block);
-// * blocks from peers parked until their blobs arrive, for at most
-//   kBlockWaitMs (a block whose blobs never arrive is never accepted).
-// The wait bounds are local policy, not consensus: consensus is only that a
-// block is valid where all its named blobs are present and verify.
+//   kTxWaitMs (a withheld blob never gets a transaction into a block).
+// A proposal whose blobs are missing is not prevoted (Node::CheckBlock);
+// nothing waits for them: a later round or height proposes again. The wait
+// bound is local policy, not consensus: consensus is only that a validator
+// prevotes a block where all its named blobs are present and verify.
 // Thread-safe (one mutex); verification runs outside it.
 
 #include <cstdint>
@@ -20,8 +20,6 @@
 #include <vector>
 
 #include "common/result.h"
-#include "contract_vm/block.h"
-#include "net/peer.h"
 #include "node/chain_db.h"
 #include "referee/blob_rules.h"
 
@@ -30,8 +28,6 @@ namespace vt::node {
 class BlobGate {
  public:
   static constexpr std::uint64_t kTxWaitMs = 20'000;
-  static constexpr std::uint64_t kBlockWaitMs = 15'000;
-  static constexpr std::size_t kMaxParked = 64;
   static constexpr std::size_t kMaxVerdicts = 4096;
 
   explicit BlobGate(const ChainDb& db) : m_db(db) {}
@@ -52,26 +48,12 @@ class BlobGate {
   bool TxWaitedTooLong(const Hash256& tx_id, std::uint64_t now_ms);
   void ForgetTx(const Hash256& tx_id);
 
-  struct Parked {
-    net::PeerId from = 0;
-    vm::Block block;
-    std::uint64_t since_ms = 0;
-  };
-  // Keeps a block until its blobs arrive. Parking a parked block again keeps
-  // its first time, so the wait bound holds; beyond kMaxParked the oldest goes.
-  void Park(net::PeerId from, const vm::Block& block, std::uint64_t now_ms);
-  void Unpark(const Hash256& block_hash);
-  // The parked blocks, lowest height first.
-  std::vector<Parked> ParkedBlocks() const;
-  std::size_t parked() const;
-
  private:
   const ChainDb& m_db;
   mutable std::mutex m_mu;
   std::map<Hash256, Status> m_verdicts;  // by referee::RequirementId
   std::deque<Hash256> m_verdict_order;   // FIFO eviction
   std::map<Hash256, std::uint64_t> m_tx_waiting;
-  std::map<Hash256, Parked> m_parked;    // by block hash
 };
 
 }  // namespace vt::node

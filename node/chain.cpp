@@ -36,33 +36,53 @@ vm::ChainTip Chain::tip() const {
   return m_tip;
 }
 
-Result<vm::BlockResult> Chain::AddBlock(const vm::Block& block) {
-  std::lock_guard lock(m_mu);
+Result<vm::BlockResult> Chain::CheckLocked(const vm::Block& block) {
   if (block.header.height != m_tip.height + 1 || block.header.parent_hash != m_tip.hash)
     return Status::Invalid("block-not-next", "height " + std::to_string(block.header.height) + " on tip " +
                                                  std::to_string(m_tip.height));
+  const Hash256 hash = vm::BlockHash(block.header);
+  if (m_staged && m_staged->parent == m_tip.hash && m_staged->block == hash) return m_staged->result;
   VT_TRY(m_genesis.CheckProposer(block.header, m_tip.time));
   vm::StateOverlay staged(*m_db);
   VT_ASSIGN_OR_RETURN(vm::BlockResult result, m_vm.ApplyBlock(staged, m_tip, block));
-  VT_TRY(m_db->CommitBlock(staged.batch(), result.block, result.receipts, result.tip));
-  m_tip = result.tip;
+  m_staged = Staged{m_tip.hash, hash, staged.batch(), result};
   return result;
 }
 
-Result<vm::BlockResult> Chain::Produce(std::vector<vm::Transaction> candidates, std::uint64_t time,
-                                       const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected) {
+Result<vm::BlockResult> Chain::Check(const vm::Block& block) {
+  std::lock_guard lock(m_mu);
+  return CheckLocked(block);
+}
+
+Result<vm::BlockResult> Chain::AddBlock(const vm::Block& block, ByteSpan certificate) {
+  std::lock_guard lock(m_mu);
+  VT_ASSIGN_OR_RETURN(vm::BlockResult result, CheckLocked(block));
+  VT_TRY(m_db->CommitBlock(m_staged->writes, result.block, result.receipts, result.tip, certificate));
+  m_tip = result.tip;
+  m_staged.reset();
+  return result;
+}
+
+Result<vm::BlockResult> Chain::Build(std::vector<vm::Transaction> candidates, std::uint64_t time,
+                                     const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected) {
   std::lock_guard lock(m_mu);
   vm::StateOverlay staged(*m_db);
   VT_ASSIGN_OR_RETURN(vm::BlockResult result,
                       m_vm.ProduceBlock(staged, m_tip, std::move(candidates), time, key, rejected));
   VT_TRY(m_genesis.CheckProposer(result.block.header, m_tip.time));
-  VT_TRY(m_db->CommitBlock(staged.batch(), result.block, result.receipts, result.tip));
-  m_tip = result.tip;
+  m_staged = Staged{m_tip.hash, vm::BlockHash(result.block.header), staged.batch(), result};
   return result;
+}
+
+Result<vm::BlockResult> Chain::Produce(std::vector<vm::Transaction> candidates, std::uint64_t time,
+                                       const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected) {
+  VT_ASSIGN_OR_RETURN(vm::BlockResult built, Build(std::move(candidates), time, key, rejected));
+  return AddBlock(built.block);
 }
 
 Result<vm::Block> Chain::Rollback() {
   std::lock_guard lock(m_mu);
+  m_staged.reset();
   VT_ASSIGN_OR_RETURN(vm::Block block, m_db->RollbackTip());
   VT_ASSIGN_OR_RETURN(auto tip, m_db->Tip());
   if (!tip) return Status::Invalid("db-corrupt", "no tip after rollback");

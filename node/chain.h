@@ -1,7 +1,7 @@
 #pragma once
 // Chain: the node's view of one chain — the LevelDB store, the VM with the
 // referee and the arbitration precompile, the tip — behind one mutex, so the
-// P2P thread, the RPC handlers and the block producer can share it. The
+// P2P/consensus thread and the RPC handlers can share it. The
 // mempool is node/mempool.h.
 
 #include <cstdint>
@@ -39,15 +39,26 @@ class Chain {
   const ChainDb& db() const { return *m_db; }
   ChainDb& db() { return *m_db; }
 
-  // Validates and appends a block at tip + 1: Invalid "block-not-next" when
-  // its height or parent does not fit the tip (an orphan, not the sender's
-  // fault), "block-bad-proposer" (consensus rule, genesis.h), or the VM's
-  // block-* / tx-* reason.
-  Result<vm::BlockResult> AddBlock(const vm::Block& block);
-  // Proposes a block on the tip with `key`.
+  // BFT finality (docs/node.md, "BFT finality"): a block is built or checked
+  // on a staged StateOverlay without touching the store, and committed only
+  // once it is final, with its commit certificate, in the block's one write.
+  // The last staged block is kept, so committing the block just built or
+  // checked does not execute it a second time.
+  //
+  // Proposes a block on the tip with `key`; nothing is stored.
+  Result<vm::BlockResult> Build(std::vector<vm::Transaction> candidates, std::uint64_t time,
+                                const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected);
+  // Whether `block` applies at tip + 1: Invalid "block-not-next" when its
+  // height or parent does not fit the tip, "block-bad-proposer" (consensus
+  // rule, genesis.h), or the VM's block-* / tx-* reason. Nothing is stored.
+  Result<vm::BlockResult> Check(const vm::Block& block);
+  // Check, then append the block with its encoded certificate (empty: none,
+  // tests and tools only) in one synced write.
+  Result<vm::BlockResult> AddBlock(const vm::Block& block, ByteSpan certificate = {});
+  // Build + AddBlock without a certificate (tests and tools).
   Result<vm::BlockResult> Produce(std::vector<vm::Transaction> candidates, std::uint64_t time,
                                   const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected);
-  // Removes the tip block (fork choice); returns it.
+  // Removes the tip block; returns it (tests: the node never reverts a final block).
   Result<vm::Block> Rollback();
 
   // The mempool's admission check against the tip state (Vm::CheckAdmission):
@@ -57,6 +68,14 @@ class Chain {
 
  private:
   Chain(std::unique_ptr<ChainDb> db, GenesisFile genesis);
+  // A block applied on a StateOverlay over the tip `parent`, not stored yet.
+  struct Staged {
+    Hash256 parent;
+    Hash256 block;
+    vm::WriteBatch writes;
+    vm::BlockResult result;
+  };
+  Result<vm::BlockResult> CheckLocked(const vm::Block& block);
 
   mutable std::mutex m_mu;
   std::unique_ptr<ChainDb> m_db;
@@ -67,6 +86,7 @@ class Chain {
   vm::ContractRegistry m_registry;
   vm::Vm m_vm;
   vm::ChainTip m_tip;
+  std::optional<Staged> m_staged;  // the last block built or checked
 };
 
 }  // namespace vt::node

@@ -17,6 +17,7 @@ constexpr std::uint8_t kBlockPrefix = 'b';
 constexpr std::uint8_t kReceiptPrefix = 'r';
 constexpr std::uint8_t kTxPrefix = 'x';
 constexpr std::uint8_t kUndoPrefix = 'u';
+constexpr std::uint8_t kCertificatePrefix = 'c';
 constexpr std::string_view kTipKey = "m/tip";
 constexpr std::string_view kGenesisKey = "m/genesis";
 constexpr std::string_view kBlobPrefix = "m/blobs/";
@@ -177,7 +178,8 @@ Status ChainDb::CommitGenesis(const vm::WriteBatch& state, const vm::Genesis& ge
 }
 
 Status ChainDb::CommitBlock(const vm::WriteBatch& state, const vm::Block& block,
-                            const std::vector<vm::Receipt>& receipts, const vm::ChainTip& tip) noexcept {
+                            const std::vector<vm::Receipt>& receipts, const vm::ChainTip& tip,
+                            ByteSpan certificate) noexcept {
   leveldb::WriteBatch wb;
   AddState(wb, state);
   const std::uint64_t h = block.header.height;
@@ -187,6 +189,8 @@ Status ChainDb::CommitBlock(const vm::WriteBatch& state, const vm::Block& block,
   const Bytes rk = HeightKey(kReceiptPrefix, h);
   const Bytes rv = EncodeReceipts(receipts);
   wb.Put(ToSlice(rk), ToSlice(rv));
+  const Bytes ck = HeightKey(kCertificatePrefix, h);
+  if (!certificate.empty()) wb.Put(ToSlice(ck), ToSlice(certificate));
   for (std::size_t i = 0; i < block.txs.size(); ++i) {
     const Hash256 id = vm::TxId(block.txs[i]);
     const Bytes xk = PrefixedKey(kTxPrefix, id.bytes);
@@ -249,6 +253,7 @@ Result<vm::Block> ChainDb::RollbackTip() noexcept {
   wb.Delete(ToSlice(HeightKey(kBlockPrefix, h)));
   wb.Delete(ToSlice(HeightKey(kReceiptPrefix, h)));
   wb.Delete(ToSlice(HeightKey(kUndoPrefix, h)));
+  wb.Delete(ToSlice(HeightKey(kCertificatePrefix, h)));
   vm::ChainTip parent{tip->chain_id, h - 1, block->header.parent_hash, 0};
   if (h - 1 == 0) {
     VT_ASSIGN_OR_RETURN(auto g, StoredGenesis());
@@ -283,6 +288,10 @@ Result<std::optional<vm::Genesis>> ChainDb::StoredGenesis() const noexcept {
 
 Result<std::optional<Bytes>> ChainDb::BlockBytesAt(std::uint64_t height) const noexcept {
   return RawGet(HeightKey(kBlockPrefix, height));
+}
+
+Result<std::optional<Bytes>> ChainDb::CertificateAt(std::uint64_t height) const noexcept {
+  return RawGet(HeightKey(kCertificatePrefix, height));
 }
 
 Result<std::optional<vm::Block>> ChainDb::BlockAt(std::uint64_t height) const noexcept {

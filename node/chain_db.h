@@ -11,6 +11,8 @@
 //   "b" ‖ u64be height           → encoded vm::Block
 //   "r" ‖ u64be height           → receipts: varint count ‖ vm::Receipt…
 //   "x" ‖ tx id(32)              → u64be height ‖ u32be index
+//   "c" ‖ u64be height           → the block's commit certificate
+//                                  (consensus/commit.h), written with the block
 //   "u" ‖ u64be height           → undo record: the previous value of every
 //                                  state key the block wrote (for RollbackTip)
 //   "m/tip"                      → ChainTip (u64 chain_id ‖ u64 height ‖ hash ‖ u64 time)
@@ -64,12 +66,14 @@ class ChainDb final : public vm::StateStore {
 
   // Genesis: the state batch, the genesis record and tip 0 in one write.
   Status CommitGenesis(const vm::WriteBatch& state, const vm::Genesis& genesis, const vm::ChainTip& tip) noexcept;
-  // One block: state changes, block, receipts, tx index and tip, atomically (synced).
+  // One block: state changes, block, receipts, tx index, tip and (when not
+  // empty) its encoded commit certificate, atomically (synced).
   Status CommitBlock(const vm::WriteBatch& state, const vm::Block& block, const std::vector<vm::Receipt>& receipts,
-                     const vm::ChainTip& tip) noexcept;
+                     const vm::ChainTip& tip, ByteSpan certificate = {}) noexcept;
 
   // Undoes the tip block (state, block, receipts, index, tip) in one write
-  // and returns it: the fork choice's reorganisation step.
+  // and returns it (recovery and tests; final blocks are never rolled back
+  // by the node).
   Result<vm::Block> RollbackTip() noexcept;
 
   // nullopt before genesis.
@@ -77,6 +81,8 @@ class ChainDb final : public vm::StateStore {
   Result<std::optional<vm::Genesis>> StoredGenesis() const noexcept;
   Result<std::optional<vm::Block>> BlockAt(std::uint64_t height) const noexcept;
   Result<std::optional<Bytes>> BlockBytesAt(std::uint64_t height) const noexcept;
+  // The encoded CommitCertificate stored with the block at `height`.
+  Result<std::optional<Bytes>> CertificateAt(std::uint64_t height) const noexcept;
   Result<std::optional<std::vector<vm::Receipt>>> ReceiptsAt(std::uint64_t height) const noexcept;
   Result<std::optional<TxLocation>> FindTx(const Hash256& tx_id) const noexcept;
 

@@ -22,6 +22,8 @@ constexpr std::size_t kMaxEvidence = 1024;
 constexpr std::uint32_t kCatchUpBatch = 32;
 constexpr std::chrono::milliseconds kCatchUpEvery{200};
 constexpr std::uint32_t kProposalResendEvery = 2;
+// How often a proposer asks again for a block that was not due yet.
+constexpr std::chrono::milliseconds kBuildRetry{20};
 
 // The persisted validator state: SafetyState ‖ vector<Proposal ‖ bytes block> ‖ vector<Vote>.
 Bytes EncodeState(const consensus::SafetyState& s, const std::vector<consensus::ProposalMsg>& proposals,
@@ -191,13 +193,7 @@ void ConsensusDriver::Apply(consensus::Actions actions) {
         Apply(m_machine->OnTimeout(t.step, t.height, t.round));
       });
     } else if (const auto* bb = std::get_if<consensus::action::BuildBlock>(&a)) {
-      auto built = m_app.BuildBlock(bb->height);
-      if (!built.ok()) {
-        Log().error("{} could not build block {}: {}", m_config.name, bb->height, built.status().ToString());
-        continue;  // the round's propose timeout moves everyone on
-      }
-      m_blocks[built->first] = std::move(built->second);
-      more(m_machine->OnBlockBuilt(bb->height, bb->round, built->first));
+      TryBuild(bb->height, bb->round);
     } else if (const auto* c = std::get_if<consensus::action::Commit>(&a)) {
       OnCommit(*c);
       std::vector<consensus::ProposalMsg> early;
@@ -214,6 +210,28 @@ void ConsensusDriver::Apply(consensus::Actions actions) {
       }
     }
   }
+}
+
+void ConsensusDriver::TryBuild(std::uint64_t height, std::uint32_t round) {
+  if (m_stopped || m_machine->height() != height || m_machine->round() != round ||
+      m_machine->step() != consensus::Step::kPropose)
+    return;
+  auto built = m_app.BuildBlock(height);
+  if (!built.ok() && built.status().reason() == FinalityApp::kNotDue) {
+    auto timer = std::make_shared<boost::asio::steady_timer>(m_io, kBuildRetry);
+    m_timers.insert(timer);
+    timer->async_wait([this, timer, height, round](const boost::system::error_code& ec) {
+      m_timers.erase(timer);
+      if (!ec) TryBuild(height, round);
+    });
+    return;
+  }
+  if (!built.ok()) {
+    Log().error("{} could not build block {}: {}", m_config.name, height, built.status().ToString());
+    return;  // the round's propose timeout moves everyone on
+  }
+  m_blocks[built->first] = std::move(built->second);
+  Apply(m_machine->OnBlockBuilt(height, round, built->first));
 }
 
 void ConsensusDriver::OnCommit(const consensus::action::Commit& c) {
@@ -251,7 +269,7 @@ void ConsensusDriver::Feed(const consensus::ProposalMsg& m) {
   // The machine keeps the first proposal of each round only; so do we with
   // the blocks (an equivocating proposer cannot make us hold more).
   if (!m_proposal_rounds.insert(m.proposal.round).second) return;
-  auto hash = m_app.CheckBlock(h, m.block);
+  auto hash = m_app.CheckBlock(h, m.block, false);
   if (hash.ok() && *hash != m.proposal.block) hash = Status::Invalid("consensus-block-mismatch");
   if (hash.ok()) m_blocks[m.proposal.block] = m.block;
   if (!hash.ok())
@@ -296,7 +314,7 @@ net::Verdict ConsensusDriver::OnFinalBlocks(net::PeerId from, const std::vector<
     const std::uint64_t h = fb->cert.height;
     if (h <= m_app.FinalHeight()) continue;
     if (h != m_app.FinalHeight() + 1) return net::Verdict::Ignore("final-block-gap");
-    auto hash = m_app.CheckBlock(h, fb->block);
+    auto hash = m_app.CheckBlock(h, fb->block, true);
     if (!hash.ok()) return net::Verdict::Reject(hash.status().reason());
     if (Status s = consensus::VerifyCertificate(m_config.chain_id, m_set, fb->cert, h, *hash); !s.ok())
       return net::Verdict::Reject(s.reason());

@@ -13,7 +13,10 @@
 //   gets the round again when its link comes back);
 // * a consensus message from a higher height, or a peer announcing one,
 //   makes the driver fetch the final blocks (FinalBlock: block + commit
-//   certificate) and apply them after VerifyCertificate.
+//   certificate) and apply them after VerifyCertificate. (The machine
+//   decides only a block it was told is valid, which the driver then holds;
+//   a node that refused the block — its blobs missing — stays at the height
+//   and catches up by sync like this.)
 //
 // Threads: everything runs on the io thread of the P2PNode (its callbacks
 // and this driver's timers); Start() and Stop() too.
@@ -25,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -43,13 +47,19 @@ namespace vt::node {
 // What the driver needs from the chain. Called on the io thread.
 class FinalityApp {
  public:
+  static constexpr std::string_view kNotDue = "block-not-due";
   virtual ~FinalityApp() = default;
   virtual std::uint64_t FinalHeight() const = 0;
   // A new block for `height` on the last final block: its hash and bytes.
+  // Invalid kNotDue when it is too early (the driver asks again every
+  // kBuildRetry while the round is in its propose step).
   virtual Result<std::pair<Hash256, Bytes>> BuildBlock(std::uint64_t height) = 0;
   // The hash of `block` if it is a valid block for `height` on the last
-  // final block; Invalid otherwise (the reason is logged).
-  virtual Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block) = 0;
+  // final block; Invalid otherwise (the reason is logged). `certified`: the
+  // block comes with a verified-to-be-checked commit certificate (sync), so
+  // local policy (its blobs being here, its time against our clock) does
+  // not apply, only the chain's rules.
+  virtual Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) = 0;
   // Appends the decided block with its certificate, durably, in one write.
   virtual Status CommitBlock(std::uint64_t height, ByteSpan block, const consensus::CommitCertificate& cert) = 0;
 };
@@ -100,6 +110,8 @@ class ConsensusDriver {
   void Feed(const consensus::ProposalMsg& m);
   void CatchUp(net::PeerId from);
   void ScheduleResend();
+  // Asks the app for a block for (height, round); retries while not due.
+  void TryBuild(std::uint64_t height, std::uint32_t round);
   void Resend();
 
   boost::asio::io_context& m_io;

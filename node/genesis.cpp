@@ -41,26 +41,16 @@ Hash256 GenesisFile::NetworkHash() const {
   return crypto::TaggedHash("veritrain/node-genesis/v1", w.bytes());
 }
 
-std::optional<std::uint64_t> GenesisFile::ProposerOffset(std::uint64_t height,
-                                                         const std::array<std::uint8_t, 32>& proposer) const {
-  const std::uint64_t n = validators.size();
-  for (std::uint64_t i = 0; i < n; ++i) {
-    if (validators[i].pubkey.bytes() == proposer) return (i + n - height % n) % n;
-  }
-  return std::nullopt;
-}
-
-std::uint64_t GenesisFile::EarliestTime(std::uint64_t parent_time, std::uint64_t offset) const {
-  return parent_time + block_interval_ms + offset * proposer_timeout_ms;
+bool GenesisFile::IsValidator(const std::array<std::uint8_t, 32>& key) const {
+  return std::any_of(validators.begin(), validators.end(),
+                     [&](const Validator& v) { return v.pubkey.bytes() == key; });
 }
 
 Status GenesisFile::CheckProposer(const vm::BlockHeader& header, std::uint64_t parent_time) const {
-  const auto offset = ProposerOffset(header.height, header.proposer);
-  if (!offset) return Status::Invalid("block-bad-proposer", "not a validator");
-  if (header.time < EarliestTime(parent_time, *offset))
-    return Status::Invalid("block-bad-proposer",
-                           "offset " + std::to_string(*offset) + " may not propose before " +
-                               std::to_string(EarliestTime(parent_time, *offset)));
+  if (!IsValidator(header.proposer)) return Status::Invalid("block-bad-proposer", "not a validator");
+  if (header.time < parent_time)
+    return Status::Invalid("block-bad-time", "block time " + std::to_string(header.time) + " before its parent's " +
+                                                 std::to_string(parent_time));
   return Status::Ok();
 }
 

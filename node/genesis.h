@@ -7,17 +7,19 @@
 //     "chain_name": "veritrain-local",    the P2P network name
 //     "time": 1700000000000,              genesis time, milliseconds
 //     "block_interval_ms": 500,           0 = instant mode (one validator: a block per tx batch)
-//     "proposer_timeout_ms": 1500,        after this the next validator in rotation may propose
+//     "proposer_timeout_ms": 1500,        how long validators wait for a proposal (see below)
 //     "params": {"block_gas_limit": …, "max_tx_bytes": …, "min_gas_price": 1},   optional
 //     "validators": [{"name": "v0", "pubkey": "<64 hex>"}, …],
 //     "accounts": [{"name": "alice", "address": "<40 hex>", "balance": 1000000}, …]
 //   }
 //
-// Proposer rotation: block h is due from validators[h mod n] at
-// parent.time + interval. The validator at rotation offset d (d = 0 the due
-// one, d = 1 the next, …) may propose once block time ≥ parent.time +
-// interval + d·timeout; so when a validator is down, the next one takes
-// over after one timeout and the chain does not stop.
+// Consensus: Tendermint-style BFT finality among the validators
+// (docs/node.md, "BFT finality"). block_interval_ms is how long a proposer
+// waits after the parent's time before building a block; the propose
+// timeout of round 0 is block_interval_ms + proposer_timeout_ms, so a silent
+// proposer costs one such timeout before the next round's proposer builds.
+// Instant mode: one validator (quorum 1) builds a block as soon as
+// transactions are pending, and an empty one every proposer_timeout_ms.
 
 #include <cstdint>
 #include <filesystem>
@@ -56,12 +58,11 @@ struct GenesisFile {
   bool instant() const { return block_interval_ms == 0; }
   // Hash of everything that defines the chain (the P2P handshake's genesis hash).
   Hash256 NetworkHash() const;
-  // Rotation offset of `proposer` for height `height`; nullopt: not a validator.
-  std::optional<std::uint64_t> ProposerOffset(std::uint64_t height, const std::array<std::uint8_t, 32>& proposer) const;
-  // Earliest block time at which the validator at offset d may propose on a parent with `parent_time`.
-  std::uint64_t EarliestTime(std::uint64_t parent_time, std::uint64_t offset) const;
+  bool IsValidator(const std::array<std::uint8_t, 32>& key) const;
   // Stateless consensus check of a header against its parent's time:
-  // Invalid "block-bad-proposer" (not a validator, or too early for its offset).
+  // Invalid "block-bad-proposer" (not a validator) or "block-bad-time"
+  // (before the parent's). Who proposes which height and round is the BFT
+  // rotation (consensus/messages.h), checked on the signed proposal.
   Status CheckProposer(const vm::BlockHeader& header, std::uint64_t parent_time) const;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <set>
 #include <tuple>
 
@@ -17,6 +18,7 @@
 
 #include "common/encoding.h"
 #include "common/log.h"
+#include "consensus/wire.h"
 #include "crypto/sha256.h"
 #include "net/node_key.h"
 #include "node/blob_rules.h"
@@ -40,11 +42,22 @@ constexpr std::uint64_t kMempoolBlobEvery = 5;
 constexpr std::uint64_t kCollectEvery = 10;
 constexpr std::size_t kCollectPerTick = 64;
 
-using Rank = std::tuple<std::uint64_t, std::uint64_t, Hash256>;
+// Sync serves a final block as block ‖ certificate: it must fit one sync item.
+static_assert(limits::kMaxBlockBytes + kMaxVarintBytes + consensus::kMaxCertificateBytes <= net::kMaxSyncItemBytes);
 
-Rank BlockRank(const GenesisFile& g, const vm::BlockHeader& h) {
-  const auto offset = g.ProposerOffset(h.height, h.proposer);
-  return {offset.value_or(~std::uint64_t{0}), h.time, vm::BlockHash(h)};
+// Round timeouts from the genesis timing (docs/node.md, "BFT finality"):
+// the round-0 proposer builds block_interval_ms after the parent's time, so
+// the others wait that long plus proposer_timeout_ms for its proposal. In
+// instant mode the one validator builds an idle block after
+// proposer_timeout_ms; its own propose timeout must not fire first.
+consensus::Timeouts ConsensusTimeouts(const GenesisFile& g) {
+  consensus::Timeouts t;
+  const std::uint64_t step = std::max<std::uint64_t>(g.proposer_timeout_ms / 2, 100);
+  t.propose_ms = g.instant() ? 2 * g.proposer_timeout_ms + step : g.block_interval_ms + g.proposer_timeout_ms;
+  t.prevote_ms = step;
+  t.precommit_ms = step;
+  t.delta_ms = step;
+  return t;
 }
 
 Result<vm::Block> DecodeBlock(ByteSpan bytes) {
@@ -84,7 +97,18 @@ Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   }
   const vm::ChainTip tip = chain->tip();
   Log().info("{} opened chain height={} hash={}", config.name, tip.height, tip.hash.Hex().substr(0, 16));
-  return std::unique_ptr<Node>(new Node(std::move(config), std::move(chain)));
+  std::unique_ptr<Node> node(new Node(std::move(config), std::move(chain)));
+  const NodeConfig& c = node->m_config;
+  DriverConfig dc;
+  dc.name = c.name;
+  dc.chain_id = c.genesis.genesis.params.chain_id;
+  for (const Validator& v : c.genesis.validators) dc.validators.push_back(v.pubkey);
+  dc.key = c.validator_key ? &*c.validator_key : nullptr;
+  dc.timeouts = ConsensusTimeouts(c.genesis);
+  dc.state_file = c.data_dir / "consensus_state";
+  FinalityApp& app = *node;
+  VT_ASSIGN_OR_RETURN(node->m_driver, ConsensusDriver::Create(node->m_io, *node->m_p2p, app, std::move(dc)));
+  return node;
 }
 
 Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
@@ -119,7 +143,6 @@ Node::Node(NodeConfig config, std::unique_ptr<Chain> chain)
   rc.max_body_bytes = m_config.rpc_max_body;
   rc.max_body_bytes_in_flight = m_config.rpc_body_bytes_in_flight;
   m_rpc = std::make_unique<net::RpcServer>(m_rpc_io, rc);
-  m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
   RegisterRpc();
 }
 
@@ -130,6 +153,10 @@ Status Node::Start() {
   VT_TRY(m_rpc->Start());
   m_started = true;
   ScheduleBlobTick();
+  // The driver runs on the io thread: started there before anything else.
+  std::promise<Status> consensus_started;
+  auto consensus = consensus_started.get_future();
+  boost::asio::post(m_io, [this, &consensus_started] { consensus_started.set_value(m_driver->Start()); });
   m_io_thread = std::thread([this] {
     try {
       m_io.run();
@@ -147,7 +174,7 @@ Status Node::Start() {
       }
     });
   }
-  if (m_config.validator_key) m_producer = std::thread([this] { ProducerLoop(); });
+  if (Status s = consensus.get(); !s.ok()) return s;
   Log().info("{} started p2p={} rpc={} validator={}", m_config.name, p2p_port(), rpc_port(),
              m_config.validator_key ? m_config.validator_key->public_key().Hex().substr(0, 16) : "no");
   return Status::Ok();
@@ -155,16 +182,12 @@ Status Node::Start() {
 
 void Node::Stop() {
   if (m_stopping.exchange(true)) return;
-  {
-    std::lock_guard lock(m_wake_mu);
-  }
-  m_wake.notify_all();
-  if (m_producer.joinable()) m_producer.join();
   // RPC first: a handler may still wait on the io thread (peer snapshots).
   if (m_started) m_rpc->Stop();
   for (std::thread& t : m_rpc_threads)
     if (t.joinable()) t.join();
   if (m_started) {
+    boost::asio::post(m_io, [this] { m_driver->Stop(); });
     m_p2p->Stop();
     boost::asio::post(m_io, [this] { m_blob_timer.cancel(); });
   }
@@ -179,6 +202,15 @@ std::uint16_t Node::rpc_port() const { return m_rpc->port(); }
 NodeStats Node::stats() const {
   std::lock_guard lock(m_stats_mu);
   return m_stats;
+}
+
+std::optional<DriverStats> Node::ConsensusStats() {
+  // Shared: the handler may run after a timed-out caller has returned.
+  auto result = std::make_shared<std::promise<DriverStats>>();
+  auto answer = result->get_future();
+  boost::asio::post(m_io, [this, result] { result->set_value(m_driver->stats()); });
+  if (answer.wait_for(std::chrono::seconds(5)) != std::future_status::ready) return std::nullopt;
+  return answer.get();
 }
 
 // ---- transactions ------------------------------------------------------------------
@@ -208,7 +240,6 @@ Result<Hash256> Node::Submit(const vm::Transaction& tx, bool broadcast) {
     ++m_stats.txs_accepted;
   }
   if (broadcast) (void)m_p2p->Broadcast(net::GossipKind::kTx, std::move(bytes));
-  m_wake.notify_all();
   return id;
 }
 
@@ -225,19 +256,7 @@ std::uint64_t Node::AccountNonce(const crypto::Address& address) const {
   return account.ok() ? account->nonce : 0;
 }
 
-void Node::Readmit(const vm::Transaction& tx) {
-  auto account = m_chain->CheckTransaction(tx);
-  if (account.ok()) (void)m_mempool.Add(tx, vm::EncodeTransaction(tx).size(), *account);
-}
-
 // ---- blocks ------------------------------------------------------------------------
-
-std::optional<Hash256> Node::HashAt(std::uint64_t height) const {
-  if (height == 0) return vm::GenesisHash(m_config.genesis.genesis);
-  auto b = m_chain->db().BlockAt(height);
-  if (!b.ok() || !*b) return std::nullopt;
-  return vm::BlockHash((*b)->header);
-}
 
 void Node::AfterBlock(const vm::Block& block) {
   std::vector<Hash256> ids;
@@ -248,153 +267,97 @@ void Node::AfterBlock(const vm::Block& block) {
   for (const referee::BlobRequirement& req : BlockBlobs(block)) m_ledger.Forget(req.hash);
   // Transactions whose nonce the chain has passed can never apply.
   m_mempool.DropStale([this](const crypto::Address& a) { return AccountNonce(a); });
-  m_tip_seen_ms = static_cast<std::int64_t>(NowMs());
-  m_wake.notify_all();
+  // A final block from sync may name blobs we never saw: fetch them (they
+  // are pinned by the commit and served to peers once here).
+  if (const auto named = BlockBlobs(block); !named.empty())
+    for (const Hash256& h : m_blobs.Examine(named).missing) (void)FetchBlobFromPeers(h);
 }
 
-Status Node::ApplyBlockLocked(const vm::Block& block) {
-  auto r = m_chain->AddBlock(block);
-  if (!r.ok()) return r.status();
-  AfterBlock(block);
-  return Status::Ok();
-}
+// ---- consensus (FinalityApp, io thread) ------------------------------------------------
 
-net::Verdict Node::HandleBlock(net::PeerId from, const vm::Block& block) {
-  if (!vm::VerifyBlockSignature(block.header)) return net::Verdict::Reject("block-bad-signature");
-  if (block.header.chain_id != m_config.genesis.genesis.params.chain_id)
-    return net::Verdict::Reject("block-wrong-chain");
-  if (!m_config.genesis.ProposerOffset(block.header.height, block.header.proposer))
-    return net::Verdict::Reject("block-bad-proposer");
-  if (block.header.time > NowMs() + kMaxFutureMs) return net::Verdict::Ignore("block-from-future");
+std::uint64_t Node::FinalHeight() const { return m_chain->tip().height; }
+
+Result<std::pair<Hash256, Bytes>> Node::BuildBlock(std::uint64_t height) {
+  if (!m_config.validator_key) return Status::Error("node-not-validator");
+  const GenesisFile& g = m_config.genesis;
   std::lock_guard lock(m_write_mu);
   const vm::ChainTip tip = m_chain->tip();
-  const std::uint64_t h = block.header.height;
-  if (h == tip.height + 1) {
-    if (block.header.parent_hash != tip.hash) {
-      ResolveFork(from, tip.height, 0);
-      return net::Verdict::Ignore("block-fork");
-    }
-    if (auto gated = GateBlock(from, block)) return *gated;
-    Status s = ApplyBlockLocked(block);
-    if (!s.ok()) return net::Verdict::FromStatus(s);
-    std::lock_guard slock(m_stats_mu);
-    ++m_stats.blocks_applied;
-    return net::Verdict::Accept();
+  if (height != tip.height + 1) return Status::Invalid("block-not-next", "the chain is at " + std::to_string(tip.height));
+  // One block_interval_ms after the parent's time; in instant mode as soon
+  // as transactions can go in, else an empty one every proposer_timeout_ms
+  // so that block clocks run.
+  const std::uint64_t now = NowMs();
+  const Status not_due = Status::Invalid(std::string(FinalityApp::kNotDue));
+  if (!g.instant() && now < tip.time + g.block_interval_ms) return not_due;
+  const auto nonce_of = [this](const crypto::Address& a) { return AccountNonce(a); };
+  std::vector<vm::Transaction> candidates = WithBlobsReady(m_mempool.Candidates(m_config.max_block_txs, nonce_of));
+  if (g.instant() && candidates.empty() && now < tip.time + g.proposer_timeout_ms) return not_due;
+  const std::uint64_t time = std::max(now, tip.time);
+  const crypto::SecretKey& key = *m_config.validator_key;
+  std::vector<vm::RejectedTx> rejected;
+  auto result = m_chain->Build(candidates, time, key, &rejected);
+  if (!result.ok() && !candidates.empty()) {
+    // Only a failing store makes Build fail; whatever the cause, the chain
+    // goes on: an empty block keeps the block clock running.
+    Log().error("{} could not build block {} with {} tx(s): {}; proposing it empty", m_config.name, height,
+                candidates.size(), result.status().ToString());
+    rejected.clear();
+    result = m_chain->Build({}, time, key, &rejected);
   }
-  if (h > tip.height + 1) {
-    m_p2p->StartSync();
-    return net::Verdict::Ignore("block-ahead");
+  if (!result.ok()) return result.status();
+  // Drop what can never apply, with its reason; keep what waits for an
+  // earlier nonce or for room in a later block.
+  std::vector<Hash256> dead;
+  for (const vm::RejectedTx& r : rejected) {
+    const std::string& why = r.status.reason();
+    if (why == vm::reasons::kBadNonce || why == vm::reasons::kGasOverBlock) continue;
+    Log().info("{} dropped tx {} from the mempool: {}", m_config.name, r.tx_id.Hex().substr(0, 16), r.status.ToString());
+    dead.push_back(r.tx_id);
   }
-  // A block for a height we have: switch only for a better sibling of our tip.
-  if (h != tip.height || vm::BlockHash(block.header) == tip.hash) return net::Verdict::Ignore("block-old");
-  auto ours = m_chain->db().BlockAt(h);
-  if (!ours.ok() || !*ours) return net::Verdict::Ignore("block-old");
-  if (block.header.parent_hash != (*ours)->header.parent_hash) return net::Verdict::Ignore("block-old");
-  if (!(BlockRank(m_config.genesis, block.header) < BlockRank(m_config.genesis, (*ours)->header)))
-    return net::Verdict::Ignore("block-worse-sibling");
-  if (auto gated = GateBlock(from, block)) return *gated;
-  auto removed = m_chain->Rollback();
-  if (!removed.ok()) return net::Verdict::Ignore("rollback-failed");
-  Status s = ApplyBlockLocked(block);
-  if (!s.ok()) {
-    (void)ApplyBlockLocked(*removed);  // keep ours
-    return net::Verdict::FromStatus(s);
-  }
-  for (const vm::Transaction& tx : removed->txs) Readmit(tx);
-  Log().info("{} switched to a better block at height={} proposer={}", m_config.name, h,
-             ToHex(block.header.proposer).substr(0, 8));
-  std::lock_guard slock(m_stats_mu);
-  ++m_stats.reorgs;
-  return net::Verdict::Accept();
+  m_mempool.Remove(dead);
+  return std::make_pair(vm::BlockHash(result->block.header), EncodeToBytes(result->block));
 }
 
-void Node::ResolveFork(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth) {
-  if (m_resolving && depth == 0) return;
-  if (from_height == 0 || depth > kMaxReorgDepth) {
-    m_resolving = false;
-    return;
+Result<Hash256> Node::CheckBlock(std::uint64_t height, ByteSpan bytes, bool certified) {
+  VT_ASSIGN_OR_RETURN(const vm::Block block, DecodeBlock(bytes));
+  if (block.header.height != height) return Status::Invalid("block-not-next", "height " + std::to_string(height));
+  if (block.header.chain_id != m_config.genesis.genesis.params.chain_id) return Status::Invalid("block-wrong-chain");
+  if (!vm::VerifyBlockSignature(block.header)) return Status::Invalid("block-bad-signature");
+  if (!certified) {
+    // Local policy before prevoting (docs/node.md, "Blob availability"): a
+    // block's time is not ahead of our clock, and every blob it names is
+    // here and verifies; missing ones are fetched now, so a later round's
+    // proposal of the same block can be prevoted.
+    if (block.header.time > NowMs() + kMaxFutureMs) return Status::Invalid("block-from-future");
+    if (const auto named = BlockBlobs(block); !named.empty()) {
+      const BlobGate::Check check = m_blobs.Examine(named);
+      if (check.state == BlobGate::State::kInvalid)
+        return Status::Invalid("block-blob-invalid", check.why.ToString());
+      if (check.state == BlobGate::State::kMissing) {
+        for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
+        return Status::Invalid("block-blobs-pending", std::to_string(check.missing.size()) + " blob(s) missing");
+      }
+    }
   }
-  m_resolving = true;
-  m_p2p->RequestBlocks(peer, from_height, static_cast<std::uint32_t>(kMaxReorgDepth * 2),
-                       [this, peer, from_height, depth](Result<net::ItemsResponse> r) {
-                         if (!r.ok() || r->items.empty()) {
-                           m_resolving = false;
-                           return;
-                         }
-                         OnForkBlocks(peer, from_height, depth, r->items);
-                       });
+  std::lock_guard lock(m_write_mu);
+  VT_TRY(m_chain->Check(block).status());
+  return vm::BlockHash(block.header);
 }
 
-void Node::OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth,
-                        const std::vector<Bytes>& items) {
-  std::vector<vm::Block> theirs;
-  for (const Bytes& b : items) {
-    auto blk = DecodeBlock(b);
-    if (!blk.ok()) {
-      m_resolving = false;
-      return;
-    }
-    theirs.push_back(std::move(*blk));
+Status Node::CommitBlock(std::uint64_t height, ByteSpan bytes, const consensus::CommitCertificate& cert) {
+  VT_ASSIGN_OR_RETURN(const vm::Block block, DecodeBlock(bytes));
+  if (block.header.height != height || vm::BlockHash(block.header) != cert.block)
+    return Status::Error("block-not-certified", "the certificate names another block");
+  const Bytes encoded_cert = EncodeToBytes(cert);
+  {
+    std::lock_guard lock(m_write_mu);
+    VT_TRY(m_chain->AddBlock(block, encoded_cert).status());
+    AfterBlock(block);
   }
-  std::unique_lock lock(m_write_mu);
-  const auto anchor = HashAt(from_height - 1);
-  if (!anchor || theirs.front().header.parent_hash != *anchor) {
-    lock.unlock();
-    ResolveFork(peer, from_height - 1, depth + 1);  // the fork is further back
-    return;
-  }
-  m_resolving = false;
-  // Skip the blocks we share.
-  std::size_t first_diff = 0;
-  while (first_diff < theirs.size()) {
-    const auto ours = HashAt(from_height + first_diff);
-    if (!ours || *ours != vm::BlockHash(theirs[first_diff].header)) break;
-    ++first_diff;
-  }
-  if (first_diff == theirs.size()) return;
-  const std::uint64_t fork_height = from_height + first_diff;
-  const vm::ChainTip tip = m_chain->tip();
-  const std::uint64_t their_top = from_height + theirs.size() - 1;
-  bool better = their_top > tip.height;
-  if (their_top == tip.height && fork_height <= tip.height) {
-    auto ours = m_chain->db().BlockAt(fork_height);
-    better = ours.ok() && *ours &&
-             BlockRank(m_config.genesis, theirs[first_diff].header) < BlockRank(m_config.genesis, (*ours)->header);
-  }
-  if (!better) return;
-  // Their blocks must have their blobs before we leave ours (those still
-  // missing are parked and fetched; the fork is resolved again later).
-  for (std::size_t i = first_diff; i < theirs.size(); ++i)
-    if (GateBlock(peer, theirs[i])) return;
-  std::vector<vm::Block> removed;
-  while (m_chain->tip().height >= fork_height) {
-    auto b = m_chain->Rollback();
-    if (!b.ok()) {
-      Log().error("{} rollback failed: {}", m_config.name, b.status().ToString());
-      return;
-    }
-    removed.push_back(std::move(*b));
-  }
-  std::size_t applied = 0;
-  Status failure;
-  for (std::size_t i = first_diff; i < theirs.size(); ++i) {
-    failure = ApplyBlockLocked(theirs[i]);
-    if (!failure.ok()) break;
-    ++applied;
-  }
-  if (!failure.ok() && m_chain->tip().height < tip.height) {
-    // Their branch was bad and not longer after all: go back to ours.
-    for (std::size_t i = 0; i < applied; ++i) (void)m_chain->Rollback();
-    for (auto it = removed.rbegin(); it != removed.rend(); ++it) (void)ApplyBlockLocked(*it);
-    Log().warn("{} fork from peer rejected: {}", m_config.name, failure.ToString());
-    return;
-  }
-  for (const vm::Block& b : removed)
-    for (const vm::Transaction& tx : b.txs) Readmit(tx);
-  Log().info("{} reorganised: rolled back {} block(s) from height {}, now at {}", m_config.name, removed.size(),
-             fork_height, m_chain->tip().height);
+  const bool ours = m_config.validator_key && m_config.validator_key->public_key().bytes() == block.header.proposer;
   std::lock_guard slock(m_stats_mu);
-  ++m_stats.reorgs;
+  ++(ours ? m_stats.blocks_produced : m_stats.blocks_applied);
+  return Status::Ok();
 }
 
 net::Verdict Node::OnGossip(net::PeerId from, net::GossipKind kind, const Hash256& id, ByteSpan payload) {
@@ -407,41 +370,26 @@ net::Verdict Node::OnGossip(net::PeerId from, net::GossipKind kind, const Hash25
     // A tx that is stale or already known is not the peer's fault.
     return net::Verdict::Ignore(r.status().reason());
   }
-  // BFT consensus messages (docs/node.md, "BFT finality") are not used by this node yet.
-  if (kind == net::GossipKind::kConsensus) return net::Verdict::Ignore("consensus-not-enabled");
-  auto block = DecodeBlock(payload);
-  if (!block.ok()) return net::Verdict::Reject("block-malformed", net::penalty::kGarbage);
-  return HandleBlock(from, *block);
+  if (kind == net::GossipKind::kConsensus) return m_driver->OnMessage(from, payload);
+  // Blocks travel inside proposals and, once final, by sync with their certificate.
+  return net::Verdict::Ignore("block-gossip-unused");
 }
 
 net::Verdict Node::OnSyncBlocks(net::PeerId from, std::uint64_t first_height, const std::vector<Bytes>& blocks) {
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    auto block = DecodeBlock(blocks[i]);
-    if (!block.ok()) return net::Verdict::Reject("block-malformed", net::penalty::kGarbage);
-    if (!vm::VerifyBlockSignature(block->header)) return net::Verdict::Reject("block-bad-signature");
-    std::lock_guard lock(m_write_mu);
-    const vm::ChainTip tip = m_chain->tip();
-    if (block->header.height <= tip.height) continue;
-    if (block->header.height != tip.height + 1 || block->header.parent_hash != tip.hash) {
-      if (!m_resolving) ResolveFork(from, tip.height, 0);
-      return net::Verdict::Ignore("sync-fork");
-    }
-    if (auto gated = GateBlock(from, *block)) return *gated;
-    Status s = ApplyBlockLocked(*block);
-    if (!s.ok()) return net::Verdict::FromStatus(s);
-    std::lock_guard slock(m_stats_mu);
-    ++m_stats.blocks_applied;
-  }
   (void)first_height;
-  return net::Verdict::Accept();
+  return m_driver->OnFinalBlocks(from, blocks);
 }
 
 std::uint64_t Node::TipHeight() const { return m_chain->tip().height; }
 
+// Sync serves final blocks: block ‖ its commit certificate (consensus/wire.h FinalBlock).
 std::optional<Bytes> Node::BlockAt(std::uint64_t height) const {
-  auto b = m_chain->db().BlockBytesAt(height);
-  if (!b.ok()) return std::nullopt;
-  return *b;
+  auto block = m_chain->db().BlockBytesAt(height);
+  auto cert = m_chain->db().CertificateAt(height);
+  if (!block.ok() || !*block || !cert.ok() || !*cert) return std::nullopt;
+  auto decoded = DecodeExact<consensus::CommitCertificate>(**cert);
+  if (!decoded.ok()) return std::nullopt;
+  return EncodeToBytes(consensus::FinalBlock{std::move(**block), std::move(*decoded)});
 }
 
 Result<std::shared_ptr<const Bytes>> Node::CachedBlob(const Hash256& hash) const {
@@ -516,24 +464,6 @@ std::vector<vm::Transaction> Node::WithBlobsReady(std::vector<vm::Transaction> c
   return out;
 }
 
-std::optional<net::Verdict> Node::GateBlock(net::PeerId from, const vm::Block& block) {
-  const auto named = BlockBlobs(block);
-  if (named.empty()) return std::nullopt;
-  const BlobGate::Check check = m_blobs.Examine(named);
-  switch (check.state) {
-    case BlobGate::State::kReady:
-      return std::nullopt;
-    case BlobGate::State::kInvalid:
-      Log().warn("{} block {} rejected: {}", m_config.name, block.header.height, check.why.ToString());
-      return net::Verdict::Reject("block-blob-invalid");
-    case BlobGate::State::kMissing:
-      break;
-  }
-  for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
-  m_blobs.Park(from, block, NowMs());
-  return net::Verdict::Ignore("block-blobs-pending");
-}
-
 void Node::ScheduleBlobTick() {
   m_blob_timer.expires_after(kBlobTickMs);
   m_blob_timer.async_wait([this](const boost::system::error_code& ec) {
@@ -545,27 +475,6 @@ void Node::ScheduleBlobTick() {
 
 void Node::BlobTick() {
   const std::uint64_t now = NowMs();
-  for (const BlobGate::Parked& p : m_blobs.ParkedBlocks()) {
-    const Hash256 hash = vm::BlockHash(p.block.header);
-    if (now > p.since_ms + BlobGate::kBlockWaitMs) {
-      m_blobs.Unpark(hash);
-      Log().warn("{} block {} ({}) not accepted: its named blobs did not arrive within {} ms", m_config.name,
-                 p.block.header.height, hash.Hex().substr(0, 16), BlobGate::kBlockWaitMs);
-      continue;
-    }
-    const BlobGate::Check check = m_blobs.Examine(BlockBlobs(p.block));
-    if (check.state == BlobGate::State::kMissing) {
-      for (const Hash256& h : check.missing) (void)FetchBlobFromPeers(h);
-      continue;
-    }
-    m_blobs.Unpark(hash);
-    // Ready (applied now, or refused if no longer fitting), or invalid (refused again by the gate).
-    const net::Verdict v = HandleBlock(p.from, p.block);
-    if (v.kind == net::Verdict::Kind::kAccept) {
-      (void)m_p2p->Broadcast(net::GossipKind::kBlock, EncodeToBytes(p.block));  // relay what we held back
-      m_p2p->StartSync();
-    }
-  }
   ++m_blob_ticks;
   if (m_blob_ticks % kCollectEvery == 0) CollectBlobs(now);
   if (m_blob_ticks % kMempoolBlobEvery != 0) return;
@@ -640,87 +549,6 @@ Result<Hash256> Node::PutUploadedBlob(const Bytes& data, std::string_view upload
   auto stored = m_chain->db().PutBlob(data, UploadRecord{key.address(), data.size(), now});
   if (!stored.ok()) m_ledger.Forget(hash);
   return stored;
-}
-
-// ---- producer ------------------------------------------------------------------------
-
-void Node::ProducerLoop() {
-  const GenesisFile& g = m_config.genesis;
-  const crypto::SecretKey& key = *m_config.validator_key;
-  while (!m_stopping) {
-    std::uint64_t wait_ms = 20;
-    {
-      std::unique_lock lock(m_write_mu);
-      const vm::ChainTip tip = m_chain->tip();
-      const auto offset = g.ProposerOffset(tip.height + 1, key.public_key().bytes());
-      const std::uint64_t now = NowMs();
-      bool produce = false;
-      std::uint64_t time = 0;
-      if (offset) {
-        if (g.instant()) {
-          // Instant mode: a block as soon as there are transactions, else an
-          // empty one every proposer_timeout_ms so that block clocks run.
-          const std::uint64_t idle_at = tip.time + g.proposer_timeout_ms;
-          produce = m_mempool.size() > 0 || now >= idle_at;
-          time = std::max(now, tip.time);
-          if (!produce) wait_ms = std::min<std::uint64_t>(idle_at - now, 50);
-        } else {
-          // The rule allows us at EarliestTime(parent); locally we also wait
-          // the same schedule from when we saw the tip, so that after a long
-          // pause the validators do not all propose at once.
-          const std::uint64_t by_rule = g.EarliestTime(tip.time, *offset);
-          const std::uint64_t by_seen =
-              static_cast<std::uint64_t>(m_tip_seen_ms.load()) + g.block_interval_ms + *offset * g.proposer_timeout_ms;
-          const std::uint64_t at = std::max(by_rule, by_seen);
-          produce = now >= at;
-          time = std::max(now, by_rule);
-          if (!produce) wait_ms = std::min<std::uint64_t>(at - now, 50);
-        }
-      }
-      if (produce) {
-        std::vector<vm::RejectedTx> rejected;
-        auto candidates = WithBlobsReady(
-            m_mempool.Candidates(m_config.max_block_txs, [this](const crypto::Address& a) { return AccountNonce(a); }));
-        auto result = m_chain->Produce(candidates, time, key, &rejected);
-        if (!result.ok() && !candidates.empty()) {
-          // Only a failing store makes Produce fail; whatever the cause, the
-          // chain goes on: an empty block keeps the block clock running.
-          Log().error("{} could not produce block {} with {} tx(s): {}; proposing it empty", m_config.name,
-                      tip.height + 1, candidates.size(), result.status().ToString());
-          rejected.clear();
-          result = m_chain->Produce({}, time, key, &rejected);
-        }
-        if (!result.ok()) {
-          Log().error("{} could not produce block {}: {}", m_config.name, tip.height + 1,
-                      result.status().ToString());
-          wait_ms = 200;
-        } else {
-          AfterBlock(result->block);
-          // Drop what can never apply, with its reason; keep what waits for
-          // an earlier nonce or for room in a later block.
-          std::vector<Hash256> dead;
-          for (const vm::RejectedTx& r : rejected) {
-            const std::string& why = r.status.reason();
-            if (why == vm::reasons::kBadNonce || why == vm::reasons::kGasOverBlock) continue;
-            Log().info("{} dropped tx {} from the mempool: {}", m_config.name, r.tx_id.Hex().substr(0, 16),
-                       r.status.ToString());
-            dead.push_back(r.tx_id);
-          }
-          m_mempool.Remove(dead);
-          {
-            std::lock_guard slock(m_stats_mu);
-            ++m_stats.blocks_produced;
-          }
-          (void)m_p2p->Broadcast(net::GossipKind::kBlock, EncodeToBytes(result->block));
-          wait_ms = 0;
-        }
-      }
-    }
-    if (wait_ms > 0) {
-      std::unique_lock lock(m_wake_mu);
-      if (!m_stopping) m_wake.wait_for(lock, std::chrono::milliseconds(wait_ms));
-    }
-  }
 }
 
 }  // namespace vt::node

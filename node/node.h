@@ -1,38 +1,30 @@
 #pragma once
 // Node: a chain node — the Chain (LevelDB + VM + referee), a mempool, the
-// P2P layer (gossip of transactions and blocks, sync, blobs), the JSON-RPC
-// server and, on validators, the block producer (docs/node.md).
+// P2P layer (gossip of transactions, consensus messages, sync of final
+// blocks, blobs), the JSON-RPC server and the BFT consensus driver
+// (node/consensus_driver.h; docs/node.md, "BFT finality"): every block is
+// final once committed, there is no fork choice and no reorg.
 //
-// Threads: one io thread runs the P2P node (all its callbacks, including
-// block application from peers) and the blob tick; the RPC server has its own
+// Threads: one io thread runs the P2P node (all its callbacks), the
+// consensus driver (which calls this node's FinalityApp methods: build,
+// check and commit blocks) and the blob tick; the RPC server has its own
 // io_context and rpc_threads threads, so RPC load (a 60 MB put_blob body, a
-// slow reader) never delays the network or consensus; one producer thread
-// proposes blocks when it is this validator's turn. RPC handlers call into
-// the node from their threads; what guards what:
+// slow reader) never delays the network or consensus. RPC handlers call
+// into the node from their threads; what guards what:
 //   Chain (state, VM, referee, tip)      Chain's own mutex
 //   ChainDb reads (blocks, receipts,     LevelDB (thread-safe; each read is
 //     tx index, blobs, pins)               atomic, a reader may see the tip move)
-//   block writes, blob collection        m_write_mu (producer, peers' blocks, GC)
+//   block builds and writes, blob        m_write_mu (consensus vs. blob GC)
+//     collection
 //   Mempool, BlobGate, BlobLedger        their own mutex each
 //   blob fetch state / chunk cache       m_blob_mu / m_blob_cache_mu
 //   NodeStats                            m_stats_mu
 //   P2PNode                              its thread-safe methods post to the io
 //                                          thread (snapshots wait at most 5 s)
-//   m_resolving, m_blob_ticks            io thread only (never from RPC)
+//   m_driver, m_blob_ticks               io thread only (never from RPC)
 //   m_config                             read-only after construction
-// Block writes go through m_write_mu, so the fork choice never races the producer.
-//
-// Fork choice (honest about its limits: crash faults, not Byzantine ones):
-// * the chain with more blocks wins (sync pulls it; a block that does not
-//   link to our chain makes us fetch the peer's recent blocks, find the
-//   common ancestor — at most kMaxReorgDepth back — and switch when the
-//   peer's branch is longer);
-// * at equal height the block of the lower rotation offset wins, then the
-//   earlier time, then the lower hash — so nodes that saw two blocks for one
-//   height converge on the same one.
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -53,6 +45,7 @@
 #include "node/blob_gate.h"
 #include "node/blob_upload.h"
 #include "node/chain.h"
+#include "node/consensus_driver.h"
 #include "node/genesis.h"
 
 namespace vt::node {
@@ -80,25 +73,26 @@ struct NodeConfig {
   std::chrono::milliseconds reconnect_max{2000};
 };
 
-inline constexpr std::uint64_t kMaxReorgDepth = 32;
-
 struct NodeStats {
-  std::uint64_t blocks_produced = 0;
-  std::uint64_t blocks_applied = 0;  // from peers
-  std::uint64_t reorgs = 0;
+  std::uint64_t blocks_produced = 0;  // final blocks this validator proposed
+  std::uint64_t blocks_applied = 0;   // final blocks others proposed
+  std::uint64_t reorgs = 0;           // always 0: final blocks are never reverted (kept for RPC clients)
   std::uint64_t txs_accepted = 0;
 };
 
-class Node final : private net::MessageHandler, private net::BlockSource, private net::BlobStore {
+class Node final : private net::MessageHandler,
+                   private net::BlockSource,
+                   private net::BlobStore,
+                   private FinalityApp {
  public:
   static Result<std::unique_ptr<Node>> Create(NodeConfig config);
   ~Node() override;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // Binds P2P and RPC, starts the io and producer threads.
+  // Binds P2P and RPC, starts the io thread and consensus.
   Status Start();
-  // Thread-safe, idempotent: stops producing, closes sockets, joins threads.
+  // Thread-safe, idempotent: stops consensus, closes sockets, joins threads.
   void Stop();
 
   std::uint16_t p2p_port() const;
@@ -106,6 +100,9 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   Chain& chain() { return *m_chain; }
   const Mempool& mempool() const { return m_mempool; }
   NodeStats stats() const;
+  // The consensus driver's counters, read on the io thread (any thread may
+  // call; waits at most 5 s, nullopt when the io thread does not answer).
+  std::optional<DriverStats> ConsensusStats();
 
   // Checks, queues and gossips a transaction. Invalid with the VM's tx-*
   // reason or a mempool-* reason (node/mempool.h).
@@ -117,9 +114,17 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   // net::MessageHandler
   net::Verdict OnGossip(net::PeerId from, net::GossipKind kind, const Hash256& id, ByteSpan payload) override;
   net::Verdict OnSyncBlocks(net::PeerId from, std::uint64_t first_height, const std::vector<Bytes>& blocks) override;
-  // net::BlockSource
+  // net::BlockSource: final blocks (consensus/wire.h FinalBlock) for sync.
   std::uint64_t TipHeight() const override;
   std::optional<Bytes> BlockAt(std::uint64_t height) const override;
+  // FinalityApp (io thread). BuildBlock: kNotDue until block_interval_ms
+  // after the parent (instant mode: until transactions are pending or
+  // proposer_timeout_ms passed). CheckBlock: the chain's rules on a staged
+  // overlay plus, for proposals, the blob gate and a clock bound.
+  std::uint64_t FinalHeight() const override;
+  Result<std::pair<Hash256, Bytes>> BuildBlock(std::uint64_t height) override;
+  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) override;
+  Status CommitBlock(std::uint64_t height, ByteSpan block, const consensus::CommitCertificate& cert) override;
   // net::BlobStore
   std::optional<std::uint64_t> BlobSize(const Hash256& hash) const override;
   Result<Bytes> ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const override;
@@ -129,13 +134,7 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   Result<std::shared_ptr<const Bytes>> CachedBlob(const Hash256& hash) const;
 
   Result<Hash256> Submit(const vm::Transaction& tx, bool broadcast);
-  net::Verdict HandleBlock(net::PeerId from, const vm::Block& block);
-  Status ApplyBlockLocked(const vm::Block& block);
-  void ResolveFork(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth);
-  void OnForkBlocks(net::PeerId peer, std::uint64_t from_height, std::uint64_t depth, const std::vector<Bytes>& items);
-  std::optional<Hash256> HashAt(std::uint64_t height) const;
   void AfterBlock(const vm::Block& block);
-  void ProducerLoop();
   void RegisterRpc();
   // Starts fetching a blob this node lacks from its peers (at most one fetch
   // per hash at a time); Ok while it runs, or the reason the last attempt
@@ -143,19 +142,12 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   Status FetchBlobFromPeers(const Hash256& hash);
   std::uint64_t NextNonce(const crypto::Address& address) const;
   std::uint64_t AccountNonce(const crypto::Address& address) const;  // at the tip
-  // A transaction of a block rolled back: back into the mempool if it still applies.
-  void Readmit(const vm::Transaction& tx);
 
-  // Blob availability (docs/node.md, "Blob availability"). The producer
+  // Blob availability (docs/node.md, "Blob availability"). A proposer
   // proposes only transactions whose named blobs are held and verify.
   std::vector<vm::Transaction> WithBlobsReady(std::vector<vm::Transaction> candidates);
-  // Before applying a peer's block (m_write_mu held): nullopt when its named
-  // blobs are all here and verify; else Reject (a blob fails its rule) or
-  // Ignore after parking it and starting the fetches.
-  std::optional<net::Verdict> GateBlock(net::PeerId from, const vm::Block& block);
-  // Io thread, every kBlobTickMs: retries parked blocks (accepting them once
-  // their blobs are here, giving up after BlobGate::kBlockWaitMs) and fetches
-  // the blobs of pending transactions (dropping those that waited too long).
+  // Io thread, every kBlobTickMs: fetches the blobs of pending transactions
+  // (dropping those that waited too long) and collects expired blobs.
   void BlobTick();
   void ScheduleBlobTick();
   // Deletes unpinned blobs older than the grace period that no pending
@@ -176,15 +168,11 @@ class Node final : private net::MessageHandler, private net::BlockSource, privat
   std::unique_ptr<net::RpcServer> m_rpc;
   boost::asio::steady_timer m_blob_timer{m_io};
   std::uint64_t m_blob_ticks = 0;  // io thread only
+  std::unique_ptr<ConsensusDriver> m_driver;  // after m_p2p, which it uses
   std::thread m_io_thread;
-  std::thread m_producer;
-  std::mutex m_write_mu;  // serialises block writes (producer vs. peers)
-  std::mutex m_wake_mu;
-  std::condition_variable m_wake;
+  std::mutex m_write_mu;  // serialises block builds and writes with blob collection
   std::atomic<bool> m_stopping{false};
   bool m_started = false;
-  bool m_resolving = false;  // io thread only
-  std::atomic<std::int64_t> m_tip_seen_ms{0};  // local time the current tip arrived
   struct BlobFetchState {
     bool in_flight = false;
     Status last_failure = Status::Ok();

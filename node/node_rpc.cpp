@@ -42,6 +42,11 @@ void Node::RegisterRpc() {
     const GenesisFile& g = chain.genesis();
     const NodeStats st = stats();
     const BlobLedger::Usage unpinned = m_ledger.Total();
+    Json consensus;  // null when the io thread did not answer in time
+    if (const auto c = ConsensusStats())
+      consensus = Json{{"committed", c->committed},   {"synced", c->synced},
+                       {"rejected", c->rejected},     {"evidence", c->evidence},
+                       {"highest_round", c->highest_round}};
     Json validators = Json::array();
     for (const Validator& v : g.validators) validators.push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}});
     return Json{{"name", m_config.name},
@@ -49,6 +54,8 @@ void Node::RegisterRpc() {
                 {"chain_name", g.chain_name},
                 {"genesis_hash", g.NetworkHash().Hex()},
                 {"height", tip.height},
+                // Every stored block is final (BFT: committed with a certificate).
+                {"finalized_height", tip.height},
                 {"hash", tip.hash.Hex()},
                 {"time", tip.time},
                 {"block_interval_ms", g.block_interval_ms},
@@ -64,7 +71,8 @@ void Node::RegisterRpc() {
                 {"reorgs", st.reorgs},
                 {"txs_accepted", st.txs_accepted},
                 {"unpinned_blobs", unpinned.blobs},
-                {"unpinned_blob_bytes", unpinned.bytes}};
+                {"unpinned_blob_bytes", unpinned.bytes},
+                {"consensus", consensus}};
   });
 
   rpc.Register("submit_tx", [this](const Json& params) -> Result<Json> {

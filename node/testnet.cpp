@@ -102,6 +102,7 @@ Result<TestnetSpec> ParseManifest(const Json& j, const std::filesystem::path& ba
       else if (k == "solver_adversary") s.solver_adversary = v.get<std::string>();
       else if (k == "prefund") s.prefund = v.get<std::uint64_t>();
       else if (k == "base_port") s.base_port = v.get<std::uint16_t>();
+      else if (k == "link_hosts") s.link_hosts = v.get<bool>();
       else if (k == "jobs") {
         for (const auto& p : v) {
           std::filesystem::path path = p.get<std::string>();
@@ -126,6 +127,7 @@ Result<TestnetSpec> ParseManifest(const Json& j, const std::filesystem::path& ba
     return BadManifest(e.what());
   }
   if (s.validators == 0 || s.validators > 32) return BadManifest("validators must be 1..32");
+  if (s.link_hosts && s.validators + s.full_nodes > 15) return BadManifest("link_hosts allows at most 15 nodes");
   return s;
 }
 
@@ -212,6 +214,7 @@ Status Testnet::Save() const {
            {"solver", m_spec.solver},
            {"challenger", m_spec.challenger},
            {"solver_adversary", m_spec.solver_adversary},
+           {"link_hosts", m_spec.link_hosts},
            {"jobs", jobs}}},
          {"worker_args", args},
          {"processes", procs}};
@@ -264,6 +267,15 @@ void Testnet::SetWorkerArgs(const std::string& name, std::vector<std::string> ar
   (void)Save();
 }
 
+std::string Testnet::LinkHost(const std::string& from, const std::string& to) const {
+  const auto index = [&](const std::string& name) -> std::size_t {
+    for (std::size_t i = 0; i < m_procs.size(); ++i)
+      if (m_procs[i].name == name) return i;
+    return 0;
+  };
+  return "127.0.0." + std::to_string(2 + 16 * index(from) + index(to));  // ≤ 15 nodes (ParseManifest)
+}
+
 std::vector<std::string> Testnet::CommandFor(const ProcessInfo& p) const {
   std::vector<std::string> cmd;
   if (p.kind == "validator" || p.kind == "full") {
@@ -275,7 +287,8 @@ std::vector<std::string> Testnet::CommandFor(const ProcessInfo& p) const {
     }
     for (const ProcessInfo& other : m_procs)
       if (other.name != p.name && (other.kind == "validator" || other.kind == "full"))
-        cmd.insert(cmd.end(), {"--peer", "127.0.0.1:" + std::to_string(other.p2p_port)});
+        cmd.insert(cmd.end(), {"--peer", (m_spec.link_hosts ? LinkHost(p.name, other.name) : std::string("127.0.0.1")) +
+                                             ":" + std::to_string(other.p2p_port)});
     return cmd;
   }
   // Daemons talk to a node of their own (the last node for the challenger),

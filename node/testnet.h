@@ -22,7 +22,8 @@
 //    "jobs": ["path/to/job.json"],                        jobs the daemons serve
 //    "perturbations": [{"after_ms": 2000, "node": "v1", "action": "kill"},
 //                      {"after_ms": 5000, "node": "v1", "action": "restart"},
-//                      {"after_ms": 3000, "node": "v2", "action": "disconnect", "duration_ms": 2000}]}
+//                      {"after_ms": 3000, "node": "v2", "action": "disconnect", "duration_ms": 2000}],
+//    "link_hosts": false}                                 TEST-ONLY, see TestnetSpec
 // "disconnect" pauses the process (SIGSTOP … SIGCONT): its peers see a silent
 // node, exactly as across a cut link.
 
@@ -61,6 +62,11 @@ struct TestnetSpec {
   std::vector<Perturbation> perturbations;
   std::uint64_t prefund = 1'000'000'000'000'000;  // per account
   std::uint16_t base_port = 0;  // 0: free ports picked at creation
+  // TEST-ONLY: node A dials node B at LinkHost(A, B):<B's P2P port> instead
+  // of 127.0.0.1, so that a test can put a fault proxy (tests/support) on
+  // each directed link (the P2P handshake binds the port, so the proxy
+  // listens on B's own port number at its own loopback address).
+  bool link_hosts = false;
 };
 
 // Invalid "manifest-bad" with a detail.
@@ -86,6 +92,9 @@ class Testnet {
   const TestnetSpec& spec() const { return m_spec; }
   const std::vector<ProcessInfo>& processes() const { return m_procs; }
   const ProcessInfo* Find(const std::string& name) const;
+  // The loopback address node `from` dials node `to` at (spec.link_hosts):
+  // 127.0.0.<2 + 16·i + j> for their indices i, j (at most 15 nodes).
+  std::string LinkHost(const std::string& from, const std::string& to) const;
   std::filesystem::path KeyPath(const std::string& name) const { return m_dir / "keys" / (name + ".key"); }
   std::filesystem::path PassphrasePath() const { return m_dir / "passphrase"; }
   std::filesystem::path GenesisPath() const { return m_dir / "genesis.json"; }

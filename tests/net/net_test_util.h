@@ -106,6 +106,11 @@ class MemChain : public BlockSource {
     std::lock_guard lock(m_mutex);
     return m_blocks;
   }
+  // Replaces the stored item at `height` (oversized items for the sync caps).
+  void Set(std::uint64_t height, Bytes item) {
+    std::lock_guard lock(m_mutex);
+    m_blocks.at(height) = std::move(item);
+  }
 
  private:
   mutable std::mutex m_mutex;

@@ -384,6 +384,38 @@ TEST(NetP2P, LateJoinerSyncsThroughBlockSource) {
   EXPECT_GE(a.node->Stats().sync_requests_served, 10u);
 }
 
+// A final block travels with its commit certificate, so a sync item may be
+// larger than a gossiped block and than max_response_bytes: the largest one
+// is served (alone), a larger one never.
+TEST(NetP2P, LargestSyncItemIsServedAloneAndALargerOneNot) {
+  TestNode a(FastConfig(), 3);
+  a.chain().Set(1, Bytes(kMaxSyncItemBytes, 0x5a));
+  a.chain().Set(2, Bytes(kMaxSyncItemBytes, 0xa5));
+  a.chain().Set(3, Bytes(kMaxSyncItemBytes + 1, 0x33));
+  P2PConfig cb = Dialing(FastConfig(), {a.endpoint()});
+  cb.auto_sync = false;
+  TestNode b(cb, 0);
+  ASSERT_TRUE(WaitFor([&] { return b.EstablishedPeers() == 1; }));
+  const PeerId peer = b.PeerWithNodeId(a.node->node_id())->id;
+  const auto request = [&](std::uint64_t from) {
+    std::promise<Result<ItemsResponse>> p;
+    b.node->RequestBlocks(peer, from, 3, [&](Result<ItemsResponse> r) { p.set_value(std::move(r)); });
+    auto f = p.get_future();
+    EXPECT_EQ(f.wait_for(10s), std::future_status::ready);
+    return f.get();
+  };
+  Result<ItemsResponse> first = request(1);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  ASSERT_EQ(first->items.size(), 1u) << "one largest item per response";
+  EXPECT_EQ(first->items[0], Bytes(kMaxSyncItemBytes, 0x5a));
+  Result<ItemsResponse> second = request(2);
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  ASSERT_EQ(second->items.size(), 1u) << "the item above the cap at height 3 is not served";
+  Result<ItemsResponse> third = request(3);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_TRUE(third->items.empty());
+}
+
 TEST(NetP2P, RequestHeadersAndBlocksDirectly) {
   TestNode a(FastConfig(), 20);
   P2PConfig cb = Dialing(FastConfig(), {a.endpoint()});

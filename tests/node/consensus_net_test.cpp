@@ -82,7 +82,10 @@ class ToyChain final : public FinalityApp, public net::BlockSource {
     Bytes b = std::move(w).Take();
     return std::make_pair(crypto::Sha256Digest(b), std::move(b));
   }
-  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block) override {
+  Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) override {
+    // As a node whose blobs for every proposal are missing: it prevotes nil
+    // but must take final blocks from sync.
+    if (!certified && refuse_proposals) return Status::Invalid("toy-refused");
     Reader r(block);
     VT_ASSIGN_OR_RETURN(const std::uint64_t h, r.GetU64());
     VT_ASSIGN_OR_RETURN(const Hash256 parent, r.GetHash());
@@ -97,6 +100,7 @@ class ToyChain final : public FinalityApp, public net::BlockSource {
     return Status::Ok();
   }
   std::uint64_t TipHeight() const override { return FinalHeight(); }
+  std::atomic<bool> refuse_proposals{false};
   std::optional<Bytes> BlockAt(std::uint64_t height) const override {
     std::lock_guard lock(m_mu);
     if (height == 0 || height > m_final.size()) return std::nullopt;
@@ -147,7 +151,7 @@ class Validator {
       : m_key(KeyOf(index)), m_chain(std::move(chain)) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());  // a validator proves its genesis key
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     pc.user_agent = "bft-test v" + std::to_string(index);
@@ -180,7 +184,7 @@ class Validator {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port, const std::string& host = "127.0.0.1") { m_p2p->AddPeer(net::Endpoint{host, port}); }
+  void Dial(const net::Endpoint& at) { m_p2p->AddPeer(at); }
   ToyChain& chain() { return *m_chain; }
   std::shared_ptr<ToyChain> shared_chain() { return m_chain; }
   DriverStats stats() {
@@ -216,7 +220,7 @@ class Byzantine final : public net::MessageHandler {
       : m_index(static_cast<std::uint32_t>(index)), m_key(KeyOf(index)), m_rng(seed), m_silent(silent) {
     net::P2PConfig pc;
     pc.chain_id = "bft-test";
-    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());  // a validator proves its genesis key
+    pc.node_key = std::make_shared<const crypto::SecretKey>(m_key.Clone());
     pc.reconnect_initial = 100ms;
     pc.reconnect_max = 300ms;
     m_p2p = std::make_unique<net::P2PNode>(m_io, pc, this);
@@ -228,7 +232,7 @@ class Byzantine final : public net::MessageHandler {
     m_thread.join();
   }
   std::uint16_t port() const { return m_p2p->listen_port(); }
-  void Dial(std::uint16_t port, const std::string& host = "127.0.0.1") { m_p2p->AddPeer(net::Endpoint{host, port}); }
+  void Dial(const net::Endpoint& at) { m_p2p->AddPeer(at); }
   std::uint64_t double_signed() const { return m_double_signed.load(); }
 
   net::Verdict OnGossip(net::PeerId, net::GossipKind kind, const Hash256&, ByteSpan payload) override {
@@ -294,15 +298,15 @@ class Net {
     // One link per pair, i dials j > i, through its own proxy.
     for (std::size_t i = 0; i < n; ++i)
       for (std::size_t j = i + 1; j < n; ++j) {
-        // Each link's proxy on its own loopback alias at j's port number
-        // (tests/support/fault_proxy.h: the handshake binds the dialed port).
-        const std::string alias = "127.0.1." + std::to_string(1 + i * 16 + j);
-        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j, alias);
+        // On its own loopback address at j's port (the handshake binds the port).
+        const std::string host = "127.0.0." + std::to_string(2 + i * n + j);
+        auto proxy = std::make_unique<test::FaultProxy>(port(j), test::TestSeed() + i * 16 + j, host);
         EXPECT_TRUE(proxy->Start().ok());
+        const net::Endpoint at{proxy->host(), proxy->port()};
         if (m_byzantine.count(i)) {
-          m_byzantine[i]->Dial(proxy->port(), proxy->host());
+          m_byzantine[i]->Dial(at);
         } else {
-          m_nodes[i]->Dial(proxy->port(), proxy->host());
+          m_nodes[i]->Dial(at);
         }
         m_links[{i, j}] = std::move(proxy);
       }
@@ -400,6 +404,19 @@ TEST(ConsensusNet, PartitionHealsWithoutFork) {
   }
 }
 
+// A validator that refuses every proposal (as one lacking the blobs the
+// blocks name) still sees the others' quorum decide; it must then fetch the
+// decided blocks by sync (with their certificates) rather than stop.
+TEST(ConsensusNet, ValidatorRefusingEveryProposalSyncsTheDecidedBlocks) {
+  Net net(4);
+  ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, 2));
+  net[3].chain().refuse_proposals = true;
+  const std::uint64_t h = net.MinHeight({0, 1, 2, 3});
+  ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, h + 6)) << "v3 stopped following the chain";
+  net.ExpectOneChain();
+  EXPECT_GT(net[3].stats().synced, 0u) << "v3 never needed sync: the refusal did not happen";
+}
+
 TEST(ConsensusNet, LossyLinksNeverForkAndTheChainGrows) {
   Net net(4);
   net.ForEachLink([](std::size_t, std::size_t, test::FaultProxy& p) {
@@ -424,7 +441,7 @@ TEST(ConsensusNet, RestartedValidatorRejoinsFromItsState) {
   auto chain = net[3].shared_chain();  // the block store survives the restart
   net.Add(3, chain);                    // stops the old one, starts anew from the state file
   // The proxies still point at the old port: the new v3 dials everyone itself.
-  for (std::size_t i = 0; i < 3; ++i) net[3].Dial(net[i].port());
+  for (std::size_t i = 0; i < 3; ++i) net[3].Dial(net::Endpoint{"127.0.0.1", net[i].port()});
   const std::uint64_t h = net.MinHeight({0, 1, 2});
   ASSERT_TRUE(net.WaitHeight({0, 1, 2, 3}, h + 3));
   net.ExpectOneChain();

@@ -20,7 +20,7 @@ namespace {
 
 bool IsSessionType(std::uint16_t type) {
   using net::MsgType;
-  for (MsgType t : {MsgType::kHello, MsgType::kAuth, MsgType::kDisconnect, MsgType::kPing, MsgType::kPong})
+  for (MsgType t : {MsgType::kHello, MsgType::kDisconnect, MsgType::kPing, MsgType::kPong})
     if (type == static_cast<std::uint16_t>(t)) return true;
   return false;
 }
@@ -154,17 +154,18 @@ class FaultProxy::Link : public std::enable_shared_from_this<Link> {
   bool m_closed = false;
 };
 
-FaultProxy::FaultProxy(std::uint16_t target_port, std::uint64_t seed, std::string bind_host)
-    : m_target_port(target_port), m_host(bind_host.empty() ? "127.0.0.1" : std::move(bind_host)), m_rng(seed) {}
+FaultProxy::FaultProxy(std::uint16_t target_port, std::uint64_t seed, std::string listen_host)
+    : m_target_port(target_port), m_host(std::move(listen_host)), m_rng(seed) {}
 
 FaultProxy::~FaultProxy() { Stop(); }
 
 Status FaultProxy::Start() {
   boost::system::error_code ec;
-  const bool alias = m_host != "127.0.0.1";
-  const asio::ip::address addr = asio::ip::make_address(m_host, ec);
-  if (ec) return Status::Invalid("proxy-bad-host", m_host);
-  const tcp::endpoint ep(addr, alias ? m_target_port : std::uint16_t{0});
+  boost::system::error_code parse_ec;
+  const auto address = asio::ip::make_address_v4(m_host, parse_ec);
+  if (parse_ec || !address.is_loopback()) return Status::Error("proxy-bad-host", m_host);
+  const bool own_port = address != asio::ip::address_v4::loopback();
+  const tcp::endpoint ep(address, own_port ? m_target_port : 0);
   m_acceptor.open(ep.protocol(), ec);
   if (!ec) m_acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
   if (!ec) m_acceptor.bind(ep, ec);

@@ -54,21 +54,21 @@ struct FaultStats {
 
 class FaultProxy {
  public:
-  // Forwards to 127.0.0.1:target_port. By default it listens on an ephemeral
-  // port of 127.0.0.1; with a `bind_host` alias (any 127.x.y.z but
-  // 127.0.0.1) it listens on that alias at the target's own port number, so a
-  // peer that dials it sees the port the node listens on: the P2P handshake
-  // binds the dialed port (net/handshake.h) and refuses a relay on any other.
-  FaultProxy(std::uint16_t target_port, std::uint64_t seed, std::string bind_host = {});
+  // `listen_host`: another loopback address (127.0.0.2, …) makes the proxy
+  // listen there on the target's own port number. The P2P handshake binds
+  // the port the dialer connected to (docs/net.md, "Handshake"), so a node
+  // accepts a dialer through the proxy only when that port is its own.
+  // Default: 127.0.0.1 on an ephemeral port (a proxy for non-P2P tests).
+  FaultProxy(std::uint16_t target_port, std::uint64_t seed, std::string listen_host = "127.0.0.1");
   ~FaultProxy();
   FaultProxy(const FaultProxy&) = delete;
   FaultProxy& operator=(const FaultProxy&) = delete;
 
-  // Binds 127.0.0.1:0 and starts the proxy's thread.
+  // Binds (see the constructor) and starts the proxy's thread.
   Status Start();
   void Stop();
-  std::uint16_t port() const { return m_port; }
   const std::string& host() const { return m_host; }
+  std::uint16_t port() const { return m_port; }
 
   void SetPolicy(FaultPolicy policy);
   // true: cut every link and refuse new ones; false: accept again.
@@ -87,7 +87,7 @@ class FaultProxy {
   Fate Decide(std::uint16_t type);
 
   std::uint16_t m_target_port;
-  std::string m_host;  // where it listens
+  std::string m_host;
   std::uint16_t m_port = 0;
   boost::asio::io_context m_io;
   boost::asio::ip::tcp::acceptor m_acceptor{m_io};
