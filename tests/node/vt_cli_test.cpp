@@ -2,12 +2,11 @@
 // (no `--amount -1` wrapping to 2^64-1, no overflow), and mistakes in a job
 // file are named with the fix — before any key or node is asked for.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
+
+#include "tests/support/run_command.h"
 
 #ifndef VT_BIN
 #error "VT_BIN must name the vt binary"
@@ -17,21 +16,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int code = -1;
-  std::string out;  // stdout and stderr
-};
+using vt::test::CliRun;
 
+// stdout and stderr together, with a home that holds no keys.
 CliRun Vt(const std::string& args) {
-  CliRun r;
-  const std::string cmd = std::string(VT_BIN) + " --home /nonexistent/vt-home " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return vt::test::RunCommand(std::string(VT_BIN) + " --home /nonexistent/vt-home " + args + " 2>&1");
 }
 
 TEST(VtCli, NumbersAreParsedStrictly) {

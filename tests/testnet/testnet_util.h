@@ -3,17 +3,15 @@
 // down at the end (even when an assertion fails), RPC waits bounded in time.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <thread>
 
 #include "node/client.h"
 #include "node/testnet.h"
+#include "tests/support/run_command.h"
 
 #ifndef VT_BIN_DIR
 #error "VT_BIN_DIR must name the directory of vt-node and vt"
@@ -92,22 +90,7 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout) {
   return pred();
 }
 
-struct CliRun {
-  int code = -1;
-  std::string out;
-};
-
 // Runs the vt binary with `args` (stdout captured, stderr passed through).
-inline CliRun Vt(const std::string& args) {
-  CliRun r;
-  const std::string cmd = std::string(VT_BIN_DIR) + "/vt " + args;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  while (std::size_t n = std::fread(buf.data(), 1, buf.size(), p)) r.out.append(buf.data(), n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+inline CliRun Vt(const std::string& args) { return RunCommand(std::string(VT_BIN_DIR) + "/vt " + args); }
 
 }  // namespace vt::test
