@@ -19,6 +19,7 @@
 #include "referee/blob_rules.h"
 #include "referee/messages.h"
 #include "tests/node/node_test_util.h"
+#include "tests/node/one_node.h"
 
 namespace vt::test {
 namespace {
@@ -31,54 +32,30 @@ Bytes Blob(std::size_t n, std::uint8_t seed) {
 
 // A one-validator node in-process; account "acct0" (key 100) is funded with
 // 10^12, "poor" (key 500) with `poor_balance`.
-class BlobNode {
+class BlobNode : public OneValidatorNode {
  public:
   BlobNode(const std::string& tag, node::BlobLimits limits, vm::Amount poor_balance = 1000)
-      : m_dir(tag) {
-    node::GenesisFile g = MakeTestGenesis(1, 1, 200, 600, node::NowMs());
-    g.accounts.push_back({"poor", NodeTestKey(500).address(), poor_balance});
-    auto parsed = node::ParseGenesis(node::GenesisToJson(g));
-    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-    m_genesis = *parsed;
-    m_limits = limits;
+      : OneValidatorNode(tag, Genesis(poor_balance), limits) {
     Start();
   }
-  ~BlobNode() { Stop(); }
-  void Start() {
-    node::NodeConfig c;
-    c.name = "blobs";
-    c.data_dir = m_dir.path();
-    c.genesis = m_genesis;
-    c.validator_key = NodeTestKey(1);
-    c.blobs = m_limits;
-    auto n = node::Node::Create(std::move(c));
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    m_node = std::move(*n);
-    ASSERT_TRUE(m_node->Start().ok());
-    m_client.emplace("127.0.0.1", m_node->rpc_port(), std::chrono::seconds(10));
-  }
-  void Stop() {
-    m_client.reset();
-    if (m_node) m_node->Stop();
-    m_node.reset();
-  }
-  node::ChainClient& client() { return *m_client; }
   // The reason code of a put_blob, "" when it was stored.
   std::string Put(const crypto::SecretKey& key, const Bytes& blob) {
-    auto r = m_client->PutBlob(key, blob);
+    auto r = client().PutBlob(key, blob);
     return r.ok() ? "" : r.status().reason();
   }
   bool Holds(const Bytes& blob) {
-    auto r = m_client->TryGetBlob(crypto::Sha256Digest(blob));
+    auto r = client().TryGetBlob(crypto::Sha256Digest(blob));
     return r.ok() && r->has_value();
   }
 
  private:
-  TempDir m_dir;
-  node::GenesisFile m_genesis;
-  node::BlobLimits m_limits;
-  std::unique_ptr<node::Node> m_node;
-  std::optional<node::ChainClient> m_client;
+  static node::GenesisFile Genesis(vm::Amount poor_balance) {
+    node::GenesisFile g = MakeTestGenesis(1, 1, 200, 600, node::NowMs());
+    g.accounts.push_back({"poor", NodeTestKey(500).address(), poor_balance});
+    auto parsed = node::ParseGenesis(node::GenesisToJson(g));
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    return parsed.ok() ? *parsed : g;
+  }
 };
 
 // Raw put_blob with explicit uploader and signature fields.

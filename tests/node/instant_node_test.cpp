@@ -11,6 +11,7 @@
 #include "node/client.h"
 #include "node/node.h"
 #include "tests/node/node_test_util.h"
+#include "tests/node/one_node.h"
 
 namespace vt::test {
 namespace {
@@ -20,44 +21,23 @@ using namespace std::chrono_literals;
 // Upper bounds for a failure to show, never measured times.
 constexpr auto kBound = 20s;
 
-class InstantNode {
+class InstantNode : public OneValidatorNode {
  public:
-  explicit InstantNode(const std::string& tag) : m_dir(tag) {
-    auto parsed = node::ParseGenesis(node::GenesisToJson(MakeTestGenesis(1, 1, 0, 300, node::NowMs())));
-    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
-    m_genesis = *parsed;
-    EXPECT_TRUE(m_genesis.instant());
+  explicit InstantNode(const std::string& tag) : OneValidatorNode(tag, Genesis()) {
+    EXPECT_TRUE(genesis().instant());
   }
-  void Start() {
-    node::NodeConfig c;
-    c.name = "instant";
-    c.data_dir = m_dir.path();
-    c.genesis = m_genesis;
-    c.validator_key = NodeTestKey(1);
-    auto n = node::Node::Create(std::move(c));
-    ASSERT_TRUE(n.ok()) << n.status().ToString();
-    m_node = std::move(*n);
-    ASSERT_TRUE(m_node->Start().ok());
-    m_client.emplace("127.0.0.1", m_node->rpc_port(), std::chrono::seconds(10));
-  }
-  void Stop() {
-    m_client.reset();
-    if (m_node) m_node->Stop();
-    m_node.reset();
-  }
-  ~InstantNode() { Stop(); }
-  node::ChainClient& client() { return *m_client; }
   std::uint64_t Status(const char* field) {
-    auto s = m_client->Call("chain_status", nlohmann::json::array());
+    auto s = client().Call("chain_status", nlohmann::json::array());
     EXPECT_TRUE(s.ok());
     return s.ok() ? (*s)[field].get<std::uint64_t>() : 0;
   }
 
  private:
-  TempDir m_dir;
-  node::GenesisFile m_genesis;
-  std::unique_ptr<node::Node> m_node;
-  std::optional<node::ChainClient> m_client;
+  static node::GenesisFile Genesis() {
+    auto parsed = node::ParseGenesis(node::GenesisToJson(MakeTestGenesis(1, 1, 0, 300, node::NowMs())));
+    EXPECT_TRUE(parsed.ok()) << parsed.status().ToString();
+    return parsed.ok() ? *parsed : node::GenesisFile{};
+  }
 };
 
 TEST(InstantMode, TransfersAreFinalIdleBlocksRunAndARestartGoesOn) {
