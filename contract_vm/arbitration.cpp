@@ -16,6 +16,16 @@ Status GasCosts::Charge(verify::Cost cost, std::uint64_t amount) {
       return m_gas.Charge(GasMeter::Mul(kGas.data_order_element, amount));
     case verify::Cost::kFlops:
       return m_gas.Charge(FlopsGas(amount));
+    case verify::Cost::kExactFlops:
+      return m_gas.Charge(ExactFlopsGas(amount));
+    case verify::Cost::kExactOutputs:
+      return m_gas.Charge(ExactOutputsGas(amount));
+    case verify::Cost::kExactTerms:
+      return m_gas.Charge(GasMeter::Mul(kGas.exact_term_gas, amount));
+    case verify::Cost::kExactElements:
+      return m_gas.Charge(GasMeter::Mul(kGas.exact_element_gas, amount));
+    case verify::Cost::kExactTranscendentals:
+      return m_gas.Charge(GasMeter::Mul(kGas.exact_transcendental_gas, amount));
   }
   return Status::Error("vm-unknown-cost", "no price for this cost");
 }

@@ -152,8 +152,16 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
   if (!kind.ok()) return Bad("node op kind: " + kind.status().ToString());
   auto attrs = DecodeExact<kernels::OpAttrs>(spec.attrs);
   if (!attrs.ok()) return Bad("node attributes: " + attrs.status().ToString());
-  cost.gas = Add(cost.gas, FlopsGas(kernels::OpFlops(*kind, *attrs, shapes)));
   if (spec.output_shapes.size() != spec.num_outputs) return Bad("outputs without declared shapes");
+  {
+    // What the precompile charges for running it, by the one rule it charges
+    // with (verify::ChargeReexecution through GasCosts; mode-dependent).
+    GasMeter reexecution(kMax);
+    GasCosts costs(reexecution);
+    VT_TRY(verify::ChargeReexecution(costs, job.mode, spec.op_kind, kernels::OpFlops(*kind, *attrs, shapes),
+                                     verify::DeclaredOutputValues(spec), shapes, attrs->ints));
+    cost.gas = Add(cost.gas, reexecution.used());
+  }
   std::uint64_t outputs = 0;
   for (const Dims& d : spec.output_shapes) {
     outputs = Add(outputs, Numel(d));

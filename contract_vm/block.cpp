@@ -25,6 +25,7 @@ void EncodeUnsignedHeader(Writer& w, const BlockHeader& h) {
   w.PutHash(h.state_root);
   w.PutHash(h.tx_root);
   w.PutHash(h.receipt_root);
+  w.PutHash(h.evidence_root);
   w.PutU64(h.time);
   w.PutFixed(h.proposer);
 }
@@ -46,6 +47,7 @@ Result<BlockHeader> Decode(Reader& r, DecodeAs<BlockHeader>) {
   VT_ASSIGN_OR_RETURN(h.state_root, r.GetHash());
   VT_ASSIGN_OR_RETURN(h.tx_root, r.GetHash());
   VT_ASSIGN_OR_RETURN(h.receipt_root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(h.evidence_root, r.GetHash());
   VT_ASSIGN_OR_RETURN(h.time, r.GetU64());
   VT_ASSIGN_OR_RETURN(h.proposer, GetArray<32>(r));
   VT_ASSIGN_OR_RETURN(h.signature, GetArray<64>(r));
@@ -55,12 +57,15 @@ Result<BlockHeader> Decode(Reader& r, DecodeAs<BlockHeader>) {
 void Encode(Writer& w, const Block& b) {
   Encode(w, b.header);
   w.PutVector(b.txs);
+  w.PutVector(b.evidence, [](Writer& ww, const Bytes& e) { ww.PutBytes(e); });
 }
 
 Result<Block> Decode(Reader& r, DecodeAs<Block>) {
   Block b;
   VT_ASSIGN_OR_RETURN(b.header, Decode(r, DecodeAs<BlockHeader>{}));
   VT_ASSIGN_OR_RETURN(b.txs, r.GetVector<Transaction>(kMaxBlockTxs));
+  VT_ASSIGN_OR_RETURN(b.evidence,
+                      r.GetVector<Bytes>([](Reader& rr) { return rr.GetBytes(kMaxEvidenceBytes); }, kMaxBlockEvidence));
   return b;
 }
 
@@ -70,7 +75,9 @@ std::size_t EncodedBlockSize(const Block& b) {
   w.PutVarint(b.txs.size());
   std::size_t size = w.bytes().size();
   for (const Transaction& tx : b.txs) size += EncodeTransaction(tx).size();
-  return size;
+  Writer ev;
+  ev.PutVector(b.evidence, [](Writer& ww, const Bytes& e) { ww.PutBytes(e); });
+  return size + ev.bytes().size();
 }
 
 void Encode(Writer& w, const Event& e) {
@@ -144,6 +151,18 @@ Hash256 ReceiptRoot(const std::vector<Receipt>& receipts) {
   std::vector<Hash256> leaves;
   leaves.reserve(receipts.size());
   for (const Receipt& rc : receipts) leaves.push_back(ReceiptHash(rc));
+  return crypto::MerkleRoot(leaves);
+}
+
+Hash256 EvidenceHash(ByteSpan item) {
+  static const crypto::TaggedHasher hasher(crypto::tags::kEvidence);
+  return hasher.Hash(item);
+}
+
+Hash256 EvidenceRoot(const std::vector<Bytes>& evidence) {
+  std::vector<Hash256> leaves;
+  leaves.reserve(evidence.size());
+  for (const Bytes& e : evidence) leaves.push_back(EvidenceHash(e));
   return crypto::MerkleRoot(leaves);
 }
 

@@ -3,11 +3,14 @@
 //
 //   BlockHeader = u8 version ‖ u64 chain_id ‖ u64 height ‖ hash parent ‖
 //                 hash state_root ‖ hash tx_root ‖ hash receipt_root ‖
-//                 u64 time ‖ fixed32 proposer ‖ fixed64 signature
+//                 hash evidence_root ‖ u64 time ‖ fixed32 proposer ‖ fixed64 signature
+//   Block       = BlockHeader ‖ vector<Transaction> ‖ vector<bytes evidence>
 //   block hash  = TaggedHash("veritrain/block/v1", header without signature);
 //                 the proposer signs it (BIP-340).
 //   tx_root     = Merkle root over the tx ids (used directly as leaf hashes)
 //   receipt_root= Merkle root over ReceiptHash of each receipt
+//   evidence_root= Merkle root over EvidenceHash of each evidence item (opaque
+//                 to the VM: the chain's EvidenceRules read it, contract_vm/evidence.h)
 //
 // `time` is an input chosen by the proposer (never the wall clock of the
 // machine that applies the block); it must not go backwards.
@@ -31,6 +34,11 @@ inline constexpr std::size_t kMaxBlockTxs = 1 << 16;
 inline constexpr std::size_t kMaxEventTopicBytes = 64;
 inline constexpr std::size_t kMaxEventDataBytes = 1 << 16;
 inline constexpr std::size_t kMaxEventsPerTx = 1024;
+// Evidence of misbehaviour a block may carry (consensus rule; docs/node.md
+// "Evidence and slashing"): at most this many items of at most this many
+// bytes each (a DuplicateVote is at most 2 · 118 bytes).
+inline constexpr std::size_t kMaxBlockEvidence = 32;
+inline constexpr std::size_t kMaxEvidenceBytes = 512;
 
 struct BlockHeader {
   std::uint8_t version = kBlockVersion;
@@ -40,6 +48,7 @@ struct BlockHeader {
   Hash256 state_root;
   Hash256 tx_root;
   Hash256 receipt_root;
+  Hash256 evidence_root;
   std::uint64_t time = 0;
   std::array<std::uint8_t, 32> proposer{};
   std::array<std::uint8_t, 64> signature{};
@@ -49,6 +58,7 @@ struct BlockHeader {
 struct Block {
   BlockHeader header;
   std::vector<Transaction> txs;
+  std::vector<Bytes> evidence;  // at most kMaxBlockEvidence items of kMaxEvidenceBytes
   bool operator==(const Block&) const = default;
 };
 
@@ -98,5 +108,8 @@ bool VerifyBlockSignature(const BlockHeader& h);
 Hash256 TxRoot(const std::vector<Transaction>& txs);
 Hash256 ReceiptHash(const Receipt& rc);
 Hash256 ReceiptRoot(const std::vector<Receipt>& receipts);
+// TaggedHash("veritrain/evidence/v1", item) and the Merkle root over them.
+Hash256 EvidenceHash(ByteSpan item);
+Hash256 EvidenceRoot(const std::vector<Bytes>& evidence);
 
 }  // namespace vt::vm

@@ -23,6 +23,31 @@ struct GasSchedule {
   std::uint64_t event = 50;             // per event, plus event_byte per data byte
   std::uint64_t event_byte = 1;
   std::uint64_t flops_per_gas = 1000;   // arbitration: ceil(flops / flops_per_gas)
+  // Certified-mode arbitration runs the exact path (kernels/certified.h,
+  // certified_exact_only), priced per operator class (verify/
+  // certified_price.h: which work of which operator is counted in which
+  // unit) at each class's adversarial worst case, from
+  // `kernels_certified_bench --price` (table 5: one thread, thread CPU time,
+  // every time in units of the repops gas measured in the same run, ≈ 7.1 ns
+  // = 1 000 repops flops) times a margin of 2, rounded up (docs/kernels.md
+  // "Certified mode", "Price"):
+  // GEMM-like: the exact GEMM on spread exponents, 1.49 ns per flop = 0.21 gas.
+  std::uint64_t exact_flops_per_gas = 2;  // ceil(flops / exact_flops_per_gas): 500× the repops price
+  // GEMM-like and reductions: per value rounded from an exact accumulator
+  // (fold, bit scan, rounding; 512×2×512 spread: 263 ns = 37 gas).
+  std::uint64_t exact_output_gas = 75;
+  // Reductions: per term with every output forced onto the slow path (a
+  // cancelling 2^60 pair per row, 64 of 64 rows slow): 4.1 ns = 0.58 gas
+  // (an earlier one-off probe: 7.5–8.6 ns); 3 keeps 2× over that probe too.
+  std::uint64_t exact_term_gas = 3;
+  // Element-wise outputs (no accumulator: relu, add, SGD/AdamW updates), on
+  // top of their flops at the repops rate: add 0.26 ns = 0.04 gas per output.
+  std::uint64_t exact_element_gas = 2;
+  // Transcendentals (common/crmath.h): per call at fast evaluation + the
+  // double-double slow path, the worst of the functions certified kernels
+  // call (kernels/ops/certified_math.h: Exp 855 ns = 121 gas, Tanh 846, Cos
+  // 678, Log 497).
+  std::uint64_t exact_transcendental_gas = 250;
   std::uint64_t graph_node = 10;        // building a step graph, per node
   std::uint64_t blob_byte = 1;          // per byte of a blob a transaction names (referee/blob_rules.h):
                                         // carried to, verified and kept by every validator
@@ -85,6 +110,12 @@ inline std::uint64_t MerkleGas(std::uint64_t node_hashes) noexcept {
 inline std::uint64_t ProofGas(std::uint64_t siblings) noexcept { return MerkleGas(GasMeter::Add(siblings, 1)); }
 // Re-executing an operator of `flops` estimated flops.
 inline std::uint64_t FlopsGas(std::uint64_t flops) noexcept { return CeilDiv(flops, kGas.flops_per_gas); }
+// Certified mode: re-executing `flops` flops by the exact path, and rounding
+// `outputs` output values from exact accumulators.
+inline std::uint64_t ExactFlopsGas(std::uint64_t flops) noexcept { return CeilDiv(flops, kGas.exact_flops_per_gas); }
+inline std::uint64_t ExactOutputsGas(std::uint64_t outputs) noexcept {
+  return GasMeter::Mul(kGas.exact_output_gas, outputs);
+}
 // Writing a storage entry whose key and value total `bytes` bytes.
 inline std::uint64_t WriteGas(std::uint64_t bytes) noexcept {
   return GasMeter::Add(kGas.state_write, GasMeter::Mul(kGas.state_byte, bytes));

@@ -139,6 +139,7 @@ void Encode(Writer& w, const Genesis& g) {
     crypto::Encode(out, a.address);
     out.PutU64(a.amount);
   });
+  w.PutVector(g.bonds);
 }
 Result<Genesis> Decode(Reader& r, DecodeAs<Genesis>) {
   Genesis g;
@@ -150,6 +151,7 @@ Result<Genesis> Decode(Reader& r, DecodeAs<Genesis>) {
     VT_ASSIGN_OR_RETURN(a.amount, in.GetU64());
     return a;
   }));
+  VT_ASSIGN_OR_RETURN(g.bonds, r.GetVector<Bond>(kMaxBonds));
   return g;
 }
 
@@ -348,6 +350,16 @@ Result<ChainTip> Vm::ApplyGenesis(StateStore& store, const Genesis& genesis) con
     supply = *sum;
     WriteAccount(state, a.address, Account{a.amount, 0});
   }
+  for (std::size_t i = 0; i < genesis.bonds.size(); ++i) {
+    const Bond& b = genesis.bonds[i];
+    if (i > 0 && !(genesis.bonds[i - 1].validator < b.validator))
+      return Status::Invalid("genesis-unsorted", "bonds must have strictly increasing validator keys");
+    if (b.amount == 0) return Status::Invalid("genesis-bad-bond", "a bond must be positive");
+    auto sum = CheckedAdd(supply, b.amount);
+    if (!sum.ok()) return Status::Invalid("genesis-supply-overflow", "total supply above 2^64-1");
+    supply = *sum;
+    state.Put(BondKey(b.validator), U64Bytes(b.amount));
+  }
   state.Put(AsBytes(kParamsKey), EncodeToBytes(p));
   state.Put(AsBytes(kSupplyKey), U64Bytes(supply));
   state.Put(AsBytes(kBurnedKey), U64Bytes(0));
@@ -491,6 +503,35 @@ Status Vm::CheckHeader(const ChainParams& params, const ChainTip& parent, const 
   return Status::Ok();
 }
 
+Status Vm::ApplyEvidence(StateOverlay& state, std::uint64_t height, const crypto::Address& reporter,
+                         ByteSpan item) const noexcept {
+  if (m_evidence == nullptr) return Status::Invalid("evidence-unsupported", "this chain has no evidence rules");
+  VT_ASSIGN_OR_RETURN(const Offence o, m_evidence->Check(item));
+  if (o.height > height)
+    return Status::Invalid("evidence-from-future", "offence at height " + std::to_string(o.height));
+  if (height - o.height > kEvidenceMaxAge)
+    return Status::Invalid("evidence-too-old", "offence at height " + std::to_string(o.height) + ", more than " +
+                                                   std::to_string(kEvidenceMaxAge) + " blocks ago");
+  VT_ASSIGN_OR_RETURN(const std::optional<SlashRecord> seen, ReadSlash(state, o));
+  if (seen)
+    return Status::Invalid("evidence-duplicate",
+                           "offence recorded at block " + std::to_string(seen->block_height));
+  VT_ASSIGN_OR_RETURN(const Amount bond, ReadBond(state, o.validator));
+  SlashRecord rec{height, SlashAmount(bond), 0};
+  rec.reward = ReporterReward(rec.slashed);
+  const Amount left = bond - rec.slashed;  // slashed <= bond
+  if (left == 0) {
+    state.Delete(BondKey(o.validator));
+  } else {
+    state.Put(BondKey(o.validator), U64Bytes(left));
+  }
+  VT_ASSIGN_OR_RETURN(Amount burned, ReadU64(state, kBurnedKey));
+  VT_ASSIGN_OR_RETURN(burned, CheckedAdd(burned, rec.slashed - rec.reward));
+  state.Put(AsBytes(kBurnedKey), U64Bytes(burned));
+  VT_TRY(Credit(state, reporter, rec.reward));
+  return RecordSlash(state, o, rec);
+}
+
 Result<BlockResult> Vm::ApplyBlock(StateStore& store, const ChainTip& parent, const Block& block) const noexcept {
   VT_ASSIGN_OR_RETURN(ChainParams params, ReadParams(store));
   const BlockHeader& h = block.header;
@@ -498,11 +539,17 @@ Result<BlockResult> Vm::ApplyBlock(StateStore& store, const ChainTip& parent, co
   if (block.txs.size() > kMaxBlockTxs) return Status::Invalid("block-too-many-txs");
   if (EncodedBlockSize(block) > limits::kMaxBlockBytes) return Status::Invalid("block-too-large");
   if (TxRoot(block.txs) != h.tx_root) return Status::Invalid("block-bad-tx-root");
+  if (block.evidence.size() > kMaxBlockEvidence) return Status::Invalid("block-too-much-evidence");
+  if (EvidenceRoot(block.evidence) != h.evidence_root) return Status::Invalid("block-bad-evidence-root");
   VT_ASSIGN_OR_RETURN(crypto::PublicKey proposer, crypto::PublicKey::FromBytes(h.proposer));
   const BlockEnv env{h.chain_id, h.height, h.time, proposer.address()};
 
   StateOverlay state(store);
   BlockResult result;
+  for (std::size_t i = 0; i < block.evidence.size(); ++i) {
+    if (Status s = ApplyEvidence(state, h.height, env.proposer, block.evidence[i]); !s.ok())
+      return s.WithContext("block evidence #" + std::to_string(i));
+  }
   std::uint64_t gas_used = 0;
   for (std::size_t i = 0; i < block.txs.size(); ++i) {
     auto receipt = ExecuteTransaction(state, params, env, block.txs[i], &gas_used);
@@ -520,7 +567,7 @@ Result<BlockResult> Vm::ApplyBlock(StateStore& store, const ChainTip& parent, co
 
 Result<BlockResult> Vm::ProduceBlock(StateStore& store, const ChainTip& parent, std::vector<Transaction> candidates,
                                      std::uint64_t time, const crypto::SecretKey& proposer,
-                                     std::vector<RejectedTx>* rejected) const noexcept {
+                                     std::vector<RejectedTx>* rejected, std::vector<Bytes> evidence) const noexcept {
   VT_ASSIGN_OR_RETURN(ChainParams params, ReadParams(store));
   BlockResult result;
   BlockHeader& h = result.block.header;
@@ -531,6 +578,15 @@ Result<BlockResult> Vm::ProduceBlock(StateStore& store, const ChainTip& parent, 
   const BlockEnv env{h.chain_id, h.height, h.time, proposer.address()};
 
   StateOverlay state(store);
+  for (Bytes& item : evidence) {
+    if (result.block.evidence.size() >= kMaxBlockEvidence) break;
+    StateOverlay layer(state);
+    Status s = ApplyEvidence(layer, h.height, env.proposer, item);
+    if (IsLocalFailure(s)) return s;
+    if (!s.ok()) continue;
+    VT_TRY(state.Commit(layer.batch()));
+    result.block.evidence.push_back(std::move(item));
+  }
   std::uint64_t gas_used = 0;
   std::size_t block_bytes = EncodedBlockSize(result.block) + 8;  // + room for the tx count's varint to grow
   for (Transaction& tx : candidates) {
@@ -558,6 +614,7 @@ Result<BlockResult> Vm::ProduceBlock(StateStore& store, const ChainTip& parent, 
   VT_ASSIGN_OR_RETURN(h.state_root, ComputeStateRoot(state));
   h.tx_root = TxRoot(result.block.txs);
   h.receipt_root = ReceiptRoot(result.receipts);
+  h.evidence_root = EvidenceRoot(result.block.evidence);
   VT_TRY(SignBlock(h, proposer));
   VT_TRY(store.Commit(state.batch()));
   result.tip = ChainTip{h.chain_id, h.height, BlockHash(h), h.time};

@@ -9,7 +9,9 @@
 //   "m/params"                           → ChainParams
 //   "m/supply"                           → u64 genesis supply
 //   "m/burned"                           → u64 burned so far
-// Invariant after every block: Σ balances + Σ escrows + burned = supply.
+// Validator bonds are escrows of the reserved id kBondContract and slash
+// records its storage (contract_vm/evidence.h).
+// Invariant after every block: Σ balances + Σ escrows (bonds included) + burned = supply.
 //
 // No floats, no wall clock, no unordered iteration: two machines that apply
 // the same blocks to the same genesis reach the same state root.
@@ -26,6 +28,7 @@
 #include "contract_vm/amount.h"
 #include "contract_vm/block.h"
 #include "contract_vm/contract.h"
+#include "contract_vm/evidence.h"
 #include "contract_vm/state.h"
 #include "contract_vm/tx.h"
 #include "crypto/keys.h"
@@ -58,6 +61,7 @@ struct Genesis {
   ChainParams params;
   std::uint64_t time = 0;
   std::vector<Allocation> allocations;  // strictly increasing addresses
+  std::vector<Bond> bonds;              // validators' stake, strictly increasing keys, each > 0
   bool operator==(const Genesis&) const = default;
 };
 
@@ -122,11 +126,15 @@ struct BlockResult {
 
 class Vm {
  public:
-  // `arbiter` may be null (a chain without the arbitration precompile).
-  Vm(const ContractRegistry& contracts, const Arbiter* arbiter) : m_contracts(contracts), m_arbiter(arbiter) {}
+  // `arbiter` may be null (a chain without the arbitration precompile);
+  // `evidence` too (a chain whose blocks carry no evidence: a block with
+  // any is invalid, "evidence-unsupported").
+  Vm(const ContractRegistry& contracts, const Arbiter* arbiter, const EvidenceRules* evidence = nullptr)
+      : m_contracts(contracts), m_arbiter(arbiter), m_evidence(evidence) {}
 
   // Writes the genesis state into an empty store. Invalid "genesis-unsorted",
-  // "genesis-supply-overflow", "genesis-bad-params", "genesis-not-empty".
+  // "genesis-supply-overflow", "genesis-bad-params", "genesis-not-empty",
+  // "genesis-bad-bond" (a zero bond).
   Result<ChainTip> ApplyGenesis(StateStore& store, const Genesis& genesis) const noexcept;
 
   // Would `tx` be accepted as the next transaction on top of `state` in a
@@ -139,8 +147,10 @@ class Vm {
   Result<Account> CheckAdmission(const StateStore& state, const Transaction& tx) const noexcept;
 
   // Validates and applies a block on top of `parent`: all of it (committed
-  // to `store` in one batch) or nothing. Invalid with a "block-*" reason, or
-  // the reason of the first invalid transaction (detail names its index).
+  // to `store` in one batch) or nothing. Invalid with a "block-*" reason,
+  // the reason of the first invalid evidence item (evidence.h; detail names
+  // its index), or of the first invalid transaction (detail names its
+  // index). Evidence is applied before the transactions.
   Result<BlockResult> ApplyBlock(StateStore& store, const ChainTip& parent, const Block& block) const noexcept;
 
   // The proposer's side: executes `candidates` in order, leaves out the ones
@@ -148,19 +158,27 @@ class Vm {
   // or failing with any error) and those that would push the block past
   // limits::kMaxBlockBytes (not reported: they fit a later block), fills in
   // and signs the header, and commits like ApplyBlock. Fails only when the
-  // store fails; no transaction can make it fail.
+  // store fails; no transaction can make it fail. `evidence`: candidate
+  // items, included in order while they apply (a refused one — recorded
+  // already, too old, not evidence — is left out silently), at most
+  // kMaxBlockEvidence.
   Result<BlockResult> ProduceBlock(StateStore& store, const ChainTip& parent, std::vector<Transaction> candidates,
                                    std::uint64_t time, const crypto::SecretKey& proposer,
-                                   std::vector<RejectedTx>* rejected) const noexcept;
+                                   std::vector<RejectedTx>* rejected, std::vector<Bytes> evidence = {}) const noexcept;
 
  private:
   // Invalid: the transaction cannot be included. Otherwise its receipt.
   Result<Receipt> ExecuteTransaction(StateOverlay& block_state, const ChainParams& params, const BlockEnv& env,
                                      const Transaction& tx, std::uint64_t* block_gas_used) const noexcept;
   Status CheckHeader(const ChainParams& params, const ChainTip& parent, const BlockHeader& h) const noexcept;
+  // Checks one evidence item and slashes (evidence.h); Invalid when the
+  // item cannot be in a block at `height`.
+  Status ApplyEvidence(StateOverlay& state, std::uint64_t height, const crypto::Address& reporter,
+                       ByteSpan item) const noexcept;
 
   const ContractRegistry& m_contracts;
   const Arbiter* m_arbiter;
+  const EvidenceRules* m_evidence;
 };
 
 }  // namespace vt::vm

@@ -16,7 +16,10 @@ inline constexpr std::string_view kMerkleLeaf = "veritrain/merkle/leaf/v1";
 inline constexpr std::string_view kMerkleNode = "veritrain/merkle/node/v1";
 inline constexpr std::string_view kMerkleRoot = "veritrain/merkle/root/v1";
 
-inline constexpr std::string_view kTensor = "veritrain/tensor/v1";
+// A tensor: its header and the root of its chunk tree (kernels/chunk_tree.h).
+// v1 hashed the raw values flat; v2 commits them as a tree so one value can
+// be opened (docs/referee.md, "Element-level descent").
+inline constexpr std::string_view kTensor = "veritrain/tensor/v2";
 // One node's rounding log, over its canonical payload (kernels/rounding.h).
 inline constexpr std::string_view kRoundingLog = "veritrain/rounding-log/v1";
 inline constexpr std::string_view kAddress = "veritrain/address/v1";
@@ -48,11 +51,16 @@ inline constexpr std::string_view kNetMagic = "veritrain/net/magic/v1";
 // Validators sign it with their block-signing key: the tag keeps such a
 // signature from ever being valid for a block, a transaction or a vote.
 inline constexpr std::string_view kNetHandshake = "veritrain/net/handshake/v1";
+// The per-direction session keys of a P2P connection, from the X25519 secret
+// and the handshake transcript (net/handshake.h DeriveSessionKeys).
+inline constexpr std::string_view kNetSessionKey = "veritrain/net/session-key/v1";
 
 // BFT finality (consensus/messages.h; docs/node.md "Consensus"): what a
 // validator signs when it votes or proposes.
 inline constexpr std::string_view kConsensusVote = "veritrain/consensus/vote/v1";
 inline constexpr std::string_view kConsensusProposal = "veritrain/consensus/proposal/v1";
+// An evidence item a block carries (contract_vm/block.h evidence_root).
+inline constexpr std::string_view kEvidence = "veritrain/evidence/v1";
 
 // All tags above; tests assert that they are pairwise distinct.
 // clang-format off
@@ -60,8 +68,8 @@ inline constexpr std::array kAll = {
     kMerkleLeaf, kMerkleNode, kMerkleRoot, kTensor, kRoundingLog, kAddress, kTx, kBlock, kKeyFileChecksum,
     kJob, kCommitment, kNodeRecord, kStateHeader,
     kTxId, kStateEntry, kReceipt, kGenesis,
-    kNetMagic, kNetHandshake, kSolverNote,
-    kConsensusVote, kConsensusProposal,
+    kNetMagic, kNetHandshake, kNetSessionKey, kSolverNote,
+    kConsensusVote, kConsensusProposal, kEvidence,
 };
 // clang-format on
 

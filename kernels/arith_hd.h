@@ -159,6 +159,21 @@ VT_HD inline bool WithinTau(const GridPos& g, std::uint32_t tau_q16, int factor_
   return DistanceToMidpoint(g) < threshold;
 }
 
+// x·2^k exactly as std::ldexp(x, k) (a correctly rounded scaling): a single
+// multiplication by the exact power 2^k wherever 2^k is a normal double —
+// every value Locate finds in the fp32-normal range (|k| ≤ 178) — and
+// std::ldexp itself elsewhere. The multiplication is what ldexp computes,
+// without the libm call in the rounding loops.
+inline double ScaleByPow2(double x, int k) {
+  if (k >= -1022 && k <= 1023) {
+    const std::uint64_t bits = static_cast<std::uint64_t>(k + 1023) << 52;
+    double p;
+    std::memcpy(&p, &bits, sizeof p);
+    return x * p;
+  }
+  return std::ldexp(x, k);
+}
+
 // The error-bounded region (docs/kernels.md, "Rounded mode: the logging
 // region"): |x − m| < max(τ·u, min(slack, u/4)) · factor, factor = 2^factor_log2,
 // where slack ≥ 0 is an absolute fp64 bound (β) on how far another honest
@@ -172,7 +187,7 @@ inline bool WithinRegion(const GridPos& g, std::uint32_t tau_q16, double slack, 
   if (WithinTau(g, tau_q16, factor_log2)) return true;
   if (!(slack > 0.0)) return false;
   const double cap = static_cast<double>(std::uint64_t{1} << (g.shift - 2));
-  double units = std::ldexp(slack, -g.unit_exp);
+  double units = ScaleByPow2(slack, -g.unit_exp);
   if (!(units < cap)) units = cap;
   return static_cast<double>(DistanceToMidpoint(g)) < units * static_cast<double>(1 << factor_log2);
 }
@@ -181,7 +196,7 @@ inline bool WithinRegion(const GridPos& g, std::uint32_t tau_q16, double slack, 
 // exact replay: honest values may differ by more than u/4). Host only.
 inline bool SlackCapped(const GridPos& g, double slack) {
   return slack > 0.0 &&
-         !(std::ldexp(slack, -g.unit_exp) < static_cast<double>(std::uint64_t{1} << (g.shift - 2)));
+         !(ScaleByPow2(slack, -g.unit_exp) < static_cast<double>(std::uint64_t{1} << (g.shift - 2)));
 }
 
 // Direction bit of a log entry: true = the neighbour toward +inf.

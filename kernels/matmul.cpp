@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/arith_hd.h"
+#include "kernels/certified.h"
 #include "kernels/gemm_f64_reference.h"
 #include "kernels/gemm_f64_reference_tile.h"
 #include "kernels/gemm_repops.h"
@@ -314,6 +315,12 @@ Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& ou
       }
       return ctx.RoundOutput(c64, out.values(), slack);
     }
+    case Mode::kCertified:
+      for (std::int64_t i = 0; i < plan.batch; ++i) {
+        CertifiedGemm(config, plan.args, a.data() + i * plan.a_stride, b.data() + i * plan.b_stride,
+                      out.data() + i * plan.c_stride);
+      }
+      return Status::Ok();
   }
   return Status::Error("unknown-mode");
 }

@@ -7,6 +7,7 @@ std::string_view ModeName(Mode mode) {
     case Mode::kNative: return "native";
     case Mode::kRepops: return "repops";
     case Mode::kRounded: return "rounded";
+    case Mode::kCertified: return "certified";
   }
   return "unknown";
 }
@@ -15,7 +16,8 @@ Result<Mode> ParseMode(std::string_view name) {
   if (name == "native") return Mode::kNative;
   if (name == "repops") return Mode::kRepops;
   if (name == "rounded") return Mode::kRounded;
-  return Status::Invalid("unknown-mode", "mode must be native, repops or rounded");
+  if (name == "certified") return Mode::kCertified;
+  return Status::Invalid("unknown-mode", "mode must be native, repops, rounded or certified");
 }
 
 std::string_view SimdName(Simd simd) {

@@ -13,10 +13,13 @@ enum class Mode : std::uint8_t {
   kNative = 0,   // vendor BLAS fp32 + system libm: fast, not reproducible
   kRepops = 1,   // one fixed floating-point operation order: bitwise reproducible
   kRounded = 2,  // fp64 compute, round to b bits, log near-boundary directions
+  // Every GEMM output and reduction is the correctly rounded exact value
+  // (kernels/certified.h): any order, no logs. Protocol numbers are append-only.
+  kCertified = 3,
 };
 
 std::string_view ModeName(Mode mode);
-Result<Mode> ParseMode(std::string_view name);  // "native" | "repops" | "rounded"
+Result<Mode> ParseMode(std::string_view name);  // "native" | "repops" | "rounded" | "certified"
 
 // Which vector instruction set repops kernels use. Results are identical for
 // every choice (that is the point); kAuto picks the widest the CPU supports.
@@ -65,6 +68,11 @@ struct ExecConfig {
   // arbiter and every challenger judge log entries against the same bits; a
   // recording trainer may set it to record against the reference itself.
   bool f64_reference = false;
+  // Certified mode: decide every GEMM output by the exact path
+  // (ExactAccumulator), never calling a vendor BLAS. The results are the same
+  // bits either way (both are the correctly rounded value); the referee's
+  // arbitration sets it so that its computation is ours alone.
+  bool certified_exact_only = false;
 };
 
 }  // namespace vt::kernels

@@ -13,7 +13,7 @@ Status OpContext::RoundOutput(std::span<const double> exact, std::span<float> ou
   if (!slack.empty() && slack.size() != exact.size()) {
     return Status::Error("rounding-size-mismatch", "slack and output spans differ in size");
   }
-  return m_rounding->Round(exact, out, slack);
+  return m_rounding->Round(exact, out, slack, m_config.threads);
 }
 
 }  // namespace vt::kernels

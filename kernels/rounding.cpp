@@ -54,13 +54,17 @@
 
 #include <zstd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cassert>
+#include <new>
 #include <string>
 
 #include "common/encoding.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
 #include "kernels/arith_hd.h"
+#include "kernels/parallel.h"
 
 namespace vt::kernels {
 
@@ -109,8 +113,187 @@ NodeRounding NodeRounding::ReplaySkippingInvalid(const RoundingSpec& spec, Round
   return r;
 }
 
-Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
-                           std::span<const double> slack) {
+namespace {
+
+// ---- the rounding loops ----------------------------------------------------------------
+// One value at a time through hd::Locate is the definition; the loops below
+// take a branch-free path for values in the fp32-normal range (Locate's first
+// case: 2^-126 ≤ |x| < 2^128, i.e. every ordinary activation, gradient and
+// weight) and the definition for everything else (zero, subnormals, NaN, ±inf,
+// overflow). The fast path is the same integer arithmetic: grid index
+// q = |x|_bits >> shift, remainder rem, round-to-nearest-even as
+// (|x|_bits + half − 1 + (q & 1)) >> shift (the carry walks into the
+// exponent as in NeighbourBits), distance |rem − half|, and β in units by an
+// exact power-of-two multiplication (hd::ScaleByPow2).
+// RoundingTest.FastPathMatchesLocate checks it value by value against
+// ClassifyRounding (hd::Locate) over every range.
+
+constexpr std::uint64_t kAbsMask = 0x7FFFFFFFFFFFFFFFull;
+// Biased fp64 exponents of Locate's fp32-normal case: [1023−126, 1023+128).
+constexpr std::uint64_t kNormalExpLo = 1023 - 126;
+constexpr std::uint64_t kNormalExpCount = 254;
+
+inline bool InNormalRange(std::uint64_t abs_bits) { return (abs_bits >> 52) - kNormalExpLo < kNormalExpCount; }
+
+// Per-call constants of the fast path.
+struct FastGrid {
+  int s;                       // 32 − bits
+  int shift;                   // 29 + s
+  std::uint64_t mask;          // 2^shift − 1
+  std::uint64_t half;          // 2^(shift−1)
+  std::uint64_t tau_threshold; // τ·u·factor in units (WithinTau)
+  double cap;                  // u/4 in units
+  double factor;               // 2^factor_log2
+  explicit FastGrid(int bits, std::uint32_t tau, int factor_log2)
+      : s(32 - bits),
+        shift(29 + s),
+        mask((std::uint64_t{1} << shift) - 1),
+        half(std::uint64_t{1} << (shift - 1)),
+        tau_threshold(std::uint64_t{tau} << (shift - 16 + factor_log2)),
+        cap(static_cast<double>(std::uint64_t{1} << (shift - 2))),
+        factor(static_cast<double>(1 << factor_log2)) {}
+  // fp32 bits of the grid neighbour: q + away, rebiased, with the sign.
+  std::uint32_t Bits(std::uint64_t u, std::uint64_t q, bool away) const {
+    const auto sign = static_cast<std::uint32_t>(u >> 32) & 0x80000000u;
+    return sign | static_cast<std::uint32_t>(((q + (away ? 1u : 0u)) << s) - (std::uint64_t{896} << 23));
+  }
+};
+
+// The nearest b-bit value of every input (replay's first pass, and records
+// at τ = 0 without β: exact operators, which can log nothing). Blocks of
+// values are converted without branches (zero included: ReLU outputs); a
+// block holding anything else (subnormal magnitudes, NaN, ±inf, |x| ≥ 2^128)
+// is then redone value by value through the definition. At b = 32 the
+// fp32-normal range converts with the hardware's fp64 → fp32 conversion,
+// which is IEEE round-to-nearest-even there (the mode every fp64 operation
+// of rounded mode already assumes; subnormal results, the only ones FTZ
+// would change, take the definition).
+void RoundNearestRange(const double* exact, float* out, std::size_t begin, std::size_t end, int bits) {
+  constexpr std::size_t kBlock = 256;
+  const FastGrid fg(bits, 0, 0);
+  for (std::size_t b0 = begin; b0 < end; b0 += kBlock) {
+    const std::size_t b1 = std::min(end, b0 + kBlock);
+    bool other = false;
+    if (bits == 32) {
+      for (std::size_t i = b0; i < b1; ++i) {
+        const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
+        other |= !(InNormalRange(a) || a == 0);
+        out[i] = static_cast<float>(exact[i]);
+      }
+    } else {
+      for (std::size_t i = b0; i < b1; ++i) {
+        const std::uint64_t u = hd::DoubleBits(exact[i]);
+        const std::uint64_t a = u & kAbsMask;
+        other |= !(InNormalRange(a) || a == 0);
+        const std::uint64_t q = a >> fg.shift;
+        const std::uint64_t r = (a + (fg.half - 1) + (q & 1)) >> fg.shift;
+        const std::uint32_t bits_out = fg.Bits(u, q, r != q);
+        out[i] = hd::FloatFromBits(a == 0 ? static_cast<std::uint32_t>(u >> 32) : bits_out);
+      }
+    }
+    if (other) [[unlikely]] {
+      for (std::size_t i = b0; i < b1; ++i) {
+        const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
+        if (!(InNormalRange(a) || a == 0)) out[i] = hd::FloatFromBits(hd::RoundToBitsPattern(exact[i], bits));
+      }
+    }
+  }
+}
+
+// What recording a chunk of values produces besides the rounded values.
+struct RecordTally {
+  std::vector<LogEntry> entries;
+  std::uint64_t logged_by_slack = 0;
+  std::uint64_t slack_capped = 0;
+};
+
+struct RecordParams {
+  int bits;
+  std::uint32_t tau;
+  int factor_log2;
+  bool steer;
+  std::uint64_t base;  // position of value 0
+};
+
+// The definition for one value (Locate), used outside the fp32-normal range.
+void RecordOne(const RecordParams& p, double x, const double* slack_at, std::size_t i, float* out,
+               RecordTally& t) {
+  const hd::GridPos g = hd::Locate(x, p.bits);
+  if (g.special != 0) {
+    *out = hd::FloatFromBits(hd::SpecialBits(g));
+    return;
+  }
+  const bool nearest = hd::NearestIsAway(g);
+  const int f = p.factor_log2;
+  const double s = slack_at == nullptr ? 0.0 : *slack_at;
+  const bool near =
+      slack_at == nullptr ? p.tau != 0 && hd::WithinTau(g, p.tau, f) : hd::WithinRegion(g, p.tau, s, f);
+  // Steering (test only) takes the other neighbour wherever the rule
+  // accepts it at this value: within w of the boundary.
+  const bool away = p.steer && near ? !nearest : nearest;
+  *out = hd::FloatFromBits(hd::NeighbourBits(g, away));
+  if (near) {
+    t.entries.push_back(LogEntry{p.base + i, hd::AwayToUp(g, away)});
+    if (slack_at != nullptr && !hd::WithinTau(g, p.tau, f)) ++t.logged_by_slack;
+  }
+  if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
+}
+
+template <bool kSlack>
+void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out, std::size_t begin,
+                 std::size_t end, RecordTally& t) {
+  const FastGrid fg(p.bits, p.tau, p.factor_log2);
+  std::uint64_t by_slack = 0, capped_count = 0;  // in registers, added to t at the end
+  for (std::size_t i = begin; i < end; ++i) {
+    const std::uint64_t u = hd::DoubleBits(exact[i]);
+    const std::uint64_t a = u & kAbsMask;
+    if (!InNormalRange(a)) [[unlikely]] {
+      RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
+      continue;
+    }
+    const std::uint64_t q = a >> fg.shift;
+    const std::uint64_t rem = a & fg.mask;
+    const bool nearest = ((a + (fg.half - 1) + (q & 1)) >> fg.shift) != q;
+    // |rem − half| without a branch (it would be taken half the time at random).
+    const std::int64_t d = static_cast<std::int64_t>(rem) - static_cast<std::int64_t>(fg.half);
+    const std::int64_t sign_mask = d >> 63;
+    const auto dist = static_cast<std::uint64_t>((d ^ sign_mask) - sign_mask);
+    const bool near_tau = dist < fg.tau_threshold;
+    bool near = near_tau;
+    if constexpr (kSlack) {
+      const double s = slack[i];
+      // β in units: β·2^(−unit_exp), −unit_exp = 1075 − e ∈ [−75, 178] in the
+      // fp32-normal range, so 2^(1075−e) is a normal double and one
+      // multiplication is exactly hd::ScaleByPow2 (= ldexp).
+      const double scale = std::bit_cast<double>((std::uint64_t{2098} - (a >> 52)) << 52);
+      const double units = s * scale;
+      const bool positive = s > 0.0;
+      const bool capped = positive && !(units < fg.cap);
+      const double w = capped ? fg.cap : units;
+      near = near_tau || (positive && static_cast<double>(dist) < w * fg.factor);
+      capped_count += capped ? 1 : 0;
+      by_slack += near && !near_tau ? 1 : 0;
+    }
+    const bool away = p.steer && near ? !nearest : nearest;
+    out[i] = hd::FloatFromBits(fg.Bits(u, q, away));
+    if (near) [[unlikely]] t.entries.push_back(LogEntry{p.base + i, away != ((u >> 63) != 0)});
+  }
+  t.logged_by_slack += by_slack;
+  t.slack_capped += capped_count;
+}
+
+// Below this many values a node's outputs are rounded on the calling thread.
+constexpr std::size_t kParallelRoundMin = std::size_t{1} << 15;
+
+int RoundChunks(int threads, std::size_t n) {
+  if (threads <= 1 || n < kParallelRoundMin) return 1;
+  return static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(threads), n / (kParallelRoundMin / 2)));
+}
+
+}  // namespace
+
+Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack,
+                           int threads) {
   assert(exact.size() == out.size());
   assert(slack.empty() || slack.size() == exact.size());
   assert(m_spec.bits >= kMinRoundingBits && m_spec.bits <= kMaxRoundingBits);
@@ -119,27 +302,46 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
   const std::uint32_t tau = m_tau_applies ? m_spec.tau_q16 : 0;
   const std::size_t n = exact.size();
   const std::uint64_t base = m_position;
+  // Chunks are contiguous and run in order of position, so concatenating
+  // their entries keeps the log sorted; values never depend on the split.
+  const int chunks = RoundChunks(threads, n);
+  const auto chunk_begin = [&](std::int64_t c) { return n * static_cast<std::size_t>(c) / static_cast<std::size_t>(chunks); };
 
   if (m_recording) {
-    for (std::size_t i = 0; i < n; ++i) {
-      const hd::GridPos g = hd::Locate(exact[i], bits);
-      if (g.special != 0) {
-        out[i] = hd::FloatFromBits(hd::SpecialBits(g));
-        continue;
+    if (tau == 0 && slack.empty()) {
+      // w = 0: nothing is near a boundary, nothing is logged or steered.
+      ParallelFor(chunks, chunks, [&](std::int64_t c0, std::int64_t c1) {
+        for (std::int64_t c = c0; c < c1; ++c) RoundNearestRange(exact.data(), out.data(), chunk_begin(c), chunk_begin(c + 1), bits);
+      });
+      m_position = base + n;
+      return Status::Ok();
+    }
+    const RecordParams p{bits, tau, m_record_factor_log2, m_steer, base};
+    // Tallies are allocated here; an entry vector growing inside a pool
+    // worker may still fail, which is caught there and rethrown here
+    // (RunOp turns it into "out-of-memory").
+    std::vector<RecordTally> tallies(static_cast<std::size_t>(chunks));
+    std::vector<char> failed(static_cast<std::size_t>(chunks), 0);
+    ParallelFor(chunks, chunks, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        try {
+          if (slack.empty()) {
+            RecordRange<false>(p, exact.data(), nullptr, out.data(), chunk_begin(c), chunk_begin(c + 1), tallies[c]);
+          } else {
+            RecordRange<true>(p, exact.data(), slack.data(), out.data(), chunk_begin(c), chunk_begin(c + 1), tallies[c]);
+          }
+        } catch (...) {
+          failed[static_cast<std::size_t>(c)] = 1;
+        }
       }
-      const bool nearest = hd::NearestIsAway(g);
-      const int f = m_record_factor_log2;
-      const double s = slack.empty() ? 0.0 : slack[i];
-      const bool near = slack.empty() ? tau != 0 && hd::WithinTau(g, tau, f) : hd::WithinRegion(g, tau, s, f);
-      // Steering (test only) takes the other neighbour wherever the rule
-      // accepts it at this value: within w of the boundary.
-      const bool away = m_steer && near ? !nearest : nearest;
-      out[i] = hd::FloatFromBits(hd::NeighbourBits(g, away));
-      if (near) {
-        m_log.entries.push_back(LogEntry{base + i, hd::AwayToUp(g, away)});
-        if (!slack.empty() && !hd::WithinTau(g, tau, f)) ++m_logged_by_slack;
-      }
-      if (!slack.empty() && hd::SlackCapped(g, s)) ++m_slack_capped;
+    });
+    for (char f : failed) {
+      if (f != 0) throw std::bad_alloc();
+    }
+    for (RecordTally& t : tallies) {
+      m_log.entries.insert(m_log.entries.end(), t.entries.begin(), t.entries.end());
+      m_logged_by_slack += t.logged_by_slack;
+      m_slack_capped += t.slack_capped;
     }
     m_position = base + n;
     return Status::Ok();
@@ -147,7 +349,9 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out,
 
   // Replay: round everything to nearest, then apply the entries that fall in
   // this chunk of positions.
-  for (std::size_t i = 0; i < n; ++i) out[i] = hd::FloatFromBits(hd::RoundToBitsPattern(exact[i], bits));
+  ParallelFor(chunks, chunks, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) RoundNearestRange(exact.data(), out.data(), chunk_begin(c), chunk_begin(c + 1), bits);
+  });
   const std::uint64_t end = base + n;
   const auto& entries = m_log.entries;
   while (m_cursor < entries.size() && entries[m_cursor].position < end) {

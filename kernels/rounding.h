@@ -112,8 +112,11 @@ class NodeRounding {
   //                               non-nearest direction w or more from it;
   //   "log-entries-unsorted"      positions not strictly increasing;
   // and Finish() with "log-entry-out-of-range" when entries remain past the
-  // node's outputs. Recording never fails.
-  Status Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {});
+  // node's outputs. Recording never fails. `threads` > 1 rounds large
+  // outputs in contiguous chunks in parallel (kernels/parallel.h); the
+  // values and the log do not depend on it.
+  Status Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {},
+               int threads = 1);
   // Whether τ applies to the values rounded from now on (default: yes).
   // RunOp turns it off for operators whose fp64 result is bit-identical on
   // every IEEE-754 machine (OpFp64IsExact, kernels/ops/registry.h): there the

@@ -5,8 +5,7 @@
 #include <cstring>
 
 #include "common/encoding.h"
-#include "crypto/sha256.h"
-#include "crypto/tags.h"
+#include "kernels/chunk_tree.h"
 #include "kernels/tensor_codec.h"
 
 namespace vt::kernels {
@@ -82,13 +81,9 @@ void Tensor::Resize(const Shape& shape) {
 }
 
 Hash256 Tensor::Hash() const {
-  // TaggedHash of EncodeTensor(*this) (kernels/tensor_codec.h), hashed as
-  // header ‖ raw values without copying the values.
-  static const crypto::TaggedHasher hasher(crypto::tags::kTensor);
-  Writer header;
-  EncodeTensorHeader(header, m_shape);
-  const ByteSpan raw(reinterpret_cast<const std::uint8_t*>(m_values.data()), m_values.size() * sizeof(float));
-  return hasher.Hash({ByteSpan(header.bytes()), raw});
+  // One thread: callers that hash large tensors in bulk pass their thread
+  // count to TensorHash (kernels/chunk_tree.h); the result is the same.
+  return TensorHash(*this, 1);
 }
 
 bool Tensor::BitwiseEqual(const Tensor& other) const {

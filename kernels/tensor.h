@@ -45,9 +45,10 @@ class Tensor {
   // Re-shape and zero-fill in place when the shape differs (output buffers).
   void Resize(const Shape& shape);
 
-  // Content hash: TaggedHash("veritrain/tensor/v1", dtype ‖ shape ‖ raw
-  // little-endian IEEE bytes). Bit-exact: -0.0 and 0.0 hash differently,
-  // as do NaN payloads. Format in docs/formats.md.
+  // Content hash: TaggedHash("veritrain/tensor/v2", dtype ‖ shape ‖ root of
+  // the chunk tree over the raw little-endian IEEE bytes, 256 values a leaf;
+  // kernels/chunk_tree.h). Bit-exact: -0.0 and 0.0 hash differently, as do
+  // NaN payloads. Format in docs/formats.md.
   Hash256 Hash() const;
 
   bool BitwiseEqual(const Tensor& other) const;

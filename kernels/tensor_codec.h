@@ -1,12 +1,11 @@
 #pragma once
-// Canonical byte encoding of one tensor, the preimage of Tensor::Hash
-// (docs/formats.md, "Tensors"):
+// Canonical byte encoding of one tensor (docs/formats.md, "Tensors"):
 //
 //   u8 dtype (0 = f32) | varint rank | varint dim, rank times | numel × 4 bytes
 //   of little-endian IEEE-754 binary32
 //
-// so that for any tensor t: Tensor::Hash(t) = TaggedHash("veritrain/tensor/v1",
-// EncodeTensor(t)). One codec for every place tensors travel as bytes:
+// — the header and the values Tensor::Hash commits to as a chunk tree
+// (kernels/chunk_tree.h). One codec for every place tensors travel as bytes:
 // dataset examples, checkpoint payloads, arbitration inputs.
 
 #include <span>
@@ -19,8 +18,8 @@ namespace vt::kernels {
 
 inline constexpr std::size_t kMaxTensorRank = 32;
 
-// The header alone (dtype, rank, dims): Tensor::Hash hashes it and the raw
-// values without concatenating them.
+// The header alone (dtype, rank, dims): Tensor::Hash hashes it with the
+// root of the values' chunk tree.
 void EncodeTensorHeader(Writer& w, const Shape& shape);
 void EncodeTensor(Writer& w, const Tensor& t);
 Bytes EncodeTensor(const Tensor& t);

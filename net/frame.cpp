@@ -123,7 +123,7 @@ Status CheckMagic(std::uint32_t expected, const std::uint8_t* p) {
 }
 }  // namespace
 
-Result<FrameHeader> ParseFrameHeader(std::uint32_t magic, ByteSpan header) {
+Result<FrameHeader> ParseFrameHeader(std::uint32_t magic, ByteSpan header, std::uint32_t overhead) {
   if (header.size() < kFrameHeaderSize) return Status::Invalid("frame-truncated", "short frame header");
   VT_TRY(CheckMagic(magic, header.data()));
   FrameHeader h;
@@ -131,13 +131,23 @@ Result<FrameHeader> ParseFrameHeader(std::uint32_t magic, ByteSpan header) {
   h.type = LoadLe16(header.data() + 4);
   h.length = LoadLe32(header.data() + 6);
   std::copy_n(header.begin() + 10, h.checksum.size(), h.checksum.begin());
-  const std::uint32_t cap = MaxPayload(h.type);
-  if (cap == 0) return Status::Invalid("frame-unknown-type", "message type " + std::to_string(h.type));
+  if (MaxPayload(h.type) == 0) return Status::Invalid("frame-unknown-type", "message type " + std::to_string(h.type));
+  const std::uint32_t cap = MaxPayload(h.type) + overhead;
   if (h.length > cap) {
     return Status::Invalid("frame-oversize", "announced " + std::to_string(h.length) + " bytes, cap " +
                                                  std::to_string(cap));
   }
   return h;
+}
+
+Result<SealedFrame> SealFrame(crypto::SessionCipher& cipher, const FrameHeaderBytes& header, ByteSpan payload) {
+  SealedFrame out;
+  out.header = header;
+  StoreLe32(&out.header[6], static_cast<std::uint32_t>(payload.size() + kSealOverhead));
+  std::fill(out.header.begin() + 10, out.header.end(), std::uint8_t{0});
+  out.body.reserve(payload.size() + kSealOverhead);
+  VT_TRY(cipher.Seal(out.header, payload, out.body));
+  return out;
 }
 
 Status FrameDecoder::Fail(Status status) {
@@ -162,7 +172,7 @@ Result<std::size_t> FrameDecoder::Feed(ByteSpan data) {
       if (Status s = CheckMagic(m_magic, m_header.data()); !s.ok()) return Fail(std::move(s));
     }
     if (m_header_fill < kFrameHeaderSize) return used;
-    auto parsed = ParseFrameHeader(m_magic, m_header);
+    auto parsed = ParseFrameHeader(m_magic, m_header, m_cipher ? kSealOverhead : 0);
     if (!parsed.ok()) return Fail(parsed.status());
     m_parsed = *parsed;
     m_payload.clear();
@@ -175,8 +185,15 @@ Result<std::size_t> FrameDecoder::Feed(ByteSpan data) {
   used += take;
   if (m_payload.size() < m_parsed->length) return used;
 
+  if (m_cipher) {
+    // The tag covers the header too; the plaintext's SHA-256 is still
+    // computed below (gossip uses it as the content id).
+    Result<Bytes> plain = m_cipher->Open(m_header, m_payload);
+    if (!plain.ok()) return Fail(Status::Invalid("frame-bad-tag", "a sealed frame did not open"));
+    m_payload = std::move(plain).value();
+  }
   const Hash256 digest = crypto::Sha256Digest(m_payload);
-  if (!std::equal(m_parsed->checksum.begin(), m_parsed->checksum.end(), digest.bytes.begin())) {
+  if (!m_cipher && !std::equal(m_parsed->checksum.begin(), m_parsed->checksum.end(), digest.bytes.begin())) {
     return Fail(Status::Invalid("frame-bad-checksum", "payload checksum mismatch"));
   }
   m_ready = Frame{static_cast<MsgType>(m_parsed->type), std::move(m_payload), digest};

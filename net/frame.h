@@ -20,6 +20,16 @@
 //   frame-bad-checksum    payload does not match the checksum
 //   frame-truncated       input ended inside a frame (Finish / DecodeFrame)
 //   frame-trailing-bytes  DecodeFrame: bytes after the one frame
+//   frame-bad-tag         a sealed frame that does not open (see below)
+//
+// Sealed frames (protocol version 3, docs/net.md "Frame encryption"): once a
+// side has sent its Auth, every frame it sends is sealed with its session
+// key (net/handshake.h DeriveSessionKeys): the header keeps magic and type,
+// length = payload + 16, checksum = 0 (the tag authenticates instead); the
+// body is ChaCha20-Poly1305(payload) ‖ 16-byte tag, with the 14 header bytes
+// as associated data and the direction's frame counter (0, 1, 2, …) as
+// nonce. The receiver opens frames in order from the peer's Auth on, so any
+// altered, injected, replayed, reordered or dropped frame fails to open.
 
 #include <array>
 #include <cstddef>
@@ -29,6 +39,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "crypto/session_cipher.h"
 #include "net/msg_types.h"
 
 namespace vt::net {
@@ -37,6 +48,10 @@ inline constexpr std::size_t kFrameHeaderSize = 14;
 using FrameHeaderBytes = std::array<std::uint8_t, kFrameHeaderSize>;
 // The hard cap over all types; no frame is ever larger.
 inline constexpr std::uint32_t kMaxFramePayload = std::uint32_t{16} << 20;
+// Bytes a sealed frame adds to its payload (the AEAD tag).
+inline constexpr std::uint32_t kSealOverhead = static_cast<std::uint32_t>(crypto::kAeadTagBytes);
+// The largest length field on the wire (a sealed frame at the cap).
+inline constexpr std::uint32_t kMaxFrameLength = kMaxFramePayload + kSealOverhead;
 
 enum class MsgType : std::uint16_t {
 #define VT_NET_MSG_ENUM(enumerator, wire, ...) enumerator = wire,
@@ -98,8 +113,18 @@ FrameHeaderBytes EncodeFrameHeader(std::uint32_t magic, MsgType type, std::size_
 // Header and payload in one buffer.
 Bytes EncodeFrame(std::uint32_t magic, MsgType type, ByteSpan payload);
 
-// Parses a complete header and checks magic, type and cap (not the checksum).
-Result<FrameHeader> ParseFrameHeader(std::uint32_t magic, ByteSpan header);
+// Parses a complete header and checks magic, type and cap (not the checksum);
+// `overhead` is added to the type's cap (kSealOverhead for a sealed frame).
+Result<FrameHeader> ParseFrameHeader(std::uint32_t magic, ByteSpan header, std::uint32_t overhead = 0);
+
+// The sealed form of a frame whose plaintext header is `header` (its length
+// must be payload.size(); its checksum is ignored): the sealed header and
+// body. Error from the cipher (counter exhausted).
+struct SealedFrame {
+  FrameHeaderBytes header;
+  Bytes body;  // ciphertext ‖ tag
+};
+Result<SealedFrame> SealFrame(crypto::SessionCipher& cipher, const FrameHeaderBytes& header, ByteSpan payload);
 
 class FrameDecoder {
  public:
@@ -112,6 +137,11 @@ class FrameDecoder {
   Result<std::size_t> Feed(ByteSpan data);
   // The completed frame, if any (once).
   std::optional<Frame> TakeFrame();
+
+  // Every frame after the one in progress (call it between frames, e.g. from
+  // the handler of the frame just taken) is sealed and opened with `cipher`.
+  void OpenFromNow(crypto::SessionCipher cipher) { m_cipher.emplace(std::move(cipher)); }
+  bool sealed() const { return m_cipher.has_value(); }
 
   // Ok when no partial frame is buffered; frame-truncated otherwise. Call it
   // when the input ended (end of stream, end of a test vector).
@@ -133,6 +163,7 @@ class FrameDecoder {
   Bytes m_payload;
   std::optional<Frame> m_ready;
   Status m_error;
+  std::optional<crypto::SessionCipher> m_cipher;  // set: frames are sealed
 };
 
 // Decodes exactly one frame spanning all of `bytes`.

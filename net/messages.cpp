@@ -12,6 +12,7 @@ void Encode(Writer& w, const Hello& v) {
   w.PutHash(v.genesis_hash);
   w.PutHash(v.node_id);
   w.PutHash(v.challenge);
+  w.PutHash(v.ephemeral);
   w.PutU16(v.listen_port);
   w.PutU64(v.best_height);
   w.PutString(v.user_agent);
@@ -24,6 +25,7 @@ Result<Hello> Decode(Reader& r, DecodeAs<Hello>) {
   VT_ASSIGN_OR_RETURN(v.genesis_hash, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.node_id, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.challenge, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.ephemeral, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.listen_port, r.GetU16());
   VT_ASSIGN_OR_RETURN(v.best_height, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.user_agent, r.GetString(kMaxUserAgentBytes));

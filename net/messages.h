@@ -24,7 +24,9 @@ namespace vt::net {
 // Version of this wire protocol; peers must match exactly (the handshake
 // rejects others with "handshake-bad-version"). 2: node ids are proven keys
 // (Hello carries a challenge, Auth a signature; net/handshake.h).
-inline constexpr std::uint32_t kProtocolVersion = 2;
+// 3: X25519 ephemeral keys in hello, every frame after auth sealed with
+// ChaCha20-Poly1305 (docs/net.md, "Frame encryption").
+inline constexpr std::uint32_t kProtocolVersion = 3;
 
 inline constexpr std::size_t kMaxChainIdBytes = 64;
 inline constexpr std::size_t kMaxUserAgentBytes = 64;
@@ -47,6 +49,10 @@ struct Hello {
   Hash256 node_id;
   // 32 fresh random bytes per connection; the peer's Auth signs over it.
   Hash256 challenge;
+  // A fresh X25519 public key per connection: with the peer's, it gives the
+  // session keys that seal every frame after Auth (net/handshake.h). Both
+  // Auth signatures cover it, so nobody in the path can swap it.
+  Hash256 ephemeral;
   std::uint16_t listen_port = 0;  // 0: not accepting connections
   std::uint64_t best_height = 0;  // BlockSource::TipHeight() when sent
   std::string user_agent;

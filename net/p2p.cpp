@@ -38,6 +38,8 @@ P2PNode::P2PNode(asio::io_context& io, P2PConfig config, MessageHandler* handler
   if (m_config.user_agent.size() > kMaxUserAgentBytes) m_config.user_agent.resize(kMaxUserAgentBytes);
   m_config.blob_chunk_bytes = std::clamp<std::uint32_t>(m_config.blob_chunk_bytes, 1, kMaxBlobChunk);
   m_config.sync_batch = std::clamp<std::uint32_t>(m_config.sync_batch, 1, kMaxItemsPerResponse);
+  m_config.max_pending = std::max<std::size_t>(m_config.max_pending, 1);
+  m_config.max_pending_per_address = std::max<std::size_t>(m_config.max_pending_per_address, 1);
 }
 
 P2PNode::~P2PNode() = default;
@@ -155,6 +157,18 @@ void P2PNode::Tick() {
 }
 
 void P2PNode::OnFrameError(const ConnPtr& conn, const Status& status) {
+  if (conn->receiving_sealed()) {
+    // After the peer's Auth, bytes that are not a sealed frame of this
+    // session (a bad tag, or a header no honest peer sends) may come from a
+    // relay on the path as well as from the peer: the connection closes
+    // (Connection does it) and nobody's identity or address is blamed.
+    ++m_counters.session_failures;
+    if (PeerLogAllowed()) {
+      Log().warn("session frame failed peer={} addr={} reason={}", conn->id(), conn->remote().ToString(),
+                 status.reason());
+    }
+    return;
+  }
   Misbehave(conn, penalty::kGarbage, status.reason());
 }
 
@@ -277,6 +291,8 @@ P2PStats P2PNode::Stats() const {
   s.refused_banned = m_counters.refused_banned;
   s.sync_requests_served = m_counters.sync_requests_served;
   s.blob_chunks_served = m_counters.blob_chunks_served;
+  s.handshakes_evicted = m_counters.handshakes_evicted;
+  s.session_failures = m_counters.session_failures;
   return s;
 }
 

@@ -157,7 +157,17 @@ struct P2PConfig {
   std::uint16_t listen_port = 0;  // 0: an ephemeral port (listen_port() tells which)
   std::vector<Endpoint> peers;    // dialed at start and redialed with back-off
 
-  std::size_t max_inbound = 64;
+  std::size_t max_inbound = 64;  // established inbound peers
+  // Inbound connections that have not proven a node key yet ("pending";
+  // docs/net.md, "Handshake limits"): at most max_pending in total and
+  // max_pending_per_address from one address — the latter only where an
+  // address stands for one party (AddressBannable: not loopback, a configured
+  // peer's host or never_ban_addresses, where strangers and honest peers
+  // share it). A connection beyond either bound evicts the oldest pending
+  // one: of its own address, or of the address holding the most. Every
+  // pending connection must prove its key within handshake_timeout.
+  std::size_t max_pending = 64;
+  std::size_t max_pending_per_address = 8;
   std::size_t max_send_queue_bytes = std::size_t{32} << 20;
   std::size_t seen_capacity = 100'000;
   std::size_t known_per_peer = 4096;
@@ -208,6 +218,8 @@ struct P2PStats {
   std::uint64_t gossip_delivered = 0, gossip_duplicates = 0, gossip_rejected = 0, gossip_sent = 0;
   std::uint64_t misbehaviour = 0, bans = 0, refused_banned = 0;
   std::uint64_t sync_requests_served = 0, blob_chunks_served = 0;
+  std::uint64_t handshakes_evicted = 0;  // pending connections closed for the handshake limits
+  std::uint64_t session_failures = 0;    // sealed frames that failed (closed, nobody blamed)
 };
 
 struct ItemsResponse {
@@ -320,6 +332,7 @@ class P2PNode final : private ConnectionOwner {
     std::atomic<std::uint64_t> gossip_delivered{0}, gossip_duplicates{0}, gossip_rejected{0}, gossip_sent{0};
     std::atomic<std::uint64_t> misbehaviour{0}, bans{0}, refused_banned{0};
     std::atomic<std::uint64_t> sync_requests_served{0}, blob_chunks_served{0};
+    std::atomic<std::uint64_t> handshakes_evicted{0}, session_failures{0};
   };
   using ConnPtr = std::shared_ptr<Connection>;
 
@@ -333,7 +346,14 @@ class P2PNode final : private ConnectionOwner {
   void ScheduleTick();
   void Dial(std::size_t target_index);
   ConnPtr AddConnection(boost::asio::ip::tcp::socket socket, bool inbound, std::optional<std::size_t> target);
-  Hello OurHello(const Hash256& challenge) const;
+  // Established inbound peers (P2PConfig::max_inbound counts these).
+  std::size_t EstablishedInbound() const;
+  // Makes room for one more pending inbound connection from `host`
+  // (P2PConfig::max_pending, max_pending_per_address): closes the oldest
+  // pending one of `host`, or of the address holding the most, when a bound
+  // is reached.
+  void MakeRoomForPending(const std::string& host);
+  Hello OurHello(const PeerSession& session) const;
   bool DialTargetSatisfied(const DialTarget& target) const;
 
   // Message handlers, one per row of net/msg_types.h (OnFrame dispatches

@@ -25,19 +25,66 @@ void P2PNode::Accept() {
     }
     boost::system::error_code rec;
     const std::string host = socket.remote_endpoint(rec).address().to_string();
-    std::size_t inbound = 0;
-    for (const auto& [id, conn] : m_peers) inbound += conn->inbound() ? 1 : 0;
     if (!rec && IsBanned(AddrKey(host), Clock::now())) {
       ++m_counters.refused_banned;
       boost::system::error_code ignored;
       socket.close(ignored);
     } else if (!rec) {
       ++m_counters.connections_in;
+      const bool full = EstablishedInbound() >= m_config.max_inbound;
+      if (!full) MakeRoomForPending(host);
       ConnPtr conn = AddConnection(std::move(socket), true, std::nullopt);
-      if (inbound >= m_config.max_inbound) conn->Close("too-many-peers", true);
+      if (full) conn->Close("too-many-peers", true);
     }
     Accept();
   });
+}
+
+std::size_t P2PNode::EstablishedInbound() const {
+  std::size_t n = 0;
+  for (const auto& [id, conn] : m_peers) n += conn->open() && conn->inbound() && conn->session().established ? 1 : 0;
+  return n;
+}
+
+// Why evict the oldest: an honest handshake takes a round trip and two
+// signature operations (about a millisecond on loopback), so an honest
+// connection is almost never the oldest pending one; whoever holds
+// connections open without finishing loses them first. The per-address bound
+// applies only where an address is one party (AddressBannable): on loopback
+// every local process shares 127.0.0.1, and the total bound with this
+// eviction is what keeps a local flood from shutting out a local testnet.
+void P2PNode::MakeRoomForPending(const std::string& host) {
+  struct PerAddress {
+    std::size_t count = 0;
+    ConnPtr oldest;  // m_peers is ordered by id, which grows with time
+  };
+  std::map<std::string, PerAddress> pending;
+  std::size_t total = 0;
+  for (const auto& [id, conn] : m_peers) {
+    if (!conn->open() || !conn->inbound() || conn->session().established) continue;
+    PerAddress& p = pending[conn->remote().host];
+    if (p.count++ == 0) p.oldest = conn;
+    ++total;
+  }
+  ConnPtr victim;
+  const auto own = pending.find(host);
+  if (own != pending.end() && own->second.count >= m_config.max_pending_per_address && AddressBannable(host)) {
+    victim = own->second.oldest;
+  } else if (total >= m_config.max_pending) {
+    const PerAddress* most = nullptr;
+    for (const auto& [addr, p] : pending) {
+      if (most == nullptr || p.count > most->count ||
+          (p.count == most->count && p.oldest->id() < most->oldest->id())) {
+        most = &p;
+      }
+    }
+    if (most != nullptr) victim = most->oldest;
+  }
+  if (!victim) return;
+  ++m_counters.handshakes_evicted;
+  // A hard close: an unproven connection gets no linger time, so a flood
+  // cannot pile up sockets waiting to flush their disconnect frame.
+  victim->Close("handshake-evicted", false);
 }
 
 bool P2PNode::DialTargetSatisfied(const DialTarget& target) const {

@@ -21,13 +21,14 @@ HandshakeRole PeerRole(const Connection& conn) {
 }
 }  // namespace
 
-Hello P2PNode::OurHello(const Hash256& challenge) const {
+Hello P2PNode::OurHello(const PeerSession& session) const {
   Hello h;
   h.protocol_version = kProtocolVersion;
   h.chain_id = m_config.chain_id;
   h.genesis_hash = m_config.genesis_hash;
   h.node_id = m_node_id;
-  h.challenge = challenge;
+  h.challenge = session.our_challenge;
+  h.ephemeral = session.our_ephemeral;
   h.listen_port = m_listen_port.load();
   h.best_height = m_blocks != nullptr ? m_blocks->TipHeight() : 0;
   h.user_agent = m_config.user_agent;
@@ -43,7 +44,15 @@ void P2PNode::StartHandshake(const ConnPtr& conn) {
     conn->Close("handshake-no-randomness", false);
     return;
   }
-  conn->Send(MsgType::kHello, EncodeToBytes(OurHello(s.our_challenge)));
+  Result<crypto::X25519Key> ephemeral = crypto::X25519Key::Generate();
+  if (!ephemeral.ok()) {
+    Log().error("no ephemeral key for a handshake: {}", ephemeral.status().ToString());
+    conn->Close("handshake-no-randomness", false);
+    return;
+  }
+  s.ephemeral.emplace(std::move(ephemeral).value());
+  std::copy(s.ephemeral->public_key().begin(), s.ephemeral->public_key().end(), s.our_ephemeral.bytes.begin());
+  conn->Send(MsgType::kHello, EncodeToBytes(OurHello(s)));
 }
 
 HandshakeTranscript P2PNode::Transcript(const ConnPtr& conn) const {
@@ -55,14 +64,18 @@ HandshakeTranscript P2PNode::Transcript(const ConnPtr& conn) const {
   if (conn->inbound()) {
     t.dialer_id = s.hello.node_id;
     t.dialer_challenge = s.hello.challenge;
+    t.dialer_ephemeral = s.hello.ephemeral;
     t.listener_id = m_node_id;
     t.listener_challenge = s.our_challenge;
+    t.listener_ephemeral = s.our_ephemeral;
     t.listener_port = conn->local_port();
   } else {
     t.dialer_id = m_node_id;
     t.dialer_challenge = s.our_challenge;
+    t.dialer_ephemeral = s.our_ephemeral;
     t.listener_id = s.hello.node_id;
     t.listener_challenge = s.hello.challenge;
+    t.listener_ephemeral = s.hello.ephemeral;
     t.listener_port = conn->remote().port;
   }
   return t;
@@ -99,13 +112,21 @@ void P2PNode::HandleHello(const ConnPtr& conn, Frame& frame) {
   if (Status st = CheckHello(*hello); !st.ok()) return RejectHandshake(conn, st);
   s.hello_received = true;
   s.hello = std::move(*hello);
-  Result<crypto::Signature> sig = SignHandshake(*m_node_key, Transcript(conn), OurRole(*conn));
-  if (!sig.ok()) {
-    Log().error("handshake signing failed: {}", sig.status().ToString());
+  const HandshakeTranscript t = Transcript(conn);
+  Result<SessionKeys> keys = DeriveSessionKeys(t, OurRole(*conn), *s.ephemeral);
+  s.ephemeral.reset();  // forward secrecy: the secret lives only in the session keys
+  if (!keys.ok()) return RejectHandshake(conn, keys.status());
+  Result<crypto::Signature> sig = SignHandshake(*m_node_key, t, OurRole(*conn));
+  Result<crypto::SessionCipher> seal = crypto::SessionCipher::Create(keys->send);
+  if (!sig.ok() || !seal.ok()) {
+    Log().error("handshake signing failed: {}", (sig.ok() ? seal.status() : sig.status()).ToString());
     conn->Close("handshake-sign-failed", true);
     return;
   }
   conn->Send(MsgType::kAuth, EncodeToBytes(AuthMsg{*sig}));
+  // Everything we send after our Auth is sealed.
+  conn->SealFromNow(std::move(seal).value());
+  s.recv_key = keys->recv;
 }
 
 void P2PNode::HandleAuth(const ConnPtr& conn, Frame& frame) {
@@ -122,6 +143,19 @@ void P2PNode::HandleAuth(const ConnPtr& conn, Frame& frame) {
     return RejectHandshake(conn, Status::Invalid("handshake-bad-signature"));
   }
   if (Status st = CheckProvenPeer(conn); !st.ok()) return RejectHandshake(conn, st);
+  // Everything the peer sends after its Auth is sealed with its send key
+  // (set when we answered its Hello, which HandleAuth requires).
+  if (!conn->session().recv_key) {
+    conn->Close("handshake-expected-hello", true);
+    return;
+  }
+  Result<crypto::SessionCipher> open = crypto::SessionCipher::Create(*conn->session().recv_key);
+  conn->session().recv_key.reset();
+  if (!open.ok()) {
+    conn->Close("handshake-sign-failed", true);
+    return;
+  }
+  conn->OpenFromNow(std::move(open).value());
   Establish(conn);
 }
 
@@ -138,6 +172,9 @@ Status P2PNode::CheckProvenPeer(const ConnPtr& conn) {
     ++m_counters.refused_banned;
     return Status::Invalid("banned");
   }
+  // Pending connections do not count against max_inbound, so the bound is
+  // checked again when one becomes a peer.
+  if (conn->inbound() && EstablishedInbound() >= m_config.max_inbound) return Status::Invalid("too-many-peers");
   for (auto& [pid, other] : m_peers) {
     if (other == conn || !other->open() || !other->session().established) continue;
     if (other->session().hello.node_id != id) continue;

@@ -120,21 +120,40 @@ void Connection::OnRead(const boost::system::error_code& ec, std::size_t n) {
 
 bool Connection::Send(MsgType type, std::shared_ptr<const Bytes> payload) {
   if (m_closing) return false;
-  const FrameHeaderBytes header = EncodeFrameHeader(m_options.magic, type, *payload);
+  // A sealed frame carries no checksum: skip the SHA-256.
+  const FrameHeaderBytes header = m_send_cipher ? EncodeFrameHeader(m_options.magic, type, payload->size(), Hash256{})
+                                                : EncodeFrameHeader(m_options.magic, type, *payload);
   return SendWithHeader(header, std::move(payload));
 }
 
 bool Connection::SendWithHeader(const FrameHeaderBytes& header, std::shared_ptr<const Bytes> payload) {
   if (m_closing) return false;
-  const std::size_t size = kFrameHeaderSize + payload->size();
+  const std::size_t size = kFrameHeaderSize + payload->size() + (m_send_cipher ? kSealOverhead : 0);
   if (m_queued_bytes > 0 && m_queued_bytes + size > m_options.max_send_queue_bytes) {
     Close("send-queue-full", false);
     return false;
   }
-  m_queue.push_back(OutFrame{header, std::move(payload)});
-  m_queued_bytes += size;
+  if (!Enqueue(header, std::move(payload))) return false;
   ++m_frames_out;
   if (!m_writing) WriteMore();
+  return true;
+}
+
+bool Connection::Enqueue(const FrameHeaderBytes& header, std::shared_ptr<const Bytes> payload) {
+  if (m_send_cipher) {
+    // Sealed here, in queue order, which is the order on the wire: the
+    // counter nonces the peer expects.
+    Result<SealedFrame> sealed = SealFrame(*m_send_cipher, header, *payload);
+    if (!sealed.ok()) {
+      Close(sealed.status().reason(), false);
+      return false;
+    }
+    payload = std::make_shared<const Bytes>(std::move(sealed->body));
+    m_queue.push_back(OutFrame{sealed->header, std::move(payload)});
+  } else {
+    m_queue.push_back(OutFrame{header, std::move(payload)});
+  }
+  m_queued_bytes += kFrameHeaderSize + m_queue.back().payload->size();
   return true;
 }
 
@@ -199,13 +218,20 @@ void Connection::Close(const std::string& reason, bool notify_remote) {
     Shutdown();
     return;
   }
-  // Drop what was queued but not yet written, then say why we leave.
-  for (const OutFrame& f : m_queue) m_queued_bytes -= f.header.size() + f.payload->size();
-  m_queue.clear();
+  // Drop what was queued but not yet written, then say why we leave. A
+  // sealed stream cannot skip frames (their counters are spent, and the
+  // peer could not open our Disconnect): there the queue goes out first,
+  // within the same linger time.
+  if (!m_send_cipher) {
+    for (const OutFrame& f : m_queue) m_queued_bytes -= f.header.size() + f.payload->size();
+    m_queue.clear();
+  }
   const auto payload = std::make_shared<const Bytes>(EncodeToBytes(DisconnectMsg{reason.substr(
       0, std::min(reason.size(), kMaxReasonBytes))}));
-  m_queue.push_back(OutFrame{EncodeFrameHeader(m_options.magic, MsgType::kDisconnect, *payload), payload});
-  m_queued_bytes += kFrameHeaderSize + payload->size();
+  if (!Enqueue(EncodeFrameHeader(m_options.magic, MsgType::kDisconnect, *payload), payload)) {
+    Shutdown();
+    return;
+  }
   m_flush_then_close = true;
   m_linger_timer.expires_after(m_options.linger);
   m_linger_timer.async_wait([self = shared_from_this()](const boost::system::error_code& tec) {

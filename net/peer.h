@@ -19,6 +19,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "crypto/session_cipher.h"
 #include "net/frame.h"
 #include "net/messages.h"
 #include "net/seen_set.h"
@@ -78,6 +79,12 @@ struct PeerSession {
   // the node id an identity that scores and bans may name.
   bool established = false;
   Hash256 our_challenge;  // sent in our Hello on this connection
+  // Our X25519 key of this connection (its public half is in our Hello);
+  // dropped once the session keys are derived.
+  std::optional<crypto::X25519Key> ephemeral;
+  Hash256 our_ephemeral;  // its public half, for the transcript
+  // The key that opens the peer's frames, from our Auth until the peer's.
+  std::optional<crypto::AeadKey> recv_key;
   Hello hello;
   int score = 0;
   Clock::time_point connected_at{};
@@ -114,11 +121,22 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Start();
 
   // Queues one frame; false when the connection is closing or the queue bound
-  // was hit (the connection is then closed).
+  // was hit (the connection is then closed). Sealed once SealFromNow was
+  // called.
   bool Send(MsgType type, std::shared_ptr<const Bytes> payload);
   bool Send(MsgType type, Bytes payload) { return Send(type, std::make_shared<const Bytes>(std::move(payload))); }
   // Same, with the header already encoded (a broadcast checksums once for all peers).
   bool SendWithHeader(const FrameHeaderBytes& header, std::shared_ptr<const Bytes> payload);
+
+  // Every frame queued from now on is sealed with `cipher` (docs/net.md,
+  // "Frame encryption"): call it right after queuing our Auth.
+  void SealFromNow(crypto::SessionCipher cipher) { m_send_cipher.emplace(std::move(cipher)); }
+  // Every frame received after the one being handled is opened with `cipher`:
+  // call it from the handler of the peer's Auth.
+  void OpenFromNow(crypto::SessionCipher cipher) { m_decoder.OpenFromNow(std::move(cipher)); }
+  // Frames from the peer are sealed: a framing error can no longer be told
+  // from a relay's tampering, so it is held against nobody.
+  bool receiving_sealed() const { return m_decoder.sealed(); }
 
   // Stops reading and closes. With `notify_remote`, a Disconnect{reason} frame
   // is flushed first (bounded by the linger time); otherwise queued frames are
@@ -146,6 +164,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     std::shared_ptr<const Bytes> payload;
   };
 
+  // Seals (when on) and queues; false when sealing failed (the connection is
+  // then closed).
+  bool Enqueue(const FrameHeaderBytes& header, std::shared_ptr<const Bytes> payload);
   void ReadMore();
   void OnRead(const boost::system::error_code& ec, std::size_t n);
   void WriteMore();
@@ -163,6 +184,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::uint16_t m_local_port = 0;
 
   FrameDecoder m_decoder;
+  std::optional<crypto::SessionCipher> m_send_cipher;
   std::array<std::uint8_t, 64 * 1024> m_read_buf{};
   Clock::time_point m_last_receive;
 

@@ -77,8 +77,12 @@ struct RpcServer::Impl : std::enable_shared_from_this<RpcServer::Impl> {
   void Accept();
   // A connection over the limits: a canned 503 written without waiting, then closed.
   void Refuse(tcp::socket socket, const char* why);
-  // Large bodies reserve their size from the in-flight budget (false: spent).
-  bool ReserveBody(std::size_t bytes);
+  // Large bodies (requests and responses) reserve their size from the
+  // in-flight budget (false: spent). With `alone`, a body larger than the
+  // whole budget is allowed when nothing else holds any of it (so every
+  // response can be served, one at a time, like the first frame into an
+  // empty P2P send queue): the server holds at most max(budget, one body).
+  bool ReserveBody(std::size_t bytes, bool alone = false);
   void ReleaseBody(std::size_t bytes);
 
   asio::io_context& io;
@@ -95,9 +99,10 @@ struct RpcServer::Impl : std::enable_shared_from_this<RpcServer::Impl> {
       rejected_connections{0}, busy_refusals{0}, continues{0};
 };
 
-bool RpcServer::Impl::ReserveBody(std::size_t bytes) {
+bool RpcServer::Impl::ReserveBody(std::size_t bytes, bool alone) {
   std::lock_guard lock(mu);
-  if (body_bytes_in_flight + bytes > config.max_body_bytes_in_flight) return false;
+  const bool fits = body_bytes_in_flight + bytes <= config.max_body_bytes_in_flight;
+  if (!fits && !(alone && body_bytes_in_flight == 0)) return false;
   body_bytes_in_flight += bytes;
   return true;
 }
@@ -237,6 +242,18 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     }
     req = http::request<http::string_body>{};  // the body is handled: give its memory and its reservation back
     ReleaseBody();
+    // A large response is held until the client has read it (a slow or
+    // silent reader holds it up to idle_timeout): it reserves its size from
+    // the same budget, or is replaced by 503 "rpc-busy" (so many concurrent
+    // get_blob calls cannot make the server hold gigabytes).
+    if (const std::size_t out = m_res.body().size(); out > m_impl->config.small_body_bytes) {
+      if (!m_impl->ReserveBody(out, /*alone=*/true)) {
+        ++m_impl->busy_refusals;
+        return SendError(http::status::service_unavailable,
+                         BusyBody("too many large responses in flight; retry later"));
+      }
+      m_reserved = out;
+    }
     m_res.keep_alive(keep_alive);
     Write(!keep_alive);
   }
@@ -284,6 +301,8 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
     m_stream.expires_after(m_impl->config.idle_timeout);
     http::async_write(m_stream, m_res,
                       [self = shared_from_this(), close](const beast::error_code& ec, std::size_t) {
+                        self->m_res = {};  // written (or failed): its memory and reservation go back
+                        self->ReleaseBody();
                         if (ec || self->m_impl->stopped) return self->Cancel();
                         if (close) return self->Drain();
                         self->Read();
@@ -319,7 +338,7 @@ class RpcSession : public std::enable_shared_from_this<RpcSession> {
   http::response<http::string_body> m_res;
   std::shared_ptr<RpcServer::Impl> m_impl;
   std::string m_address;
-  std::size_t m_reserved = 0;  // bytes of the body budget this request holds
+  std::size_t m_reserved = 0;  // bytes of the budget this request's body, then its response, holds
   std::array<char, 16 * 1024> m_drain_buf{};
   std::size_t m_drained = 0;
 };

@@ -61,8 +61,10 @@ struct RpcServerConfig {
   std::size_t max_connections = 64;
   std::size_t max_connections_per_address = 32;
   std::size_t max_batch = 100;
-  // Bodies larger than small_body_bytes reserve their size from this budget
-  // while they are read and handled.
+  // Request bodies larger than small_body_bytes reserve their size from this
+  // budget while they are read and handled, and responses larger than it
+  // while they are written (a response larger than the whole budget only
+  // when nothing else holds any of it).
   std::size_t small_body_bytes = 64 * 1024;
   std::size_t max_body_bytes_in_flight = std::size_t{4} << 20;
   // From the end of the previous response (or accept) to a complete header.
@@ -77,9 +79,9 @@ struct RpcServerStats {
   std::uint64_t rpc_errors = 0;
   std::uint64_t connections = 0;
   std::uint64_t rejected_connections = 0;  // over max_connections or the per-address cap
-  std::uint64_t busy_refusals = 0;         // bodies refused for the in-flight budget
+  std::uint64_t busy_refusals = 0;         // requests or responses refused for the in-flight budget
   std::uint64_t continues = 0;             // "100 Continue" answers sent
-  std::uint64_t body_bytes_in_flight = 0;  // reserved by large bodies now
+  std::uint64_t body_bytes_in_flight = 0;  // reserved by large request and response bodies now
 };
 
 // A file served to GET (ServeStatic): bytes fixed before Start().

@@ -19,6 +19,8 @@
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
 #include "node/chain_db.h"
+#include "node/evidence_pool.h"
+#include "node/evidence_rules.h"
 #include "node/genesis.h"
 #include "node/mempool.h"
 #include "referee/messages.h"
@@ -45,9 +47,12 @@ class Chain {
   // The last staged block is kept, so committing the block just built or
   // checked does not execute it a second time.
   //
-  // Proposes a block on the tip with `key`; nothing is stored.
+  // Proposes a block on the tip with `key`; nothing is stored. `evidence`:
+  // candidate evidence items (EncodeEvidence); those that apply go in
+  // (Vm::ProduceBlock), the others are left out.
   Result<vm::BlockResult> Build(std::vector<vm::Transaction> candidates, std::uint64_t time,
-                                const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected);
+                                const crypto::SecretKey& key, std::vector<vm::RejectedTx>* rejected,
+                                std::vector<Bytes> evidence = {});
   // Whether `block` applies at tip + 1: Invalid "block-not-next" when its
   // height or parent does not fit the tip, "block-bad-proposer" (consensus
   // rule, genesis.h), or the VM's block-* / tx-* reason. Nothing is stored.
@@ -66,8 +71,26 @@ class Chain {
   // of the account's passes here, the mempool bounds how far.
   Result<vm::Account> CheckTransaction(const vm::Transaction& tx) const;
 
+  // A validator's bond and recorded offences in the tip state
+  // (docs/node.md "Evidence and slashing").
+  // Reads a bounded number of entries however often it was slashed.
+  struct ValidatorStake {
+    vm::Amount bond = 0;
+    vm::SlashSummary summary;                                   // every offence
+    std::vector<std::pair<vm::Offence, vm::SlashRecord>> latest;  // the last kShownSlashes, oldest first
+  };
+  static constexpr std::size_t kShownSlashes = 16;
+  Result<ValidatorStake> Stake(const crypto::PublicKey& validator) const;
+  // Of `held` (a driver's evidence, oldest first), what a block at
+  // `height` on the tip may still carry: not recorded yet, not too old,
+  // at most vm::kMaxBlockEvidence, encoded. Signatures are checked when
+  // the block is built (Build), not here.
+  std::vector<Bytes> EvidenceCandidates(const std::vector<HeldEvidence>& held, std::uint64_t height) const;
+  // Whether the tip state records `offence` (it is refused from now on).
+  bool Recorded(const vm::Offence& offence) const;
+
  private:
-  Chain(std::unique_ptr<ChainDb> db, GenesisFile genesis);
+  Chain(std::unique_ptr<ChainDb> db, GenesisFile genesis, VoteEvidenceRules rules);
   // A block applied on a StateOverlay over the tip `parent`, not stored yet.
   struct Staged {
     Hash256 parent;
@@ -84,6 +107,7 @@ class Chain {
   vm::KernelsGraphSource m_graphs;
   vm::Arbiter m_arbiter;
   vm::ContractRegistry m_registry;
+  VoteEvidenceRules m_evidence_rules;
   vm::Vm m_vm;
   vm::ChainTip m_tip;
   std::optional<Staged> m_staged;  // the last block built or checked

@@ -34,7 +34,7 @@ Result<std::uint64_t> ChainClient::Height() {
 Result<AccountView> ChainClient::Account(const crypto::Address& address) {
   VT_ASSIGN_OR_RETURN(Json j, Call("get_account", Json::array({address.Hex()})));
   return AccountView{j["balance"].get<vm::Amount>(), j["nonce"].get<std::uint64_t>(),
-                     j["next_nonce"].get<std::uint64_t>()};
+                     j["next_nonce"].get<std::uint64_t>(), j.value("validator", Json())};
 }
 
 Result<referee::Bounty> ChainClient::Bounty(std::uint64_t id) {

@@ -29,6 +29,9 @@ struct AccountView {
   vm::Amount balance = 0;
   std::uint64_t nonce = 0;
   std::uint64_t next_nonce = 0;
+  // For a genesis validator's key: get_account's "validator" (genesis_bond,
+  // bond, slashed, offences, slashes; docs/node.md); null otherwise.
+  Json validator;
 };
 
 struct GameView {

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "common/log.h"
+#include "contract_vm/evidence.h"
+#include "crypto/sha256.h"
 
 namespace vt::node {
 namespace {
@@ -16,14 +18,15 @@ spdlog::logger& Log() { return log::Get("consensus"); }
 
 // At most this many next-height proposals are held until this height ends.
 constexpr std::size_t kMaxEarlyProposals = 8;
-// Evidence kept in memory (one per validator, height, round and type).
-constexpr std::size_t kMaxEvidence = 1024;
 // Final blocks asked for per catch-up request.
 constexpr std::uint32_t kCatchUpBatch = 32;
 constexpr std::chrono::milliseconds kCatchUpEvery{200};
 constexpr std::uint32_t kProposalResendEvery = 2;
 // How often a proposer asks again for a block that was not due yet.
 constexpr std::chrono::milliseconds kBuildRetry{20};
+// TEST-ONLY adversary: garbage only after this many double-signs, so that
+// its peers hold evidence of several offences before they ban it.
+constexpr std::uint64_t kGarbageAfter = 16;
 
 // The persisted validator state: SafetyState ‖ vector<Proposal ‖ bytes block> ‖ vector<Vote>.
 Bytes EncodeState(const consensus::SafetyState& s, const std::vector<consensus::ProposalMsg>& proposals,
@@ -94,6 +97,12 @@ std::optional<Bytes> ReadFile(const std::filesystem::path& path) {
 
 }  // namespace
 
+Result<TestAdversary> ParseTestAdversary(std::string_view spec) {
+  if (spec.empty() || spec == "none") return TestAdversary::kNone;
+  if (spec == "equivocate") return TestAdversary::kEquivocate;
+  return Status::Invalid("adversary-bad-spec", "unknown test adversary '" + std::string(spec) + "'");
+}
+
 Result<std::unique_ptr<ConsensusDriver>> ConsensusDriver::Create(boost::asio::io_context& io, net::P2PNode& p2p,
                                                                  FinalityApp& app, DriverConfig config) {
   VT_ASSIGN_OR_RETURN(consensus::ValidatorSet set, consensus::ValidatorSet::Create(config.validators));
@@ -102,7 +111,9 @@ Result<std::unique_ptr<ConsensusDriver>> ConsensusDriver::Create(boost::asio::io
 
 ConsensusDriver::ConsensusDriver(boost::asio::io_context& io, net::P2PNode& p2p, FinalityApp& app, DriverConfig config,
                                  consensus::ValidatorSet set)
-    : m_io(io), m_p2p(p2p), m_app(app), m_config(std::move(config)), m_set(std::move(set)), m_resend_timer(io) {
+    : m_io(io), m_p2p(p2p), m_app(app), m_config(std::move(config)), m_set(std::move(set)), m_resend_timer(io),
+      m_rules(m_config.chain_id, m_set),
+      m_evidence(m_set.size()) {
   if (m_config.key) m_self = m_set.IndexOf(m_config.key->public_key());
 }
 
@@ -183,6 +194,7 @@ void ConsensusDriver::Apply(consensus::Actions actions) {
         continue;
       }
       (void)m_p2p.Broadcast(net::GossipKind::kConsensus, consensus::EncodeMsg(v));
+      if (m_config.adversary == TestAdversary::kEquivocate) Equivocate(v);
       more(m_machine->OnVote(v));
     } else if (const auto* st = std::get_if<consensus::action::ScheduleTimeout>(&a)) {
       auto timer = std::make_shared<boost::asio::steady_timer>(m_io, std::chrono::milliseconds(st->delay_ms));
@@ -201,9 +213,8 @@ void ConsensusDriver::Apply(consensus::Actions actions) {
       for (const consensus::ProposalMsg& p : early) Feed(p);
     } else if (const auto* ev = std::get_if<consensus::action::Evidence>(&a)) {
       const consensus::DuplicateVote d = consensus::MakeEvidence(ev->first, ev->second);
-      if (m_evidence.size() < kMaxEvidence &&
-          m_evidence_keys.emplace(d.a.validator, d.a.height, d.a.round, d.a.type).second) {
-        m_evidence.push_back(d);
+      const std::optional<vm::Offence> o = m_rules.OffenceOf(d);
+      if (o && m_evidence.Add(*o, EncodeEvidence(d))) {
         ++m_stats.evidence;
         Log().warn("{} validator {} signed two votes at height={} round={}", m_config.name, d.a.validator, d.a.height,
                    d.a.round);
@@ -256,7 +267,27 @@ void ConsensusDriver::OnCommit(const consensus::action::Commit& c) {
   m_proposal_rounds.clear();
   m_own_proposals.clear();
   m_own_votes.clear();
+  // What a final block recorded is refused by the state from now on:
+  // holding it would only take the place of new evidence.
+  m_evidence.Forget(c.height + 1, [this](const vm::Offence& o) { return m_app.EvidenceRecorded(o); });
   if (Status s = Persist(); !s.ok()) Log().error("{} {}", m_config.name, s.ToString());
+}
+
+void ConsensusDriver::Equivocate(const consensus::Vote& v) {
+  // A block nobody proposed, different for each vote: the honest vote and
+  // this one name different blocks, so together they are evidence.
+  Writer w;
+  Encode(w, v);
+  consensus::Vote twin = v;
+  twin.block = crypto::TaggedHash("veritrain/test/equivocation", w.bytes());
+  if (!consensus::SignVote(m_config.chain_id, *m_config.key, twin).ok()) return;
+  (void)m_p2p.Broadcast(net::GossipKind::kConsensus, consensus::EncodeMsg(twin));
+  if (++m_double_signed % kGarbageAfter == 0) {
+    Bytes junk{0xff, 0x00, 0x13, 0x37};  // kind 0xff: no such consensus message
+    (void)m_p2p.Broadcast(net::GossipKind::kConsensus, std::move(junk));
+  }
+  Log().warn("{} TEST-ONLY adversary: double-signed {} at height={} round={}", m_config.name,
+             v.type == consensus::VoteType::kPrevote ? "prevote" : "precommit", v.height, v.round);
 }
 
 void ConsensusDriver::Feed(const consensus::ProposalMsg& m) {

@@ -41,6 +41,8 @@
 #include "consensus/wire.h"
 #include "crypto/keys.h"
 #include "net/p2p.h"
+#include "node/evidence_pool.h"
+#include "node/evidence_rules.h"
 
 namespace vt::node {
 
@@ -62,7 +64,23 @@ class FinalityApp {
   virtual Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) = 0;
   // Appends the decided block with its certificate, durably, in one write.
   virtual Status CommitBlock(std::uint64_t height, ByteSpan block, const consensus::CommitCertificate& cert) = 0;
+  // Whether a final block recorded `offence` (the driver then drops its
+  // evidence, node/evidence_pool.h). Apps without evidence record none.
+  virtual bool EvidenceRecorded(const vm::Offence& /*offence*/) const { return false; }
 };
+
+// TEST-ONLY misbehaviour of a validator, for the Byzantine tests
+// (tests/testnet/byzantine_test.cpp); vt-node honours it only when started
+// by a test (docs/node.md "Evidence and slashing").
+enum class TestAdversary : std::uint8_t {
+  kNone = 0,
+  // Signs a second, conflicting vote (for a block that does not exist) for
+  // every vote it casts, and, after kGarbageAfter double-signs, sends
+  // garbage under the consensus message type (which gets it banned).
+  kEquivocate = 1,
+};
+// "none" | "equivocate"; Invalid "adversary-bad-spec" otherwise.
+Result<TestAdversary> ParseTestAdversary(std::string_view spec);
 
 struct DriverConfig {
   std::string name = "node";
@@ -72,6 +90,7 @@ struct DriverConfig {
   consensus::Timeouts timeouts;
   std::filesystem::path state_file;  // the validator's safety state (unused by followers)
   std::chrono::milliseconds resend{500};
+  TestAdversary adversary = TestAdversary::kNone;  // TEST-ONLY
 };
 
 struct DriverStats {
@@ -99,7 +118,10 @@ class ConsensusDriver {
   net::Verdict OnFinalBlocks(net::PeerId from, const std::vector<Bytes>& items);
 
   DriverStats stats() const { return m_stats; }
-  const std::vector<consensus::DuplicateVote>& evidence() const { return m_evidence; }
+  // Evidence seen here that no final block recorded yet, of offences at
+  // most vm::kEvidenceMaxAge blocks old (node/evidence_pool.h), oldest
+  // first: what this node puts in the blocks it proposes (Node::BuildBlock).
+  const std::vector<HeldEvidence>& evidence() const { return m_evidence.items(); }
 
  private:
   ConsensusDriver(boost::asio::io_context& io, net::P2PNode& p2p, FinalityApp& app, DriverConfig config,
@@ -113,6 +135,8 @@ class ConsensusDriver {
   // Asks the app for a block for (height, round); retries while not due.
   void TryBuild(std::uint64_t height, std::uint32_t round);
   void Resend();
+  // TEST-ONLY (TestAdversary::kEquivocate): a second vote conflicting with `v`.
+  void Equivocate(const consensus::Vote& v);
 
   boost::asio::io_context& m_io;
   net::P2PNode& m_p2p;
@@ -132,9 +156,10 @@ class ConsensusDriver {
   bool m_catching_up = false;
   std::chrono::steady_clock::time_point m_last_catch_up{};
   bool m_stopped = false;
-  std::set<std::tuple<std::uint32_t, std::uint64_t, std::uint32_t, consensus::VoteType>> m_evidence_keys;
-  std::vector<consensus::DuplicateVote> m_evidence;
+  VoteEvidenceRules m_rules;  // what a double vote proves (the offence)
+  EvidencePool m_evidence;
   DriverStats m_stats;
+  std::uint64_t m_double_signed = 0;  // TEST-ONLY adversary
 };
 
 }  // namespace vt::node

@@ -96,8 +96,12 @@ Result<GenesisFile> ParseGenesis(std::string_view text) {
                                                                     : "v" + std::to_string(g.validators.size());
     for (const Validator& other : g.validators)
       if (other.pubkey == *key) return Bad("validators", "duplicate pubkey");
-    g.validators.push_back({std::move(name), *key});
+    VT_ASSIGN_OR_RETURN(const std::uint64_t bond, U64(v, "bond", 0));
+    g.validators.push_back({std::move(name), *key, bond});
+    if (bond > 0) g.genesis.bonds.push_back({key->bytes(), bond});
   }
+  std::sort(g.genesis.bonds.begin(), g.genesis.bonds.end(),
+            [](const vm::Bond& a, const vm::Bond& b) { return a.validator < b.validator; });
   if (g.instant() && g.validators.size() != 1) return Bad("block_interval_ms", "instant mode (0) needs exactly one validator");
   if (j.contains("accounts")) {
     if (!j["accounts"].is_array()) return Bad("accounts", "not an array");
@@ -139,7 +143,8 @@ std::string GenesisToJson(const GenesisFile& g) {
                  {"max_tx_bytes", g.genesis.params.max_tx_bytes},
                  {"min_gas_price", g.genesis.params.min_gas_price}};
   j["validators"] = Json::array();
-  for (const Validator& v : g.validators) j["validators"].push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}});
+  for (const Validator& v : g.validators)
+    j["validators"].push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}, {"bond", v.bond}});
   j["accounts"] = Json::array();
   for (const NamedAccount& a : g.accounts)
     j["accounts"].push_back({{"name", a.name}, {"address", a.address.Hex()}, {"balance", a.balance}});

@@ -9,7 +9,7 @@
 //     "block_interval_ms": 500,           0 = instant mode (one validator: a block per tx batch)
 //     "proposer_timeout_ms": 1500,        how long validators wait for a proposal (see below)
 //     "params": {"block_gas_limit": …, "max_tx_bytes": …, "min_gas_price": 1},   optional
-//     "validators": [{"name": "v0", "pubkey": "<64 hex>"}, …],
+//     "validators": [{"name": "v0", "pubkey": "<64 hex>", "bond": 1000000}, …],   bond optional (0: none)
 //     "accounts": [{"name": "alice", "address": "<40 hex>", "balance": 1000000}, …]
 //   }
 //
@@ -39,6 +39,7 @@ namespace vt::node {
 struct Validator {
   std::string name;
   crypto::PublicKey pubkey;
+  vm::Amount bond = 0;  // stake slashed for equivocation (docs/node.md "Evidence and slashing")
 };
 
 struct NamedAccount {

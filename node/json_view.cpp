@@ -1,6 +1,7 @@
 #include "node/json_view.h"
 
 #include "common/encoding.h"
+#include "consensus/commit.h"
 #include "kernels/mode.h"
 
 namespace vt::node {
@@ -27,6 +28,13 @@ std::string_view GamePhaseName(referee::GamePhase p) {
     case referee::GamePhase::kRevealRecords: return "reveal-records";
     case referee::GamePhase::kArbitration: return "arbitration";
     case referee::GamePhase::kResolved: return "resolved";
+    case referee::GamePhase::kChunkRoots: return "chunk-roots";
+    case referee::GamePhase::kChunkWalk: return "chunk-walk";
+    case referee::GamePhase::kChunkReveal: return "chunk-reveal";
+    case referee::GamePhase::kPartialsRoots: return "partials-roots";
+    case referee::GamePhase::kPartialsWalk: return "partials-walk";
+    case referee::GamePhase::kStepReveal: return "step-reveal";
+    case referee::GamePhase::kOpenElement: return "open-element";
   }
   return "?";
 }
@@ -40,6 +48,7 @@ Json HeaderToJson(const vm::BlockHeader& h) {
               {"state_root", h.state_root.Hex()},
               {"tx_root", h.tx_root.Hex()},
               {"receipt_root", h.receipt_root.Hex()},
+              {"evidence_root", h.evidence_root.Hex()},
               {"time", h.time},
               {"chain_id", h.chain_id},
               {"proposer", ToHex(h.proposer)}};
@@ -74,6 +83,20 @@ Json BlockToJson(const vm::Block& b, bool full_txs) {
   Json txs = Json::array();
   for (const vm::Transaction& tx : b.txs) txs.push_back(full_txs ? TxToJson(tx) : Json(vm::TxId(tx).Hex()));
   j["txs"] = std::move(txs);
+  // Evidence items are DuplicateVotes (node/evidence_rules.h); a block
+  // holds only ones that verified, so each decodes.
+  Json evidence = Json::array();
+  for (const Bytes& item : b.evidence) {
+    Json e{{"hash", vm::EvidenceHash(item).Hex()}};
+    if (auto ev = DecodeExact<consensus::DuplicateVote>(item); ev.ok()) {
+      e["validator"] = ev->a.validator;
+      e["height"] = ev->a.height;
+      e["round"] = ev->a.round;
+      e["vote"] = ev->a.type == consensus::VoteType::kPrevote ? "prevote" : "precommit";
+    }
+    evidence.push_back(std::move(e));
+  }
+  j["evidence"] = std::move(evidence);
   return j;
 }
 

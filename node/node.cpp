@@ -106,6 +106,7 @@ Result<std::unique_ptr<Node>> Node::Create(NodeConfig config) {
   dc.key = c.validator_key ? &*c.validator_key : nullptr;
   dc.timeouts = ConsensusTimeouts(c.genesis);
   dc.state_file = c.data_dir / "consensus_state";
+  dc.adversary = c.test_adversary;
   FinalityApp& app = *node;
   VT_ASSIGN_OR_RETURN(node->m_driver, ConsensusDriver::Create(node->m_io, *node->m_p2p, app, std::move(dc)));
   return node;
@@ -295,14 +296,17 @@ Result<std::pair<Hash256, Bytes>> Node::BuildBlock(std::uint64_t height) {
   const std::uint64_t time = std::max(now, tip.time);
   const crypto::SecretKey& key = *m_config.validator_key;
   std::vector<vm::RejectedTx> rejected;
-  auto result = m_chain->Build(candidates, time, key, &rejected);
+  // Evidence this node holds and the chain has not recorded: the proposer
+  // reports it (and is rewarded for it, contract_vm/evidence.h).
+  const std::vector<Bytes> evidence = m_chain->EvidenceCandidates(m_driver->evidence(), height);
+  auto result = m_chain->Build(candidates, time, key, &rejected, evidence);
   if (!result.ok() && !candidates.empty()) {
     // Only a failing store makes Build fail; whatever the cause, the chain
     // goes on: an empty block keeps the block clock running.
     Log().error("{} could not build block {} with {} tx(s): {}; proposing it empty", m_config.name, height,
                 candidates.size(), result.status().ToString());
     rejected.clear();
-    result = m_chain->Build({}, time, key, &rejected);
+    result = m_chain->Build({}, time, key, &rejected, evidence);
   }
   if (!result.ok()) return result.status();
   // Drop what can never apply, with its reason; keep what waits for an
@@ -343,6 +347,8 @@ Result<Hash256> Node::CheckBlock(std::uint64_t height, ByteSpan bytes, bool cert
   VT_TRY(m_chain->Check(block).status());
   return vm::BlockHash(block.header);
 }
+
+bool Node::EvidenceRecorded(const vm::Offence& offence) const { return m_chain->Recorded(offence); }
 
 Status Node::CommitBlock(std::uint64_t height, ByteSpan bytes, const consensus::CommitCertificate& cert) {
   VT_ASSIGN_OR_RETURN(const vm::Block block, DecodeBlock(bytes));

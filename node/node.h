@@ -71,6 +71,9 @@ struct NodeConfig {
   MempoolLimits mempool;
   // Gossip/sync timing for tests (P2PConfig defaults otherwise).
   std::chrono::milliseconds reconnect_max{2000};
+  // TEST-ONLY: a validator that misbehaves on purpose (consensus_driver.h);
+  // vt-node sets it only when started by a test.
+  TestAdversary test_adversary = TestAdversary::kNone;
 };
 
 struct NodeStats {
@@ -125,6 +128,7 @@ class Node final : private net::MessageHandler,
   Result<std::pair<Hash256, Bytes>> BuildBlock(std::uint64_t height) override;
   Result<Hash256> CheckBlock(std::uint64_t height, ByteSpan block, bool certified) override;
   Status CommitBlock(std::uint64_t height, ByteSpan block, const consensus::CommitCertificate& cert) override;
+  bool EvidenceRecorded(const vm::Offence& offence) const override;
   // net::BlobStore
   std::optional<std::uint64_t> BlobSize(const Hash256& hash) const override;
   Result<Bytes> ReadBlob(const Hash256& hash, std::uint64_t offset, std::uint32_t len) const override;

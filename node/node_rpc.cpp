@@ -31,6 +31,27 @@ Result<Json> GamesJson(Chain& chain, std::uint64_t bounty_id) {
   return games;
 }
 
+// A validator's bond and slashes from the tip state (docs/node.md "Evidence
+// and slashing"): the one view behind chain_status and get_account. Reads
+// a bounded number of entries however often it was slashed (Chain::Stake).
+Result<Json> ValidatorJson(const Chain& chain, const Validator& v) {
+  VT_ASSIGN_OR_RETURN(const Chain::ValidatorStake stake, chain.Stake(v.pubkey));
+  Json slashes = Json::array();
+  for (const auto& [o, rec] : stake.latest) {
+    slashes.push_back({{"height", o.height}, {"round", o.round},
+                       {"vote", o.kind == static_cast<std::uint8_t>(consensus::VoteType::kPrevote) ? "prevote"
+                                                                                                    : "precommit"},
+                       {"block", rec.block_height}, {"slashed", rec.slashed}, {"reward", rec.reward}});
+  }
+  return Json{{"name", v.name},
+              {"pubkey", v.pubkey.Hex()},
+              {"genesis_bond", v.bond},
+              {"bond", stake.bond},
+              {"slashed", stake.summary.slashed},
+              {"offences", stake.summary.offences},
+              {"slashes", slashes}};
+}
+
 }  // namespace
 
 void Node::RegisterRpc() {
@@ -47,8 +68,12 @@ void Node::RegisterRpc() {
       consensus = Json{{"committed", c->committed},   {"synced", c->synced},
                        {"rejected", c->rejected},     {"evidence", c->evidence},
                        {"highest_round", c->highest_round}};
+    // Bonds and slashes from the tip state (docs/node.md "Evidence and slashing").
     Json validators = Json::array();
-    for (const Validator& v : g.validators) validators.push_back({{"name", v.name}, {"pubkey", v.pubkey.Hex()}});
+    for (const Validator& v : g.validators) {
+      VT_ASSIGN_OR_RETURN(Json j, ValidatorJson(chain, v));
+      validators.push_back(std::move(j));
+    }
     return Json{{"name", m_config.name},
                 {"chain_id", tip.chain_id},
                 {"chain_name", g.chain_name},
@@ -143,8 +168,14 @@ void Node::RegisterRpc() {
     auto addr = crypto::Address::FromHex(s);
     if (!addr.ok()) return net::InvalidParams("address must be 40 hex digits");
     VT_ASSIGN_OR_RETURN(vm::Account a, vm::ReadAccount(chain.db(), *addr));
-    return Json{{"address", addr->Hex()}, {"balance", a.balance}, {"nonce", a.nonce},
-                {"next_nonce", NextNonce(*addr)}, {"height", chain.tip().height}};
+    Json j{{"address", addr->Hex()}, {"balance", a.balance}, {"nonce", a.nonce},
+           {"next_nonce", NextNonce(*addr)}, {"height", chain.tip().height}};
+    // A validator's key: its bond too (held apart from the balance).
+    for (const Validator& v : chain.genesis().validators) {
+      if (v.pubkey.address() != *addr) continue;
+      VT_ASSIGN_OR_RETURN(j["validator"], ValidatorJson(chain, v));
+    }
+    return j;
   });
 
   rpc.Register("get_bounty", [&chain](const Json& params) -> Result<Json> {

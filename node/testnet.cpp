@@ -103,6 +103,8 @@ Result<TestnetSpec> ParseManifest(const Json& j, const std::filesystem::path& ba
       else if (k == "prefund") s.prefund = v.get<std::uint64_t>();
       else if (k == "base_port") s.base_port = v.get<std::uint16_t>();
       else if (k == "link_hosts") s.link_hosts = v.get<bool>();
+      else if (k == "validator_bond") s.validator_bond = v.get<std::uint64_t>();
+      else if (k == "test_adversary") s.test_adversary = v.get<std::map<std::string, std::string>>();
       else if (k == "jobs") {
         for (const auto& p : v) {
           std::filesystem::path path = p.get<std::string>();
@@ -128,6 +130,8 @@ Result<TestnetSpec> ParseManifest(const Json& j, const std::filesystem::path& ba
   }
   if (s.validators == 0 || s.validators > 32) return BadManifest("validators must be 1..32");
   if (s.link_hosts && s.validators + s.full_nodes > 15) return BadManifest("link_hosts allows at most 15 nodes");
+  for (const auto& [node, mode] : s.test_adversary)
+    if (auto m = ParseTestAdversary(mode); !m.ok()) return BadManifest("test_adversary of " + node + ": " + mode);
   return s;
 }
 
@@ -176,7 +180,7 @@ Result<Testnet> Testnet::Create(const std::filesystem::path& dir, const TestnetS
   for (std::uint32_t i = 0; i < spec.validators; ++i) {
     const std::string name = "v" + std::to_string(i);
     VT_ASSIGN_OR_RETURN(crypto::PublicKey pk, make_key(name));
-    g.validators.push_back({name, pk});
+    g.validators.push_back({name, pk, spec.validator_bond});
     t.m_procs.push_back({name, "validator", ports[2 * i], ports[2 * i + 1], 0});
   }
   for (std::uint32_t i = 0; i < spec.full_nodes; ++i) {
@@ -215,6 +219,8 @@ Status Testnet::Save() const {
            {"challenger", m_spec.challenger},
            {"solver_adversary", m_spec.solver_adversary},
            {"link_hosts", m_spec.link_hosts},
+           {"validator_bond", m_spec.validator_bond},
+           {"test_adversary", m_spec.test_adversary},
            {"jobs", jobs}}},
          {"worker_args", args},
          {"processes", procs}};
@@ -284,6 +290,8 @@ std::vector<std::string> Testnet::CommandFor(const ProcessInfo& p) const {
            "--log-file", LogPath(p.name).string()};
     if (p.kind == "validator") {
       cmd.insert(cmd.end(), {"--key", KeyPath(p.name).string(), "--passphrase-file", PassphrasePath().string()});
+      if (const auto adv = m_spec.test_adversary.find(p.name); adv != m_spec.test_adversary.end())
+        cmd.insert(cmd.end(), {"--test-adversary", adv->second});
     }
     for (const ProcessInfo& other : m_procs)
       if (other.name != p.name && (other.kind == "validator" || other.kind == "full"))

@@ -23,7 +23,9 @@
 //    "perturbations": [{"after_ms": 2000, "node": "v1", "action": "kill"},
 //                      {"after_ms": 5000, "node": "v1", "action": "restart"},
 //                      {"after_ms": 3000, "node": "v2", "action": "disconnect", "duration_ms": 2000}],
-//    "link_hosts": false}                                 TEST-ONLY, see TestnetSpec
+//    "link_hosts": false,                                 TEST-ONLY, see TestnetSpec
+//    "validator_bond": 1000000,                           each validator's genesis bond
+//    "test_adversary": {"v3": "equivocate"}}              TEST-ONLY, see TestnetSpec
 // "disconnect" pauses the process (SIGSTOP … SIGCONT): its peers see a silent
 // node, exactly as across a cut link.
 
@@ -67,6 +69,13 @@ struct TestnetSpec {
   // each directed link (the P2P handshake binds the port, so the proxy
   // listens on B's own port number at its own loopback address).
   bool link_hosts = false;
+  // Each validator's bond at genesis (docs/node.md "Evidence and slashing").
+  std::uint64_t validator_bond = 1'000'000;
+  // TEST-ONLY: validator name → a misbehaviour (node/consensus_driver.h
+  // TestAdversary), passed as vt-node --test-adversary, which the node
+  // honours only with VT_TEST_ONLY_ADVERSARY=1 in its environment (set by
+  // the test that starts the testnet, never by `vt testnet`).
+  std::map<std::string, std::string> test_adversary;
 };
 
 // Invalid "manifest-bad" with a detail.

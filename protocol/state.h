@@ -9,8 +9,9 @@
 //   h_t      = crypto Merkle root over those n+1 leaf hashes (leaf count n+1)
 //
 // Tensor leaves are the tensor content hashes themselves (tagged
-// "veritrain/tensor/v1"), so leaf i opens tensor i of the name order — the
-// index InputSource::kState uses. The last leaf commits to everything that is
+// "veritrain/tensor/v2": a chunk-tree commitment, kernels/chunk_tree.h, so a
+// single value of a state tensor opens too), so leaf i opens tensor i of the
+// name order — the index InputSource::kState uses. The last leaf commits to everything that is
 // not a tensor: the scalar fields and the tensor names (format in
 // docs/formats.md, "Protocol objects").
 

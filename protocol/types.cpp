@@ -11,7 +11,7 @@ namespace vt::protocol {
 namespace {
 
 constexpr std::uint32_t kJobVersion = 1;
-constexpr std::uint8_t kMaxMode = 2;  // kernels::Mode::kRounded
+constexpr std::uint8_t kMaxMode = 3;  // kernels::Mode::kCertified (append-only)
 constexpr std::uint8_t kModeRounded = 2;
 constexpr std::uint8_t kMinRoundingBits = 23;
 constexpr std::uint8_t kMaxRoundingBits = 32;

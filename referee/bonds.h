@@ -34,6 +34,10 @@ namespace vt::referee {
 // include kernels/).
 inline constexpr std::uint8_t kModeRepops = 1;
 inline constexpr std::uint8_t kModeRounded = 2;
+// Certified: no logs; arbitration runs the exact path, priced per operator
+// class at its worst case (verify/certified_price.h, contract_vm/gas.h
+// exact_*), so its bond minimum follows from the same A below.
+inline constexpr std::uint8_t kModeCertified = 3;
 
 // Bytes of an Arbitrate transaction around its payload: the transaction
 // envelope (version, chain, nonce, gas, price, sender, kind, contract,

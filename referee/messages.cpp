@@ -1,5 +1,7 @@
 #include "referee/messages.h"
 
+#include "common/detmath.h"
+
 namespace vt::referee {
 namespace {
 
@@ -190,6 +192,164 @@ Result<ArbitrateArgs> Decode(Reader& r, DecodeAs<ArbitrateArgs>) {
   return v;
 }
 
+namespace {
+
+void PutFloat(Writer& w, float f) { w.PutU32(detmath::FloatBits(f)); }
+Result<float> GetFloat(Reader& r) {
+  VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
+  return detmath::BitsFloat(bits);
+}
+Result<verify::InputHashOpening> GetInputHash(Reader& r) {
+  return verify::Decode(r, DecodeAs<verify::InputHashOpening>{});
+}
+Result<verify::ValueOpening> GetValue(Reader& r) { return verify::Decode(r, DecodeAs<verify::ValueOpening>{}); }
+void PutInputHashes(Writer& w, const std::vector<verify::InputHashOpening>& v) {
+  w.PutVector(v, [](Writer& out, const verify::InputHashOpening& o) { verify::Encode(out, o); });
+}
+Result<std::vector<verify::InputHashOpening>> GetInputHashes(Reader& r) {
+  return r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxElementInputs);
+}
+
+}  // namespace
+
+void Encode(Writer& w, const ElementDisputedEvent& e) {
+  w.PutU64(e.game_id);
+  w.PutU32(e.slot);
+  w.PutI64(e.value);
+}
+Result<ElementDisputedEvent> Decode(Reader& r, DecodeAs<ElementDisputedEvent>) {
+  ElementDisputedEvent e;
+  VT_ASSIGN_OR_RETURN(e.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(e.slot, r.GetU32());
+  VT_ASSIGN_OR_RETURN(e.value, r.GetI64());
+  return e;
+}
+
+void Encode(Writer& w, const ChunkRootArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutHash(v.root);
+  w.PutHash(v.top);
+}
+Result<ChunkRootArgs> Decode(Reader& r, DecodeAs<ChunkRootArgs>) {
+  ChunkRootArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
+  return v;
+}
+
+void Encode(Writer& w, const RevealChunkArgs& v) {
+  w.PutU64(v.game_id);
+  verify::EncodeChunk(w, v.chunk);
+}
+Result<RevealChunkArgs> Decode(Reader& r, DecodeAs<RevealChunkArgs>) {
+  RevealChunkArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.chunk, verify::DecodeChunk(r));
+  return v;
+}
+
+void Encode(Writer& w, const PartialsRootArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutHash(v.root);
+  w.PutHash(v.top);
+  PutFloat(w, v.p_k);
+  crypto::Encode(w, v.first);
+  crypto::Encode(w, v.last);
+}
+Result<PartialsRootArgs> Decode(Reader& r, DecodeAs<PartialsRootArgs>) {
+  PartialsRootArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.p_k, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.first, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.last, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const RevealStepArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutU8(v.node_root_of);
+  PutFloat(w, v.p_m);
+  PutFloat(w, v.next);
+  crypto::Encode(w, v.p_m_proof);
+  crypto::Encode(w, v.next_proof);
+  verify::Encode(w, v.a);
+  verify::Encode(w, v.b);
+  PutInputHashes(w, v.inputs);
+}
+Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
+  RevealStepArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
+  VT_ASSIGN_OR_RETURN(v.p_m, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.p_m_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.a, GetValue(r));
+  VT_ASSIGN_OR_RETURN(v.b, GetValue(r));
+  VT_ASSIGN_OR_RETURN(v.inputs, GetInputHashes(r));
+  return v;
+}
+
+void Encode(Writer& w, const OpenElementArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutU8(v.node_root_of);
+  PutInputHashes(w, v.inputs);
+  w.PutVector(v.slices, [](Writer& out, const std::vector<verify::ChunkOpening>& chunks) {
+    out.PutVector(chunks, [](Writer& o, const verify::ChunkOpening& c) { verify::EncodeChunk(o, c); });
+  });
+}
+Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
+  OpenElementArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
+  VT_ASSIGN_OR_RETURN(v.inputs, GetInputHashes(r));
+  VT_ASSIGN_OR_RETURN(v.slices, r.GetVector<std::vector<verify::ChunkOpening>>(
+                                    [](Reader& rr) {
+                                      return rr.GetVector<verify::ChunkOpening>(verify::DecodeChunk, kMaxSliceChunks);
+                                    },
+                                    kMaxElementInputs));
+  return v;
+}
+
+// A term reads at most four values (verify::ReduceTerm: dy, x, mean, rstd).
+constexpr std::size_t kMaxTermReads = 4;
+
+void Encode(Writer& w, const RevealReduceStepArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutU8(v.node_root_of);
+  PutFloat(w, v.next);
+  crypto::Encode(w, v.next_proof);
+  PutFloat(w, v.left);
+  crypto::Encode(w, v.left_proof);
+  w.PutOptional(v.right, [](Writer& out, const std::pair<float, crypto::MerkleProof>& r) {
+    PutFloat(out, r.first);
+    crypto::Encode(out, r.second);
+  });
+  w.PutVector(v.reads, [](Writer& out, const verify::ValueOpening& o) { verify::Encode(out, o); });
+  PutInputHashes(w, v.inputs);
+}
+Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
+  RevealReduceStepArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
+  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.left, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.left_proof, GetProof(r));
+  using Operand = std::pair<float, crypto::MerkleProof>;
+  VT_ASSIGN_OR_RETURN(v.right, r.GetOptional<Operand>([](Reader& in) -> Result<Operand> {
+    VT_ASSIGN_OR_RETURN(float f, GetFloat(in));
+    VT_ASSIGN_OR_RETURN(crypto::MerkleProof p, GetProof(in));
+    return Operand{f, std::move(p)};
+  }));
+  VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, kMaxTermReads));
+  VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxTermReads));
+  return v;
+}
+
 void Encode(Writer& w, const GameIdArgs& v) { w.PutU64(v.game_id); }
 Result<GameIdArgs> Decode(Reader& r, DecodeAs<GameIdArgs>) {
   GameIdArgs v;
@@ -216,7 +376,7 @@ void Encode(Writer& w, const WalkDoneEvent& e) {
 Result<WalkDoneEvent> Decode(Reader& r, DecodeAs<WalkDoneEvent>) {
   WalkDoneEvent e;
   VT_ASSIGN_OR_RETURN(e.game_id, r.GetU64());
-  VT_ASSIGN_OR_RETURN(e.level, r.GetEnum(Level::kNode));
+  VT_ASSIGN_OR_RETURN(e.level, r.GetEnum(Level::kPartials));
   VT_ASSIGN_OR_RETURN(e.index, r.GetU64());
   return e;
 }

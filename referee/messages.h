@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "common/bytes.h"
 #include "common/encoding.h"
@@ -14,6 +16,7 @@
 #include "contract_vm/amount.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
+#include "verify/element_game.h"
 #include "verify/wire.h"
 
 namespace vt::referee {
@@ -43,7 +46,14 @@ inline constexpr std::uint16_t kRefereeContractId = 1;
   X(kArbitrate,        15, "arbitrate",       ArbitrateArgs,      Arbitrate)          \
   X(kClaimTimeout,     16, "claim-timeout",   GameIdArgs,         ClaimTimeout)       \
   /* anyone: closes a game whose solver lost another game */                         \
-  X(kCloseGame,        17, "close-game",      GameIdArgs,         CloseMootGame)
+  X(kCloseGame,        17, "close-game",      GameIdArgs,         CloseMootGame)      \
+  /* the element level (docs/referee.md, "Element-level descent") */               \
+  X(kPostChunkRoot,    18, "post-chunk-root", ChunkRootArgs,      PostChunkRoot)      \
+  X(kRevealChunk,      19, "reveal-chunk",    RevealChunkArgs,    RevealChunk)        \
+  X(kPostPartialsRoot, 20, "post-partials-root", PartialsRootArgs, PostPartialsRoot)  \
+  X(kRevealStep,       21, "reveal-step",     RevealStepArgs,     RevealStep)         \
+  X(kOpenElement,      22, "open-element",    OpenElementArgs,    OpenElement)        \
+  X(kRevealReduceStep, 23, "reveal-reduce-step", RevealReduceStepArgs, RevealReduceStep)
 // clang-format on
 
 enum class Method : std::uint16_t {
@@ -169,6 +179,88 @@ struct GameIdArgs {
   bool operator==(const GameIdArgs&) const = default;
 };
 
+// ---- the element level (docs/referee.md, "Element-level descent") ----------------
+
+// Bounds on what a move may carry (each checked by the decoder): input
+// openings per move, chunks per opened slice.
+inline constexpr std::size_t kMaxElementInputs = verify::kMaxOpenedInputs;
+inline constexpr std::size_t kMaxSliceChunks = static_cast<std::size_t>(verify::kMaxOpenedChunks);
+
+// Level 4 opens (in kArbitration, instead of the node's inputs) or goes on:
+// the poster's chunk root (and its top) of the disputed node's first
+// differing output; TensorHashFromRoot(shape, root) must be its record's hash.
+struct ChunkRootArgs {
+  std::uint64_t game_id = 0;
+  Hash256 root;
+  Hash256 top;
+  bool operator==(const ChunkRootArgs&) const = default;
+};
+
+// Level 4's end: the poster's chunk where the chunk walk ended.
+struct RevealChunkArgs {
+  std::uint64_t game_id = 0;
+  verify::ChunkOpening chunk;
+  bool operator==(const RevealChunkArgs&) const = default;
+};
+
+// Level 5b (dot rule): the poster's root over the K+1 partial sums of the
+// disputed value, with leaves 0 (+0) and K (p_k) proven.
+struct PartialsRootArgs {
+  std::uint64_t game_id = 0;
+  Hash256 root;
+  Hash256 top;
+  float p_k = 0.0f;
+  crypto::MerkleProof first;
+  crypto::MerkleProof last;
+  bool operator==(const PartialsRootArgs&) const = default;
+};
+
+// Level 5b's end (dot rule): the poster's leaves m and m+1 of its own
+// partials tree, and the m-th factors opened against the node's agreed
+// inputs (`inputs`: the hash openings of the factors' input tensors).
+struct RevealStepArgs {
+  std::uint64_t game_id = 0;
+  std::uint8_t node_root_of = 0;  // producer proofs are against this party's node root
+  float p_m = 0.0f;
+  float next = 0.0f;
+  crypto::MerkleProof p_m_proof;
+  crypto::MerkleProof next_proof;
+  verify::ValueOpening a, b;
+  std::vector<verify::InputHashOpening> inputs;
+  bool operator==(const RevealStepArgs&) const = default;
+};
+
+// The final move of the pointwise/row rule (the value's input slices) and of
+// the dot rule's epilogue (the bias value): the hash opening of each input
+// the rule reads, in input order, and the chunks of each slice it reads, in
+// the plan's order (the node's own agreed outputs last, opened against the
+// records' common hash; an unread input has neither). Anyone may send it.
+struct OpenElementArgs {
+  std::uint64_t game_id = 0;
+  std::uint8_t node_root_of = 0;
+  std::vector<verify::InputHashOpening> inputs;
+  std::vector<std::vector<verify::ChunkOpening>> slices;  // one per read slice
+  bool operator==(const OpenElementArgs&) const = default;
+};
+
+// The final move of the reduction rule (verify/reduce_rule.h), each party's:
+// its leaf m+1 with its proof, and the step's operands from its own tree
+// (leaf `left`, for a combination also leaf `right`: they precede m+1, so
+// they are agreed) and for a term step the term's values with the hash
+// openings of the inputs they come from (in TermReads order, once each).
+struct RevealReduceStepArgs {
+  std::uint64_t game_id = 0;
+  std::uint8_t node_root_of = 0;
+  float next = 0.0f;
+  crypto::MerkleProof next_proof;
+  float left = 0.0f;
+  crypto::MerkleProof left_proof;
+  std::optional<std::pair<float, crypto::MerkleProof>> right;  // combination steps only
+  std::vector<verify::ValueOpening> reads;                      // term steps only
+  std::vector<verify::InputHashOpening> inputs;
+  bool operator==(const RevealReduceStepArgs&) const = default;
+};
+
 #define VT_REFEREE_CODEC(T)         \
   void Encode(Writer& w, const T& v); \
   Result<T> Decode(Reader& r, DecodeAs<T>);
@@ -182,6 +274,12 @@ VT_REFEREE_CODEC(NodeRootArgs)
 VT_REFEREE_CODEC(RevealRecordArgs)
 VT_REFEREE_CODEC(ArbitrateArgs)
 VT_REFEREE_CODEC(GameIdArgs)
+VT_REFEREE_CODEC(ChunkRootArgs)
+VT_REFEREE_CODEC(RevealChunkArgs)
+VT_REFEREE_CODEC(PartialsRootArgs)
+VT_REFEREE_CODEC(RevealStepArgs)
+VT_REFEREE_CODEC(OpenElementArgs)
+VT_REFEREE_CODEC(RevealReduceStepArgs)
 #undef VT_REFEREE_CODEC
 
 // ---- events ---------------------------------------------------------------------
@@ -196,9 +294,12 @@ inline constexpr std::string_view kBountyFailed = "bounty-failed";        // u64
 inline constexpr std::string_view kGameOpened = "game-opened";            // GameOpenedEvent
 inline constexpr std::string_view kWalkDone = "walk-done";                // WalkDoneEvent
 inline constexpr std::string_view kGameResolved = "game-resolved";        // GameResolvedEvent
+inline constexpr std::string_view kElementDisputed = "element-disputed";  // ElementDisputedEvent
 }  // namespace topics
 
-enum class Level : std::uint8_t { kCheckpoint = 0, kStep = 1, kNode = 2 };
+// kChunk and kPartials: the element level's walks (chunks of the disputed
+// output, partial sums of the disputed value).
+enum class Level : std::uint8_t { kCheckpoint = 0, kStep = 1, kNode = 2, kChunk = 3, kPartials = 4 };
 
 enum class GameResult : std::uint8_t {
   kOpen = 0,
@@ -218,7 +319,7 @@ struct GameOpenedEvent {
 struct WalkDoneEvent {
   std::uint64_t game_id = 0;
   Level level = Level::kCheckpoint;
-  std::uint64_t index = 0;  // checkpoint j, step t (absolute), node i
+  std::uint64_t index = 0;  // checkpoint j, step t (absolute), node i, chunk c, partial-sum leaf m+1
   bool operator==(const WalkDoneEvent&) const = default;
 };
 
@@ -229,6 +330,17 @@ struct GameResolvedEvent {
   bool operator==(const GameResolvedEvent&) const = default;
 };
 
+// Level 4 ended: value `value` of output `slot` of the disputed node is the
+// one the element level judges.
+struct ElementDisputedEvent {
+  std::uint64_t game_id = 0;
+  std::uint32_t slot = 0;
+  std::int64_t value = 0;
+  bool operator==(const ElementDisputedEvent&) const = default;
+};
+
+void Encode(Writer& w, const ElementDisputedEvent& e);
+Result<ElementDisputedEvent> Decode(Reader& r, DecodeAs<ElementDisputedEvent>);
 void Encode(Writer& w, const GameOpenedEvent& e);
 Result<GameOpenedEvent> Decode(Reader& r, DecodeAs<GameOpenedEvent>);
 void Encode(Writer& w, const WalkDoneEvent& e);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "common/detmath.h"
 #include "contract_vm/vm.h"
 
 namespace vt::referee {
@@ -164,7 +165,7 @@ Result<Game> Decode(Reader& r, DecodeAs<Game>) {
   VT_ASSIGN_OR_RETURN(g.bounty_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(g.challenger, crypto::Decode(r, DecodeAs<crypto::Address>{}));
   VT_ASSIGN_OR_RETURN(g.challenger_root, r.GetHash());
-  VT_ASSIGN_OR_RETURN(g.phase, r.GetEnum(GamePhase::kResolved));
+  VT_ASSIGN_OR_RETURN(g.phase, r.GetEnum(GamePhase::kOpenElement));
   VT_ASSIGN_OR_RETURN(g.result, r.GetEnum(GameResult::kNoContest));
   VT_ASSIGN_OR_RETURN(g.reason, r.GetString(64));
   for (Clock& c : g.clocks) {
@@ -201,6 +202,97 @@ Result<Game> Decode(Reader& r, DecodeAs<Game>) {
   return g;
 }
 
+namespace {
+
+constexpr std::size_t kMaxRank = 16;  // dims of a declared shape
+
+void PutFloats(Writer& w, const std::array<float, 2>& p) {
+  for (float f : p) w.PutU32(detmath::FloatBits(f));
+}
+Status GetFloats(Reader& r, std::array<float, 2>& p) {
+  for (float& f : p) {
+    VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
+    f = detmath::BitsFloat(bits);
+  }
+  return Status::Ok();
+}
+void PutShape(Writer& w, const std::vector<std::int64_t>& s) { w.PutVector(s, &Writer::PutI64); }
+Result<std::vector<std::int64_t>> GetShape(Reader& r) { return r.GetVector<std::int64_t>(&Reader::GetI64, kMaxRank); }
+Result<crypto::MerkleProof> GetMerkleProof(Reader& r) { return crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}); }
+
+}  // namespace
+
+void Encode(Writer& w, const ElementGame& e) {
+  w.PutU32(e.slot);
+  w.PutU32(e.num_state_tensors);
+  w.PutVector(e.input_shapes, PutShape);
+  PutShape(w, e.output_shape);
+  w.PutVector(e.output_shapes, PutShape);
+  w.PutU64(e.chunks);
+  PutBools(w, e.chunk_posted);
+  PutPair(w, e.chunk_root);
+  PutPair(w, e.chunk_top);
+  w.PutU64(e.chunk);
+  for (const auto& o : e.chunk_opening) w.PutOptional(o, verify::EncodeChunk);
+  w.PutI64(e.value);
+  PutFloats(w, e.y);
+  w.PutEnum(e.kind);
+  w.PutU64(e.k);
+  PutBools(w, e.partials_posted);
+  PutPair(w, e.partials_root);
+  PutPair(w, e.partials_top);
+  PutFloats(w, e.p_k);
+  w.PutU64(e.step_leaf);
+  PutBools(w, e.step_revealed);
+  PutFloats(w, e.p_m);
+  PutFloats(w, e.next);
+  // A proof is stored once revealed (an empty one does not decode).
+  for (std::size_t q = 0; q < 2; ++q) {
+    if (!e.step_revealed[q]) continue;
+    crypto::Encode(w, e.p_m_proof[q]);
+    crypto::Encode(w, e.next_proof[q]);
+  }
+  for (std::uint32_t n : e.rounds) w.PutU32(n);
+}
+
+Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
+  ElementGame e;
+  VT_ASSIGN_OR_RETURN(e.slot, r.GetU32());
+  VT_ASSIGN_OR_RETURN(e.num_state_tensors, r.GetU32());
+  VT_ASSIGN_OR_RETURN(e.input_shapes, r.GetVector<std::vector<std::int64_t>>(GetShape, protocol::kMaxNodeInputs));
+  VT_ASSIGN_OR_RETURN(e.output_shape, GetShape(r));
+  VT_ASSIGN_OR_RETURN(e.output_shapes, r.GetVector<std::vector<std::int64_t>>(GetShape, protocol::kMaxNodeOutputs));
+  VT_ASSIGN_OR_RETURN(e.chunks, r.GetU64());
+  VT_TRY(GetBools(r, e.chunk_posted));
+  VT_TRY(GetPair(r, e.chunk_root));
+  VT_TRY(GetPair(r, e.chunk_top));
+  VT_ASSIGN_OR_RETURN(e.chunk, r.GetU64());
+  for (auto& o : e.chunk_opening) {
+    VT_ASSIGN_OR_RETURN(o, r.GetOptional<verify::ChunkOpening>(verify::DecodeChunk));
+  }
+  VT_ASSIGN_OR_RETURN(e.value, r.GetI64());
+  VT_TRY(GetFloats(r, e.y));
+  VT_ASSIGN_OR_RETURN(e.kind, r.GetEnum(verify::ElementKind::kReduce));
+  VT_ASSIGN_OR_RETURN(e.k, r.GetU64());
+  VT_TRY(GetBools(r, e.partials_posted));
+  VT_TRY(GetPair(r, e.partials_root));
+  VT_TRY(GetPair(r, e.partials_top));
+  VT_TRY(GetFloats(r, e.p_k));
+  VT_ASSIGN_OR_RETURN(e.step_leaf, r.GetU64());
+  VT_TRY(GetBools(r, e.step_revealed));
+  VT_TRY(GetFloats(r, e.p_m));
+  VT_TRY(GetFloats(r, e.next));
+  for (std::size_t q = 0; q < 2; ++q) {
+    if (!e.step_revealed[q]) continue;
+    VT_ASSIGN_OR_RETURN(e.p_m_proof[q], GetMerkleProof(r));
+    VT_ASSIGN_OR_RETURN(e.next_proof[q], GetMerkleProof(r));
+  }
+  for (std::uint32_t& n : e.rounds) {
+    VT_ASSIGN_OR_RETURN(n, r.GetU32());
+  }
+  return e;
+}
+
 void Encode(Writer& w, const WalkTranscript& t) {
   w.PutU64(t.leaf_count);
   PutPair(w, t.root);
@@ -235,6 +327,7 @@ Bytes BountyKey(std::uint64_t id) { return Key('b', id); }
 Bytes JobKey(std::uint64_t bounty_id) { return Key('j', bounty_id); }
 Bytes GameKey(std::uint64_t id) { return Key('g', id); }
 Bytes WalkKey(std::uint64_t game_id) { return Key('w', game_id); }
+Bytes ElementKey(std::uint64_t game_id) { return Key('e', game_id); }
 Bytes BountyGameKey(std::uint64_t bounty_id, std::uint64_t game_id) {
   Bytes k = Key('G', bounty_id);
   PutBigEndian(k, game_id);
@@ -284,6 +377,14 @@ Result<std::optional<WalkTranscript>> ReadWalk(const vm::StateStore& state, std:
   auto t = DecodeExact<WalkTranscript>(*v);
   if (!t.ok()) return Status::Error("state-corrupt", t.status().ToString());
   return std::optional<WalkTranscript>(std::move(t).value());
+}
+
+Result<std::optional<ElementGame>> ReadElementGame(const vm::StateStore& state, std::uint64_t game_id) noexcept {
+  VT_ASSIGN_OR_RETURN(std::optional<Bytes> v, state.Get(vm::ContractKey(kRefereeContractId, ElementKey(game_id))));
+  if (!v) return std::optional<ElementGame>();
+  auto e = DecodeExact<ElementGame>(*v);
+  if (!e.ok()) return Status::Error("state-corrupt", e.status().ToString());
+  return std::optional<ElementGame>(std::move(e).value());
 }
 
 Result<crypto::MerkleWalk> ReplayWalk(const WalkTranscript& t) noexcept {

@@ -77,6 +77,15 @@ enum class GamePhase : std::uint8_t {
   kRevealRecords = 5,
   kArbitration = 6,
   kResolved = 7,
+  // The element level (docs/referee.md, "Element-level descent"), entered
+  // from kArbitration by a chunk-root post; its state is an ElementGame.
+  kChunkRoots = 8,      // both post the chunk root of the first differing output
+  kChunkWalk = 9,       // level 4: walk over the chunks
+  kChunkReveal = 10,    // both open the disputed chunk: the disputed value e
+  kPartialsRoots = 11,  // dot rule: both post the partial sums' root of e
+  kPartialsWalk = 12,   // level 5b: walk over the partial sums
+  kStepReveal = 13,     // dot rule: both open the disputed step (the final verdict)
+  kOpenElement = 14,    // pointwise/row rule, or the dot epilogue: e's inputs opened (the final verdict)
 };
 
 // A per-party chess clock, in blocks. While `owes` is set the party is due to
@@ -127,6 +136,40 @@ struct Game {
   bool operator==(const Game&) const = default;
 };
 
+// The element level of a game (present from its first chunk-root post): the
+// disputed output slot, its shapes from the step graph, and each phase's
+// posts. Kept under its own key so a game that never descends stores
+// exactly what it did before.
+struct ElementGame {
+  std::uint32_t slot = 0;
+  std::uint32_t num_state_tensors = 0;                  // of h_t (state inputs are opened in it)
+  std::vector<std::vector<std::int64_t>> input_shapes;  // the node's inputs, from the step graph
+  std::vector<std::int64_t> output_shape;               // of `slot`
+  std::vector<std::vector<std::int64_t>> output_shapes;  // every slot's: own-output factors and slices
+  std::uint64_t chunks = 0;
+  std::array<bool, 2> chunk_posted{};
+  std::array<Hash256, 2> chunk_root{};
+  std::array<Hash256, 2> chunk_top{};
+  std::uint64_t chunk = 0;                                   // where level 4 ended
+  std::array<std::optional<verify::ChunkOpening>, 2> chunk_opening{};
+  std::int64_t value = -1;                                   // the disputed value e
+  std::array<float, 2> y{};                                  // each party's value at e
+  verify::ElementKind kind = verify::ElementKind::kDot;
+  std::uint64_t k = 0;                                       // dot rule: terms
+  std::array<bool, 2> partials_posted{};
+  std::array<Hash256, 2> partials_root{};
+  std::array<Hash256, 2> partials_top{};
+  std::array<float, 2> p_k{};
+  std::uint64_t step_leaf = 0;                               // m+1, where level 5b ended
+  std::array<bool, 2> step_revealed{};
+  std::array<float, 2> p_m{};
+  std::array<float, 2> next{};
+  std::array<crypto::MerkleProof, 2> p_m_proof{};
+  std::array<crypto::MerkleProof, 2> next_proof{};
+  std::array<std::uint32_t, 2> rounds{};                     // walk rounds: chunks, partial sums
+  bool operator==(const ElementGame&) const = default;
+};
+
 // The walk of the current level, as the reveals that drive a crypto
 // MerkleWalk from its start: replaying them rebuilds the walk exactly.
 struct WalkTranscript {
@@ -141,6 +184,8 @@ void Encode(Writer& w, const Bounty& b);
 Result<Bounty> Decode(Reader& r, DecodeAs<Bounty>);
 void Encode(Writer& w, const Game& g);
 Result<Game> Decode(Reader& r, DecodeAs<Game>);
+void Encode(Writer& w, const ElementGame& e);
+Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>);
 void Encode(Writer& w, const WalkTranscript& t);
 Result<WalkTranscript> Decode(Reader& r, DecodeAs<WalkTranscript>);
 
@@ -149,6 +194,7 @@ Bytes BountyKey(std::uint64_t id);
 Bytes JobKey(std::uint64_t bounty_id);
 Bytes GameKey(std::uint64_t id);
 Bytes WalkKey(std::uint64_t game_id);
+Bytes ElementKey(std::uint64_t game_id);
 // One entry per game of a bounty (value empty): "G/" ‖ u64be bounty ‖ u64be game.
 Bytes BountyGameKey(std::uint64_t bounty_id, std::uint64_t game_id);
 // Escrow names.
@@ -165,6 +211,8 @@ Result<protocol::JobSpec> ReadJob(const vm::StateStore& state, std::uint64_t bou
 Result<std::vector<std::uint64_t>> ReadBountyGames(const vm::StateStore& state, std::uint64_t bounty_id) noexcept;
 // nullopt when no walk is in progress.
 Result<std::optional<WalkTranscript>> ReadWalk(const vm::StateStore& state, std::uint64_t game_id) noexcept;
+// nullopt when the game has not entered the element level.
+Result<std::optional<ElementGame>> ReadElementGame(const vm::StateStore& state, std::uint64_t game_id) noexcept;
 // Rebuilds the MerkleWalk a transcript describes.
 Result<crypto::MerkleWalk> ReplayWalk(const WalkTranscript& t) noexcept;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "contract_vm/amount.h"
@@ -9,6 +10,7 @@
 #include "contract_vm/node_spec.h"
 #include "contract_vm/vm.h"
 #include "verify/arbitrate.h"
+#include "verify/element_game.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
 #include "referee/blob_rules.h"
@@ -20,12 +22,42 @@
 namespace vt::referee {
 namespace {
 
+// The element rules with the node's attributes (conv2d's stride, matmul's
+// transposes, pooling's window): verify's attribute overloads, one call each.
+Result<verify::DotElement> DotOf(const protocol::NodeRecord& rec, const ElementGame& e) {
+  return verify::DotElementAt(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
+}
+Result<verify::ReduceElement> ReduceOf(const protocol::NodeRecord& rec, const ElementGame& e) {
+  return verify::ReduceElementAt(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
+}
+Result<verify::ElementPlan> PlanOf(const protocol::NodeRecord& rec, const ElementGame& e) {
+  return verify::PlanElement(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
+}
+
+// The node's own output slot s as a rule reads it (a kOwnOutput factor, a
+// slice with output_slot ≥ 0): the records' common hash of that slot. The
+// chunk walk took the first differing slot in verify::SlotWalkOrder, which
+// puts every slot a rule reads first, so a differing one here is a bug.
+Result<Hash256> OwnOutputHash(const Game& g, const ElementGame& e, std::uint32_t s) {
+  if (s >= e.output_shapes.size() || s >= g.records[0]->output_hashes.size() ||
+      s >= g.records[1]->output_hashes.size())
+    return Status::Error("game-inconsistent", "own output slot " + std::to_string(s) + " not declared");
+  if (g.records[0]->output_hashes[s] != g.records[1]->output_hashes[s])
+    return Status::Error("game-inconsistent", "own output slot " + std::to_string(s) + " not agreed");
+  return g.records[0]->output_hashes[s];
+}
+
 using crypto::MerkleProof;
 using vm::Amount;
 using WalkParty = crypto::MerkleWalk::Party;
 
 const Bytes kNextBountyKey = {'n', '/', 'b'};
 const Bytes kNextGameKey = {'n', '/', 'g'};
+
+// The pointwise/row rule's operator, priced per input value it reads (AdamW,
+// the costliest pointwise formula, is ≤ 64 flops a value; a row operator
+// touches each value of its row a few times).
+constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 constexpr Party kSolver = Party::kSolver;
 constexpr Party kChallenger = Party::kChallenger;
@@ -46,13 +78,18 @@ Result<T> DecodeArgs(ByteSpan args) {
 }
 
 bool IsWalkPhase(GamePhase p) {
-  return p == GamePhase::kCheckpointWalk || p == GamePhase::kStepWalk || p == GamePhase::kNodeWalk;
+  return p == GamePhase::kCheckpointWalk || p == GamePhase::kStepWalk || p == GamePhase::kNodeWalk ||
+         p == GamePhase::kChunkWalk || p == GamePhase::kPartialsWalk;
 }
+
+bool IsElementWalk(GamePhase p) { return p == GamePhase::kChunkWalk || p == GamePhase::kPartialsWalk; }
 
 Level LevelOf(GamePhase p) {
   switch (p) {
     case GamePhase::kCheckpointWalk: return Level::kCheckpoint;
     case GamePhase::kStepWalk: return Level::kStep;
+    case GamePhase::kChunkWalk: return Level::kChunk;
+    case GamePhase::kPartialsWalk: return Level::kPartials;
     default: return Level::kNode;
   }
 }
@@ -76,6 +113,13 @@ class Session {
   Status Arbitrate(const ArbitrateArgs& a);
   Status ClaimTimeout(const GameIdArgs& a);
   Status CloseMootGame(const GameIdArgs& a);
+  // The element level (docs/referee.md, "Element-level descent").
+  Status PostChunkRoot(const ChunkRootArgs& a);
+  Status RevealChunk(const RevealChunkArgs& a);
+  Status PostPartialsRoot(const PartialsRootArgs& a);
+  Status RevealStep(const RevealStepArgs& a);
+  Status OpenElement(const OpenElementArgs& a);
+  Status RevealReduceStep(const RevealReduceStepArgs& a);
 
  private:
   std::uint64_t height() const { return m_ctx.height(); }
@@ -108,6 +152,12 @@ class Session {
   Status Save(const Bounty& b) { return m_ctx.Put(BountyKey(b.id), EncodeToBytes(b)); }
   Status Save(const Game& g) { return m_ctx.Put(GameKey(g.id), EncodeToBytes(g)); }
   Status Save(std::uint64_t game_id, const WalkTranscript& t) { return m_ctx.Put(WalkKey(game_id), EncodeToBytes(t)); }
+  Status Save(std::uint64_t game_id, const ElementGame& e) { return m_ctx.Put(ElementKey(game_id), EncodeToBytes(e)); }
+  Result<ElementGame> LoadElement(std::uint64_t id) {
+    auto e = Load<ElementGame>(ElementKey(id), "game-no-element");
+    if (!e.ok() && e.status().is_invalid()) return Status::Error("state-corrupt", "an element phase without its state");
+    return e;
+  }
   Result<std::uint64_t> NextId(const Bytes& counter) {
     VT_ASSIGN_OR_RETURN(std::optional<Bytes> v, m_ctx.Get(counter));
     std::uint64_t next = 0;
@@ -177,6 +227,34 @@ class Session {
   // ---- outcomes ----
   Status Emit(std::string_view topic, const Bytes& data) { return m_ctx.Emit(topic, data); }
   Status FinishLevel(Game& g, const Bounty& b, const crypto::MerkleWalk& walk);
+  Status FinishElementWalk(Game& g, ElementGame& e, const crypto::MerkleWalk& walk);
+  // Shared by the element moves.
+  struct Loaded {
+    Game g;
+    Bounty b;
+    bool moot = false;
+  };
+  Result<Loaded> LoadMove(std::uint64_t game_id, GamePhase phase);
+  // A party's move at the element level: LoadMove, then (unless moot) the
+  // sender is one of the game's parties, on time, and the element state.
+  struct ElementMove {
+    Loaded l;
+    Party p{};
+    ElementGame e;
+  };
+  Result<ElementMove> LoadElementMove(std::uint64_t game_id, GamePhase phase);
+  Status ChargeProof(const MerkleProof& proof) { return m_ctx.ChargeMerkle(proof.siblings.size() + 1); }
+  Status ChargeChunk(const verify::ChunkOpening& c) {
+    VT_TRY(ChargeProof(c.proof));
+    return m_ctx.ChargeHashing(c.values.size() * sizeof(float) + 64);
+  }
+  // The hash of input `opening.input` of the disputed node, opened by
+  // verify::VerifyInputHash (charged first: the proof and the producer).
+  Result<Hash256> OpenInputHash(const Game& g, const Bounty& b, std::uint8_t node_root_of,
+                                const verify::InputHashOpening& opening);
+  Status StartWalk(Game& g, ElementGame& e, GamePhase walk_phase, std::uint64_t leaves,
+                   const std::array<Hash256, 2>& roots, const std::array<Hash256, 2>& tops);
+  Status ResolveElement(Game& g, Bounty& b, const verify::StepVerdict& v, std::string_view reason);
   Status SettleLoserBond(ByteSpan escrow, Amount bond, Amount reimbursement, const crypto::Address* winner);
   Status Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason,
                  bool arbitrated = false);
@@ -192,8 +270,8 @@ class Session {
 
 Status Session::PostBounty(const PostBountyArgs& a) {
   VT_TRY(protocol::ValidateJobSpec(a.job));
-  if (a.job.mode != kModeRepops && a.job.mode != kModeRounded)
-    return Status::Invalid("bounty-bad-mode", "disputes need a reproducible mode (repops or rounded)");
+  if (a.job.mode != kModeRepops && a.job.mode != kModeRounded && a.job.mode != kModeCertified)
+    return Status::Invalid("bounty-bad-mode", "disputes need a reproducible mode (repops, rounded or certified)");
   if (a.reward == 0) return Status::Invalid("bounty-bad-reward");
   if (a.solver_bond == 0 || a.challenger_bond == 0) return Status::Invalid("bounty-bad-bond");
   for (std::uint64_t w : {a.solve_window, a.challenge_window, a.clock_budget})
@@ -390,6 +468,19 @@ Status Session::RevealChildren(const RevealChildrenArgs& a) {
   t.reveals[Idx(p)].push_back(a.reveal);
   Spend(g, p);
   if (walk.moves() > before) {
+    if (IsElementWalk(g.phase)) {
+      VT_ASSIGN_OR_RETURN(ElementGame e, LoadElement(g.id));
+      e.rounds[g.phase == GamePhase::kChunkWalk ? 0 : 1] += 1;
+      if (walk.phase() == crypto::MerkleWalk::Phase::kDone) {
+        VT_TRY(m_ctx.Delete(WalkKey(g.id)));
+        VT_TRY(FinishElementWalk(g, e, walk));
+      } else {
+        OweBoth(g);
+        VT_TRY(Save(g.id, t));
+      }
+      VT_TRY(Save(g.id, e));
+      return Save(g);
+    }
     g.rounds[static_cast<std::size_t>(LevelOf(g.phase))] += 1;
     if (walk.phase() == crypto::MerkleWalk::Phase::kDone) {
       VT_TRY(m_ctx.Delete(WalkKey(g.id)));
@@ -599,6 +690,476 @@ Status Session::Arbitrate(const ArbitrateArgs& a) {
   return Save(g);
 }
 
+// ---- the element level (docs/referee.md, "Element-level descent") ---------------
+//
+// Entered from kArbitration when either party posts its chunk root of the
+// disputed node's first differing output (repops, an output with an element
+// rule, inputs that have tensor hashes); node-level arbitration stays open
+// until then. Then: the chunk walk (level 4), both chunks opened (the
+// disputed value e), and by e's rule either the partial sums (level 5b) down
+// to one multiply-add, or e's input slices re-executed. Every rule is
+// verify/'s (element_game.h, descent.h, element_rules.h): the one the
+// workers predict with.
+
+Result<Session::Loaded> Session::LoadMove(std::uint64_t game_id, GamePhase phase) {
+  Loaded l;
+  VT_ASSIGN_OR_RETURN(l.g, LoadGame(game_id));
+  VT_ASSIGN_OR_RETURN(l.b, LoadBounty(l.g.bounty_id));
+  VT_ASSIGN_OR_RETURN(l.moot, CloseIfMoot(l.g, l.b));
+  if (l.moot) return l;
+  if (l.g.phase != phase)
+    return Status::Invalid(l.g.phase == GamePhase::kResolved ? "game-resolved" : "game-wrong-phase");
+  return l;
+}
+
+Result<Session::ElementMove> Session::LoadElementMove(std::uint64_t game_id, GamePhase phase) {
+  ElementMove m;
+  VT_ASSIGN_OR_RETURN(m.l, LoadMove(game_id, phase));
+  if (m.l.moot) return m;
+  VT_ASSIGN_OR_RETURN(m.p, PartyOf(m.l.b, m.l.g));
+  VT_TRY(CheckMove(m.l.g, m.p));
+  VT_ASSIGN_OR_RETURN(m.e, LoadElement(m.l.g.id));
+  return m;
+}
+
+Result<Hash256> Session::OpenInputHash(const Game& g, const Bounty& b, std::uint8_t node_root_of,
+                                       const verify::InputHashOpening& opening) {
+  (void)b;
+  if (node_root_of > 1) return Status::Invalid("referee-malformed-args", "node_root_of is 0 or 1");
+  const protocol::NodeRecord& rec = *g.records[0];  // both records name the same inputs (CheckRecordAgainstSpec)
+  if (opening.input >= rec.inputs.size()) return Status::Invalid("elem-bad-inputs", "no such input");
+  VT_TRY(ChargeProof(opening.proof));
+  if (opening.producer) VT_TRY(m_ctx.ChargeHashing(protocol::EncodeNodeRecord(*opening.producer).size()));
+  VT_ASSIGN_OR_RETURN(ElementGame e, LoadElement(g.id));
+  const verify::InputHashContext at{g.agreed_state, e.num_state_tensors, g.node_root[node_root_of], g.node_count,
+                                    g.node_index};
+  VT_TRY(verify::VerifyInputHash(at, rec.inputs[opening.input], opening.tensor_hash, opening.proof, opening.producer,
+                                 "input " + std::to_string(opening.input)));
+  return opening.tensor_hash;
+}
+
+Status Session::StartWalk(Game& g, ElementGame& e, GamePhase walk_phase, std::uint64_t leaves,
+                          const std::array<Hash256, 2>& roots, const std::array<Hash256, 2>& tops) {
+  WalkTranscript t{leaves, roots, tops, {}};
+  auto walk = ReplayWalk(t);
+  if (!walk.ok()) return Status::Error("game-inconsistent", walk.status().ToString());
+  g.phase = walk_phase;
+  if (walk->phase() == crypto::MerkleWalk::Phase::kDone) return FinishElementWalk(g, e, *walk);  // one leaf
+  OweBoth(g);
+  return Save(g.id, t);
+}
+
+Status Session::FinishElementWalk(Game& g, ElementGame& e, const crypto::MerkleWalk& walk) {
+  const std::uint64_t leaf = walk.disputed_leaf();
+  const WalkDoneEvent event{g.id, LevelOf(g.phase), leaf};
+  if (g.phase == GamePhase::kChunkWalk) {
+    e.chunk = leaf;
+    g.phase = GamePhase::kChunkReveal;
+  } else {
+    // Leaf 0 is +0 in both partials trees (CheckPartialsEnds).
+    if (leaf == 0) return Status::Error("game-inconsistent", "partial sum 0 disputed");
+    e.step_leaf = leaf;
+    g.phase = GamePhase::kStepReveal;
+  }
+  OweBoth(g);
+  return Emit(topics::kWalkDone, EncodeToBytes(event));
+}
+
+Status Session::ResolveElement(Game& g, Bounty& b, const verify::StepVerdict& v, std::string_view reason) {
+  // The two values differ bit for bit, so at most one is the rule's.
+  if (v.a_right && v.b_right) return Status::Error("game-inconsistent", "both values match the rule");
+  constexpr bool kReimbursed = true;  // the final move, like an arbitration, is paid back by the loser
+  return Resolve(g, b, !v.a_right, !v.b_right, reason, kReimbursed);
+}
+
+Status Session::PostChunkRoot(const ChunkRootArgs& a) {
+  VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
+  VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
+  VT_ASSIGN_OR_RETURN(bool moot, CloseIfMoot(g, b));
+  if (moot) return Status::Ok();
+  if (g.phase != GamePhase::kArbitration && g.phase != GamePhase::kChunkRoots)
+    return Status::Invalid(g.phase == GamePhase::kResolved ? "game-resolved" : "game-wrong-phase");
+  VT_ASSIGN_OR_RETURN(Party p, PartyOf(b, g));
+  ElementGame e;
+  if (g.phase == GamePhase::kArbitration) {
+    // Either party may descend instead of sending the whole node's inputs.
+    if (Expired(g.clocks[Idx(p)])) return Status::Invalid("game-clock-expired");
+    if (!m_params.element_level) return Status::Invalid("elem-disabled", "this chain arbitrates nodes whole");
+    if (b.mode != kModeRepops)
+      return Status::Invalid("elem-not-repops", "rounded and certified nodes are arbitrated whole");
+    if (g.node_index + 1 >= g.node_count) return Status::Invalid("elem-no-rule", "the assemble node");
+    // Once only: a game that came back from the element level (a value
+    // without a rule) is arbitrated whole.
+    VT_ASSIGN_OR_RETURN(std::optional<Bytes> played, m_ctx.Get(ElementKey(g.id)));
+    if (played) return Status::Invalid("elem-already-played");
+    VT_ASSIGN_OR_RETURN(e.slot, verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]));
+    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(b.id));
+    VT_ASSIGN_OR_RETURN(vm::StepGraph graph, arbiter->BuildGraph(job, g.step, m_ctx.gas()));
+    const verify::NodeSpec& spec = graph.nodes[g.node_index];
+    VT_ASSIGN_OR_RETURN(std::vector<verify::Shape> shapes, verify::NodeInputShapes(graph, spec));
+    if (e.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
+    VT_TRY(verify::ChooseElementRule(spec.op_kind, spec.attrs, e.slot, 0, spec.inputs, shapes).status());
+    e.num_state_tensors = graph.num_state_tensors;
+    e.input_shapes = std::move(shapes);
+    e.output_shape = spec.output_shapes[e.slot];
+    e.output_shapes = spec.output_shapes;
+    e.chunks = verify::ChunkCountOf(e.output_shape);
+    if (e.chunks == 0) return Status::Invalid("elem-no-rule", "an empty output");
+    g.phase = GamePhase::kChunkRoots;
+    // The solver's duty to send the inputs becomes its duty to post its root
+    // (its clock keeps running from the same block); the challenger owes
+    // its root from now.
+    for (Party q : {kSolver, kChallenger})
+      if (!g.clocks[Idx(q)].owes) Owe(g, q);
+  } else {
+    VT_TRY(CheckMove(g, p));
+    VT_ASSIGN_OR_RETURN(e, LoadElement(g.id));
+    if (e.chunk_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  }
+  VT_TRY(CheckTop(e.chunks, a.top, a.root, "elem-bad-top"));
+  VT_TRY(m_ctx.ChargeHashing(64 + 8 * e.output_shape.size()));
+  VT_TRY(verify::CheckChunkRoot(g.records[Idx(p)]->output_hashes[e.slot], e.output_shape, a.root));
+  e.chunk_root[Idx(p)] = a.root;
+  e.chunk_top[Idx(p)] = a.top;
+  e.chunk_posted[Idx(p)] = true;
+  Spend(g, p);
+  if (e.chunk_posted[0] && e.chunk_posted[1]) {
+    if (e.chunk_root[0] == e.chunk_root[1]) return Status::Error("game-inconsistent", "same chunk roots");
+    VT_TRY(StartWalk(g, e, GamePhase::kChunkWalk, e.chunks, e.chunk_root, e.chunk_top));
+  }
+  VT_TRY(Save(g.id, e));
+  return Save(g);
+}
+
+Status Session::RevealChunk(const RevealChunkArgs& a) {
+  VT_ASSIGN_OR_RETURN(ElementMove move, LoadElementMove(a.game_id, GamePhase::kChunkReveal));
+  if (move.l.moot) return Status::Ok();
+  Loaded& l = move.l;
+  Game& g = l.g;
+  const Party p = move.p;
+  ElementGame& e = move.e;
+  if (e.chunk_opening[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  VT_TRY(ChargeChunk(a.chunk));
+  const auto first = static_cast<std::int64_t>(e.chunk) * verify::kChunkValues;
+  VT_TRY(verify::VerifyValue(g.records[Idx(p)]->output_hashes[e.slot], e.output_shape, first,
+                             verify::ValueOpening{a.chunk})
+             .status());
+  e.chunk_opening[Idx(p)] = a.chunk;
+  Spend(g, p);
+  if (e.chunk_opening[0] && e.chunk_opening[1]) {
+    VT_TRY(ChargeChunk(*e.chunk_opening[Other(p) == kSolver ? 0 : 1]));
+    VT_TRY(ChargeChunk(a.chunk));
+    auto value = verify::DisputedValue(e.output_shape, static_cast<std::int64_t>(e.chunk),
+                                       g.records[0]->output_hashes[e.slot], *e.chunk_opening[0],
+                                       g.records[1]->output_hashes[e.slot], *e.chunk_opening[1]);
+    if (!value.ok()) return Status::Error("game-inconsistent", value.status().ToString());
+    e.value = *value;
+    for (std::size_t q = 0; q < 2; ++q)
+      e.y[q] = e.chunk_opening[q]->values[static_cast<std::size_t>(e.value - first)];
+    e.chunk_opening = {};
+    VT_TRY(Emit(topics::kElementDisputed, EncodeToBytes(ElementDisputedEvent{g.id, e.slot, e.value})));
+    const protocol::NodeRecord& rec = *g.records[0];
+    auto choice = verify::ChooseElementRule(rec.op_kind, rec.attrs, e.slot, e.value, rec.inputs, e.input_shapes);
+    g.clocks[0].owes = g.clocks[1].owes = false;
+    if (!choice.ok()) {
+      // This value has no rule: the node is arbitrated whole after all (the
+      // element state stays, as the mark that the level was played; with
+      // today's rules, which depend on the output slot only, this does not
+      // happen).
+      g.phase = GamePhase::kArbitration;
+      Owe(g, kSolver);
+    } else if (choice->kind == verify::ElementKind::kDot) {
+      VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
+      e.kind = verify::ElementKind::kDot;
+      e.k = static_cast<std::uint64_t>(el.k);
+      g.phase = GamePhase::kPartialsRoots;
+      OweBoth(g);
+    } else if (choice->kind == verify::ElementKind::kReduce) {
+      // The same moves over the fixed tree's Steps() + 1 partial results.
+      VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
+      e.kind = verify::ElementKind::kReduce;
+      e.k = el.Steps();
+      g.phase = GamePhase::kPartialsRoots;
+      OweBoth(g);
+    } else {
+      // The inputs are the solver's duty, as in an arbitration; anyone may send them.
+      e.kind = verify::ElementKind::kPlan;
+      g.phase = GamePhase::kOpenElement;
+      Owe(g, kSolver);
+    }
+  }
+  VT_TRY(Save(g.id, e));
+  return Save(g);
+}
+
+Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
+  VT_ASSIGN_OR_RETURN(ElementMove move, LoadElementMove(a.game_id, GamePhase::kPartialsRoots));
+  if (move.l.moot) return Status::Ok();
+  Loaded& l = move.l;
+  Game& g = l.g;
+  const Party p = move.p;
+  ElementGame& e = move.e;
+  if (e.partials_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  VT_TRY(CheckTop(e.k + 1, a.top, a.root, "elem-bad-top"));
+  VT_TRY(ChargeProof(a.first));
+  VT_TRY(ChargeProof(a.last));
+  VT_TRY(verify::CheckPartialsEnds(a.root, e.k, a.p_k, a.first, a.last));
+  e.partials_root[Idx(p)] = a.root;
+  e.partials_top[Idx(p)] = a.top;
+  e.p_k[Idx(p)] = a.p_k;
+  e.partials_posted[Idx(p)] = true;
+  Spend(g, p);
+  if (e.partials_posted[0] && e.partials_posted[1]) {
+    if (e.partials_root[0] != e.partials_root[1]) {
+      VT_TRY(StartWalk(g, e, GamePhase::kPartialsWalk, e.k + 1, e.partials_root, e.partials_top));
+    } else {
+      // Both sums agree up to p_K (the same last leaf): the epilogue is disputed.
+      const protocol::NodeRecord& rec = *g.records[0];
+      if (e.kind == verify::ElementKind::kReduce) {
+        VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
+        VT_TRY(ResolveElement(g, l.b, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]), "element-epilogue"));
+        VT_TRY(Save(l.b));
+        return Save(g);
+      }
+      VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
+      if (!el.bias_input) {
+        VT_TRY(ResolveElement(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]),
+                              "element-epilogue"));
+        VT_TRY(Save(l.b));
+        return Save(g);
+      }
+      g.clocks[0].owes = g.clocks[1].owes = false;
+      g.phase = GamePhase::kOpenElement;  // the bias value is opened
+      Owe(g, kSolver);
+    }
+  }
+  VT_TRY(Save(g.id, e));
+  return Save(g);
+}
+
+Status Session::RevealStep(const RevealStepArgs& a) {
+  VT_ASSIGN_OR_RETURN(ElementMove move, LoadElementMove(a.game_id, GamePhase::kStepReveal));
+  if (move.l.moot) return Status::Ok();
+  Loaded& l = move.l;
+  Game& g = l.g;
+  const Party p = move.p;
+  ElementGame& e = move.e;
+  if (e.step_revealed[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  if (e.kind != verify::ElementKind::kDot) return Status::Invalid("elem-wrong-rule", "a reduction: reveal-reduce-step");
+  const protocol::NodeRecord& rec = *g.records[0];
+  VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
+  // The factors' tensors, by their hashes: the node's own agreed output for
+  // a kOwnOutput factor (attention's att), else an input opened by this
+  // move — a's then b's, one opening when both come from the same input.
+  std::vector<std::uint32_t> want;
+  for (std::uint32_t f : {el.a_input, el.b_input})
+    if (!verify::OwnOutputSlot(f) && std::find(want.begin(), want.end(), f) == want.end()) want.push_back(f);
+  if (a.inputs.size() != want.size())
+    return Status::Invalid("elem-bad-inputs", "open the factors' inputs (" + std::to_string(want.size()) + ")");
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (a.inputs[i].input != want[i])
+      return Status::Invalid("elem-bad-inputs", "open the factors' input " + std::to_string(want[i]));
+  const auto factor = [&](std::uint32_t f) -> Result<std::pair<Hash256, verify::Shape>> {
+    if (auto own = verify::OwnOutputSlot(f)) {
+      VT_ASSIGN_OR_RETURN(Hash256 h, OwnOutputHash(g, e, *own));
+      return std::make_pair(h, verify::Shape(e.output_shapes[*own]));
+    }
+    const std::size_t i = static_cast<std::size_t>(std::find(want.begin(), want.end(), f) - want.begin());
+    VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
+    return std::make_pair(h, verify::Shape(e.input_shapes[f]));
+  };
+  VT_ASSIGN_OR_RETURN(auto fa, factor(el.a_input));
+  VT_ASSIGN_OR_RETURN(auto fb, factor(el.b_input));
+  const verify::DotFactors factors{fa.first, fb.first, fa.second, fb.second};
+  const std::uint64_t m = e.step_leaf - 1;
+  // The poster's own reveal must check out on its own (JudgeDotStepClaim
+  // with the poster on both sides): a bad one never blocks the other party.
+  VT_TRY(ChargeProof(a.p_m_proof));
+  VT_TRY(ChargeProof(a.next_proof));
+  VT_TRY(ChargeChunk(a.a.chunk));
+  VT_TRY(ChargeChunk(a.b.chunk));
+  const Hash256& own = e.partials_root[Idx(p)];
+  const verify::DotStepClaim self{m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
+  VT_TRY(verify::JudgeDotStepClaim(el, factors, {own, own}, self).status());
+  e.p_m[Idx(p)] = a.p_m;
+  e.next[Idx(p)] = a.next;
+  e.p_m_proof[Idx(p)] = a.p_m_proof;
+  e.next_proof[Idx(p)] = a.next_proof;
+  e.step_revealed[Idx(p)] = true;
+  Spend(g, p);
+  if (e.step_revealed[0] && e.step_revealed[1]) {
+    // The final verdict: p_m (agreed) from the solver's tree, both p_{m+1},
+    // the factors from this move.
+    VT_TRY(ChargeProof(e.p_m_proof[0]));
+    VT_TRY(ChargeProof(e.next_proof[0]));
+    VT_TRY(ChargeProof(e.next_proof[1]));
+    VT_TRY(ChargeChunk(a.a.chunk));
+    VT_TRY(ChargeChunk(a.b.chunk));
+    const verify::DotStepClaim claim{m,        e.p_m[0], e.p_m_proof[0], e.next, e.next_proof,
+                                     a.a,      a.b};
+    auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim);
+    if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
+    VT_TRY(ResolveElement(g, l.b, *verdict, "element-step"));
+    VT_TRY(Save(l.b));
+    return Save(g);
+  }
+  VT_TRY(Save(g.id, e));
+  return Save(g);
+}
+
+Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
+  VT_ASSIGN_OR_RETURN(ElementMove move, LoadElementMove(a.game_id, GamePhase::kStepReveal));
+  if (move.l.moot) return Status::Ok();
+  Loaded& l = move.l;
+  Game& g = l.g;
+  const Party p = move.p;
+  ElementGame& e = move.e;
+  if (e.step_revealed[Idx(p)]) return Status::Invalid("game-duplicate-move");
+  if (e.kind != verify::ElementKind::kReduce) return Status::Invalid("elem-wrong-rule", "a dot product: reveal-step");
+  const protocol::NodeRecord& rec = *g.records[0];
+  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
+  const std::uint64_t m = e.step_leaf - 1;
+  auto step = verify::ReduceStepAt(el, m + 1);
+  if (!step.ok()) return Status::Error("game-inconsistent", step.status().ToString());
+  // The inputs the term reads, by their hashes, in TermReads order, once each.
+  std::vector<std::uint32_t> want;
+  if (!step->combine)
+    for (const auto& [input, index] : verify::TermReads(el, step->segment, step->term))
+      if (std::find(want.begin(), want.end(), input) == want.end()) want.push_back(input);
+  if (a.inputs.size() != want.size())
+    return Status::Invalid("elem-bad-inputs", "open the term's inputs (" + std::to_string(want.size()) + ")");
+  std::vector<verify::InputTensor> inputs(e.input_shapes.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    if (a.inputs[i].input != want[i] || want[i] >= inputs.size())
+      return Status::Invalid("elem-bad-inputs", "open the term's input " + std::to_string(want[i]));
+    VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
+    inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]]};
+  }
+  // The poster's own reveal must check out on its own (its root on both
+  // sides): a bad one never blocks the other party.
+  VT_TRY(ChargeProof(a.next_proof));
+  VT_TRY(ChargeProof(a.left_proof));
+  if (a.right) VT_TRY(ChargeProof(a.right->second));
+  for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
+  const std::size_t me = Idx(p), other = 1 - me;
+  verify::ReduceStepClaim claim;
+  claim.m = m;
+  claim.left = a.left;
+  claim.left_proof = a.left_proof;
+  if (a.right) std::tie(claim.right, claim.right_proof) = *a.right;
+  claim.reads = a.reads;
+  claim.next = {a.next, a.next};
+  claim.next_proof = {a.next_proof, a.next_proof};
+  const Hash256& own = e.partials_root[me];
+  VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {own, own}, claim).status());
+  e.p_m[me] = a.left;  // kept only as the mark of the reveal; the verdict uses this move's operands
+  e.p_m_proof[me] = a.left_proof;
+  e.next[me] = a.next;
+  e.next_proof[me] = a.next_proof;
+  e.step_revealed[me] = true;
+  Spend(g, p);
+  if (e.step_revealed[0] && e.step_revealed[1]) {
+    // The final verdict, with this move's operands (agreed leaves, opened
+    // against the poster's own root, which therefore comes first) and both
+    // parties' leaves m+1.
+    // Charged again: the claim is checked whole once more.
+    VT_TRY(ChargeProof(e.next_proof[other]));
+    VT_TRY(ChargeProof(a.next_proof));
+    VT_TRY(ChargeProof(a.left_proof));
+    if (a.right) VT_TRY(ChargeProof(a.right->second));
+    for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
+    claim.next = {e.next[me], e.next[other]};
+    claim.next_proof = {e.next_proof[me], e.next_proof[other]};
+    auto verdict = verify::JudgeReduceStepClaim(el, inputs, {own, e.partials_root[other]}, claim);
+    if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
+    const verify::StepVerdict v = me == 0 ? *verdict : verify::StepVerdict{verdict->b_right, verdict->a_right};
+    VT_TRY(ResolveElement(g, l.b, v, "element-step"));
+    VT_TRY(Save(l.b));
+    return Save(g);
+  }
+  VT_TRY(Save(g.id, e));
+  return Save(g);
+}
+
+Status Session::OpenElement(const OpenElementArgs& a) {
+  VT_ASSIGN_OR_RETURN(Loaded l, LoadMove(a.game_id, GamePhase::kOpenElement));
+  if (l.moot) return Status::Ok();
+  Game& g = l.g;
+  if (Expired(g.clocks[Idx(kSolver)])) return Status::Invalid("game-clock-expired");
+  VT_ASSIGN_OR_RETURN(ElementGame e, LoadElement(g.id));
+  const protocol::NodeRecord& rec = *g.records[0];
+  // Each opened input: its hash (VerifyInputHash), then its slice's chunks.
+  const auto open = [&](const Hash256& hash, const verify::Shape& shape, const verify::InputSlice& slice,
+                        std::span<const verify::ChunkOpening> chunks) -> Result<std::vector<float>> {
+    for (const verify::ChunkOpening& c : chunks) VT_TRY(ChargeChunk(c));
+    return verify::VerifySlice(hash, shape, slice, chunks);
+  };
+  if (e.kind == verify::ElementKind::kDot) {
+    // The epilogue: p_K is agreed; the bias value decides.
+    VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
+    if (!el.bias_input) return Status::Error("game-inconsistent", "an epilogue without a bias");
+    if (a.inputs.size() != 1 || a.slices.size() != 1 || a.inputs[0].input != *el.bias_input)
+      return Status::Invalid("elem-bad-inputs", "open the bias input " + std::to_string(*el.bias_input));
+    VT_ASSIGN_OR_RETURN(Hash256 hash, OpenInputHash(g, l.b, a.node_root_of, a.inputs[0]));
+    VT_ASSIGN_OR_RETURN(std::vector<float> bias, open(hash, e.input_shapes[*el.bias_input],
+                                                      verify::InputSlice{el.bias_index, 1, {1}}, a.slices[0]));
+    VT_TRY(ResolveElement(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], bias[0], e.y[0], e.y[1]), "element-epilogue"));
+  } else {
+    // One chunk list per slice the plan reads, in the plan's order (an
+    // unread input — count 0 — has none; the node's own agreed outputs come
+    // last, opened against the records' common hash), and one hash opening
+    // per read input, in input order.
+    VT_ASSIGN_OR_RETURN(verify::ElementPlan plan, PlanOf(rec, e));
+    std::vector<std::vector<float>> slices;
+    std::uint64_t values = 0;
+    std::size_t opened = 0, read = 0;
+    for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+      const verify::InputSlice& slice = plan.inputs[i];
+      Hash256 hash;
+      verify::Shape shape;
+      if (slice.count == 0) {
+        slices.emplace_back();
+        continue;
+      }
+      if (read >= a.slices.size()) return Status::Invalid("elem-bad-inputs", "one chunk list per read slice");
+      if (slice.output_slot >= 0) {
+        const auto s = static_cast<std::uint32_t>(slice.output_slot);
+        VT_ASSIGN_OR_RETURN(hash, OwnOutputHash(g, e, s));
+        shape = e.output_shapes[s];
+      } else {
+        if (opened >= a.inputs.size() || a.inputs[opened].input != i)
+          return Status::Invalid("elem-bad-inputs", "open input " + std::to_string(i));
+        VT_ASSIGN_OR_RETURN(hash, OpenInputHash(g, l.b, a.node_root_of, a.inputs[opened]));
+        ++opened;
+        shape = e.input_shapes[i];
+      }
+      VT_ASSIGN_OR_RETURN(std::vector<float> v, open(hash, shape, slice, a.slices[read]));
+      ++read;
+      values += v.size();
+      slices.push_back(std::move(v));
+    }
+    if (opened != a.inputs.size() || read != a.slices.size())
+      return Status::Invalid("elem-bad-inputs", "open only the read inputs and slices");
+    // The operator on the slices: at most kElementFlopsPerValue flops a value read.
+    VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(vm::GasMeter::Mul(values, kElementFlopsPerValue))));
+    // An operator that draws from the node's RNG stream (dropout's keep)
+    // re-executes at the executor's address: job seed, step t, node i.
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+    const verify::RngAddress rng{job.seed, g.step, g.node_index};
+    auto value = verify::ReexecuteElement(rec.op_kind, rec.attrs, e.slot, plan, slices, rng);
+    if (!value.ok()) {
+      if (value.status().reason() == "elem-bad-slice") return value.status();
+      // The operator fails on agreed inputs: neither value can be right.
+      VT_TRY(Resolve(g, l.b, true, true, "element-op-failed", true));
+    } else {
+      VT_TRY(ResolveElement(g, l.b, verify::JudgeElementValue(*value, e.y[0], e.y[1]), "element-reexecuted"));
+    }
+  }
+  VT_TRY(Save(l.b));
+  return Save(g);
+}
+
 Status Session::ClaimTimeout(const GameIdArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
@@ -614,12 +1175,16 @@ Status Session::ClaimTimeout(const GameIdArgs& a) {
 }
 
 Status Session::CloseGame(Game& g, GameResult result, std::string_view reason) {
+  // Only a game inside the element level has its state to drop (a Delete is
+  // charged, and games that never descend must cost what they did).
+  const bool element = g.phase >= GamePhase::kChunkRoots;
   g.phase = GamePhase::kResolved;
   g.result = result;
   g.reason = std::string(reason);
   g.resolved_height = height();
   g.clocks[0].owes = g.clocks[1].owes = false;
   VT_TRY(m_ctx.Delete(WalkKey(g.id)));
+  if (element) VT_TRY(m_ctx.Delete(ElementKey(g.id)));
   return Emit(topics::kGameResolved, EncodeToBytes(GameResolvedEvent{g.id, result, std::string(reason)}));
 }
 

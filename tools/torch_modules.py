@@ -93,11 +93,12 @@ class Cnn(nn.Module):
 
 
 class Attention(nn.Module):
-    def __init__(self, c, heads):
+    def __init__(self, c, heads, dropout=0.0):
         super().__init__()
         self.heads = heads
         self.c_attn = nn.Linear(c, 3 * c)
         self.c_proj = nn.Linear(c, c)
+        self.resid_dropout = nn.Dropout(dropout)  # no parameters: the state dict is unchanged
 
     def forward(self, x):
         b, t, c = x.shape
@@ -107,26 +108,27 @@ class Attention(nn.Module):
         att = (q @ k.transpose(-2, -1)) / (k.shape[-1] ** 0.5)
         att = att.masked_fill(torch.ones(t, t, dtype=torch.bool).triu(1), float("-inf"))
         y = torch.softmax(att, dim=-1) @ v
-        return self.c_proj(y.transpose(1, 2).reshape(b, t, c))
+        return self.resid_dropout(self.c_proj(y.transpose(1, 2).reshape(b, t, c)))
 
 
 class GptMlp(nn.Module):
-    def __init__(self, c):
+    def __init__(self, c, dropout=0.0):
         super().__init__()
         self.c_fc = nn.Linear(c, 4 * c)
         self.c_proj = nn.Linear(4 * c, c)
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x):
-        return self.c_proj(nn.functional.gelu(self.c_fc(x), approximate="tanh"))
+        return self.dropout(self.c_proj(nn.functional.gelu(self.c_fc(x), approximate="tanh")))
 
 
 class GptBlock(nn.Module):
-    def __init__(self, c, heads):
+    def __init__(self, c, heads, dropout=0.0):
         super().__init__()
         self.ln_1 = nn.LayerNorm(c, eps=1e-5)
-        self.attn = Attention(c, heads)
+        self.attn = Attention(c, heads, dropout)
         self.ln_2 = nn.LayerNorm(c, eps=1e-5)
-        self.mlp = GptMlp(c)
+        self.mlp = GptMlp(c, dropout)
 
     def forward(self, x):
         x = x + self.attn(self.ln_1(x))
@@ -134,14 +136,17 @@ class GptBlock(nn.Module):
 
 
 class Gpt(nn.Module):
-    """nanoGPT's GPT layout: transformer.{wte,wpe,h,ln_f}, tied lm_head."""
+    """nanoGPT's GPT layout: transformer.{wte,wpe,h,ln_f}, tied lm_head. Dropout
+    (training only) where ours has it: after the embedding sum and on each
+    residual branch (docs/models.md)."""
 
-    def __init__(self, vocab, context, layers, heads, d_model, **_):
+    def __init__(self, vocab, context, layers, heads, d_model, dropout=0.0, **_):
         super().__init__()
+        self.drop = nn.Dropout(dropout)
         self.transformer = nn.ModuleDict(dict(
             wte=nn.Embedding(vocab, d_model),
             wpe=nn.Embedding(context, d_model),
-            h=nn.ModuleList(GptBlock(d_model, heads) for _ in range(layers)),
+            h=nn.ModuleList(GptBlock(d_model, heads, dropout) for _ in range(layers)),
             ln_f=nn.LayerNorm(d_model, eps=1e-5),
         ))
         self.lm_head = nn.Linear(d_model, vocab, bias=False)
@@ -149,7 +154,7 @@ class Gpt(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t))
+        x = self.drop(self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t)))
         for block in self.transformer.h:
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))

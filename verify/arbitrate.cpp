@@ -11,6 +11,8 @@
 #include "kernels/tensor_codec.h"
 #include "protocol/data_order.h"
 #include "protocol/state.h"
+#include "verify/certified_price.h"
+#include "verify/descent.h"
 #include "verify/graph_source.h"
 
 namespace vt::verify {
@@ -41,6 +43,19 @@ Status CheckProofAt(const Hash256& root, const Hash256& leaf, const crypto::Merk
                                        " of " + std::to_string(count));
   if (Status s = crypto::VerifyMerkleProof(root, leaf, proof); !s.ok()) return Status::Invalid(reason, s.ToString());
   return Status::Ok();
+}
+
+Status ChargeReexecution(Meter& meter, std::uint8_t mode, std::uint16_t op_kind, std::uint64_t flops,
+                         std::uint64_t outputs, std::span<const std::vector<std::int64_t>> input_shapes,
+                         std::span<const std::int64_t> attr_ints) {
+  if (mode != static_cast<std::uint8_t>(kernels::Mode::kCertified)) return meter.Charge(Cost::kFlops, flops);
+  const CertifiedWork w = CertifiedWorkOf(op_kind, flops, outputs, input_shapes, attr_ints);
+  VT_TRY(meter.Charge(Cost::kFlops, w.plain_flops));
+  VT_TRY(meter.Charge(Cost::kExactFlops, w.exact_flops));
+  VT_TRY(meter.Charge(Cost::kExactOutputs, w.rounded_outputs));
+  VT_TRY(meter.Charge(Cost::kExactTerms, w.terms));
+  VT_TRY(meter.Charge(Cost::kExactElements, w.elements));
+  return meter.Charge(Cost::kExactTranscendentals, w.transcendentals);
 }
 
 bool OutcomeConfirms(const ArbitrationOutcome& outcome, const protocol::NodeRecord& record, bool logged) {
@@ -99,6 +114,7 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
   }
 
   // Open every input against the agreed hashes.
+  const InputHashContext at{c.state_hash, graph.num_state_tensors, c.node_root, c.node_count, c.node_index};
   std::vector<kernels::Tensor> tensors(spec.inputs.size());
   std::vector<const kernels::Tensor*> input_ptrs(spec.inputs.size(), nullptr);
   std::vector<Hash256> input_hashes(spec.inputs.size());
@@ -127,22 +143,7 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
     }
     if (!in.proof) return Status::Invalid("arb-bad-input-proof", which + ": no proof");
     VT_TRY(ChargeProof(meter, *in.proof));
-    if (ref.source == protocol::InputSource::kState) {
-      if (in.producer) return Status::Invalid("arb-bad-producer", which + ": a state input has no producer");
-      if (Status s = protocol::VerifyStateTensor(c.state_hash, graph.num_state_tensors, ref.index, input_hashes[k],
-                                                 *in.proof);
-          !s.ok())
-        return Bad("arb-bad-input-proof", s);
-    } else {  // kNode: an earlier node's output, opened through its agreed record
-      if (!in.producer) return Status::Invalid("arb-bad-producer", which + ": no producer record");
-      const protocol::NodeRecord& producer = *in.producer;
-      if (in.proof->leaf_index != ref.index || in.proof->leaf_count != c.node_count || ref.index >= c.node_index)
-        return Status::Invalid("arb-bad-producer", which + ": proof is not for the producing node");
-      if (Status s = crypto::VerifyMerkleProof(c.node_root, protocol::NodeRecordHash(producer), *in.proof); !s.ok())
-        return Bad("arb-bad-producer", s);
-      if (ref.slot >= producer.output_hashes.size() || producer.output_hashes[ref.slot] != input_hashes[k])
-        return Status::Invalid("arb-bad-input-tensor", which + ": does not match the producer's output hash");
-    }
+    VT_TRY(VerifyInputHash(at, ref, input_hashes[k], *in.proof, in.producer, which));
   }
 
   ArbitrationOutcome outcome;
@@ -166,7 +167,8 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
   std::vector<kernels::Shape> shapes;
   for (const kernels::Tensor* t : input_ptrs) shapes.push_back(t->shape());
   outcome.flops = kernels::OpFlops(*kind, *attrs, shapes);
-  VT_TRY(meter.Charge(Cost::kFlops, outcome.flops));
+  VT_TRY(ChargeReexecution(meter, job.mode, spec.op_kind, outcome.flops, DeclaredOutputValues(spec), shapes,
+                           attrs->ints));
 
   kernels::ExecConfig config;
   config.mode = static_cast<kernels::Mode>(job.mode);
@@ -177,6 +179,9 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
   // one acceptance rule every challenger's replay applies (kernels
   // hd::AcceptsEntry; docs/kernels.md "The acceptance rule").
   config.f64_reference = true;
+  // Certified mode: every GEMM output by the exact path only (kernels/
+  // certified.h): the same bits as any honest fast path, by construction.
+  config.certified_exact_only = true;
   std::optional<kernels::NodeRounding> rounding;
   if (rounded) {
     config.rounding.bits = job.rounding_bits;

@@ -21,6 +21,7 @@
 // include this one.
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +44,11 @@ enum class Cost : std::uint8_t {
   kMerkleHashes = 2,       // compute this many Merkle node hashes
   kDataOrderElements = 3,  // generate this many data-order words (protocol::BatchIndicesWork)
   kFlops = 4,              // run an operator of this many flops (kernels OpFlops)
+  kExactFlops = 5,         // certified mode: run an operator of this many flops by the exact path
+  kExactOutputs = 6,       // certified mode: round this many output values from an exact accumulator
+  kExactTerms = 7,         // certified mode: this many reduction terms, each on the slow path at worst
+  kExactElements = 8,      // certified mode: this many element-wise output values
+  kExactTranscendentals = 9,  // certified mode: this many crmath calls, each on its slow path at worst
 };
 
 class Meter {
@@ -93,6 +99,18 @@ Status CheckProofAt(const Hash256& root, const Hash256& leaf, const crypto::Merk
 // outputs and, where the node logs (`logged`: rounded mode, not the assemble
 // node), its log hash.
 bool OutcomeConfirms(const ArbitrationOutcome& outcome, const protocol::NodeRecord& record, bool logged);
+
+// The one rule for what re-executing an operator node reports to the Meter
+// before it runs: its `flops` (kernels OpFlops) and, in certified mode
+// (job mode 3), which the arbiter runs by the exact path only (kernels/
+// certified.h, certified_exact_only), the work of its operator class at the
+// class's worst case (verify/certified_price.h CertifiedWorkOf of `op_kind`,
+// `flops` and its `outputs` declared output values; priced in
+// contract_vm/gas.h). ArbitrateNode charges it; the bond minimums bound it
+// with the same call (contract_vm/arbitration_cost.h).
+Status ChargeReexecution(Meter& meter, std::uint8_t mode, std::uint16_t op_kind, std::uint64_t flops,
+                         std::uint64_t outputs, std::span<const std::vector<std::int64_t>> input_shapes = {},
+                         std::span<const std::int64_t> attr_ints = {});
 
 // `graph` is graphs.Build(c.job, c.step), built (and paid for) by the caller.
 // Invalid (the request is wrong, nobody is at fault): "arb-bad-header",

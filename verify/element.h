@@ -6,8 +6,8 @@
 // functions; both parties compute the partial results on demand, for that
 // one value only. The step is kernels' own (hd::RepopsStep), not a copy.
 //
-// Not yet wired into the game: the referee, the worker's answers and the
-// commitments still work at node level.
+// The workers' answers call these (worker/element_answers.h); the
+// referee's game phases do not yet: its game still ends at node level.
 
 #include <cstdint>
 #include <optional>

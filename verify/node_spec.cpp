@@ -1,5 +1,6 @@
 #include "verify/node_spec.h"
 
+#include <limits>
 #include <string>
 
 namespace vt::verify {
@@ -53,6 +54,20 @@ Status CheckRecordAgainstSpec(const protocol::NodeRecord& record, const NodeSpec
   const bool logs = rounded && spec.op_kind != kAssembleOpKind;
   if (!logs && !record.log_hash.IsZero()) return Status::Invalid("record-bad-log-hash");
   return Status::Ok();
+}
+
+std::uint64_t DeclaredOutputValues(const NodeSpec& spec) noexcept {
+  constexpr std::uint64_t kMax = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t total = 0;
+  for (const std::vector<std::int64_t>& dims : spec.output_shapes) {
+    std::uint64_t numel = 1;
+    for (std::int64_t d : dims) {
+      const std::uint64_t u = d < 0 ? 0 : static_cast<std::uint64_t>(d);
+      numel = (u != 0 && numel > kMax / u) ? kMax : numel * u;
+    }
+    total = total > kMax - numel ? kMax : total + numel;
+  }
+  return total;
 }
 
 }  // namespace vt::verify

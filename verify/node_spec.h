@@ -69,6 +69,10 @@ Status ValidateStepGraph(const StepGraph& graph) noexcept;
 // assemble node when index == nodes.size(). Precondition: index <= nodes.size().
 NodeSpec NodeSpecAt(const StepGraph& graph, std::uint64_t index);
 
+// The number of output values `spec` declares (Σ over its output shapes of
+// the product of dims; saturates at 2^64 − 1, negative dims count as 0).
+std::uint64_t DeclaredOutputValues(const NodeSpec& spec) noexcept;
+
 // Does a revealed node record match the spec? Invalid with "record-bad-op",
 // "record-bad-attrs", "record-bad-inputs", "record-bad-output-count" or
 // "record-bad-log-hash" (outside rounded mode the log hash must be zero).

@@ -557,7 +557,7 @@ Result<Job> ParseJobJson(std::string_view text, const std::filesystem::path& bas
   VT_TRY(GetString(j, "", "mode", mode_name));
   auto mode = kernels::ParseMode(mode_name);
   if (!mode.ok()) {
-    return Status::Invalid("job-unknown-option", "mode: unknown mode '" + mode_name + "' (known: native, repops, rounded)");
+    return Status::Invalid("job-unknown-option", "mode: unknown mode '" + mode_name + "' (known: native, repops, rounded, certified)");
   }
   job.spec.mode = static_cast<std::uint8_t>(*mode);
   if (j.contains("rounding")) {

@@ -117,7 +117,7 @@ Result<RunManifest> ManifestFromJson(std::string_view text) {
     VT_ASSIGN_OR_RETURN(m.num_steps, U64FromJson(j, "num_steps"));
     VT_ASSIGN_OR_RETURN(m.interval, U64FromJson(j, "checkpoint_interval"));
     VT_ASSIGN_OR_RETURN(std::uint64_t mode, U64FromJson(j, "mode"));
-    if (mode > 2) return BadManifest("mode");
+    if (mode > static_cast<std::uint64_t>(kernels::Mode::kCertified)) return BadManifest("mode");  // the last mode value
     m.mode = static_cast<std::uint8_t>(mode);
     if (m.interval == 0 || m.num_steps == 0) return BadManifest("zero steps or interval");
     const std::uint64_t count = protocol::CheckpointCount(m.num_steps, m.interval);

@@ -22,6 +22,7 @@
 #include "crypto/merkle.h"
 #include "crypto/sha256.h"
 #include "crypto/tags.h"
+#include "tests/support/bench_main.h"
 
 namespace {
 
@@ -189,29 +190,7 @@ void Register() {
   benchmark::RegisterBenchmark("RawSecpVerify", BM_RawSecpVerify)->Unit(benchmark::kMicrosecond);
 }
 
-// Keeps the console output and remembers CPU seconds per iteration by name
-// (CPU time, not wall time: the build machines are shared, and preemption
-// by other jobs should not show up as slowness of the code).
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.iterations > 0 && run.run_type == Run::RT_Iteration) {
-        m_seconds[run.benchmark_name()] = run.cpu_accumulated_time / static_cast<double>(run.iterations);
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  double Seconds(const std::string& name) const {
-    auto it = m_seconds.find(name);
-    return it == m_seconds.end() ? 0.0 : it->second;
-  }
-
- private:
-  std::map<std::string, double> m_seconds;
-};
-
-void PrintSummary(const CollectingReporter& r) {
+void PrintSummary(const vt::bench::SecondsReporter& r) {
   auto ratio = [](double ours, double base) { return base > 0 && ours > 0 ? base / ours : 0.0; };
   std::printf("\nSummary (CPU time; ratio = ours / baseline throughput, same run; >1 means faster)\n");
   if (g_quick) std::printf("(--quick: one short pass with cold caches; these numbers mean nothing)\n");
@@ -260,23 +239,6 @@ void PrintSummary(const CollectingReporter& r) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--quick") {
-      g_quick = true;
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  static char min_time[] = "--benchmark_min_time=0.001";
-  if (g_quick) args.push_back(min_time);
-  int args_count = static_cast<int>(args.size());
-  benchmark::Initialize(&args_count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
-  Register();
-  CollectingReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  PrintSummary(reporter);
-  benchmark::Shutdown();
-  return 0;
+  return vt::bench::RunBenchmarks(
+      argc, argv, g_quick, vt::bench::Clock::kCpu, [] { Register(); }, PrintSummary);
 }

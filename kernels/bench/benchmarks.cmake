@@ -2,3 +2,9 @@
 vt_bench(matmul_bench
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/matmul_bench.cpp
   DEPS vt::kernels vt::common PkgConfig::OPENBLAS)
+
+# Certified mode: step ratio to native, slow-path fractions, GEMM throughput
+# against sgemm (docs/kernels.md "Certified mode").
+vt_bench(kernels_certified_bench
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/certified_bench.cpp
+  DEPS vt::kernels vt::common)

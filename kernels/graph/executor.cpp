@@ -5,10 +5,16 @@
 #include "kernels/graph/executor.h"
 
 #include <limits>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "kernels/chunk_tree.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
 
@@ -18,6 +24,26 @@ namespace {
 
 constexpr std::size_t kNoUse = std::numeric_limits<std::size_t>::max() - 1;  // never consumed
 constexpr std::size_t kKeep = std::numeric_limits<std::size_t>::max();       // next state or loss
+
+// A step allocates every node's outputs (and rounded mode its fp64 buffers)
+// afresh and frees them after their last use. With glibc's defaults, blocks
+// above the dynamic mmap threshold come from mmap and go back to the kernel
+// on free, and the top of the heap is trimmed: every step then page-faults
+// its whole working set in again, which on a VM cost more than the
+// arithmetic of the small presets (docs/kernels.md, "Step profile": 8x on
+// mlp-fashion). Keeping freed memory in the process lets the next node and
+// the next step reuse it. 32 MiB is the largest mmap threshold glibc
+// accepts (larger blocks, e.g. GPT-2's embedding, still use mmap); the heap
+// is never trimmed below 1 GiB. No value depends on this.
+void KeepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  });
+#endif
+}
 
 std::string NodeLabel(const StepGraph& g, std::size_t i) {
   return "node " + std::to_string(i) + " (" + g.nodes[i].name + ")";
@@ -113,6 +139,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
                                                          ShapeToString(graph.batch_shapes[k]));
     }
   }
+  KeepFreedMemoryForReuse();
   const bool rounded = config.mode == Mode::kRounded;
   const bool replay = rounded && options.replay_logs != nullptr;
   if (rounded) VT_TRY(config.rounding.Validate());
@@ -168,7 +195,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
       }
       if (options.observer) VT_TRY(options.observer(i, outs[i]));
       if (options.hash_outputs) {
-        for (const Tensor& t : outs[i]) result.output_hashes[i].push_back(t.Hash());
+        for (const Tensor& t : outs[i]) result.output_hashes[i].push_back(TensorHash(t, config.threads));
       }
       if (!options.keep_outputs) {
         for (const NodeInput& in : node.inputs) {

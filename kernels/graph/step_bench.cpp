@@ -6,15 +6,20 @@
 //   kernels_step_bench --quick         mlp-tiny, cnn-tiny, gpt-tiny, one iteration each (CTest smoke run)
 //   kernels_step_bench --gpt2-small    adds one GPT-2 small step (B=1, T=1024) per mode: minutes on 2 cores
 //   kernels_step_bench --threads=N     operator threads (default: all cores)
+//   kernels_step_bench --profile       instead: where a step's time goes, per node kind
+//                                      and mode (share of the step, from per-node timestamps)
 // Other flags go to Google Benchmark (e.g. --benchmark_filter=gpt).
 //
-// Modes: native (OpenBLAS sgemm, libm), repops (fixed order), repops+hash
-// (repops plus a Tensor::Hash of every node output, as a worker committing
-// node records does), rounded-record (fp64, round, log) and rounded-replay
-// (fp64, follow the recorded log).
+// Modes: native (OpenBLAS sgemm, libm), repops (fixed order), repops+state
+// (repops plus the chunk-tree hash of the next state: what training commits,
+// at a checkpoint every step), repops+hash (repops plus the chunk-tree hash of
+// every node output, as a party answering a dispute does for the one disputed
+// step), rounded-record (fp64, round, log) and rounded-replay (fp64, follow
+// the recorded log). Hashing uses the operator threads.
 
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -24,17 +29,19 @@
 
 #include "common/philox.h"
 #include "common/random.h"
+#include "kernels/chunk_tree.h"
 #include "kernels/graph/executor.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
+#include "kernels/ops/registry.h"
 #include "kernels/rounding.h"
 
 namespace vt::kernels::graph {
 namespace {
 
-enum class BenchMode { kNative, kRepops, kRepopsHash, kRoundedRecord, kRoundedReplay };
-constexpr BenchMode kModes[] = {BenchMode::kNative, BenchMode::kRepops, BenchMode::kRepopsHash,
-                                BenchMode::kRoundedRecord, BenchMode::kRoundedReplay};
+enum class BenchMode { kNative, kRepops, kRepopsState, kRepopsHash, kRoundedRecord, kRoundedReplay };
+constexpr BenchMode kModes[] = {BenchMode::kNative,         BenchMode::kRepops,        BenchMode::kRepopsState,
+                                BenchMode::kRepopsHash,     BenchMode::kRoundedRecord, BenchMode::kRoundedReplay};
 
 const char* BenchModeName(BenchMode m) {
   switch (m) {
@@ -42,6 +49,8 @@ const char* BenchModeName(BenchMode m) {
       return "native";
     case BenchMode::kRepops:
       return "repops";
+    case BenchMode::kRepopsState:
+      return "repops+state";
     case BenchMode::kRepopsHash:
       return "repops+hash";
     case BenchMode::kRoundedRecord:
@@ -150,6 +159,11 @@ void RunStep(benchmark::State& state, Case c, BenchMode mode) {
       return;
     }
     benchmark::DoNotOptimize(r->loss);
+    if (mode == BenchMode::kRepopsState) {
+      // What training commits: the next state's hash (every step here, the
+      // worst checkpoint interval k = 1; kernels/chunk_tree.h).
+      for (const Tensor& t : r->next_state) benchmark::DoNotOptimize(TensorHash(t, config.threads));
+    }
   }
   state.counters["nodes"] = static_cast<double>(w->graph.nodes.size());
 }
@@ -173,7 +187,9 @@ class Collector : public benchmark::ConsoleReporter {
       if (const auto slash = mode_name.find('/'); slash != std::string::npos) mode_name.resize(slash);
       for (BenchMode m : kModes) {
         if (mode_name == BenchModeName(m)) {
-          g_results[{model, m}].seconds = run.real_accumulated_time / static_cast<double>(run.iterations);
+          // One thread: the process's CPU time (steady on a shared machine).
+          const double t = g_threads == 1 ? run.cpu_accumulated_time : run.real_accumulated_time;
+          g_results[{model, m}].seconds = t / static_cast<double>(run.iterations);
         }
       }
     }
@@ -182,11 +198,11 @@ class Collector : public benchmark::ConsoleReporter {
 
 void PrintTable(const std::vector<Case>& cases) {
   std::printf(
-      "\nOne training step (forward, loss, backward, clip, AdamW), %d thread(s); time relative to native\n",
-      g_threads);
-  std::printf("%-12s %5s %6s %10s %8s %12s %15s %15s %12s %12s %8s\n", "model", "batch", "nodes", "native ms",
-              "repops", "repops+hash", "rounded-record", "rounded-replay", "log KiB/step", "log B/Mval",
-              "logged");
+      "\nOne training step (forward, loss, backward, clip, AdamW), %d thread(s), %s; time relative to native\n",
+      g_threads, g_threads == 1 ? "process CPU time" : "wall time");
+  std::printf("%-12s %5s %6s %10s %8s %13s %12s %15s %15s %12s %12s %8s\n", "model", "batch", "nodes",
+              "native ms", "repops", "repops+state", "repops+hash", "rounded-record", "rounded-replay",
+              "log KiB/step", "log B/Mval", "logged");
   for (const Case& c : cases) {
     const auto native = g_results.find({c.model, BenchMode::kNative});
     const auto wl = g_workloads.find(c.model);
@@ -198,16 +214,73 @@ void PrintTable(const std::vector<Case>& cases) {
     };
     const Workload& w = wl->second;
     const double values = static_cast<double>(w.values_rounded);
-    std::printf("%-12s %5lld %6zu %10.2f %7.2fx %11.2fx %14.2fx %14.2fx %12.1f %12.0f %7.1f%%\n",
+    std::printf("%-12s %5lld %6zu %10.2f %7.2fx %12.2fx %11.2fx %14.2fx %14.2fx %12.1f %12.0f %7.1f%%\n",
                 c.model.c_str(), static_cast<long long>(c.batch), w.graph.nodes.size(), base * 1e3,
-                ratio(BenchMode::kRepops), ratio(BenchMode::kRepopsHash), ratio(BenchMode::kRoundedRecord),
+                ratio(BenchMode::kRepops), ratio(BenchMode::kRepopsState), ratio(BenchMode::kRepopsHash),
+                ratio(BenchMode::kRoundedRecord),
                 ratio(BenchMode::kRoundedReplay), static_cast<double>(w.log_bytes) / 1024.0,
                 values > 0 ? static_cast<double>(w.log_bytes) / values * 1e6 : 0.0,
                 values > 0 ? 100.0 * static_cast<double>(w.log_entries) / values : 0.0);
   }
   std::printf(
-      "log: zstd-compressed rounding logs of all nodes of one step (default tau = 1/16 ulp, b = 32);\n"
+      "log: zstd-compressed rounding logs of all nodes of one step (default tau = 2^-12 ulp plus beta, b = 32);\n"
       "B/Mval: log bytes per million rounded output values; logged: fraction of values with a log entry.\n");
+}
+
+// --profile: per node kind, the share of the step's time spent in its nodes
+// (operator, rounding and, in repops+hash, the previous node's hashes), from
+// a timestamp taken when each node finishes; best of `reps` steps per node.
+void Profile(const std::vector<Case>& cases, int reps) {
+  using Clock = std::chrono::steady_clock;
+  for (const Case& c : cases) {
+    Workload* w = Prepare(c);
+    if (w == nullptr) continue;
+    std::printf("\n%s (batch %lld), %d thread(s): share of the step per node kind (min over %d steps)\n",
+                c.model.c_str(), static_cast<long long>(c.batch), g_threads, reps);
+    std::map<std::string, std::map<BenchMode, double>> share;  // kind -> mode -> seconds
+    std::map<BenchMode, double> total;
+    for (BenchMode mode : kModes) {
+      std::vector<double> best(w->graph.nodes.size(), 1e30);
+      for (int r = 0; r < reps; ++r) {
+        std::vector<double> t(w->graph.nodes.size(), 0.0);
+        Clock::time_point last = Clock::now();
+        StepOptions o;
+        o.seed = kSeed;
+        o.hash_outputs = mode == BenchMode::kRepopsHash;
+        if (mode == BenchMode::kRoundedReplay) o.replay_logs = &w->logs;
+        o.observer = [&](std::size_t node, std::span<Tensor>) -> Status {
+          const Clock::time_point now = Clock::now();
+          t[node] = std::chrono::duration<double>(now - last).count();
+          last = now;
+          return Status::Ok();
+        };
+        auto res = ExecuteStep(ConfigFor(mode), w->graph, w->state, w->batch, o);
+        if (!res.ok()) {
+          std::printf("  %s failed: %s\n", BenchModeName(mode), res.status().ToString().c_str());
+          break;
+        }
+        for (std::size_t i = 0; i < t.size(); ++i) best[i] = std::min(best[i], t[i]);
+      }
+      for (std::size_t i = 0; i < best.size(); ++i) {
+        share[std::string(OpKindName(w->graph.nodes[i].kind))][mode] += best[i];
+        total[mode] += best[i];
+      }
+    }
+    std::printf("%-24s", "node kind");
+    for (BenchMode m : kModes) std::printf(" %15s", BenchModeName(m));
+    std::printf("\n");
+    for (const auto& [kind, per_mode] : share) {
+      std::printf("%-24s", kind.c_str());
+      for (BenchMode m : kModes) {
+        const auto it = per_mode.find(m);
+        std::printf(" %14.1f%%", it == per_mode.end() || total[m] <= 0 ? 0.0 : 100.0 * it->second / total[m]);
+      }
+      std::printf("\n");
+    }
+    std::printf("%-24s", "step (sum of nodes) ms");
+    for (BenchMode m : kModes) std::printf(" %15.2f", total[m] * 1e3);
+    std::printf("\n");
+  }
 }
 
 }  // namespace
@@ -215,7 +288,7 @@ void PrintTable(const std::vector<Case>& cases) {
 
 int main(int argc, char** argv) {
   using namespace vt::kernels::graph;
-  bool quick = false, gpt2 = false;
+  bool quick = false, gpt2 = false, profile = false;
   g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -223,6 +296,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--gpt2-small") == 0) {
       gpt2 = true;
+    } else if (std::strcmp(argv[i], "--profile") == 0) {
+      profile = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
     } else {
@@ -236,11 +311,15 @@ int main(int argc, char** argv) {
     cases = {{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}};
   }
   if (gpt2) cases.push_back({"gpt2-small", 1});
+  if (profile) {
+    Profile(cases, quick ? 1 : 5);
+    return 0;
+  }
   for (const Case& c : cases) {
     for (BenchMode m : kModes) {
       auto* b =
           benchmark::RegisterBenchmark(("step/" + c.model + "/" + BenchModeName(m)).c_str(), RunStep, c, m);
-      b->Unit(benchmark::kMillisecond)->UseRealTime();
+      b->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
       if (quick || c.model == "gpt2-small") b->Iterations(1);
     }
   }

@@ -123,8 +123,8 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
         for (std::int64_t u = 1; u <= t; ++u) {
           if (row[u] > m) m = row[u];
         }
-        for (std::int64_t u = 0; u <= t; ++u) row[u] = M::Exp(row[u] - m);
-        const T z = TreeSum<T>(t + 1, [&](std::int64_t u) { return row[u]; });
+        ExpShifted<M>(row, m, row, t + 1);
+        const T z = SumOf<M>(t + 1, [&](std::int64_t u) { return row[u]; });
         for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
         for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);
         if constexpr (M::kRounded) SoftmaxSlack(row, as + t * t_count, t, t_count, scale);
@@ -191,7 +191,7 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
         const T* arow = a + t * t_count;
         const T* prow = dp + t * t_count;
         T* srow = ds + t * t_count;
-        const T r = TreeSum<T>(t + 1, [&](std::int64_t u) { return arow[u] * prow[u]; });
+        const T r = DotOf<M>(t + 1, [&](std::int64_t u) { return arow[u]; }, [&](std::int64_t u) { return prow[u]; });
         for (std::int64_t u = 0; u <= t; ++u) srow[u] = (arow[u] * (prow[u] - r)) * scale;
         for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
         if constexpr (M::kRounded) {

@@ -23,6 +23,11 @@
 //   row-major order (dx starts at +0).
 // Rounded mode runs the same sequences in fp64 (OpenBLAS dgemm for the GEMMs)
 // and rounds the outputs in the order above.
+// Certified mode: every GEMM output and sum above is the correctly rounded
+// exact value (kernels/certified.h): y = CR(Σ w·col + b); dw = CR(Σ over all
+// (n, p)); dx element = CR(Σ over its (co, kh, kw) contributions of w·dy)
+// (DyToCol); db = CR(Σ dy); avgpool y = CR(Σ window / (KH·KW)); the pooling
+// backwards give each dx element CR(Σ of the contributions it receives).
 
 #include "kernels/ops/conv.h"
 
@@ -137,6 +142,76 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
   }
 }
 
+// Certified mode's input gradient needs each dx element as ONE exact dot
+// product (col2im would round partial sums): dx[n][ci][pos] =
+// CR(Σ_{co,kh,kw} w[co][ci][kh][kw]·dy[n][co][oh][ow]) over the (oh, ow) whose
+// window puts (kh, kw) on pos. As a GEMM: dx[n] = wr · dycol with
+// wr[ci][(co·KH + kh)·KW + kw] = w[co][ci][kh][kw] and dycol[(co,kh,kw)][pos]
+// = that dy value, or 0 where no window does (an exact zero term).
+void DyToCol(const float* dy, const ConvGeometry& g, const Conv2dParams& p, std::int64_t q0, std::int64_t q1,
+             float* dycol) {
+  const std::int64_t hw = g.h * g.w, kk = g.kh * g.kw;
+  for (std::int64_t q = q0; q < q1; ++q) {
+    const std::int64_t co = q / kk, kh = (q % kk) / g.kw, kw = q % g.kw;
+    const float* plane = dy + co * g.ohw;
+    float* row = dycol + q * hw;
+    for (std::int64_t ih = 0; ih < g.h; ++ih) {
+      const std::int64_t th = ih + p.pad_h - kh;  // = oh·stride_h
+      const bool h_ok = th >= 0 && th % p.stride_h == 0 && th / p.stride_h < g.oh;
+      for (std::int64_t iw = 0; iw < g.w; ++iw) {
+        const std::int64_t tw = iw + p.pad_w - kw;
+        const bool ok = h_ok && tw >= 0 && tw % p.stride_w == 0 && tw / p.stride_w < g.ow;
+        row[ih * g.w + iw] = ok ? plane[(th / p.stride_h) * g.ow + tw / p.stride_w] : 0.0f;
+      }
+    }
+  }
+}
+
+// Conv2dBackward in certified mode: dx by DyToCol (above); dw = CR(one exact
+// sum over every (n, p)): the images are pieces of one certified GEMM;
+// db[co] = CR(Σ_{n,p} dy).
+Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx,
+                               Tensor& dw, Tensor& db, const ConvGeometry& g, const Conv2dParams& params) {
+  const std::int64_t hw = g.h * g.w, x_image = g.ci * hw, kq = g.co * g.kh * g.kw;
+  std::int64_t cols_all = 0, dycol_size = 0;
+  if (!ProductWithin({g.n, g.ckk, g.ohw}, &cols_all) || !ProductWithin({kq, hw}, &dycol_size)) {
+    return TooLarge("conv2d certified scratch");
+  }
+  std::vector<float> cols(static_cast<std::size_t>(cols_all));
+  std::vector<float> dycol(static_cast<std::size_t>(dycol_size));
+  std::vector<float> wr(static_cast<std::size_t>(g.ci * kq));
+  const float* wd = w.data();
+  for (std::int64_t co = 0; co < g.co; ++co) {
+    for (std::int64_t ci = 0; ci < g.ci; ++ci) {
+      for (std::int64_t r = 0; r < g.kh * g.kw; ++r) {
+        wr[static_cast<std::size_t>(ci * kq + co * g.kh * g.kw + r)] = wd[(co * g.ci + ci) * g.kh * g.kw + r];
+      }
+    }
+  }
+  std::vector<CertGemmPiece> dw_pieces;
+  const GemmArgs gdx = MakeGemm(g.ci, hw, kq, false, kq, false, hw, hw);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    float* col = cols.data() + n * g.ckk * g.ohw;
+    const float* dyn = dy.data() + n * g.co * g.ohw;
+    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+      Im2Col(x.data() + n * x_image, g, params, c0, c1, col);
+    });
+    dw_pieces.push_back(CertGemmPiece{MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk), dyn, col});
+    ParallelFor(ctx.threads(), kq, [&](std::int64_t q0, std::int64_t q1) {
+      DyToCol(dyn, g, params, q0, q1, dycol.data());
+    });
+    CertifiedGemm(ctx.config(), gdx, wr.data(), dycol.data(), dx.data() + n * x_image);
+  }
+  CertifiedGemmPieces(ctx.config(), g.co, g.ckk, dw_pieces, dw.data(), g.ckk, false);
+  const float* dyd = dy.data();
+  ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      db.data()[c] = CertifiedSum(g.n * g.ohw, [&](std::int64_t j) { return dyd[(j / g.ohw * g.co + c) * g.ohw + j % g.ohw]; });
+    }
+  });
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
@@ -163,6 +238,16 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
       });
       T* yn = yo + n * g.co * g.ohw;
       const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
+      if constexpr (M::kCertified) {
+        // y = CR(Σ w·col + b): the bias is one more exact term of each output.
+        GemmArgs with_bias = gy;
+        if (b != nullptr) {
+          for (std::int64_t c = 0; c < g.co; ++c) std::fill(yn + c * g.ohw, yn + (c + 1) * g.ohw, (*b)[c]);
+          with_bias.accumulate = true;
+        }
+        M::Gemm(ctx.config(), with_bias, wa, col.data(), yn);
+        continue;
+      }
       M::Gemm(ctx.config(), gy, wa, col.data(), yn);
       if constexpr (M::kRounded) {
         // The bias is per row (channel) here: β = γ·(‖w row‖‖col column‖ + |b|).
@@ -199,6 +284,7 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
   dx.Resize(x.shape());
   dw.Resize(w.shape());
   db.Resize({g.co});
+  if (ctx.mode() == Mode::kCertified) return Conv2dBackwardCertified(ctx, dy, x, w, dx, dw, db, g, params);
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
@@ -322,6 +408,34 @@ std::int64_t WindowArgmax(const float* plane, const PoolGeometry& g, const Pool2
   return best_idx;  // ≥ 0: pad ≤ kernel/2 puts a valid position in every window
 }
 
+// The outputs [*lo, *hi) along one axis whose window covers input index i.
+void CoveringWindows(std::int64_t i, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
+                     std::int64_t out_extent, std::int64_t* lo, std::int64_t* hi) {
+  const std::int64_t first = i + pad - kernel + 1;  // o·stride ≥ first
+  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
+  *hi = std::min(out_extent, (i + pad) / stride + 1);
+  if (*hi < *lo) *hi = *lo;
+}
+
+// Certified pooling backward: out[pos] = CR(Σ contribution(oh, ow, pos) over
+// the windows covering pos) for every position of one plane; a contribution
+// is an fp32 value or an exact zero.
+template <class Contribution>
+void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, const Contribution& contribution) {
+  for (std::int64_t ih = 0; ih < g.h; ++ih) {
+    std::int64_t oh0 = 0, oh1 = 0;
+    CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, g.oh, &oh0, &oh1);
+    for (std::int64_t iw = 0; iw < g.w; ++iw) {
+      std::int64_t ow0 = 0, ow1 = 0;
+      CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, g.ow, &ow0, &ow1);
+      const std::int64_t nw = ow1 - ow0, pos = ih * g.w + iw;
+      out[pos] = CertifiedSum((oh1 - oh0) * nw, [&](std::int64_t t) {
+        return contribution(oh0 + t / std::max<std::int64_t>(nw, 1), ow0 + t % std::max<std::int64_t>(nw, 1), pos);
+      });
+    }
+  }
+}
+
 }  // namespace
 
 Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const Pool2dParams& params) {
@@ -355,6 +469,19 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   VT_TRY(CheckInput(dy, "maxpool dy"));
   VT_TRY(CheckShapeIs(dy, {x.dim(0), x.dim(1), g.oh, g.ow}, "maxpool dy"));
   dx.Resize(x.shape());
+  if (ctx.mode() == Mode::kCertified) {
+    // dx[pos] = CR(Σ dy over the windows whose maximum is at pos).
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* plane = x.data() + pl * g.h * g.w;
+        const float* grad = dy.data() + pl * g.oh * g.ow;
+        GatherCertified(g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
+          return WindowArgmax(plane, g, params, oh, ow) == pos ? grad[oh * g.ow + ow] : 0.0f;
+        });
+      }
+    });
+    return Status::Ok();
+  }
   return DispatchMode(ctx, [&](auto math) -> Status {
     using T = typename decltype(math)::T;
     Outputs<T> outs;
@@ -381,7 +508,8 @@ Status AvgPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
   VT_TRY(PoolGeometryFor(x, params, &g));
   y.Resize({x.dim(0), x.dim(1), g.oh, g.ow});
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
     const T area = static_cast<T>(params.kernel_h * params.kernel_w);
@@ -391,6 +519,15 @@ Status AvgPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
         T* out = yo + pl * g.oh * g.ow;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
           for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            if constexpr (M::kCertified) {
+              // CR(Σ window / (KH·KW)), padding positions exact zeros.
+              out[oh * g.ow + ow] = CertifiedMean(params.kernel_h * params.kernel_w, [&](std::int64_t t) {
+                const std::int64_t ih = oh * params.stride_h - params.pad_h + t / params.kernel_w;
+                const std::int64_t iw = ow * params.stride_w - params.pad_w + t % params.kernel_w;
+                return (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) ? 0.0f : plane[ih * g.w + iw];
+              });
+              continue;
+            }
             T sum = T(0);
             for (std::int64_t kh = 0; kh < params.kernel_h; ++kh) {
               const std::int64_t ih = oh * params.stride_h - params.pad_h + kh;
@@ -416,6 +553,19 @@ Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   VT_TRY(CheckInput(dy, "avgpool dy"));
   VT_TRY(CheckShapeIs(dy, {x.dim(0), x.dim(1), g.oh, g.ow}, "avgpool dy"));
   dx.Resize(x.shape());
+  if (ctx.mode() == Mode::kCertified) {
+    // dx[pos] = CR(Σ over the windows covering pos of g), g = dy / (KH·KW) in fp32.
+    const float area = static_cast<float>(params.kernel_h * params.kernel_w);
+    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      for (std::int64_t pl = p0; pl < p1; ++pl) {
+        const float* grad = dy.data() + pl * g.oh * g.ow;
+        GatherCertified(g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t) {
+          return grad[oh * g.ow + ow] / area;
+        });
+      }
+    });
+    return Status::Ok();
+  }
   return DispatchMode(ctx, [&](auto math) -> Status {
     using T = typename decltype(math)::T;
     Outputs<T> outs;

@@ -4,8 +4,10 @@
 //   Relu:          y = x > 0 ? x : (x is NaN ? x : +0)
 //   ReluBackward:  dx = x > 0 ? dy : +0
 //   Gelu:          y = (0.5·x)·(1 + t), t = Tanh(c·(x + 0.044715·((x·x)·x))),
-//                  c = sqrt(2/π); Tanh = detmath in repops, libm otherwise
+//                  c = sqrt(2/π); Tanh of the mode's policy
 //   GeluBackward:  dx = dy·(0.5·(1 + t) + ((0.5·x)·(1 − t·t))·(c·(1 + 0.134145·(x·x))))
+//                  (native mode: the same functions on vectors in fp64,
+//                  kernels/ops/native_math.h, within 1 ulp of the exact value)
 //   Dropout:       s = 1 / (1 − p) in T; y = keep ? x·s : +0;
 //                  keep(e) = Philox word (seed, step, node, e) ≥ ⌊p·2^32⌋
 //                  (the word of stream (key = seed, step, tensor = node) at
@@ -88,7 +90,12 @@ Status GeluForward(const OpContext& ctx, const Tensor& x, Tensor& y) {
     Outputs<T> outs;
     T* yo = outs.Bind(y);
     const float* xd = x.data();
-    MapElements(ctx, x.numel(), yo, [&](std::int64_t i) { return GeluValue<M, T>(static_cast<T>(xd[i])); });
+    if constexpr (std::is_same_v<M, NativeMath>) {
+      ParallelFor(ctx.threads(), x.numel(),
+                  [&](std::int64_t i0, std::int64_t i1) { nativemath::Gelu(xd + i0, yo + i0, i1 - i0); });
+    } else {
+      MapElements(ctx, x.numel(), yo, [&](std::int64_t i) { return GeluValue<M, T>(static_cast<T>(xd[i])); });
+    }
     return outs.Commit(ctx);
   });
 }
@@ -105,9 +112,15 @@ Status GeluBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Ten
     T* dxo = outs.Bind(dx);
     const float* xd = x.data();
     const float* g = dy.data();
-    MapElements(ctx, x.numel(), dxo, [&](std::int64_t i) {
-      return static_cast<T>(g[i]) * GeluDerivative<M, T>(static_cast<T>(xd[i]));
-    });
+    if constexpr (std::is_same_v<M, NativeMath>) {
+      ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
+        nativemath::GeluBackward(g + i0, xd + i0, dxo + i0, i1 - i0);
+      });
+    } else {
+      MapElements(ctx, x.numel(), dxo, [&](std::int64_t i) {
+        return static_cast<T>(g[i]) * GeluDerivative<M, T>(static_cast<T>(xd[i]));
+      });
+    }
     return outs.Commit(ctx);
   });
 }

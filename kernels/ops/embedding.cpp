@@ -93,12 +93,25 @@ Status EmbeddingBackward(const OpContext& ctx, const Tensor& dy, const Tensor& i
   }
   dweight.Resize({num_embeddings, d});
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* dwo = outs.BindZeroed(dweight);
     ParallelFor(ctx.threads(), num_embeddings, [&](std::int64_t v0, std::int64_t v1) {
       for (std::int64_t v = v0; v < v1; ++v) {
         T* row = dwo + v * d;
+        if constexpr (M::kCertified) {
+          // dW[v][j] = CR(Σ over the positions p with idx = v of dy[p][j]).
+          const std::int64_t first = start[static_cast<std::size_t>(v)];
+          const std::int64_t count = start[static_cast<std::size_t>(v) + 1] - first;
+          if (count == 0) continue;
+          for (std::int64_t j = 0; j < d; ++j) {
+            row[j] = CertifiedSum(count, [&](std::int64_t k) {
+              return dy.data()[order[static_cast<std::size_t>(first + k)] * d + j];
+            });
+          }
+          continue;
+        }
         for (std::int64_t k = start[static_cast<std::size_t>(v)]; k < start[static_cast<std::size_t>(v) + 1]; ++k) {
           const float* g = dy.data() + order[static_cast<std::size_t>(k)] * d;
           for (std::int64_t j = 0; j < d; ++j) row[j] = row[j] + static_cast<T>(g[j]);

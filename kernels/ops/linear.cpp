@@ -63,6 +63,16 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     const T* xa = Operand<T>(x, xs);
     const T* wa = Operand<T>(w, ws);
     const GemmArgs gy = MakeGemm(rows, n, k, false, k, true, k, n);
+    if constexpr (M::kCertified) {
+      // y = CR(Σ x·w + b): the bias is one more exact term of each output.
+      GemmArgs with_bias = gy;
+      if (b != nullptr) {
+        for (std::int64_t r = 0; r < rows; ++r) std::copy(b->data(), b->data() + n, yo + r * n);
+        with_bias.accumulate = true;
+      }
+      M::Gemm(ctx.config(), with_bias, xa, wa, yo);
+      return outs.Commit(ctx);
+    }
     M::Gemm(ctx.config(), gy, xa, wa, yo);
     GemmSlack<M>(gy, xa, wa, outs.Slack(yo), b != nullptr ? b->data() : nullptr);
     if (b != nullptr) {
@@ -107,7 +117,7 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     M::Gemm(ctx.config(), gdw, dya, xa, dwo);
     GemmSlack<M>(gdx, dya, wa, outs.Slack(dxo));
     GemmSlack<M>(gdw, dya, xa, outs.Slack(dwo));
-    ColumnTreeSum<T>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
+    ColumnSumOf<M>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
     return outs.Commit(ctx);
   });
 }
@@ -208,8 +218,21 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
       ForEachItem<M>(ctx, batch, [&](const ExecConfig& cfg, int, std::int64_t i) {
         grad_a(cfg, m, dya + i * dy_stride, ba, dao + i * a_stride);
       });
-      for (std::int64_t i = 0; i < batch; ++i) {
-        grad_b(ctx.config(), m, dya + i * dy_stride, aa + i * a_stride, dbo, i > 0);
+      if constexpr (M::kCertified) {
+        // dB = CR(one exact sum over all batch·m rows): the batches are
+        // pieces of one certified GEMM, not rounded one after another.
+        std::vector<CertGemmPiece> pieces;
+        for (std::int64_t i = 0; i < batch; ++i) {
+          const T* dyp = dya + i * dy_stride;
+          const T* ap = aa + i * a_stride;
+          const GemmArgs gb = !tb ? MakeGemm(k, n, m, !ta, ca, false, n, cb) : MakeGemm(n, k, m, true, n, ta, ca, cb);
+          pieces.push_back(CertGemmPiece{gb, !tb ? ap : dyp, !tb ? dyp : ap});
+        }
+        CertifiedGemmPieces(ctx.config(), pieces[0].g.m, pieces[0].g.n, pieces, dbo, cb, false);
+      } else {
+        for (std::int64_t i = 0; i < batch; ++i) {
+          grad_b(ctx.config(), m, dya + i * dy_stride, aa + i * a_stride, dbo, i > 0);
+        }
       }
     } else {
       ForEachItem<M>(ctx, batch, [&](const ExecConfig& cfg, int, std::int64_t i) {

@@ -27,6 +27,10 @@
 //   dx_c = ((g_c − a) − x̂_c·b)·rstd
 //   dgamma_c = TreeSum over rows of dy·x̂;  dbeta_c = TreeSum over rows of dy
 //   outputs: dx, dgamma, dbeta
+// Certified mode: every TreeSum above, with its division, is instead the
+// correctly rounded exact value (op_util.h SumOf/MeanOf/DotOf/MeanDotOf):
+// mean = CR(Σx/n), var = CR(Σd²/n), var_unbiased = CR(Σd²/(n−1)) with d the
+// fp32 x − mean, dgamma = CR(Σ dy·x̂), b = CR(Σ g·x̂ / C), …
 
 #include "kernels/ops/norm.h"
 
@@ -87,13 +91,21 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
         auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
-        const T mean = TreeSum<T>(n, [&](std::int64_t j) { return static_cast<T>(xd[at(j)]); }) / static_cast<T>(n);
-        const T ssq = TreeSum<T>(n, [&](std::int64_t j) {
-          const T d = static_cast<T>(xd[at(j)]) - mean;
-          return d * d;
-        });
-        const T var = ssq / static_cast<T>(n);
-        const T var_unbiased = ssq / static_cast<T>(n - 1);
+        const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xd[at(j)]); });
+        auto dev = [&](std::int64_t j) { return static_cast<T>(xd[at(j)]) - mean; };
+        T var, var_unbiased;
+        if constexpr (M::kCertified) {
+          // CR(Σd²/n) and CR(Σd²/(n−1)): each one rounding of the exact value.
+          var = MeanDotOf<M>(n, dev, dev, n);
+          var_unbiased = MeanDotOf<M>(n, dev, dev, n - 1);
+        } else {
+          const T ssq = TreeSum<T>(n, [&](std::int64_t j) {
+            const T d = dev(j);
+            return d * d;
+          });
+          var = ssq / static_cast<T>(n);
+          var_unbiased = ssq / static_cast<T>(n - 1);
+        }
         const T rstd = T(1) / M::Sqrt(var + eps);
         const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
         for (std::int64_t i = 0; i < nb; ++i) {
@@ -157,7 +169,8 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
   dgamma.Resize({c_count});
   dbeta.Resize({c_count});
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* dxo = outs.Bind(dx);
     T* dgo = outs.Bind(dgamma);
@@ -168,11 +181,9 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
       for (std::int64_t c = c0; c < c1; ++c) {
         auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
         const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
-        const T sum_dy = TreeSum<T>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); });
-        const T sum_dy_xhat = TreeSum<T>(n, [&](std::int64_t j) {
-          const std::int64_t i = at(j);
-          return static_cast<T>(dyd[i]) * ((static_cast<T>(xd[i]) - mean) * rstd);
-        });
+        const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); });
+        const T sum_dy_xhat = DotOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); },
+                                       [&](std::int64_t j) { return (static_cast<T>(xd[at(j)]) - mean) * rstd; });
         const T k = (static_cast<T>(gamma[c]) * rstd) / static_cast<T>(n);
         const T nt = static_cast<T>(n);
         for (std::int64_t i = 0; i < nb; ++i) {
@@ -223,16 +234,12 @@ Status LayerNormForward(const OpContext& ctx, const Tensor& x, const Tensor& gam
     T* mo = outs.Bind(mean);
     T* ro = outs.Bind(rstd);
     const T eps_t = static_cast<T>(eps);
-    const T ct = static_cast<T>(c_count);
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* in = x.data() + r * c_count;
-        const T mu = TreeSum<T>(c_count, [&](std::int64_t c) { return static_cast<T>(in[c]); }) / ct;
-        const T var = TreeSum<T>(c_count, [&](std::int64_t c) {
-                        const T d = static_cast<T>(in[c]) - mu;
-                        return d * d;
-                      }) /
-                      ct;
+        const T mu = MeanOf<M>(c_count, [&](std::int64_t c) { return static_cast<T>(in[c]); });
+        auto dev = [&](std::int64_t c) { return static_cast<T>(in[c]) - mu; };
+        const T var = MeanDotOf<M>(c_count, dev, dev, c_count);
         const T rs = T(1) / M::Sqrt(var + eps_t);
         T* out = yo + r * c_count;
         for (std::int64_t c = 0; c < c_count; ++c) {
@@ -261,14 +268,14 @@ Status LayerNormBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   dgamma.Resize({c_count});
   dbeta.Resize({c_count});
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* dxo = outs.Bind(dx);
     T* dgo = outs.Bind(dgamma);
     T* dbo = outs.Bind(dbeta);
     const float* xd = x.data();
     const float* dyd = dy.data();
-    const T ct = static_cast<T>(c_count);
     auto xhat = [&](std::int64_t r, std::int64_t c) {
       return (static_cast<T>(xd[r * c_count + c]) - static_cast<T>(mean[r])) * static_cast<T>(rstd[r]);
     };
@@ -276,18 +283,17 @@ Status LayerNormBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* g_in = dyd + r * c_count;
         auto g = [&](std::int64_t c) { return static_cast<T>(g_in[c]) * static_cast<T>(gamma[c]); };
-        const T a = TreeSum<T>(c_count, g) / ct;
-        const T b = TreeSum<T>(c_count, [&](std::int64_t c) { return g(c) * xhat(r, c); }) / ct;
+        const T a = MeanOf<M>(c_count, g);
+        const T b = MeanDotOf<M>(c_count, g, [&](std::int64_t c) { return xhat(r, c); }, c_count);
         const T rs = static_cast<T>(rstd[r]);
         T* out = dxo + r * c_count;
         for (std::int64_t c = 0; c < c_count; ++c) out[c] = ((g(c) - a) - xhat(r, c) * b) * rs;
       }
     });
-    ColumnTreeSum<T>(ctx.threads(), rows, c_count,
-                     [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]) * xhat(r, c); },
-                     dgo);
-    ColumnTreeSum<T>(ctx.threads(), rows, c_count,
-                     [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]); }, dbo);
+    ColumnDotOf<M>(ctx.threads(), rows, c_count,
+                   [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]); }, xhat, dgo);
+    ColumnSumOf<M>(ctx.threads(), rows, c_count,
+                   [&](std::int64_t r, std::int64_t c) { return static_cast<T>(dyd[r * c_count + c]); }, dbo);
     return outs.Commit(ctx);
   });
 }

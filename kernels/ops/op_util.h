@@ -11,6 +11,10 @@
 //                               GemmF64Reference when config.f64_reference
 //                               (every replay); the outputs are then rounded
 //                               by ctx.RoundOutput
+//   M = CertifiedMath T = float kernels/ops/certified_math.h, CertifiedGemm
+//                               and the certified reductions (SumOf, MeanOf,
+//                               DotOf, …: the correctly rounded exact value,
+//                               kernels/certified.h)
 //
 // so the operation order written in an operator's source is the same in all
 // modes; only precision, transcendental functions and the GEMM differ.
@@ -30,9 +34,12 @@
 
 #include "common/detmath.h"
 #include "common/result.h"
+#include "kernels/certified.h"
 #include "kernels/f64_math.h"
 #include "kernels/matmul.h"
 #include "kernels/op_context.h"
+#include "kernels/ops/certified_math.h"
+#include "kernels/ops/native_math.h"
 #include "kernels/parallel.h"
 #include "kernels/tensor.h"
 
@@ -124,6 +131,7 @@ struct NativeMath {
   using T = float;
   static constexpr bool kRounded = false;
   static constexpr bool kFixedOrder = false;
+  static constexpr bool kCertified = false;
   static float Exp(float x) { return std::exp(x); }
   static float Log(float x) { return std::log(x); }
   static float Tanh(float x) { return std::tanh(x); }
@@ -138,6 +146,7 @@ struct RepopsMath {
   using T = float;
   static constexpr bool kRounded = false;
   static constexpr bool kFixedOrder = true;
+  static constexpr bool kCertified = false;
   static float Exp(float x) { return detmath::Exp(x); }
   static float Log(float x) { return detmath::Log(x); }
   static float Tanh(float x) { return detmath::Tanh(x); }
@@ -152,6 +161,7 @@ struct F64Math {
   using T = double;
   static constexpr bool kRounded = true;
   static constexpr bool kFixedOrder = false;
+  static constexpr bool kCertified = false;
   // Never libm: its last bit differs between vendors (kernels/f64_math.h).
   static double Exp(double x) { return f64::Exp(x); }
   static double Log(double x) { return f64::Log(x); }
@@ -163,7 +173,42 @@ struct F64Math {
   }
 };
 
-// Runs f(NativeMath{}) / f(RepopsMath{}) / f(F64Math{}) for ctx's mode.
+// Certified mode (docs/kernels.md "Certified mode"): fp32 values; every GEMM
+// output and every reduction is the correctly rounded exact value
+// (kernels/certified.h), element-wise code is the same IEEE fp32 sequence as
+// repops, transcendentals come from the one file kernels/ops/certified_math.h.
+struct CertifiedMath {
+  using T = float;
+  static constexpr bool kRounded = false;
+  static constexpr bool kFixedOrder = false;
+  static constexpr bool kCertified = true;
+  static float Exp(float x) { return certmath::Exp(x); }
+  static float Log(float x) { return certmath::Log(x); }
+  static float Tanh(float x) { return certmath::Tanh(x); }
+  static float Cos(float x) { return certmath::Cos(x); }
+  static float Sqrt(float x) { return detmath::Sqrt(x); }  // IEEE correctly rounded
+  // g.accumulate: c's current values are an exact term of each output.
+  static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
+    CertifiedGemm(c, g, a, b, out);
+  }
+};
+
+// out[i] = M::Exp(T(in[i]) − m) for i < n (`in` may be `out`): element by
+// element — exactly that loop — in every mode but native, which evaluates
+// exp of the exact difference on vectors (kernels/ops/native_math.h).
+template <class M, class In>
+void ExpShifted(const In* in, typename M::T m, typename M::T* out, std::int64_t n) {
+  if constexpr (std::is_same_v<M, NativeMath>) {
+    static_assert(std::is_same_v<In, float>);
+    nativemath::ExpShifted(in, m, out, n);
+  } else {
+    using T = typename M::T;
+    for (std::int64_t i = 0; i < n; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);
+  }
+}
+
+// Runs f(NativeMath{}) / f(RepopsMath{}) / f(F64Math{}) / f(CertifiedMath{})
+// for ctx's mode.
 template <class F>
 Status DispatchMode(const OpContext& ctx, F&& f) {
   switch (ctx.mode()) {
@@ -176,6 +221,8 @@ Status DispatchMode(const OpContext& ctx, F&& f) {
         return Status::Error("rounding-state-missing", "rounded mode needs a NodeRounding in the OpContext");
       }
       return f(F64Math{});
+    case Mode::kCertified:
+      return f(CertifiedMath{});
   }
   return Status::Invalid("bad-mode", "unknown execution mode");
 }
@@ -417,6 +464,82 @@ void ColumnTreeSum(int threads, std::int64_t rows, std::int64_t cols, const Get&
       out[c] = CombineStrided(sums.data() + c, cols, blocks);
     }
   });
+}
+
+// ---- the reductions of a policy ------------------------------------------------------
+//
+// Operators write their reductions through these, so one source serves every
+// mode: the fixed tree in native/repops/rounded (exactly the expression
+// TreeSum(...) [/ n] they replace), the correctly rounded exact value in
+// certified mode (kernels/certified.h). Getters return T values; products are
+// given as two getters so that certified mode sums the exact products.
+
+template <class M, class Get>
+typename M::T SumOf(std::int64_t n, const Get& get) {
+  if constexpr (M::kCertified) {
+    return CertifiedSum(n, get);
+  } else {
+    return TreeSum<typename M::T>(n, get);
+  }
+}
+
+// (Σ get) / n
+template <class M, class Get>
+typename M::T MeanOf(std::int64_t n, const Get& get) {
+  using T = typename M::T;
+  if constexpr (M::kCertified) {
+    return CertifiedMean(n, get);
+  } else {
+    return TreeSum<T>(n, get) / static_cast<T>(n);
+  }
+}
+
+// Σ ga·gb
+template <class M, class GA, class GB>
+typename M::T DotOf(std::int64_t n, const GA& ga, const GB& gb) {
+  using T = typename M::T;
+  if constexpr (M::kCertified) {
+    return CertifiedDot(n, ga, gb);
+  } else {
+    return TreeSum<T>(n, [&](std::int64_t i) { return ga(i) * gb(i); });
+  }
+}
+
+// (Σ ga·gb) / divisor
+template <class M, class GA, class GB>
+typename M::T MeanDotOf(std::int64_t n, const GA& ga, const GB& gb, std::int64_t divisor) {
+  using T = typename M::T;
+  if constexpr (M::kCertified) {
+    return CertifiedMeanDot(n, ga, gb, divisor);
+  } else {
+    return TreeSum<T>(n, [&](std::int64_t i) { return ga(i) * gb(i); }) / static_cast<T>(divisor);
+  }
+}
+
+// out[c] = Σ_r get(r, c) (and, with gb, Σ_r ga(r, c)·gb(r, c)) for an R×C matrix.
+template <class M, class Get>
+void ColumnSumOf(int threads, std::int64_t rows, std::int64_t cols, const Get& get, typename M::T* out) {
+  if constexpr (M::kCertified) {
+    ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) out[c] = CertifiedSum(rows, [&](std::int64_t r) { return get(r, c); });
+    });
+  } else {
+    ColumnTreeSum<typename M::T>(threads, rows, cols, get, out);
+  }
+}
+
+template <class M, class GA, class GB>
+void ColumnDotOf(int threads, std::int64_t rows, std::int64_t cols, const GA& ga, const GB& gb,
+                 typename M::T* out) {
+  if constexpr (M::kCertified) {
+    ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        out[c] = CertifiedDot(rows, [&](std::int64_t r) { return ga(r, c); }, [&](std::int64_t r) { return gb(r, c); });
+      }
+    });
+  } else {
+    ColumnTreeSum<typename M::T>(threads, rows, cols, [&](std::int64_t r, std::int64_t c) { return ga(r, c) * gb(r, c); }, out);
+  }
 }
 
 // x^n for integer n ≥ 0 by binary exponentiation, in T: a fixed sequence of

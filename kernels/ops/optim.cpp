@@ -142,17 +142,29 @@ Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, 
     std::vector<T*> clipped;
     for (std::size_t i = 0; i < grads.size(); ++i) clipped.push_back(outs.Bind(outputs[i]));
     T* no = outs.Bind(norm_out);
-    std::vector<T> sums(grads.size());
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      const float* g = grads[i]->data();
-      sums[i] = ParallelTreeSum<T>(ctx.threads(), grads[i]->numel(), [&](std::int64_t j) {
-        const T v = static_cast<T>(g[j]);
-        return v * v;
-      });
+    T norm;
+    if constexpr (M::kCertified) {
+      // norm = CR(sqrt(Σ over every tensor of Σ g²)): one exact sum.
+      std::vector<std::int64_t> offset(grads.size() + 1, 0);
+      for (std::size_t i = 0; i < grads.size(); ++i) offset[i + 1] = offset[i] + grads[i]->numel();
+      auto get = [&](std::int64_t e) {
+        const std::size_t i =
+            static_cast<std::size_t>(std::upper_bound(offset.begin(), offset.end(), e) - offset.begin()) - 1;
+        return grads[i]->data()[e - offset[i]];
+      };
+      norm = CertifiedNorm(offset.back(), get);
+    } else {
+      std::vector<T> sums(grads.size());
+      for (std::size_t i = 0; i < grads.size(); ++i) {
+        const float* g = grads[i]->data();
+        sums[i] = ParallelTreeSum<T>(ctx.threads(), grads[i]->numel(), [&](std::int64_t j) {
+          const T v = static_cast<T>(g[j]);
+          return v * v;
+        });
+      }
+      norm = M::Sqrt(CombinePairwise(sums.data(), static_cast<std::int64_t>(sums.size())));
     }
-    const T norm = M::Sqrt(CombinePairwise(sums.data(), static_cast<std::int64_t>(sums.size())));
-    const T coef = static_cast<T>(max_norm) / (norm + static_cast<T>(1e-6));
-    const T scale = coef < T(1) ? coef : T(1);
+    const T scale = ClipGradScale(static_cast<T>(max_norm), norm);
     for (std::size_t i = 0; i < grads.size(); ++i) {
       const float* g = grads[i]->data();
       T* out = clipped[i];

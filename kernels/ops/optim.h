@@ -44,6 +44,15 @@ Status AdamWStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, 
 Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, float max_norm,
                     std::span<Tensor> outputs);
 
+// The factor every gradient is multiplied by, from the norm (in T: fp32 in
+// native/repops/certified, fp64 in rounded). The one expression the kernel
+// and the element rule of the clipped gradients (verify/element_rules.h) use.
+template <class T>
+T ClipGradScale(T max_norm, T norm) {
+  const T coef = max_norm / (norm + static_cast<T>(1e-6));
+  return coef < T(1) ? coef : T(1);
+}
+
 enum class LrScheduleKind : std::uint8_t {
   kConstant = 0,
   kCosine = 1,  // cosine decay from base_lr to min_lr over [warmup, total)

@@ -25,23 +25,46 @@ Result<Shape> ReducedShape(const Shape& in, std::int64_t axis) {
 
 namespace {
 
+// A reduction over `axis` views x as [outer, n, inner] (kReduceAll: [1, numel, 1]).
+struct ReduceSplit {
+  std::int64_t outer, n, inner;
+};
+ReduceSplit SplitAt(const Tensor& x, std::int64_t axis) {
+  if (axis == kReduceAll) return {1, x.numel(), 1};
+  const std::size_t ax = static_cast<std::size_t>(axis);
+  return {Prod(x.shape(), 0, ax), x.shape()[ax], Prod(x.shape(), ax + 1, x.shape().size())};
+}
+
 Status Reduce(const OpContext& ctx, const Tensor& x, std::int64_t axis, bool mean, Tensor& y) {
   VT_TRY(CheckInput(x, mean ? "mean x" : "sum x"));
   VT_ASSIGN_OR_RETURN(Shape y_shape, ReducedShape(x.shape(), axis));
   y.Resize(y_shape);
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
     const float* xd = x.data();
+    if constexpr (M::kCertified) {
+      // y = CR(Σ x) or CR(Σ x / n) over each reduced slice.
+      const ReduceSplit split = SplitAt(x, axis);
+      const std::int64_t outer = split.outer, n = split.n, inner = split.inner;
+      ParallelFor(ctx.threads(), outer * inner, [&](std::int64_t e0, std::int64_t e1) {
+        for (std::int64_t e = e0; e < e1; ++e) {
+          const float* base = xd + (e / inner) * n * inner + e % inner;
+          auto get = [&](std::int64_t j) { return base[j * inner]; };
+          yo[e] = mean ? CertifiedMean(n, get) : CertifiedSum(n, get);
+        }
+      });
+      return outs.Commit(ctx);
+    }
     if (axis == kReduceAll) {
       const T s = ParallelTreeSum<T>(ctx.threads(), x.numel(), [&](std::int64_t i) { return xd[i]; });
       yo[0] = mean ? s / static_cast<T>(x.numel()) : s;
       return outs.Commit(ctx);
     }
-    const std::size_t ax = static_cast<std::size_t>(axis);
-    const std::int64_t outer = Prod(x.shape(), 0, ax), n = x.shape()[ax],
-                       inner = Prod(x.shape(), ax + 1, x.shape().size());
+    const ReduceSplit split = SplitAt(x, axis);
+    const std::int64_t outer = split.outer, n = split.n, inner = split.inner;
     if (inner == 1) {
       ParallelFor(ctx.threads(), outer, [&](std::int64_t o0, std::int64_t o1) {
         for (std::int64_t o = o0; o < o1; ++o) yo[o] = TreeSum<T>(n, [&](std::int64_t j) { return xd[o * n + j]; });
@@ -73,13 +96,8 @@ Status ReduceBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, s
     Outputs<T> outs;
     T* dxo = outs.Bind(dx);
     const float* g = dy.data();
-    std::int64_t outer = 1, n = x.numel(), inner = 1;
-    if (axis != kReduceAll) {
-      const std::size_t ax = static_cast<std::size_t>(axis);
-      outer = Prod(x.shape(), 0, ax);
-      n = x.shape()[ax];
-      inner = Prod(x.shape(), ax + 1, x.shape().size());
-    }
+    const ReduceSplit split = SplitAt(x, axis);
+    const std::int64_t outer = split.outer, n = split.n, inner = split.inner;
     const T nt = static_cast<T>(n);
     ParallelFor(ctx.threads(), outer * n, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {

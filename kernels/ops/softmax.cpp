@@ -70,8 +70,8 @@ Status SoftmaxForward(const OpContext& ctx, const Tensor& x, Tensor& y) {
         const float* in = x.data() + r * k;
         T* out = yo + r * k;
         const T m = RowMax<T>(in, k);
-        for (std::int64_t i = 0; i < k; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);
-        const T s = TreeSum<T>(k, [&](std::int64_t i) { return out[i]; });
+        ExpShifted<M>(in, m, out, k);
+        const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
         for (std::int64_t i = 0; i < k; ++i) out[i] = out[i] / s;
       }
     });
@@ -87,14 +87,16 @@ Status SoftmaxBackward(const OpContext& ctx, const Tensor& dy, const Tensor& y, 
   const std::int64_t k = y.dim(-1), rows = y.numel() / k;
   dx.Resize(y.shape());
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
+    using M = decltype(math);
+    using T = typename M::T;
     Outputs<T> outs;
     T* dxo = outs.Bind(dx);
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* yr = y.data() + r * k;
         const float* g = dy.data() + r * k;
-        const T d = TreeSum<T>(k, [&](std::int64_t i) { return static_cast<T>(g[i]) * static_cast<T>(yr[i]); });
+        const T d = DotOf<M>(k, [&](std::int64_t i) { return static_cast<T>(g[i]); },
+                             [&](std::int64_t i) { return static_cast<T>(yr[i]); });
         T* out = dxo + r * k;
         for (std::int64_t i = 0; i < k; ++i) out[i] = static_cast<T>(yr[i]) * (static_cast<T>(g[i]) - d);
       }
@@ -114,16 +116,26 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
     Outputs<T> outs;
     T* lo = outs.Bind(loss);
     std::vector<T> row_loss(static_cast<std::size_t>(rows));
+    // Native mode: the exponentials of a row computed on vectors first
+    // (ExpShifted), then summed in the same tree.
+    constexpr bool kVectorExp = std::is_same_v<M, NativeMath>;
+    std::vector<T> exps(kVectorExp ? static_cast<std::size_t>(rows * k) : 0);
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* in = logits.data() + r * k;
         const T m = RowMax<T>(in, k);
-        const T s = TreeSum<T>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
+        T s;
+        if constexpr (kVectorExp) {
+          T* e = exps.data() + r * k;
+          ExpShifted<M>(in, m, e, k);
+          s = SumOf<M>(k, [&](std::int64_t i) { return e[i]; });
+        } else {
+          s = SumOf<M>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
+        }
         row_loss[static_cast<std::size_t>(r)] = (m + M::Log(s)) - static_cast<T>(in[classes[static_cast<std::size_t>(r)]]);
       }
     });
-    lo[0] = TreeSum<T>(rows, [&](std::int64_t r) { return row_loss[static_cast<std::size_t>(r)]; }) /
-            static_cast<T>(rows);
+    lo[0] = MeanOf<M>(rows, [&](std::int64_t r) { return row_loss[static_cast<std::size_t>(r)]; });
     return outs.Commit(ctx);
   });
 }
@@ -147,8 +159,8 @@ Status CrossEntropyBackward(const OpContext& ctx, const Tensor& dloss, const Ten
         const float* in = logits.data() + r * k;
         T* out = dxo + r * k;
         const T m = RowMax<T>(in, k);
-        for (std::int64_t i = 0; i < k; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);
-        const T s = TreeSum<T>(k, [&](std::int64_t i) { return out[i]; });
+        ExpShifted<M>(in, m, out, k);
+        const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
         const std::int64_t label = classes[static_cast<std::size_t>(r)];
         for (std::int64_t i = 0; i < k; ++i) {
           const T p = out[i] / s;

@@ -5,6 +5,7 @@ set(VT_KERNELS_OPS_SOURCES
   ops/elementwise.cpp
   ops/embedding.cpp
   ops/linear.cpp
+  ops/native_math.cpp
   ops/norm.cpp
   ops/optim.cpp
   ops/reduce.cpp

@@ -1,16 +1,18 @@
 // vt-bench-testnet: the testnet's two tables (docs/node.md).
 //
-// 1. Throughput of a 4-validator loopback testnet: transfers accepted per
-//    second over RPC and included per second, blocks per second — against
-//    the same transfers executed in-process by the VM (signature checks,
-//    state, block commit; no network, no consensus) in the same run.
+// 1. Throughput of a 4-validator BFT loopback testnet, with all four
+//    validators live and with one silent (SIGSTOP): transfers accepted per
+//    second over RPC and included per second, blocks per second under load
+//    and idle — against the same transfers executed in-process by the VM
+//    (signature checks, state, block commit; no network, no consensus) in
+//    the same run.
 // 2. End to end, per determinism mode: the demo job posted as a bounty with
 //    a solver and a challenger daemon — an honest run (training + commit,
 //    then the challenge window) and a cheating one (the challenger's replay,
 //    then the dispute down to one operator) — against training the same
 //    job natively in-process in the same run.
 //
-//   vt-bench-testnet [--txs N] [--interval-ms MS] [--job NAME] [--quick]
+//   vt-bench-testnet [--txs N] [--interval-ms MS] [--job NAME] [--throughput-only] [--quick]
 #include <unistd.h>
 
 #include <chrono>
@@ -91,7 +93,66 @@ Result<double> InProcessTransfers(std::uint64_t n, std::size_t per_block) {
   return static_cast<double>(n) / Seconds(t0);
 }
 
-int Throughput(std::uint64_t txs, std::uint64_t interval) {
+// One measured condition of table 1.
+struct Phase {
+  std::string label;
+  std::uint64_t accepted = 0;
+  double submit_s = 0, total_s = 0;  // submitting; until every accepted transfer is in a block
+  std::uint64_t blocks = 0;          // blocks over total_s
+  double idle_blocks_per_s = 0;      // blocks/s of the idle chain over the idle window
+  bool drained = true;               // every accepted transfer was included in time
+};
+
+// Submits `txs` transfers round-robin to the nodes `live` (each sender keeps
+// to one node, so its nonces stay in order), waits until all are included,
+// then counts blocks of the idle chain for `idle_s` seconds.
+Phase RunPhase(std::string label, const node::Testnet& t, const std::vector<std::string>& live, std::uint64_t txs,
+               double idle_s) {
+  Phase out;
+  out.label = std::move(label);
+  std::vector<node::ChainClient> clients;
+  for (const std::string& v : live) clients.emplace_back("127.0.0.1", t.rpc_port(v));
+  std::vector<crypto::SecretKey> keys;
+  for (const char* k : {"client", "solver", "challenger", "v0", "v1", "v2", "v3"}) keys.push_back(*t.Key(k));
+  const auto sink = crypto::Address::FromHex("00000000000000000000000000000000000000bb").value();
+  const std::uint64_t sink_before = clients[0].Account(sink).ok() ? clients[0].Account(sink)->balance : 0;
+  const std::uint64_t h_start = *clients[0].Height();
+  const auto t0 = Clock::now();
+  for (std::uint64_t i = 0; i < txs; ++i) {
+    auto& c = clients[(i % keys.size()) % clients.size()];
+    auto& k = keys[i % keys.size()];
+    if (c.Send(k, vm::TransferPayload{sink, 1}, 100'000).ok()) ++out.accepted;
+    // A sender may have at most limits::kMaxPendingPerSender pending (docs/node.md "Mempool").
+    constexpr std::uint64_t kBurst = limits::kMaxPendingPerSender / 2;
+    if (i % (keys.size() * kBurst) == keys.size() * kBurst - 1) {
+      // Let blocks drain so no sender runs ahead of the mempool's nonce window.
+      while (clients[0].Call("chain_status")->at("mempool").get<std::uint64_t>() > 100)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  out.submit_s = Seconds(t0);
+  while (true) {  // until every accepted transfer is in a block
+    auto a = clients[0].Account(sink);
+    if (a.ok() && a->balance >= sink_before + out.accepted) break;
+    if (Seconds(t0) > 300) {
+      out.drained = false;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  out.total_s = Seconds(t0);
+  out.blocks = *clients[0].Height() - h_start;
+  const std::uint64_t h_idle = *clients[0].Height();
+  const auto t1 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+  out.idle_blocks_per_s = static_cast<double>(*clients[0].Height() - h_idle) / Seconds(t1);
+  return out;
+}
+
+// Table 1: the BFT testnet with all 4 validators live, then with v3 silent
+// (SIGSTOP: its sockets stay open and say nothing, like a hung process or a
+// cut link), against the VM alone.
+int Throughput(std::uint64_t txs, std::uint64_t interval, double idle_s) {
   const fs::path dir = FreshDir("tps");
   node::TestnetSpec spec;
   spec.validators = 4;
@@ -102,40 +163,15 @@ int Throughput(std::uint64_t txs, std::uint64_t interval) {
     std::cerr << "vt-bench-testnet: could not start the testnet\n";
     return 1;
   }
+  std::vector<Phase> phases;
+  phases.push_back(RunPhase("4 of 4 live", *t, {"v0", "v1", "v2", "v3"}, txs, idle_s));
   int rc = 0;
-  std::vector<node::ChainClient> clients;
-  for (const char* v : {"v0", "v1", "v2", "v3"}) clients.emplace_back("127.0.0.1", t->rpc_port(v));
-  std::vector<crypto::SecretKey> keys;
-  for (const char* k : {"client", "solver", "challenger", "v0", "v1", "v2", "v3"}) keys.push_back(*t->Key(k));
-  const auto sink = crypto::Address::FromHex("00000000000000000000000000000000000000bb").value();
-  const std::uint64_t h_start = *clients[0].Height();
-  const auto t0 = Clock::now();
-  std::uint64_t accepted = 0;
-  // Round-robin over senders and nodes; each sender keeps under the nonce gap.
-  for (std::uint64_t i = 0; i < txs; ++i) {
-    auto& c = clients[(i % keys.size()) % clients.size()];  // one node per sender: its nonces stay in order
-    auto& k = keys[i % keys.size()];
-    if (c.Send(k, vm::TransferPayload{sink, 1}, 100'000).ok()) ++accepted;
-    // A sender may have at most limits::kMaxPendingPerSender pending (docs/node.md "Mempool").
-    constexpr std::uint64_t kBurst = limits::kMaxPendingPerSender / 2;
-    if (i % (keys.size() * kBurst) == keys.size() * kBurst - 1) {
-      // Let blocks drain so no sender runs ahead of the mempool's nonce window.
-      while (clients[0].Call("chain_status")->at("mempool").get<std::uint64_t>() > 100)
-        std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+  if (Status s = t->Pause("v3"); !s.ok()) {
+    std::cerr << "vt-bench-testnet: pause v3: " << s.ToString() << "\n";
+    rc = 1;
+  } else {
+    phases.push_back(RunPhase("3 of 4 live (v3 SIGSTOPped)", *t, {"v0", "v1", "v2"}, txs, idle_s));
   }
-  const double submit_s = Seconds(t0);
-  while (true) {  // until every accepted transfer is in a block
-    auto a = clients[0].Account(sink);
-    if (a.ok() && a->balance >= accepted) break;
-    if (Seconds(t0) > 300) {
-      rc = 1;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  const double total_s = Seconds(t0);
-  const std::uint64_t blocks = *clients[0].Height() - h_start;
   (void)t->Down();
   fs::remove_all(dir);
 
@@ -144,17 +180,21 @@ int Throughput(std::uint64_t txs, std::uint64_t interval) {
     std::cerr << "vt-bench-testnet: " << baseline.status().ToString() << "\n";
     return 1;
   }
-  const double accepted_tps = accepted / submit_s, included_tps = accepted / total_s;
-  std::cout << fmt::format("\n1. 4-validator loopback testnet, block interval {} ms, {} transfers ({} accepted)\n",
-                           interval, txs, accepted);
-  std::cout << fmt::format("  {:<44} {:>10} {:>12}\n", "", "per second", "vs in-process");
-  std::cout << fmt::format("  {:<44} {:>10.0f} {:>12}\n", "VM in-process (sign + execute + commit)", *baseline, "1.00x");
-  std::cout << fmt::format("  {:<44} {:>10.0f} {:>11.2f}x\n", "accepted over RPC (1 client)", accepted_tps,
-                           accepted_tps / *baseline);
-  std::cout << fmt::format("  {:<44} {:>10.0f} {:>11.2f}x\n", "included in blocks (end to end)", included_tps,
-                           included_tps / *baseline);
-  std::cout << fmt::format("  {:<44} {:>10.2f} {:>11.2f}x\n", "blocks (vs the configured 1000/interval)",
-                           blocks / total_s, blocks / total_s / (1000.0 / interval));
+  std::cout << fmt::format(
+      "\n1. 4-validator BFT testnet on loopback (vt-node processes), block interval {} ms, proposer timeout {} ms,\n"
+      "   {} transfers per row from 7 senders over RPC (1 client thread); VM in-process: {:.0f} tx/s (1.00x)\n",
+      interval, spec.proposer_timeout_ms, txs, *baseline);
+  std::cout << fmt::format("  {:<28} {:>9} {:>12} {:>12} {:>9} {:>13} {:>13}\n", "validators", "accepted",
+                           "submitted/s", "included/s", "vs VM", "blocks/s load", "blocks/s idle");
+  for (const Phase& p : phases) {
+    const double submitted = p.accepted / p.submit_s, included = p.accepted / p.total_s;
+    std::cout << fmt::format("  {:<28} {:>9} {:>12.0f} {:>12.0f} {:>8.2f}x {:>13.2f} {:>13.2f}{}\n", p.label,
+                             p.accepted, submitted, included, included / *baseline, p.blocks / p.total_s,
+                             p.idle_blocks_per_s, p.drained ? "" : "  (NOT all included within 300 s)");
+    if (!p.drained || p.accepted == 0) rc = 1;
+  }
+  std::cout << fmt::format("  (configured: {:.2f} blocks/s; idle = {:.0f} s of an empty mempool after the row)\n",
+                           1000.0 / interval, idle_s);
   return rc;
 }
 
@@ -273,18 +313,23 @@ int main(int argc, char** argv) {
   app.add_option("--interval-ms", interval, "block interval of the throughput testnet")->capture_default_str();
   app.add_option("--job", job, "job of the end-to-end table: testnet/jobs/<job>.json and <job>-rounded.json")
       ->capture_default_str();
+  bool throughput_only = false;
+  app.add_flag("--throughput-only", throughput_only, "table 1 only (no end-to-end bounty runs)");
   app.add_flag("--quick", quick, "smoke run (CTest): few transfers, the synthetic job");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  double idle_s = 10;
   if (quick) {
     txs = 50;
+    idle_s = 2;
     job = "synthetic-mlp";
   }
   if (job == "fashion-mlp" && !fs::exists("/usr/share/datasets/fashion-mnist")) job = "synthetic-mlp";
-  const int rc = Throughput(txs, interval);
+  const int rc = Throughput(txs, interval, idle_s);
+  if (throughput_only) return rc;
   const std::string adversary = job == "fashion-mlp" ? "wrong-output:step=9,node=2" : "wrong-output:step=5,node=1";
   return EndToEnd({job + ".json", job + "-rounded.json"}, adversary) | rc;
 }

@@ -31,6 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--rpc-port", rpc_port, "JSON-RPC port (0: ephemeral)")->capture_default_str();
   app.add_option("--peer", peers, "peer to dial, host:port (repeatable)");
   app.add_option("--log-file", log_file, "write logs here instead of stderr");
+  std::string test_adversary;
+  app.add_option("--test-adversary", test_adversary,
+                 "TEST-ONLY: misbehave on purpose (equivocate); refused unless the environment has "
+                 "VT_TEST_ONLY_ADVERSARY=1, which only the tests set");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,6 +64,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   config.genesis = *genesis;
+  if (!test_adversary.empty()) {
+    // A Byzantine validator on purpose: only a test may start one.
+    const char* allowed = std::getenv("VT_TEST_ONLY_ADVERSARY");
+    if (allowed == nullptr || std::string_view(allowed) != "1") {
+      std::cerr << "vt-node: --test-adversary is TEST-ONLY (set VT_TEST_ONLY_ADVERSARY=1 in a test)\n";
+      return 2;
+    }
+    auto mode = node::ParseTestAdversary(test_adversary);
+    if (!mode.ok()) {
+      std::cerr << "vt-node: --test-adversary: " << mode.status().ToString() << "\n";
+      return 2;
+    }
+    config.test_adversary = *mode;
+    lg.warn("{} runs the TEST-ONLY adversary '{}'", name, test_adversary);
+  }
   for (const std::string& p : peers) {
     auto ep = net::Endpoint::Parse(p);
     if (!ep.ok()) {

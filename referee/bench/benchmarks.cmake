@@ -9,6 +9,7 @@ if(VERITRAIN_TESTS)
       ${VT_ROOT}/tests/referee/descent_table.cpp
       ${VT_ROOT}/tests/referee/history.cpp
       ${VT_ROOT}/tests/referee/scenario.cpp
+      ${VT_ROOT}/tests/referee/element_agent.cpp
       ${VT_ROOT}/tests/referee/arbitration_workload.cpp
-    DEPS vt::referee vt::contract_vm vt::kernels vt::protocol vt::crypto vt::common GTest::gtest)
+    DEPS vt::referee vt::verify vt::worker vt::contract_vm vt::kernels vt::protocol vt::crypto vt::common GTest::gtest)
 endif()

@@ -16,6 +16,10 @@
 //  4. The element-level descent of docs/referee.md priced on the same step
 //     graphs (tests/referee/descent_table.cpp): largest transaction, the referee's work
 //     and the moves of a whole game at N = 2^30.
+//  5. The element level played through the VM (tiny MLP 6 → 320 → 3): a
+//     one-ulp cheat in one value, level-4 and level-5b moves, the largest
+//     transaction and the final move's gas against the node-level
+//     arbitration of the same cheat.
 //
 //   referee_bench                 tables 1-3; GPT-2 small as flops only
 //   referee_bench --gpt2-small    also times GPT-2 small (B=1, T=1024): minutes on 2 cores
@@ -333,6 +337,74 @@ void Table3(const std::vector<std::string>& presets) {
 }  // namespace
 }  // namespace vt::referee_bench
 
+namespace vt::referee_bench {
+namespace {
+
+// ---- table 5: the element level through the VM ------------------------------------
+
+void Table5() {
+  std::printf("\n5. The element level through the VM: tiny MLP 6 -> 320 -> 3, B = 4, repops, the solver plants one ulp\n"
+              "   in one value at step 4; both parties descend (level 4 over the output's chunks, then level 5b or\n"
+              "   the value's slices); the same cheat arbitrated whole for comparison\n\n");
+  std::printf("| cheat in | sums | element txs | chunk / partial walk reveals | verdict | final move gas | largest tx | "
+              "node-level arbitration gas / tx |\n|---|---|---|---|---|---|---|---|\n");
+  const test::TinyJob wide = test::MakeTinyJob(10, 3, kernels::Mode::kRepops, 42, 320);
+  auto honest = test::Train(wide, {});
+  if (!honest.ok()) return;
+  struct Case {
+    const char* name;
+    std::uint16_t op;
+    std::uint32_t slot;
+    test::SumsLie sums;
+  };
+  const Case cases[] = {{"linear_backward dx", 4, 0, test::SumsLie::kHonest},
+                        {"linear_backward dx", 4, 0, test::SumsLie::kDiverge},
+                        {"linear_backward dW", 4, 1, test::SumsLie::kDiverge},
+                        {"relu", 40, 0, test::SumsLie::kHonest},
+                        {"sgd", 90, 0, test::SumsLie::kHonest}};
+  for (const Case& k : cases) {
+    std::uint32_t node = 0;
+    while (node + 1 < honest->records[4].size() && honest->records[4][node].op_kind != k.op) ++node;
+    const std::int64_t numel = honest->outputs[4][node][k.slot].numel();
+    std::int64_t value = numel / 3;
+    auto play = [&](bool element) {
+      test::ScenarioConfig c;
+      c.hidden = 320;
+      c.solver_bond = c.challenger_bond = 2 * test::MinimumBond(wide.job);
+      c.solver.lies = {test::Lie{test::LieKind::kOneValue, 4, node, k.slot, value}};
+      c.solver.element_level = element;
+      c.solver.sums = {k.sums, 2};
+      test::AgentPlan challenger;
+      challenger.element_level = element;
+      c.challengers = {challenger};
+      return test::RunScenario(c);
+    };
+    // The first value from numel/3 whose lie reaches a checkpoint (some are
+    // absorbed downstream: behind a relu, or rounded away in an update).
+    test::ScenarioReport e = play(true);
+    for (int tries = 1; e.games.empty() && tries < 16; ++tries) {
+      value = (value + 1) % numel;
+      e = play(true);
+    }
+    const test::ScenarioReport n = play(false);
+    if (e.games.empty() || n.games.empty()) {
+      std::printf("| %s | (the lie did not reach a checkpoint) |\n", k.name);
+      continue;
+    }
+    const test::GameReport& g = e.games[0];
+    std::printf("| %s | %s | %llu | %llu / %llu | %s | %llu | %llu B | %llu / %llu B |\n", k.name,
+                k.sums == test::SumsLie::kHonest ? "true" : "leave the rule", static_cast<unsigned long long>(g.element_txs),
+                static_cast<unsigned long long>(g.element_walk_reveals[0]),
+                static_cast<unsigned long long>(g.element_walk_reveals[1]), g.game.reason.c_str(),
+                static_cast<unsigned long long>(g.resolving_gas), static_cast<unsigned long long>(g.max_tx_bytes),
+                static_cast<unsigned long long>(n.games[0].resolving_gas),
+                static_cast<unsigned long long>(n.games[0].max_tx_bytes));
+  }
+}
+
+}  // namespace
+}  // namespace vt::referee_bench
+
 int main(int argc, char** argv) {
   using namespace vt::referee_bench;
   bool quick = false, gpt2 = false;
@@ -351,6 +423,7 @@ int main(int argc, char** argv) {
   }
   Table1(quick);
   Table2(quick);
+  Table5();
 
   const std::vector<std::string> presets = {"gpt-tiny", "gpt2-small"};
   for (const std::string& p : presets) {
@@ -379,6 +452,9 @@ int main(int argc, char** argv) {
   Table3(presets);
   // Table 2's transactions until the disputed step is known at N = 2^30.
   constexpr std::uint64_t kLevel12MovesAt2Pow30 = 67;
-  DescentTable({{"gpt-tiny", 8}, {"mlp-fashion", 16}, {"cnn-fashion", 8}, {"gpt2-small", 1}}, kLevel12MovesAt2Pow30);
+  const std::vector<std::pair<std::string, std::int64_t>> descent = {
+      {"gpt-tiny", 8}, {"mlp-fashion", 16}, {"cnn-fashion", 8}, {"gpt2-small", 1}};
+  DescentTable(descent, kLevel12MovesAt2Pow30);
+  ImplementedRulesTable(descent);
   return 0;
 }

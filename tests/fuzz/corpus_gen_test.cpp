@@ -20,6 +20,7 @@
 #include "contract_vm/arbitration.h"
 #include "contract_vm/block.h"
 #include "contract_vm/tx.h"
+#include "kernels/ops/registry.h"
 #include "protocol/state.h"
 #include "referee/messages.h"
 #include "tests/contract_vm/test_chain.h"
@@ -75,16 +76,48 @@ std::optional<std::uint8_t> ArgsSelector(std::uint16_t method) {
     case referee::Method::kArbitrate: return 8;
     case referee::Method::kClaimTimeout:
     case referee::Method::kCloseGame: return 9;  // both take GameIdArgs
+    case referee::Method::kPostChunkRoot: return 12;
+    case referee::Method::kRevealChunk: return 13;
+    case referee::Method::kPostPartialsRoot: return 14;
+    case referee::Method::kRevealStep: return 15;
+    case referee::Method::kOpenElement: return 16;
+    case referee::Method::kRevealReduceStep: return 17;
   }
   return std::nullopt;
 }
 
-// A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`.
-void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds) {
+// The first node of step `step` of the scenario's tiny job with this op kind
+// whose inputs are not the batch (an element-level rule can open them).
+std::uint32_t UnbatchedNode(const ScenarioConfig& config, kernels::OpKind op, std::uint64_t step) {
+  const auto h = Train(MakeTinyJob(config.steps, config.interval, config.mode, 42, config.hidden), {});
+  EXPECT_TRUE(h.ok()) << h.status().ToString();
+  const auto& records = h->records[step];
+  for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
+    bool batch = false;
+    for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
+    if (records[n].op_kind == static_cast<std::uint16_t>(op) && !batch) return n;
+  }
+  ADD_FAILURE() << "no unbatched node of op " << static_cast<int>(op);
+  return 0;
+}
+
+// A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`;
+// with `element_level` the solver plants one wrong value of linear_backward's
+// dW with made-up partial sums and both sides descend into the node (levels
+// 4 and 5b), so the element-level moves become seeds too.
+void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds, bool element_level = false) {
   ScenarioConfig config;
   config.mode = mode;
   config.solver.lies = {Lie{mode == kernels::Mode::kRounded ? LieKind::kLog : LieKind::kOutput, 4, 2}};
   config.challengers = {AgentPlan{}};
+  if (element_level) {
+    config.element_level_enabled = true;
+    config.solver.lies = {
+        Lie{LieKind::kOneValue, 4, UnbatchedNode(config, kernels::OpKind::kLinearBackward, 4), 1, 0}};
+    config.solver.element_level = true;
+    config.solver.sums = SumsPlan{SumsLie::kMadeUp, 1};
+    config.challengers[0].element_level = true;
+  }
   ScenarioDriver d(config);
   d.Start();
   std::size_t block_index = 0;
@@ -181,6 +214,7 @@ Corpus MakeCorpus() {
   Corpus c;
   AddDispute(c, kernels::Mode::kRepops, true);
   AddDispute(c, kernels::Mode::kRounded, false);
+  AddDispute(c, kernels::Mode::kRepops, false, /*element_level=*/true);
   // Transfers, a stranger's call, and an empty record set for the executor.
   c["tx_execute_fuzz"].push_back(fuzz::EncodeExecInput({{0, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 3}},
                                                        {3, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0}},

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace vt::referee;
   if (size == 0) return 0;
   const ByteSpan in(data + 1, size - 1);
-  switch (data[0] % 12) {
+  switch (data[0] % 18) {
     case 0: (void)fuzz::RoundTrip<PostBountyArgs>(in, "PostBountyArgs"); break;
     case 1: (void)fuzz::RoundTrip<BountyIdArgs>(in, "BountyIdArgs"); break;
     case 2: (void)fuzz::RoundTrip<CommitArgs>(in, "CommitArgs"); break;
@@ -26,6 +26,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case 8: (void)fuzz::RoundTrip<ArbitrateArgs>(in, "ArbitrateArgs"); break;
     case 9: (void)fuzz::RoundTrip<GameIdArgs>(in, "GameIdArgs"); break;
     case 10: (void)fuzz::RoundTrip<LogProofs>(in, "LogProofs"); break;
+    case 12: (void)fuzz::RoundTrip<ChunkRootArgs>(in, "ChunkRootArgs"); break;
+    case 13: (void)fuzz::RoundTrip<RevealChunkArgs>(in, "RevealChunkArgs"); break;
+    case 14: (void)fuzz::RoundTrip<PartialsRootArgs>(in, "PartialsRootArgs"); break;
+    case 15: (void)fuzz::RoundTrip<RevealStepArgs>(in, "RevealStepArgs"); break;
+    case 16: (void)fuzz::RoundTrip<OpenElementArgs>(in, "OpenElementArgs"); break;
+    case 17: (void)fuzz::RoundTrip<RevealReduceStepArgs>(in, "RevealReduceStepArgs"); break;
     default: (void)fuzz::RoundTrip<vm::ArbitrationPayload>(in, "ArbitrationPayload"); break;
   }
   return 0;

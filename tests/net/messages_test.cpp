@@ -39,11 +39,12 @@ TEST(NetMessages, HelloGolden) {
   h.genesis_hash = Filled(0xaa);
   h.node_id = Filled(0xbb);
   h.challenge = Filled(0xcc);
+  h.ephemeral = Filled(0xdd);
   h.listen_port = 0x1234;
   h.best_height = 5;
   h.user_agent = "u";
   const std::string expected = std::string("01000000") + "02" + "7674" + std::string(64, 'a') + std::string(64, 'b') +
-                               std::string(64, 'c') + "3412" + "0500000000000000" + "01" + "75";
+                               std::string(64, 'c') + std::string(64, 'd') + "3412" + "0500000000000000" + "01" + "75";
   EXPECT_EQ(ToHex(EncodeToBytes(h)), expected);
 }
 
@@ -53,6 +54,7 @@ TEST(NetMessages, RoundTrips) {
   h.genesis_hash = Filled(1);
   h.node_id = Filled(2);
   h.challenge = Filled(5);
+  h.ephemeral = Filled(6);
   h.listen_port = 9000;
   h.best_height = 1234567;
   h.user_agent = "veritrain/0.1";

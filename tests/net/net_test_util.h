@@ -184,6 +184,10 @@ class RecordingHandler : public MessageHandler {
     std::lock_guard lock(m_mutex);
     return m_items.size();
   }
+  std::vector<Bytes> Items() const {
+    std::lock_guard lock(m_mutex);
+    return m_items;
+  }
   std::vector<std::string> DisconnectReasons() const {
     std::lock_guard lock(m_mutex);
     return m_disconnect_reasons;
@@ -259,7 +263,10 @@ class TestNode {
   std::thread m_thread;
 };
 
-// A peer that writes and reads raw bytes, for protocol violations.
+// A peer that writes and reads raw bytes, for protocol violations. After a
+// complete Handshake() it speaks sealed frames like a node (docs/net.md,
+// "Frame encryption"): SendFrame seals, ReadFrame opens the node's frames
+// from its Auth on; SendBytes stays raw.
 class RawPeer {
  public:
   using tcp = boost::asio::ip::tcp;
@@ -310,7 +317,15 @@ class RawPeer {
     boost::asio::write(m_socket, boost::asio::buffer(bytes.data(), bytes.size()), ec);
     return !ec;
   }
-  bool SendFrame(MsgType type, ByteSpan payload) { return SendBytes(EncodeFrame(m_magic, type, payload)); }
+  bool SendFrame(MsgType type, ByteSpan payload) {
+    if (!m_seal) return SendBytes(EncodeFrame(m_magic, type, payload));
+    const FrameHeaderBytes header = EncodeFrameHeader(m_magic, type, payload);
+    Result<SealedFrame> sealed = SealFrame(*m_seal, header, payload);
+    if (!sealed.ok()) return false;
+    Bytes wire(sealed->header.begin(), sealed->header.end());
+    wire.insert(wire.end(), sealed->body.begin(), sealed->body.end());
+    return SendBytes(wire);
+  }
   template <typename T>
   bool Send(MsgType type, const T& msg) {
     return SendFrame(type, EncodeToBytes(msg));
@@ -321,12 +336,12 @@ class RawPeer {
   std::optional<Frame> ReadFrame(std::chrono::milliseconds timeout = 5s) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
-      if (auto f = m_decoder.TakeFrame()) return f;
+      if (auto f = m_decoder.TakeFrame()) return Took(std::move(*f));
       while (!m_pending.empty()) {
         Result<std::size_t> used = m_decoder.Feed(m_pending);
         if (!used.ok()) return std::nullopt;
         m_pending.erase(m_pending.begin(), m_pending.begin() + static_cast<std::ptrdiff_t>(*used));
-        if (auto f = m_decoder.TakeFrame()) return f;
+        if (auto f = m_decoder.TakeFrame()) return Took(std::move(*f));
       }
       const auto now = std::chrono::steady_clock::now();
       if (now >= deadline || m_closed) return std::nullopt;
@@ -362,6 +377,10 @@ class RawPeer {
   std::optional<Hello> SendHello(const Hash256& claimed_id, Hello hello = DefaultHello()) {
     hello.node_id = claimed_id;
     if (hello.challenge.IsZero() && !crypto::FillOsRandom(hello.challenge.bytes).ok()) return std::nullopt;
+    if (hello.ephemeral.IsZero()) {
+      m_ephemeral.emplace(crypto::X25519Key::Generate().value());
+      std::copy(m_ephemeral->public_key().begin(), m_ephemeral->public_key().end(), hello.ephemeral.bytes.begin());
+    }
     m_our_hello = hello;
     if (!Send(MsgType::kHello, hello)) return std::nullopt;
     auto f = ReadFrameOfType(MsgType::kHello);
@@ -369,6 +388,16 @@ class RawPeer {
     Result<Hello> theirs = DecodeExact<Hello>(f->payload);
     if (!theirs.ok()) return std::nullopt;
     m_their_hello = *theirs;
+    // The session keys need only both hellos: derived now, so that the
+    // node's sealed frames (everything after its Auth, which follows its
+    // Hello at once) can be read even when this peer never sends a valid Auth.
+    if (m_ephemeral) {
+      Result<SessionKeys> keys = DeriveSessionKeys(Transcript(), HandshakeRole::kDialer, *m_ephemeral);
+      if (keys.ok()) {
+        m_seal_key = keys->send;
+        m_open_key = keys->recv;
+      }
+    }
     return *theirs;
   }
   // What this raw peer, the dialer, and the node sign after SendHello.
@@ -379,8 +408,10 @@ class RawPeer {
     t.genesis_hash = m_our_hello.genesis_hash;
     t.dialer_id = m_our_hello.node_id;
     t.dialer_challenge = m_our_hello.challenge;
+    t.dialer_ephemeral = m_our_hello.ephemeral;
     t.listener_id = m_their_hello.node_id;
     t.listener_challenge = m_their_hello.challenge;
+    t.listener_ephemeral = m_their_hello.ephemeral;
     t.listener_port = m_port;
     return t;
   }
@@ -391,8 +422,11 @@ class RawPeer {
     if (!theirs) return std::nullopt;
     Result<crypto::Signature> sig = SignHandshake(key, Transcript(), HandshakeRole::kDialer);
     if (!sig.ok() || !Send(MsgType::kAuth, AuthMsg{*sig})) return std::nullopt;
+    if (m_seal_key) m_seal.emplace(crypto::SessionCipher::Create(*m_seal_key).value());
     return theirs;
   }
+  // Whether frames this peer sends are sealed now.
+  bool sealing() const { return m_seal.has_value(); }
   static Hello DefaultHello() {
     Hello h;
     h.chain_id = kChain;
@@ -402,6 +436,14 @@ class RawPeer {
   }
 
  private:
+  // The node seals everything after its Auth.
+  std::optional<Frame> Took(Frame f) {
+    if (f.type == MsgType::kAuth && m_open_key && !m_decoder.sealed()) {
+      m_decoder.OpenFromNow(crypto::SessionCipher::Create(*m_open_key).value());
+    }
+    return f;
+  }
+
   bool ReadSome(std::chrono::milliseconds timeout) {
     std::array<std::uint8_t, 64 * 1024> buf;
     boost::system::error_code result = boost::asio::error::would_block;
@@ -434,6 +476,9 @@ class RawPeer {
   std::uint32_t m_magic;
   std::uint16_t m_port = 0;
   Hello m_our_hello, m_their_hello;
+  std::optional<crypto::X25519Key> m_ephemeral;
+  std::optional<crypto::SessionCipher> m_seal;
+  std::optional<crypto::AeadKey> m_seal_key, m_open_key;
   Bytes m_pending;
   bool m_closed = false;
   std::size_t m_bytes_received = 0;

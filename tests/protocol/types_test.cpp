@@ -144,7 +144,7 @@ TEST(JobSpecTest, RejectsEachSemanticError) {
   };
   add("job-bad-version", [](JobSpec& j) { j.version = 2; });
   add("job-bad-version", [](JobSpec& j) { j.version = 0; });
-  add("job-bad-mode", [](JobSpec& j) { j.mode = 3; });
+  add("job-bad-mode", [](JobSpec& j) { j.mode = 4; });  // 3 is certified
   add("job-bad-rounding", [](JobSpec& j) { j.rounding_bits = 22; }, SampleRoundedJob());
   add("job-bad-rounding", [](JobSpec& j) { j.rounding_bits = 33; }, SampleRoundedJob());
   add("job-bad-rounding", [](JobSpec& j) { j.rounding_bits = 24; });               // repops with b != 32

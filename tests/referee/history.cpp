@@ -54,10 +54,11 @@ kernels::RoundingLog WithEntry(kernels::RoundingLog log, std::uint64_t position,
 
 }  // namespace
 
-TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed) {
+TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed,
+                    std::int64_t hidden) {
   TinyJob t;
   graph::ModelSpec model;
-  model.arch = graph::MlpSpec{6, {8}, 3, graph::Activation::kRelu};
+  model.arch = graph::MlpSpec{6, {hidden}, 3, graph::Activation::kRelu};
   graph::OptimizerSpec opt;
   opt.kind = graph::OptimizerKind::kSgd;
   opt.lr = 0.05f;
@@ -133,15 +134,21 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
     const std::vector<kernels::Tensor>& state = h.states[t];
 
     // Value changes the lies of this step make, node → (position, value).
-    std::vector<std::pair<std::uint32_t, std::pair<std::int64_t, float>>> changes;
+    struct Change {
+      std::uint32_t node = 0;
+      std::uint32_t slot = 0;
+      std::int64_t position = 0;
+      float value = 0.0f;
+    };
+    std::vector<Change> changes;
     auto run = [&](bool replay) -> Result<graph::StepResult> {
       graph::StepOptions options;
       options.seed = job.seed;
       options.keep_outputs = true;
       if (replay) options.replay_logs = &follow->logs[t];
       options.observer = [&](std::size_t node, std::span<kernels::Tensor> outs) -> Status {
-        for (const auto& [n, change] : changes) {
-          if (n == node) outs[0][change.first] = change.second;
+        for (const Change& c : changes) {
+          if (c.node == node && c.slot < outs.size()) outs[c.slot][c.position] = c.value;
         }
         return Status::Ok();
       };
@@ -165,11 +172,16 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
     for (const Lie& lie : lies) {
       if (lie.kind == LieKind::kCheckpoint || lie.step != t) continue;
       const kernels::Tensor& out0 = first->outputs[lie.node][0];
+      if (lie.kind == LieKind::kOneValue) {
+        const kernels::Tensor& out = first->outputs[lie.node][lie.slot];
+        changes.push_back({lie.node, lie.slot, lie.value, std::nextafter(out[lie.value], INFINITY)});
+        continue;
+      }
       if (lie.kind == LieKind::kOutput || lie.kind == LieKind::kSpec) {
         // Every element, unevenly, so that neither a mask downstream (relu)
         // nor a shift-invariant one (softmax) can hide the lie.
         for (std::int64_t p = 0; p < out0.numel(); ++p)
-          changes.push_back({lie.node, {p, out0[p] + 0.25f * static_cast<float>(p % 3 + 1)}});
+          changes.push_back({lie.node, 0, p, out0[p] + 0.25f * static_cast<float>(p % 3 + 1)});
         continue;
       }
       // kLog: find an output position whose value is far from any rounding
@@ -180,7 +192,7 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
         const kernels::RoundingLog log = WithEntry(first->logs[lie.node], static_cast<std::uint64_t>(p), true);
         auto replay = graph::ExecuteNode(config, sg, lie.node, inputs, job.seed, &log);
         if (!replay.ok() && replay.status().reason() == "log-entry-outside-region") {
-          changes.push_back({lie.node, {p, std::nextafter(out0[p], INFINITY)}});
+          changes.push_back({lie.node, 0, p, std::nextafter(out0[p], INFINITY)});
           bad_logs[lie.node] = log;
           has_bad_log[lie.node] = true;
           found = true;
@@ -416,5 +428,7 @@ referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, c
   a.payload = EncodeToBytes(p);
   return a;
 }
+
+crypto::MerkleTree StateTreeOf(const History& h, std::uint64_t step) { return StateTree(h.states[step], h.headers[step]); }
 
 }  // namespace vt::test

@@ -30,20 +30,26 @@ struct TinyJob {
   Hash256 initial_state;
 };
 
-// MLP 6 → 8 → 3 (relu), SGD with momentum, 20 examples, batch 4.
-TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed = 42);
+// MLP 6 → 8 → 3 (relu), SGD with momentum, 20 examples, batch 4. A wider
+// hidden layer gives outputs of several 256-value chunks (the element
+// level's chunk walk).
+TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed = 42,
+                    std::int64_t hidden = 8);
 
 enum class LieKind {
   kOutput,      // perturb every element of output 0 of (step, node) unevenly; later nodes consume it
   kSpec,        // kOutput, and the node's record names a wrong op kind
   kLog,         // rounded mode: a log entry outside the logging region at (step, node), output flipped there
   kCheckpoint,  // claim a wrong h at checkpoint index `step` (node unused); everything else honest
+  kOneValue,    // one value (`value`) of output `slot` of (step, node) one ulp up; later nodes consume it
 };
 
 struct Lie {
   LieKind kind = LieKind::kOutput;
   std::uint64_t step = 0;
   std::uint32_t node = 0;
+  std::uint32_t slot = 0;    // kOneValue
+  std::int64_t value = 0;    // kOneValue
 };
 
 struct History {
@@ -72,6 +78,9 @@ struct History {
 // solver), each step first follows `follow`'s logs and records its own from
 // the first step whose logs do not replay.
 Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History* follow = nullptr);
+
+// The Merkle tree over h_t's state tensor hashes and its header (leaves of h_t).
+crypto::MerkleTree StateTreeOf(const History& h, std::uint64_t step);
 
 // ---- call arguments from a history -----------------------------------------------
 

@@ -38,12 +38,18 @@ bool LiedAt(const History& h, std::uint64_t step, std::uint64_t node) {
 
 class ScenarioDriver::Impl {
  public:
+  static referee::RefereeParams ParamsOf(const ScenarioConfig& config) {
+    referee::RefereeParams p;
+    p.element_level = config.element_level_enabled;
+    return p;
+  }
   explicit Impl(const ScenarioConfig& config)
       : m_config(config),
+        m_referee(ParamsOf(config)),
         m_arbiter(m_graphs),
         m_chain((m_registry.Register(referee::kRefereeContractId, &m_referee), m_registry), &m_arbiter,
                 static_cast<std::uint32_t>(2 + config.challengers.size()), kFunds),
-        m_tiny(MakeTinyJob(config.steps, config.interval, config.mode)) {}
+        m_tiny(MakeTinyJob(config.steps, config.interval, config.mode, 42, config.hidden)) {}
 
   void Start();
   bool Step();
@@ -65,12 +71,18 @@ class ScenarioDriver::Impl {
     if (game) {
       m_game_txs[*game] += 1;
       m_game_bytes[*game] += size;
+      m_max_tx[*game] = std::max<std::uint64_t>(m_max_tx[*game], size);
+      if (method >= Method::kPostChunkRoot || (method == Method::kRevealChildren && m_in_element)) m_element_txs[*game] += 1;
+      if (method == Method::kRevealChildren && m_phase == GamePhase::kChunkWalk) m_walk_reveals[*game][0] += 1;
+      if (method == Method::kRevealChildren && m_phase == GamePhase::kPartialsWalk) m_walk_reveals[*game][1] += 1;
       if (method == Method::kArbitrate) m_arbitration_bytes[*game] += size;
     }
     m_chain.Submit(std::move(tx));
     return size;
   }
   void Act(const Agent& agent, Party p, const Game& g);
+  // The element phases (docs/referee.md, "Element-level descent").
+  void ActElement(const Agent& agent, Party p, const Game& g);
   const crypto::MerkleTree& WalkTree(const History& h, const Game& g) const;
 
   ScenarioConfig m_config;
@@ -85,6 +97,11 @@ class ScenarioDriver::Impl {
   std::map<std::uint64_t, std::uint64_t> m_game_bytes;
   std::map<std::uint64_t, std::uint64_t> m_arbitration_bytes;
   std::map<std::uint64_t, bool> m_arbitration_sent;
+  std::map<std::uint64_t, std::uint64_t> m_max_tx;
+  std::map<std::uint64_t, std::uint64_t> m_element_txs;
+  bool m_in_element = false;  // the game being acted on is in an element phase
+  GamePhase m_phase = GamePhase::kCheckpointWalk;  // … and its phase
+  std::map<std::uint64_t, std::array<std::uint64_t, 2>> m_walk_reveals;
   std::map<std::string, vm::Amount> m_before;
   std::vector<std::uint64_t> m_game_ids;
   std::vector<std::size_t> m_opened;
@@ -110,6 +127,13 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
   if (theirs.owes && next_height > theirs.owes_since + theirs.left + 1) {
     Send(agent, Method::kClaimTimeout, Enc(referee::GameIdArgs{g.id}), g.id);
     return;
+  }
+  m_in_element = g.phase >= GamePhase::kChunkRoots;
+  m_phase = g.phase;
+  if (m_in_element || (g.phase == GamePhase::kArbitration && agent.plan.element_level)) {
+    auto e = referee::ReadElementGame(m_chain.store(), g.id);
+    ASSERT_TRUE(e.ok()) << e.status().ToString();
+    if (m_in_element || !e->has_value()) return ActElement(agent, p, g);
   }
   if (g.phase == GamePhase::kArbitration) {
     // The solver owes the inputs, but whoever is right at this node sends them.
@@ -149,6 +173,81 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
       if (!g.records[Idx(p)])
         Send(agent, Method::kRevealRecord, Enc(referee::RevealRecordArgs{g.id, h.records[g.step][g.node_index]}),
              g.id);
+      return;
+    default:
+      return;
+  }
+}
+
+void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g) {
+  const History& h = agent.history;
+  const worker::ElementSide side = SideOf(h, g.step, g.node_index);
+  const auto node_root_of = static_cast<std::uint8_t>(p);
+  if (g.phase == GamePhase::kArbitration) {
+    // Descend: the chunk root of the first differing output.
+    auto slot = verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]);
+    ASSERT_TRUE(slot.ok());
+    m_in_element = true;
+    Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, *slot)), g.id);
+    return;
+  }
+  auto loaded = referee::ReadElementGame(m_chain.store(), g.id);
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  const referee::ElementGame& e = **loaded;
+  const bool lied = LiedAt(h, g.step, g.node_index);
+  if (g.phase == GamePhase::kOpenElement) {
+    // Like the arbitration: the solver owes it, whoever is right sends it.
+    if (!lied && !m_arbitration_sent[g.id]) {
+      m_arbitration_sent[g.id] = true;
+      Send(agent, Method::kOpenElement, Enc(MakeOpenElement(h, side, g, e, node_root_of)), g.id);
+    }
+    return;
+  }
+  if (!g.clocks[Idx(p)].owes) return;
+  const std::optional<SumsPlan> sums = lied ? std::optional<SumsPlan>(agent.plan.sums) : std::nullopt;
+  const std::size_t me = Idx(p);
+  switch (g.phase) {
+    case GamePhase::kChunkRoots:
+      if (!e.chunk_posted[me]) Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, e.slot)), g.id);
+      return;
+    case GamePhase::kChunkWalk:
+    case GamePhase::kPartialsWalk: {
+      auto t = referee::ReadWalk(m_chain.store(), g.id);
+      ASSERT_TRUE(t.ok() && t->has_value());
+      auto walk = referee::ReplayWalk(**t);
+      ASSERT_TRUE(walk.ok()) << walk.status().ToString();
+      const auto wp = p == Party::kSolver ? crypto::MerkleWalk::Party::kA : crypto::MerkleWalk::Party::kB;
+      if (walk->HasRevealed(wp)) return;
+      const crypto::NodeReveal reveal =
+          g.phase == GamePhase::kChunkWalk       ? ChunkTreeFor(side, e.slot).Children(walk->current())
+          : e.kind == verify::ElementKind::kReduce ? ReducePartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current())
+                                                   : PartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current());
+      Send(agent, Method::kRevealChildren, Enc(referee::RevealChildrenArgs{g.id, reveal}), g.id);
+      return;
+    }
+    case GamePhase::kChunkReveal:
+      if (!e.chunk_opening[me]) Send(agent, Method::kRevealChunk, Enc(MakeRevealChunk(side, g.id, e.slot, e.chunk)), g.id);
+      return;
+    case GamePhase::kPartialsRoots:
+      if (e.partials_posted[me]) return;
+      if (e.kind == verify::ElementKind::kReduce) {
+        Send(agent, Method::kPostPartialsRoot,
+             Enc(MakeReducePartialsRoot(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
+      } else {
+        Send(agent, Method::kPostPartialsRoot, Enc(MakePartialsRoot(PartialsFor(side, e.slot, e.value, sums), g.id)),
+             g.id);
+      }
+      return;
+    case GamePhase::kStepReveal:
+      if (e.step_revealed[me]) return;
+      if (e.kind == verify::ElementKind::kReduce) {
+        Send(agent, Method::kRevealReduceStep,
+             Enc(MakeRevealReduceStep(h, side, ReducePartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)),
+             g.id);
+      } else {
+        Send(agent, Method::kRevealStep,
+             Enc(MakeRevealStep(h, side, PartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)), g.id);
+      }
       return;
     default:
       return;
@@ -266,12 +365,25 @@ ScenarioReport ScenarioDriver::Impl::Finish() {
     gr.txs = m_game_txs[game_ids[k]];
     gr.bytes = m_game_bytes[game_ids[k]];
     gr.arbitration_bytes = m_arbitration_bytes[game_ids[k]];
+    gr.max_tx_bytes = m_max_tx[game_ids[k]];
+    gr.element_txs = m_element_txs[game_ids[k]];
+    gr.element_walk_reveals = m_walk_reveals[game_ids[k]];
     gr.blocks = gr.game.resolved_height >= gr.game.opened_height ? gr.game.resolved_height - gr.game.opened_height + 1 : 0;
     for (const vm::Receipt& r : m_chain.all_receipts()) {
       for (const vm::Event& e : r.events) {
         if (e.topic != referee::topics::kWalkDone) continue;
         auto ev = DecodeExact<referee::WalkDoneEvent>(e.data);
         if (ev.ok() && ev->game_id == game_ids[k]) gr.walks.push_back(*ev);
+      }
+      for (const vm::Event& e : r.events) {
+        if (e.topic == referee::topics::kElementDisputed) {
+          auto ev = DecodeExact<referee::ElementDisputedEvent>(e.data);
+          if (ev.ok() && ev->game_id == game_ids[k]) gr.element = *ev;
+        }
+        if (e.topic == referee::topics::kGameResolved) {
+          auto ev = DecodeExact<referee::GameResolvedEvent>(e.data);
+          if (ev.ok() && ev->game_id == game_ids[k]) gr.resolving_gas = r.gas_used;
+        }
       }
     }
     report.games.push_back(std::move(gr));

@@ -6,6 +6,7 @@
 // heights are the simulated clock. TestChain audits the supply invariant
 // after every block and replays every block on a validator replica.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "kernels/mode.h"
 #include "referee/messages.h"
 #include "referee/records.h"
+#include "tests/referee/element_agent.h"
 #include "tests/referee/history.h"
 
 namespace vt::test {
@@ -29,6 +31,10 @@ struct AgentPlan {
   std::vector<Lie> lies;                          // empty: honest
   std::optional<referee::GamePhase> silent_from;  // withholds every move from this phase on
   bool arbitrates = true;                         // sends the arbitration inputs when right at the node
+  // Descends to the element level (a chunk-root post) instead of sending a
+  // node's inputs; every agent answers the element phases once there.
+  bool element_level = false;
+  SumsPlan sums{};  // a liar's partial sums of the value it planted
 };
 
 struct ScenarioConfig {
@@ -47,6 +53,8 @@ struct ScenarioConfig {
   std::uint64_t challenge_window = 8;
   std::uint64_t clock_budget = 6;
   std::uint64_t max_blocks = 400;
+  std::int64_t hidden = 8;  // the tiny MLP's hidden width (MakeTinyJob)
+  bool element_level_enabled = true;  // referee::RefereeParams::element_level
 };
 
 struct GameReport {
@@ -57,6 +65,11 @@ struct GameReport {
   std::uint64_t bytes = 0;  // their encoded size
   std::uint64_t arbitration_bytes = 0;  // of which the arbitration transaction(s)
   std::uint64_t blocks = 0; // from the opening block to the resolving block
+  std::uint64_t max_tx_bytes = 0;       // the largest game transaction
+  std::uint64_t element_txs = 0;        // transactions of the element level (from the descent on)
+  std::array<std::uint64_t, 2> element_walk_reveals{};  // reveals in the chunk walk, the partial-sum walk
+  std::uint64_t resolving_gas = 0;      // gas of the transaction that resolved the game
+  std::optional<referee::ElementDisputedEvent> element;  // where level 4 ended, when played
 };
 
 struct ScenarioReport {

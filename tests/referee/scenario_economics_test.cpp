@@ -14,6 +14,8 @@
 #include "contract_vm/arbitration_cost.h"
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
+#include "verify/certified_price.h"
+#include "verify/node_spec.h"
 #include "kernels/graph/model.h"
 #include "referee/bonds.h"
 #include "referee/referee.h"
@@ -225,7 +227,7 @@ TEST(Scenario, BondsBelowTheMinimumAreRefused) {
 // share and the burn. Both directions, both modes; and the bounds the bond
 // minimum is made of hold for every real transaction of these games.
 TEST(Scenario, ArbitrationGasIsReimbursedByTheLoser) {
-  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded}) {
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
     for (bool solver_lies : {false, true}) {
       SCOPED_TRACE(std::string(kernels::ModeName(mode)) + (solver_lies ? " lying solver" : " lying challenger"));
       ScenarioConfig c;
@@ -399,7 +401,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   };
 
   const PresetJob accepted[] = {{"mlp-tiny", 8, 64}, {"fashion-mlp-32", 16, 512}, {"gpt-tiny", 8, 512}};
-  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded}) {
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
     for (const PresetJob& p : accepted) {
       SCOPED_TRACE(std::string(p.model) + " " + std::string(kernels::ModeName(mode)));
       const protocol::JobSpec job = PresetSpec(p, mode);
@@ -431,10 +433,10 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
 }
 
 // The size bound is an upper bound node by node: the real payload of every
-// node of a step (both modes) is no larger than its bound, and the gas the
+// node of a step (every mode) is no larger than its bound, and the gas the
 // precompile charges for it no more than its bound.
 TEST(Scenario, ArbitrationCostBoundsEveryNode) {
-  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded}) {
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
     SCOPED_TRACE(kernels::ModeName(mode));
     const TinyJob tiny = MakeTinyJob(10, 3, mode);
     auto h = Train(tiny, {});
@@ -460,6 +462,51 @@ TEST(Scenario, ArbitrationCostBoundsEveryNode) {
         EXPECT_LE(meter.used(), bound->gas);
       }
     }
+  }
+}
+
+}  // namespace
+}  // namespace vt::test
+
+namespace vt::test {
+namespace {
+
+// Certified arbitration per operator class (verify/certified_price.h): every
+// operator of the presets' step graphs has a row of the price table, no
+// certified node is bounded below its repops bound, and element-wise nodes
+// (SGD/AdamW updates, relu, add...) pay no accumulator rounding — so the
+// worst certified node is a GEMM-like or reduction node, not the update.
+TEST(Scenario, CertifiedPriceCoversEveryPresetNode) {
+  const PresetJob presets[] = {{"mlp-tiny", 8, 64}, {"fashion-mlp-32", 16, 512}, {"cnn-tiny", 4, 64},
+                               {"gpt-tiny", 8, 512}};
+  vm::KernelsGraphSource graphs;
+  vm::Arbiter arbiter(graphs);
+  for (const PresetJob& p : presets) {
+    SCOPED_TRACE(p.model);
+    const protocol::JobSpec certified = PresetSpec(p, kernels::Mode::kCertified);
+    const protocol::JobSpec repops = PresetSpec(p, kernels::Mode::kRepops);
+    vm::GasMeter build(std::uint64_t{1} << 40);
+    auto graph = arbiter.BuildGraph(certified, 0, build);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    std::uint64_t worst = 0, worst_node = 0;
+    for (std::uint64_t i = 0; i < graph->nodes.size(); ++i) {
+      const verify::NodeSpec spec = verify::NodeSpecAt(*graph, i);
+      SCOPED_TRACE(spec.op_kind);
+      EXPECT_TRUE(verify::HasCertifiedPrice(spec.op_kind));
+      auto c = vm::NodeArbitrationCostOf(certified, *graph, i);
+      auto r = vm::NodeArbitrationCostOf(repops, *graph, i);
+      ASSERT_TRUE(c.ok() && r.ok());
+      EXPECT_GE(c->gas, r->gas);
+      if (c->gas > worst) worst = c->gas, worst_node = i;
+      const verify::CertifiedWork w = verify::CertifiedWorkOf(spec.op_kind, 0, verify::DeclaredOutputValues(spec));
+      if (w.rounded_outputs == 0) {
+        EXPECT_LE(c->gas - r->gas, verify::DeclaredOutputValues(spec) * (vm::kGas.exact_element_gas +
+                                                                         vm::kGas.exact_transcendental_gas) + 64)
+            << "an element-wise node pays per value, not the accumulator's rounding";
+      }
+    }
+    std::cout << "[ certified ] " << p.model << ": worst node " << worst_node << " (op kind "
+              << verify::NodeSpecAt(*graph, worst_node).op_kind << ") " << worst << " gas\n";
   }
 }
 

@@ -20,7 +20,7 @@ namespace {
 
 bool IsSessionType(std::uint16_t type) {
   using net::MsgType;
-  for (MsgType t : {MsgType::kHello, MsgType::kDisconnect, MsgType::kPing, MsgType::kPong})
+  for (MsgType t : {MsgType::kHello, MsgType::kAuth, MsgType::kDisconnect, MsgType::kPing, MsgType::kPong})
     if (type == static_cast<std::uint16_t>(t)) return true;
   return false;
 }
@@ -63,6 +63,9 @@ class FaultProxy::Link : public std::enable_shared_from_this<Link> {
     bool raw = false;   // the stream stopped parsing as frames: pass bytes through
     std::deque<std::shared_ptr<const Bytes>> out;
     bool writing = false;
+    // When the last delayed frame of this direction is due: later frames
+    // wait at least until just after it, so delays never reorder.
+    std::chrono::steady_clock::time_point last_due{};
   };
 
   tcp::socket& From(int d) { return d == 0 ? m_down : m_up; }
@@ -91,7 +94,7 @@ class FaultProxy::Link : public std::enable_shared_from_this<Link> {
       const std::uint8_t* h = dir.pending.data() + pos;
       const auto type = static_cast<std::uint16_t>(Le(h + 4, 2));
       const auto len = static_cast<std::uint32_t>(Le(h + 6, 4));
-      if (len > net::kMaxFramePayload) {
+      if (len > net::kMaxFrameLength) {
         dir.raw = true;  // not our framing: the node will judge the garbage
         continue;
       }
@@ -100,19 +103,34 @@ class FaultProxy::Link : public std::enable_shared_from_this<Link> {
       Bytes frame(dir.pending.begin() + static_cast<std::ptrdiff_t>(pos),
                   dir.pending.begin() + static_cast<std::ptrdiff_t>(pos + size));
       pos += size;
-      Emit(d, std::move(frame), m_proxy.Decide(type));
+      const Fate fate = m_proxy.Decide(type, len);
+      if (fate.inject) {
+        Bytes forged(frame.begin(), frame.begin() + static_cast<std::ptrdiff_t>(net::kFrameHeaderSize));
+        const Bytes body = m_proxy.RandomBytes(len);
+        forged.insert(forged.end(), body.begin(), body.end());
+        Emit(d, std::move(forged), Fate{1, fate.delay_ms, std::nullopt, false});
+      }
+      if (fate.flip_bit) {
+        frame[net::kFrameHeaderSize + *fate.flip_bit / 8] ^= static_cast<std::uint8_t>(1u << (*fate.flip_bit % 8));
+      }
+      Emit(d, std::move(frame), fate);
     }
     dir.pending.erase(dir.pending.begin(), dir.pending.begin() + static_cast<std::ptrdiff_t>(pos));
   }
 
   void Emit(int d, Bytes bytes, Fate fate) {
     auto data = std::make_shared<const Bytes>(std::move(bytes));
+    Dir& dir = m_dir[d];
     for (int c = 0; c < fate.copies; ++c) {
-      if (fate.delay_ms == 0) {
+      const auto now = std::chrono::steady_clock::now();
+      if (fate.delay_ms == 0 && dir.last_due < now) {
         Enqueue(d, data);
         continue;
       }
-      auto timer = std::make_shared<asio::steady_timer>(m_proxy.m_io, std::chrono::milliseconds(fate.delay_ms));
+      // Timers due at distinct times complete in that order.
+      const auto due = std::max(now + std::chrono::milliseconds(fate.delay_ms), dir.last_due + std::chrono::microseconds(1));
+      dir.last_due = due;
+      auto timer = std::make_shared<asio::steady_timer>(m_proxy.m_io, due);
       auto self = shared_from_this();
       timer->async_wait([self, d, data, timer](const boost::system::error_code& ec) {
         if (!ec) self->Enqueue(d, data);
@@ -236,7 +254,14 @@ FaultStats FaultProxy::stats() const {
   return m_stats;
 }
 
-FaultProxy::Fate FaultProxy::Decide(std::uint16_t type) {
+Bytes FaultProxy::RandomBytes(std::size_t n) {
+  std::lock_guard lock(m_mu);
+  Bytes out(n);
+  for (auto& b : out) b = static_cast<std::uint8_t>(m_rng());
+  return out;
+}
+
+FaultProxy::Fate FaultProxy::Decide(std::uint16_t type, std::size_t body_bytes) {
   std::lock_guard lock(m_mu);
   const bool faulty = m_policy.faulty_types.empty() ? !IsSessionType(type) : m_policy.faulty_types.count(type) > 0;
   if (!faulty) return Fate{};
@@ -250,6 +275,14 @@ FaultProxy::Fate FaultProxy::Decide(std::uint16_t type) {
   if (coin(m_rng) < m_policy.duplicate) {
     ++m_stats.duplicated;
     f.copies = 2;
+  }
+  if (body_bytes > 0 && coin(m_rng) < m_policy.corrupt) {
+    ++m_stats.corrupted;
+    f.flip_bit = std::uniform_int_distribution<std::size_t>(0, body_bytes * 8 - 1)(m_rng);
+  }
+  if (coin(m_rng) < m_policy.inject) {
+    ++m_stats.injected;
+    f.inject = true;
   }
   if (m_policy.max_delay_ms > 0) {
     f.delay_ms = std::uniform_int_distribution<std::uint32_t>(m_policy.min_delay_ms, m_policy.max_delay_ms)(m_rng);

@@ -6,13 +6,24 @@
 // so a dropped, duplicated or delayed message never corrupts the stream:
 //
 // * drop       a frame is not forwarded, with this probability;
-// * duplicate  a frame is forwarded twice;
+// * duplicate  a frame is forwarded twice (a replay);
+// * corrupt    one random bit of the frame's body is flipped;
+// * inject     a forged frame (same header, random body) is written first;
 // * delay      each frame waits a random time in [min, max] ms before it is
-//              written; frames overtake each other, so delays also reorder;
+//              written, in order: a frame never overtakes an earlier one of
+//              its direction (latency and jitter, as TCP sees a network);
 // * partition  every open link is cut and new ones are refused until healed
 //              (what a network partition looks like to TCP peers).
 //
-// Session frames (hello, disconnect, ping, pong) are never faulted by
+// P2P links are sealed after the handshake (docs/net.md, "Frame
+// encryption"): there, drop, duplicate, corrupt and inject are what an
+// attacker on the path can do, and the receiving node answers each by
+// closing the link (its peer redials); the stream's message loss is then
+// the loss of what was in flight on a link that resets. Delays and
+// partitions keep their meaning. The length prefix stays readable, so the
+// proxy still works on whole frames.
+//
+// Session frames (hello, auth, disconnect, ping, pong) are never faulted by
 // default, so sessions still establish; `faulty_types` narrows the faults
 // to some types. Bytes that do not parse as frames are forwarded unchanged.
 // Randomness comes from the seed (reproducible decisions; the interleaving
@@ -22,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -31,6 +43,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
+#include "common/bytes.h"
 #include "common/result.h"
 
 namespace vt::test {
@@ -38,6 +51,8 @@ namespace vt::test {
 struct FaultPolicy {
   double drop = 0;
   double duplicate = 0;
+  double corrupt = 0;
+  double inject = 0;
   std::uint32_t min_delay_ms = 0;
   std::uint32_t max_delay_ms = 0;
   std::set<std::uint16_t> faulty_types;  // empty: every type but the session ones
@@ -49,6 +64,8 @@ struct FaultStats {
   std::uint64_t forwarded = 0;   // frames written (a duplicate counts twice)
   std::uint64_t dropped = 0;
   std::uint64_t duplicated = 0;
+  std::uint64_t corrupted = 0;
+  std::uint64_t injected = 0;
   std::uint64_t delayed = 0;
 };
 
@@ -83,8 +100,11 @@ class FaultProxy {
   struct Fate {
     int copies = 1;
     std::uint32_t delay_ms = 0;
+    std::optional<std::size_t> flip_bit;  // of the body
+    bool inject = false;
   };
-  Fate Decide(std::uint16_t type);
+  Fate Decide(std::uint16_t type, std::size_t body_bytes);
+  Bytes RandomBytes(std::size_t n);
 
   std::uint16_t m_target_port;
   std::string m_host;

@@ -268,6 +268,11 @@ std::vector<Case> Cases() {
       {Family::kGpt, "rounded", "forge-log:step=5,node=0"},
       {Family::kGpt, "rounded", "tamper-weight:step=1"},
       {Family::kMlp, "native", "wrong-output:step=3,node=" + pick_of(mlp_nodes)},
+      // Certified mode: no logs; the solver trains with 1 thread, the
+      // challenger with 2, and the referee re-executes with the exact path.
+      {Family::kMlp, "certified", "wrong-output:step=" + pick(8) + ",node=0"},
+      {Family::kCnn, "certified", "wrong-output:step=2,node=" + pick_of(cnn_nodes)},
+      {Family::kGpt, "certified", "tamper-weight:step=3"},
   };
 }
 

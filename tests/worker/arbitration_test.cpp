@@ -38,7 +38,7 @@ void ConfirmEveryHonestRecord(const LoadedJob& j) {
   const vm::Arbiter arbiter(source);
   const std::uint64_t step = 4;
   auto records = AnswerNodeRecords(party, step);
-  ASSERT_TRUE(records.ok());
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
   for (std::uint64_t i = 0; i < records->records.size(); ++i) {
     auto inputs = AnswerNodeInputs(party, step, i);
     ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
@@ -92,7 +92,9 @@ TEST(ArbitrationTest, TheArbiterConfirmsAJobWithPerNodeTau) {
 
 INSTANTIATE_TEST_SUITE_P(Families, ArbitrationTest,
                          testing::Values(Param{Family::kMlp, "repops"}, Param{Family::kMlp, "rounded"},
-                                         Param{Family::kCnn, "repops"}, Param{Family::kGpt, "rounded"}),
+                                         Param{Family::kCnn, "repops"}, Param{Family::kGpt, "rounded"},
+                                         Param{Family::kMlp, "certified"}, Param{Family::kCnn, "certified"},
+                                         Param{Family::kGpt, "certified"}),
                          [](const testing::TestParamInfo<Param>& p) {
                            return std::string(test::FamilyName(p.param.family)) + "_" + p.param.mode;
                          });

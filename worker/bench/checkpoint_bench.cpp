@@ -17,6 +17,7 @@
 
 #include "common/random.h"
 #include "crypto/sha256.h"
+#include "tests/support/bench_main.h"
 #include "worker/checkpoint_store.h"
 #include "worker/state.h"
 
@@ -148,31 +149,7 @@ void Register() {
   }
 }
 
-// Keeps the console output and remembers seconds per iteration by name: CPU
-// time for pure computation (shared build machines), real time for the
-// benchmarks registered with UseRealTime.
-class CollectingReporter : public benchmark::ConsoleReporter {
- public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const Run& run : runs) {
-      if (run.iterations > 0 && run.run_type == Run::RT_Iteration && !run.error_occurred) {
-        const bool real = run.benchmark_name().find("real_time") != std::string::npos;
-        m_seconds[run.benchmark_name()] =
-            (real ? run.real_accumulated_time : run.cpu_accumulated_time) / static_cast<double>(run.iterations);
-      }
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  double Seconds(const std::string& name) const {
-    auto it = m_seconds.find(name);
-    return it == m_seconds.end() ? 0.0 : it->second;
-  }
-
- private:
-  std::map<std::string, double> m_seconds;
-};
-
-void PrintSummary(const CollectingReporter& r) {
+void PrintSummary(const vt::bench::SecondsReporter& r) {
   const double mb = static_cast<double>(StateBytes()) / 1e6;
   auto mbs = [&](double s) { return s > 0 ? mb / s : 0.0; };
   const double sha = r.Seconds("RawSha256");
@@ -180,7 +157,8 @@ void PrintSummary(const CollectingReporter& r) {
               static_cast<long long>(Parameters()), mb);
   if (g_quick) std::printf("(--quick: one short pass on a small state; these numbers mean nothing)\n");
   std::printf("%-52s %12s %14s %12s\n", "operation", "MB/s", "vs raw SHA-256", "compression");
-  std::printf("%-52s %12.1f %14s %12s\n", "raw SHA-256 of the tensor bytes (baseline)", mbs(sha), "1.00", "-");
+  std::printf("%-52s %12.1f %14s %12s\n", "raw SHA-256 of the tensor bytes (baseline)", mbs(sha), "1.00",
+              "-");
   const double hash = r.Seconds("StateHash");
   std::printf("%-52s %12.1f %14.2f %12s\n", "StateHash (tensor hashes + Merkle root)", mbs(hash),
               hash > 0 ? sha / hash : 0.0, "-");
@@ -193,33 +171,17 @@ void PrintSummary(const CollectingReporter& r) {
     const std::string how = shuffle != 0 ? "byte-shuffled" : "plain";
     std::printf("%-52s %12.1f %14.2f %11.2fx\n", ("checkpoint save, " + how + " (incl. hash, fsync)").c_str(),
                 mbs(save), save > 0 ? sha / save : 0.0, ratio);
-    std::printf("%-52s %12.1f %14.2f %12s\n", ("checkpoint load, " + how + " (incl. verify)").c_str(), mbs(load),
-                load > 0 ? sha / load : 0.0, "");
+    std::printf("%-52s %12.1f %14.2f %12s\n", ("checkpoint load, " + how + " (incl. verify)").c_str(),
+                mbs(load), load > 0 ? sha / load : 0.0, "");
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<char*> args;
-  for (int i = 0; i < argc; ++i) {
-    if (std::string(argv[i]) == "--quick") {
-      g_quick = true;
-    } else {
-      args.push_back(argv[i]);
-    }
-  }
-  static char min_time[] = "--benchmark_min_time=0.001";
-  if (g_quick) args.push_back(min_time);
-  int args_count = static_cast<int>(args.size());
-  benchmark::Initialize(&args_count, args.data());
-  if (benchmark::ReportUnrecognizedArguments(args_count, args.data())) return 2;
-  Register();
-  CollectingReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  PrintSummary(reporter);
-  benchmark::Shutdown();
+  const int rc = vt::bench::RunBenchmarks(
+      argc, argv, g_quick, vt::bench::Clock::kRealWhereRegistered, [] { Register(); }, PrintSummary);
   std::error_code ec;
   std::filesystem::remove_all(BenchDir(), ec);
-  return 0;
+  return rc;
 }

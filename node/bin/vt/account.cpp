@@ -24,8 +24,15 @@ void AddAccountCommands(CLI::App& app, Globals& g) {
     if (!c.ok()) return Fail(g, c.status());
     auto a = c->Account(*addr);
     if (!a.ok()) return Fail(g, a.status());
-    Print(g, {{"address", addr->Hex()}, {"balance", a->balance}, {"nonce", a->nonce}},
-          o->who + "  " + std::to_string(a->balance) + "  (nonce " + std::to_string(a->nonce) + ")\n");
+    Json j{{"address", addr->Hex()}, {"balance", a->balance}, {"nonce", a->nonce}};
+    std::string text = o->who + "  " + std::to_string(a->balance) + "  (nonce " + std::to_string(a->nonce) + ")\n";
+    if (!a->validator.is_null()) {
+      // Bonded apart from the balance; the same lines as `vt validators`.
+      const Json& v = a->validator;
+      j["validator"] = v;
+      text += "validator " + ValidatorText(v);
+    }
+    Print(g, j, text);
     return 0;
   }));
 

@@ -3,6 +3,7 @@
 //   vt account balance|transfer                                           (account.cpp)
 //   vt bounty post|show|list|watch|result                                 (bounty.cpp)
 //   vt dispute show                                                       (dispute.cpp)
+//   vt validators                                                         (validators.cpp)
 //   vt testnet up|down|status            a local testnet under <home>/testnet (testnet.cpp)
 //   vt solver | vt challenger            the worker daemons               (daemons.cpp)
 // Readable output by default, --json for scripts. Exit codes: 0 success,
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   vt::cli::AddDisputeCommands(app, g);
   vt::cli::AddTestnetCommands(app, g);
   vt::cli::AddDaemonCommands(app, g);
+  vt::cli::AddValidatorCommands(app, g);
 
   try {
     app.parse(argc, argv);

@@ -52,5 +52,8 @@ void AddBountyCommands(CLI::App& app, Globals& g);
 void AddDisputeCommands(CLI::App& app, Globals& g);
 void AddTestnetCommands(CLI::App& app, Globals& g);
 void AddDaemonCommands(CLI::App& app, Globals& g);
+void AddValidatorCommands(CLI::App& app, Globals& g);
+// One validator entry of chain_status / get_account as text (validators.cpp).
+std::string ValidatorText(const Json& v);
 
 }  // namespace vt::cli

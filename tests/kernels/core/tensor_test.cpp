@@ -1,9 +1,12 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "common/encoding.h"
+#include "crypto/merkle.h"
 #include "crypto/sha256.h"
+#include "kernels/chunk_tree.h"
 #include "kernels/tensor.h"
 #include "kernels/tensor_codec.h"
 
@@ -55,17 +58,30 @@ TEST(TensorTest, HashIsBitExactAndShapeSensitive) {
   EXPECT_FALSE(a.BitwiseEqual(Tensor({4}, {1, 2, 3, 4})));
 }
 
-// The documented encoding (docs/formats.md "Tensors"), rebuilt by hand.
+// The documented encoding (docs/formats.md "Tensors"), rebuilt by hand: the
+// header, then the root of a Merkle tree whose leaves are 1024-byte chunks of
+// the raw values (kernels/chunk_tree.h).
 TEST(TensorTest, HashMatchesDocumentedEncoding) {
   const Tensor t({2, 300}, std::vector<float>(600, 1.5f));
-  Bytes enc = {0x00, 0x02, 0x02, 0xac, 0x02};  // f32, rank 2, dims 2 and 300 (varint 0xac 0x02)
+  const Bytes header = {0x00, 0x02, 0x02, 0xac, 0x02};  // f32, rank 2, dims 2 and 300 (varint 0xac 0x02)
+  Bytes raw;
   for (int i = 0; i < 600; ++i) {
-    for (std::uint8_t byte : {0x00, 0x00, 0xc0, 0x3f}) enc.push_back(byte);  // 1.5f little-endian
+    for (std::uint8_t byte : {0x00, 0x00, 0xc0, 0x3f}) raw.push_back(byte);  // 1.5f little-endian
   }
-  EXPECT_EQ(t.Hash(), crypto::TaggedHash("veritrain/tensor/v1", enc));
-  EXPECT_EQ(EncodeTensor(t), enc) << "the codec writes exactly the hash preimage";
+  std::vector<Bytes> chunks;
+  for (std::size_t at = 0; at < raw.size(); at += 1024)
+    chunks.emplace_back(raw.begin() + static_cast<std::ptrdiff_t>(at),
+                        raw.begin() + static_cast<std::ptrdiff_t>(std::min(raw.size(), at + 1024)));
+  ASSERT_EQ(chunks.size(), 3u);  // 2 full chunks of 256 values and one of 88
+  const Hash256 root = crypto::MerkleTree::FromLeafBytes(chunks).root();
+  Bytes preimage = header;
+  preimage.insert(preimage.end(), root.bytes.begin(), root.bytes.end());
+  EXPECT_EQ(t.Hash(), crypto::TaggedHash("veritrain/tensor/v2", preimage));
+  Bytes enc = header;
+  enc.insert(enc.end(), raw.begin(), raw.end());
+  EXPECT_EQ(EncodeTensor(t), enc) << "the codec writes the header and the raw values";
   // Golden vector (also in docs/formats.md): the 2x2 tensor [[1, 2], [3, 4]].
-  EXPECT_EQ(Tensor({2, 2}, {1, 2, 3, 4}).Hash().Hex(), "e6729242878d9d48b3b2acec96be16c3f3c3a50d216a0799176337bc6e7d7bd2");
+  EXPECT_EQ(Tensor({2, 2}, {1, 2, 3, 4}).Hash().Hex(), "2564e229273a0d1ac8a3e32228fd5762237cb0e9a7fde6986c06dce4c6c68dc2");
 }
 
 // The one tensor codec (datasets, checkpoints, arbitration inputs): round
@@ -75,7 +91,7 @@ TEST(TensorCodecTest, RoundTripsAndRejectsBadBytes) {
     Tensor t(shape);
     for (std::int64_t i = 0; i < t.numel(); ++i) t[i] = -0.0f + static_cast<float>(i) * 0.37f;
     const Bytes bytes = EncodeTensor(t);
-    EXPECT_EQ(t.Hash(), crypto::TaggedHash("veritrain/tensor/v1", bytes));
+    EXPECT_EQ(t.Hash(), TensorHashFromRoot(shape, ChunkRoot(t.values(), 1)));
     auto back = DecodeTensorBytes(bytes);
     ASSERT_TRUE(back.ok()) << back.status().ToString();
     EXPECT_TRUE(back->BitwiseEqual(t));

@@ -1,0 +1,847 @@
+#include "kernels/certified.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "kernels/parallel.h"
+
+namespace vt::kernels {
+
+// ---- statistics ----------------------------------------------------------------------
+
+namespace {
+
+std::atomic<std::uint64_t> g_outputs[kCertKinds];
+std::atomic<std::uint64_t> g_slow[kCertKinds];
+std::atomic<std::uint64_t> g_shuffle_seed{0};
+
+float CanonicalNaN() { return std::bit_cast<float>(std::uint32_t{0x7fc00000u}); }
+
+}  // namespace
+
+std::string_view CertKindName(CertKind kind) {
+  switch (kind) {
+    case CertKind::kGemm: return "gemm";
+    case CertKind::kSum: return "sum";
+    case CertKind::kMean: return "mean";
+    case CertKind::kDot: return "dot";
+    case CertKind::kNorm: return "norm";
+  }
+  return "unknown";
+}
+
+CertCounts CertifiedCounts() {
+  CertCounts c;
+  for (int k = 0; k < kCertKinds; ++k) {
+    c.outputs[k] = g_outputs[k].load(std::memory_order_relaxed);
+    c.slow[k] = g_slow[k].load(std::memory_order_relaxed);
+  }
+  return c;
+}
+
+void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow) {
+  const int k = static_cast<int>(kind);
+  g_outputs[k].fetch_add(outputs, std::memory_order_relaxed);
+  if (slow != 0) g_slow[k].fetch_add(slow, std::memory_order_relaxed);
+}
+
+void SetCertifiedShuffleSeedForTesting(std::uint64_t seed) { g_shuffle_seed.store(seed); }
+std::uint64_t CertifiedShuffleSeed() { return g_shuffle_seed.load(std::memory_order_relaxed); }
+
+// ---- the certificate ---------------------------------------------------------------------
+
+bool CertifyInterval(double lo, double hi, float* out) {
+  if (!(lo <= hi)) return false;  // NaN included
+  const float rl = static_cast<float>(lo);
+  const float rh = static_cast<float>(hi);
+  if (std::bit_cast<std::uint32_t>(rl) != std::bit_cast<std::uint32_t>(rh)) return false;
+  if (rl == 0.0f) {
+    // Only a point interval at zero is the exact zero (+0); an interval
+    // containing 0 and tiny values of one sign could be either.
+    if (lo == 0.0 && hi == 0.0) {
+      *out = 0.0f;
+      return true;
+    }
+    if (lo <= 0.0 && hi >= 0.0) return false;
+  }
+  *out = rl;
+  return true;
+}
+
+bool CertifyApprox(double approx, double bound, float* out) {
+  if (bound == 0.0) {
+    // No term was nonzero (the bound is a positive multiple of Σ|terms| plus
+    // |c0|): the value is exact. Only zero is expected here; anything else
+    // means the evaluation was not what the bound assumes — decide exactly.
+    if (approx == 0.0) {
+      *out = 0.0f;
+      return true;
+    }
+    return false;
+  }
+  // Each endpoint is computed with one rounding; the neighbour outward of a
+  // rounded value lies on the far side of the real value, so [lo, hi] ⊇
+  // [approx − bound, approx + bound].
+  const double lo = std::nextafter(approx - bound, -std::numeric_limits<double>::infinity());
+  const double hi = std::nextafter(approx + bound, std::numeric_limits<double>::infinity());
+  return CertifyInterval(lo, hi, out);
+}
+
+double CertSumBound(std::int64_t terms, double abs_sum) {
+  // GemmSlackFactor = 2γ(1 + 2^-16) bounds two parties; one evaluation's
+  // distance from the exact value needs half of it (an exact division).
+  return 0.5 * GemmSlackFactor(terms) * abs_sum;
+}
+
+// ---- the exact accumulator ------------------------------------------------------------
+
+namespace {
+
+// x = mantissa · 2^exponent (mantissa < 2^24), or a special.
+struct Decoded {
+  std::uint64_t mantissa = 0;
+  int exponent = 0;
+  bool negative = false;
+  bool inf = false, nan = false;
+};
+
+Decoded Decode(float x) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  Decoded d;
+  d.negative = (bits >> 31) != 0;
+  const std::uint32_t e = (bits >> 23) & 0xffu;
+  const std::uint32_t f = bits & 0x7fffffu;
+  if (e == 0xffu) {
+    d.nan = f != 0;
+    d.inf = f == 0;
+    return d;
+  }
+  d.mantissa = e == 0 ? f : (f | 0x800000u);
+  d.exponent = e == 0 ? -149 : static_cast<int>(e) - 150;
+  return d;
+}
+
+// An unsigned magnitude in 32-bit digits, least significant first (fixed
+// capacity: the slow path allocates nothing, it runs inside pool workers).
+struct Digits {
+  std::uint32_t d[ExactAccumulator::kDigits] = {};
+  int count = 0;
+  std::size_t size() const { return static_cast<std::size_t>(count); }
+  std::uint32_t& operator[](std::size_t k) { return d[k]; }
+  const std::uint32_t& operator[](std::size_t k) const { return d[k]; }
+};
+
+int TopBit(const Digits& u) {
+  for (int k = static_cast<int>(u.size()) - 1; k >= 0; --k) {
+    if (u[static_cast<std::size_t>(k)] != 0) return k * 32 + (31 - std::countl_zero(u[static_cast<std::size_t>(k)]));
+  }
+  return -1;
+}
+
+bool BitAt(const Digits& u, int i) {
+  if (i < 0) return false;
+  const std::size_t k = static_cast<std::size_t>(i / 32);
+  return k < u.size() && ((u[k] >> (i % 32)) & 1u) != 0;
+}
+
+bool AnyBelow(const Digits& u, int i) {  // any set bit at index < i
+  for (int k = 0; k * 32 < i && k < static_cast<int>(u.size()); ++k) {
+    std::uint32_t w = u[static_cast<std::size_t>(k)];
+    const int top = i - k * 32;  // bits [0, top) of this digit count
+    if (top < 32) w &= (std::uint32_t{1} << top) - 1u;
+    if (w != 0) return true;
+  }
+  return false;
+}
+
+// Round (magnitude · 2^lsb_exponent, plus something in (0, 2^lsb_exponent) if
+// `sticky`) to fp32, nearest-even, IEEE overflow and subnormals; sign applied
+// last (an exact zero is +0).
+float RoundMagnitude(const Digits& u, int lsb_exponent, bool sticky, bool negative) {
+  const int top = TopBit(u);
+  if (top < 0) {
+    if (!sticky) return 0.0f;
+    return negative ? -0.0f : 0.0f;  // a nonzero value below every subnormal's half
+  }
+  const int q_min = -149 - lsb_exponent;  // bit index of 2^-149, the subnormal lsb
+  const int q = std::max(top - 23, q_min);
+  std::uint64_t mant = 0;
+  bool round_bit = false, rest = sticky;
+  if (q <= 0) {
+    for (int i = top; i >= 0; --i) mant = (mant << 1) | (BitAt(u, i) ? 1u : 0u);
+    mant <<= -q;
+  } else {
+    for (int i = top; i >= q; --i) mant = (mant << 1) | (BitAt(u, i) ? 1u : 0u);
+    round_bit = BitAt(u, q - 1);
+    rest = rest || AnyBelow(u, q - 1);
+  }
+  if (round_bit && (rest || (mant & 1u) != 0)) ++mant;
+  // mant ≤ 2^24; the product is exact in double (exponent within ±600) and
+  // either an fp32 value or ≥ 2^128, which the conversion turns into inf.
+  const double v = std::ldexp(static_cast<double>(mant), q + lsb_exponent);
+  const float f = static_cast<float>(v);
+  return negative ? -f : f;
+}
+
+}  // namespace
+
+void ExactAccumulator::AddScaled(std::uint64_t mantissa, int exponent, bool negative) {
+  if (mantissa == 0) return;
+  const int shift = exponent - kLsbExponent;  // ≥ 0 for every fp32 value or product
+  const int k = shift / 32, r = shift % 32;
+  const std::uint64_t shifted = mantissa << r;  // low 64 bits of mantissa·2^r
+  const std::int64_t c0 = static_cast<std::int64_t>(shifted & 0xffffffffu);
+  const std::int64_t c1 = static_cast<std::int64_t>(shifted >> 32);
+  const std::int64_t c2 = r == 0 ? 0 : static_cast<std::int64_t>(mantissa >> (64 - r));
+  if (negative) {
+    m_digit[k] -= c0;
+    m_digit[k + 1] -= c1;
+    m_digit[k + 2] -= c2;
+  } else {
+    m_digit[k] += c0;
+    m_digit[k + 1] += c1;
+    m_digit[k + 2] += c2;
+  }
+  // Each digit moves by < 2^32 per addition: 2^30 additions stay far inside int64.
+  if (++m_adds == (std::uint32_t{1} << 30)) Normalize();
+}
+
+void ExactAccumulator::Normalize() {
+  for (int k = 0; k + 1 < kDigits; ++k) {
+    const std::int64_t carry = m_digit[k] >> 32;  // floor division (C++20: arithmetic shift)
+    m_digit[k] -= carry * (std::int64_t{1} << 32);
+    m_digit[k + 1] += carry;
+  }
+  m_adds = 0;
+}
+
+void ExactAccumulator::AddInteger(std::int64_t value, int exponent) {
+  // |value| as an unsigned number (well defined for INT64_MIN too).
+  const std::uint64_t magnitude = value < 0 ? 0u - static_cast<std::uint64_t>(value) : static_cast<std::uint64_t>(value);
+  AddScaled(magnitude, exponent, value < 0);
+}
+
+namespace {
+
+// digit += Σ bucket[b] · 2^(exponent0 + b·step) over b in [lo, hi] (relative
+// to 2^kLsbExponent), without branches: |bucket[b]| into three 32-bit digits,
+// the sign reapplied. Each digit moves by < 2^32 per bucket.
+void AddBucketsTo(std::int64_t* digit, const std::int64_t* bucket, int lo, int hi, int exponent0, int step) {
+  for (int b = lo; b <= hi; ++b) {
+    const std::int64_t v = bucket[b];
+    const std::uint64_t neg = static_cast<std::uint64_t>(v >> 63);  // all ones if negative
+    const std::uint64_t mag = (static_cast<std::uint64_t>(v) ^ neg) - neg;
+    const int shift = exponent0 + b * step - ExactAccumulator::kLsbExponent;
+    const int k = shift >> 5, r = shift & 31;
+    const std::uint64_t shifted = mag << r;
+    const std::uint64_t d0 = shifted & 0xffffffffu, d1 = shifted >> 32, d2 = (mag >> 1) >> (63 - r);
+    const std::int64_t sign = static_cast<std::int64_t>(neg) | 1;  // −1 or +1
+    digit[k] += sign * static_cast<std::int64_t>(d0);
+    digit[k + 1] += sign * static_cast<std::int64_t>(d1);
+    digit[k + 2] += sign * static_cast<std::int64_t>(d2);
+  }
+}
+
+}  // namespace
+
+void ExactAccumulator::AddBuckets(std::int64_t* bucket, int lo, int hi, int exponent0, int exponent_step) {
+  if (lo > hi) return;
+  if (m_adds >= (std::uint32_t{1} << 29)) Normalize();  // room for the ≤ 2^29 additions below
+  AddBucketsTo(m_digit, bucket, lo, hi, exponent0, exponent_step);
+  for (int b = lo; b <= hi; ++b) bucket[b] = 0;
+  m_adds += static_cast<std::uint32_t>(hi - lo + 1);
+}
+
+void ExactAccumulator::AddTerm(std::int64_t m, int s) {
+  const int b = s >> kBucketShift;
+  m_bucket[b] += m * (std::int64_t{1} << (s & ((1 << kBucketShift) - 1)));
+  m_bucket_lo = std::min(m_bucket_lo, b);
+  m_bucket_hi = std::max(m_bucket_hi, b);
+  if (++m_bucket_terms == kBucketFoldEvery) {
+    AddBuckets(m_bucket, m_bucket_lo, m_bucket_hi, kLsbExponent, 1 << kBucketShift);
+    m_bucket_terms = 0;
+    m_bucket_lo = kBuckets;
+    m_bucket_hi = -1;
+  }
+}
+
+void ExactAccumulator::FoldedDigits(std::int64_t* digit) const {
+  std::copy(m_digit, m_digit + kDigits, digit);
+  // ≤ kBuckets more additions of < 2^32 per digit: m_adds < 2^30 keeps them in int64.
+  AddBucketsTo(digit, m_bucket, m_bucket_lo, m_bucket_hi, kLsbExponent, 1 << kBucketShift);
+}
+
+namespace {
+
+// A finite fp32 as m·2^(e − 149): signed m (|m| < 2^24) and e ∈ [0, 253]; false for NaN/inf.
+inline bool DecodeTerm(float x, std::int64_t* m, int* e) {
+  const std::uint32_t bits = std::bit_cast<std::uint32_t>(x);
+  const std::uint32_t biased = (bits >> 23) & 0xffu;
+  if (biased == 0xffu) return false;
+  const std::int64_t mag = static_cast<std::int64_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
+  *m = (bits >> 31) != 0 ? -mag : mag;
+  *e = biased == 0 ? 0 : static_cast<int>(biased) - 1;
+  return true;
+}
+
+}  // namespace
+
+void ExactAccumulator::Add(float x) {
+  std::int64_t m = 0;
+  int e = 0;
+  if (DecodeTerm(x, &m, &e)) {
+    AddTerm(m, e + 149);
+    return;
+  }
+  const Decoded d = Decode(x);
+  if (d.nan) {
+    m_nan = true;
+  } else {
+    (d.negative ? m_neg_inf : m_pos_inf) = true;
+  }
+}
+
+void ExactAccumulator::AddProduct(float a, float b) {
+  std::int64_t ma = 0, mb = 0;
+  int ea = 0, eb = 0;
+  if (DecodeTerm(a, &ma, &ea) && DecodeTerm(b, &mb, &eb)) {
+    AddTerm(ma * mb, ea + eb);
+    return;
+  }
+  const Decoded x = Decode(a), y = Decode(b);
+  if (x.nan || y.nan) {
+    m_nan = true;
+    return;
+  }
+  // At least one infinity.
+  const bool zero = (!x.inf && x.mantissa == 0) || (!y.inf && y.mantissa == 0);
+  if (zero) {
+    m_nan = true;  // 0·inf
+  } else {
+    ((x.negative != y.negative) ? m_neg_inf : m_pos_inf) = true;
+  }
+}
+
+bool ExactAccumulator::Special(float* out) const {
+  if (m_nan || (m_pos_inf && m_neg_inf)) {
+    *out = CanonicalNaN();
+    return true;
+  }
+  if (m_pos_inf || m_neg_inf) {
+    *out = m_pos_inf ? std::numeric_limits<float>::infinity() : -std::numeric_limits<float>::infinity();
+    return true;
+  }
+  return false;
+}
+
+namespace {
+
+// The accumulator's value as sign and magnitude digits (value · 2^-298).
+Digits Magnitude(const std::int64_t* digit, int count, bool* negative) {
+  std::int64_t d[ExactAccumulator::kDigits];
+  std::copy(digit, digit + count, d);
+  auto normalize = [&] {
+    for (int k = 0; k + 1 < count; ++k) {
+      const std::int64_t carry = d[static_cast<std::size_t>(k)] >> 32;
+      d[static_cast<std::size_t>(k)] -= carry * (std::int64_t{1} << 32);
+      d[static_cast<std::size_t>(k + 1)] += carry;
+    }
+  };
+  normalize();
+  *negative = d[count - 1] < 0;
+  if (*negative) {
+    for (int k = 0; k < count; ++k) d[k] = -d[k];
+    normalize();
+  }
+  Digits u;
+  u.count = count;
+  for (int k = 0; k < count; ++k) u[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(d[static_cast<std::size_t>(k)]);
+  return u;
+}
+
+}  // namespace
+
+float ExactAccumulator::Round() const {
+  float special = 0.0f;
+  if (Special(&special)) return special;
+  bool negative = false;
+  std::int64_t digit[kDigits];
+  FoldedDigits(digit);
+  const Digits u = Magnitude(digit, kDigits, &negative);
+  return RoundMagnitude(u, kLsbExponent, false, negative);
+}
+
+float ExactAccumulator::RoundDivided(std::uint64_t divisor) const {
+  float special = 0.0f;
+  if (Special(&special)) return special;
+  bool negative = false;
+  std::int64_t digit[kDigits];
+  FoldedDigits(digit);
+  Digits u = Magnitude(digit, kDigits, &negative);
+  // Long division by a divisor < 2^32 (callers: element counts ≤ 2^31).
+  std::uint64_t rem = 0;
+  for (int k = kDigits - 1; k >= 0; --k) {
+    const std::uint64_t cur = (rem << 32) | u[static_cast<std::size_t>(k)];
+    u[static_cast<std::size_t>(k)] = static_cast<std::uint32_t>(cur / divisor);
+    rem = cur % divisor;
+  }
+  // The quotient keeps ≥ 149 bits below the subnormal lsb, so the remainder
+  // only matters as a sticky bit.
+  return RoundMagnitude(u, kLsbExponent, rem != 0, negative);
+}
+
+namespace {
+
+// (hi, lo) = y·y for y < 2^61.
+void Square(std::uint64_t y, std::uint64_t* hi, std::uint64_t* lo) {
+  const std::uint64_t yh = y >> 32, yl = y & 0xffffffffu;
+  const std::uint64_t ll = yl * yl, lh = yl * yh, hh = yh * yh;
+  const std::uint64_t mid = lh << 1;  // < 2^62: no overflow
+  std::uint64_t low = ll + (mid << 32);
+  const std::uint64_t carry = low < ll ? 1u : 0u;
+  *lo = low;
+  *hi = hh + (mid >> 32) + carry;
+}
+
+int CompareSquare(std::uint64_t y, std::uint64_t hi, std::uint64_t lo) {  // sign(y² − (hi, lo))
+  std::uint64_t sh = 0, sl = 0;
+  Square(y, &sh, &sl);
+  if (sh != hi) return sh < hi ? -1 : 1;
+  if (sl != lo) return sl < lo ? -1 : 1;
+  return 0;
+}
+
+}  // namespace
+
+float ExactAccumulator::RoundSqrt() const {
+  float special = 0.0f;
+  if (Special(&special)) return special == -std::numeric_limits<float>::infinity() ? CanonicalNaN() : special;
+  bool negative = false;
+  std::int64_t digit[kDigits];
+  FoldedDigits(digit);
+  const Digits u = Magnitude(digit, kDigits, &negative);
+  const int top = TopBit(u);
+  if (top < 0) return 0.0f;
+  if (negative) return CanonicalNaN();
+  // value = N·2^-298. Take M = N / 2^sh (sh even, so the exponent halves
+  // exactly) with 119–121 bits: y = floor(sqrt(M)) = floor(sqrt(N / 2^sh))
+  // has ~60 bits, far more than the 25 rounding needs; sqrt is exact iff
+  // y² = M and no bit was dropped.
+  int sh = top + 1 - 120;
+  if ((sh % 2) != 0) sh -= 1;
+  std::uint64_t m_hi = 0, m_lo = 0;
+  bool dropped = false;
+  for (int i = 0; i < 128; ++i) {
+    const bool bit = BitAt(u, i + sh);
+    if (!bit) continue;
+    if (i < 64) {
+      m_lo |= std::uint64_t{1} << i;
+    } else {
+      m_hi |= std::uint64_t{1} << (i - 64);
+    }
+  }
+  if (sh > 0) dropped = AnyBelow(u, sh);
+  const double approx = std::sqrt(std::ldexp(static_cast<double>(m_hi), 64) + static_cast<double>(m_lo));
+  std::uint64_t y = static_cast<std::uint64_t>(approx);
+  while (y > 0 && CompareSquare(y, m_hi, m_lo) > 0) --y;
+  while (CompareSquare(y + 1, m_hi, m_lo) <= 0) ++y;
+  const bool inexact = dropped || CompareSquare(y, m_hi, m_lo) != 0;
+  Digits yd;
+  yd.count = 2;
+  yd[0] = static_cast<std::uint32_t>(y);
+  yd[1] = static_cast<std::uint32_t>(y >> 32);
+  return RoundMagnitude(yd, (sh + kLsbExponent) / 2, inexact, false);
+}
+
+// ---- reductions' finish -------------------------------------------------------------------
+
+namespace certdetail {
+
+bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, std::int64_t n, float* out) {
+  if (exact && sum == 0.0) {
+    *out = 0.0f;  // exact zero; sqrt(0) = 0/n = +0
+    return true;
+  }
+  if (exact && finish == CertFinish::kNone) {
+    *out = static_cast<float>(sum);  // IEEE conversion: RNE of the exact value
+    return true;
+  }
+  if (finish == CertFinish::kNone) return CertifyApprox(sum, bound, out);
+  if (bound == 0.0 && !exact) {
+    if (sum != 0.0) return false;
+    *out = 0.0f;
+    return true;
+  }
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const double lo = exact ? sum : std::nextafter(sum - bound, -kInf);
+  const double hi = exact ? sum : std::nextafter(sum + bound, kInf);
+  if (!(lo <= hi)) return false;
+  if (finish == CertFinish::kDivide) {
+    const double d = static_cast<double>(n);  // exact (n < 2^53); division is monotone
+    return CertifyInterval(std::nextafter(lo / d, -kInf), std::nextafter(hi / d, kInf), out);
+  }
+  // kSqrt: sqrt is monotone; an interval reaching below zero is left to the
+  // exact path.
+  if (!(lo > 0.0)) return false;
+  return CertifyInterval(std::nextafter(std::sqrt(lo), -kInf), std::nextafter(std::sqrt(hi), kInf), out);
+}
+
+float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n) {
+  switch (finish) {
+    case CertFinish::kNone: return acc.Round();
+    case CertFinish::kDivide: return acc.RoundDivided(static_cast<std::uint64_t>(n));
+    case CertFinish::kSqrt: return acc.RoundSqrt();
+  }
+  return acc.Round();
+}
+
+ShuffledOrder DrawShuffledOrder(std::int64_t n) {
+  // A fresh stream per call from the seed and a call counter (test only: the
+  // point is orders that differ from call to call and from the default).
+  static std::atomic<std::uint64_t> calls{0};
+  std::mt19937_64 rng(CertifiedShuffleSeed() * 0x9e3779b97f4a7c15ull + calls.fetch_add(1));
+  ShuffledOrder o;
+  o.order.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) o.order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(o.order.begin(), o.order.end(), rng);
+  const std::int64_t chunks = n <= 1 ? 1 : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::min<std::int64_t>(n, 8)));
+  for (std::int64_t c = 1; c < chunks; ++c) o.splits.push_back(1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::max<std::int64_t>(n - 1, 1))));
+  o.splits.push_back(n);
+  std::sort(o.splits.begin(), o.splits.end());
+  o.combine.resize(o.splits.size());
+  for (std::size_t i = 0; i < o.combine.size(); ++i) o.combine[i] = i;
+  std::shuffle(o.combine.begin(), o.combine.end(), rng);
+  return o;
+}
+
+}  // namespace certdetail
+
+// ---- GEMM ----------------------------------------------------------------------------------
+
+namespace {
+
+// Element (r, c) of op(X) for a stored row-major X.
+inline float OpAt(const float* x, bool trans, std::int64_t ld, std::int64_t r, std::int64_t c) {
+  return trans ? x[c * ld + r] : x[r * ld + c];
+}
+
+// TEST ONLY: c64 (m×n) += op(A)·op(B) summed over a random permutation of
+// p, in random split-K chunks (one dgemm each), the chunk products added in
+// a random order.
+void ShuffledGemmF64(const ExecConfig& config, const CertGemmPiece& piece, double* c64) {
+  const GemmArgs& g = piece.g;
+  const certdetail::ShuffledOrder o = certdetail::DrawShuffledOrder(g.k);
+  std::vector<double> partial(static_cast<std::size_t>(g.m * g.n));
+  std::vector<std::vector<double>> parts;
+  std::int64_t begin = 0;
+  for (std::int64_t end : o.splits) {
+    const std::int64_t kk = end - begin;
+    std::vector<double> a(static_cast<std::size_t>(g.m * kk)), b(static_cast<std::size_t>(kk * g.n));
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      for (std::int64_t q = 0; q < kk; ++q) {
+        a[static_cast<std::size_t>(i * kk + q)] = OpAt(piece.a, g.trans_a, g.lda, i, o.order[static_cast<std::size_t>(begin + q)]);
+      }
+    }
+    for (std::int64_t q = 0; q < kk; ++q) {
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        b[static_cast<std::size_t>(q * g.n + j)] = OpAt(piece.b, g.trans_b, g.ldb, o.order[static_cast<std::size_t>(begin + q)], j);
+      }
+    }
+    GemmArgs gc;
+    gc.m = g.m;
+    gc.n = g.n;
+    gc.k = kk;
+    gc.lda = kk;
+    gc.ldb = g.n;
+    gc.ldc = g.n;
+    GemmF64(config, gc, a.data(), b.data(), partial.data());
+    parts.push_back(partial);
+    begin = end;
+  }
+  for (std::size_t idx : o.combine) {
+    const std::vector<double>& p = parts[idx];
+    for (std::size_t e = 0; e < p.size(); ++e) c64[e] = c64[e] + p[e];
+  }
+}
+
+// out[r] (per_row) or out[c] (per column) = min(itself, LowBitExponent of
+// every nonzero element of that row/column of the stored rows×cols matrix x).
+void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool per_row, int* out) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * ld;
+    for (std::int64_t q = 0; q < cols; ++q) {
+      if (row[q] == 0.0f) continue;
+      int& lsb = out[per_row ? r : q];
+      lsb = std::min(lsb, LowBitExponent(row[q]));
+    }
+  }
+}
+
+// ---- the exact GEMM: exponent buckets ------------------------------------------
+//
+// ExactAccumulator's exponent buckets (certified.h) on operands decoded once
+// per row of op(A) and column of op(B): per product one integer multiply,
+// shift and add, the buckets folded into the output's accumulator every
+// kFlushEvery products and at the end. NaN and ±inf lines take the
+// accumulator's own special-value rules.
+
+constexpr int kBucketShift = ExactAccumulator::kBucketShift;
+constexpr int kBucketCount = ExactAccumulator::kBuckets;
+constexpr std::int64_t kFlushEvery = ExactAccumulator::kBucketFoldEvery;
+constexpr int kBucketLsbExponent = ExactAccumulator::kLsbExponent;  // exponent of bucket 0's unit
+
+// op(X)'s rows (or columns), decoded: m and e per element, k per line, plus
+// each line's smallest and largest e over its nonzero elements and whether it
+// holds a NaN or an infinity.
+struct DecodedLines {
+  std::int64_t k = 0;
+  std::vector<std::int32_t> m;
+  std::vector<std::uint8_t> e;
+  std::vector<std::int16_t> e_min, e_max;  // e_min > e_max: no nonzero element
+  std::vector<std::uint8_t> special;
+};
+
+// Decodes line l of `lines` (selected[l] set, or all) with element (l, p) at x[l·line_stride + p·elem_stride].
+DecodedLines DecodeLines(const float* x, std::int64_t lines, std::int64_t k, std::int64_t line_stride,
+                         std::int64_t elem_stride, const std::vector<std::uint8_t>* selected) {
+  DecodedLines d;
+  d.k = k;
+  d.m.assign(static_cast<std::size_t>(lines * k), 0);
+  d.e.assign(static_cast<std::size_t>(lines * k), 0);
+  d.e_min.assign(static_cast<std::size_t>(lines), 1000);
+  d.e_max.assign(static_cast<std::size_t>(lines), -1);
+  d.special.assign(static_cast<std::size_t>(lines), 0);
+  for (std::int64_t l = 0; l < lines; ++l) {
+    if (selected != nullptr && (*selected)[static_cast<std::size_t>(l)] == 0) continue;
+    std::int32_t* m = d.m.data() + l * k;
+    std::uint8_t* e = d.e.data() + l * k;
+    int lo = 1000, hi = -1;
+    bool special = false;
+    for (std::int64_t p = 0; p < k; ++p) {
+      const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
+      const std::uint32_t biased = (bits >> 23) & 0xffu;
+      if (biased == 0xffu) {
+        special = true;  // m stays 0: the line is summed by ExactAccumulator instead
+        continue;
+      }
+      const std::int32_t mag = static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
+      m[p] = (bits >> 31) != 0 ? -mag : mag;
+      const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
+      e[p] = static_cast<std::uint8_t>(ex);
+      if (mag != 0) {
+        lo = std::min(lo, ex);
+        hi = std::max(hi, ex);
+      }
+    }
+    d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
+    d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
+    d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
+  }
+  return d;
+}
+
+// One thread's buckets; every bucket is zero between outputs. (One array:
+// splitting the adds over several arrays measured slower, and the fold
+// scans each.)
+struct Buckets {
+  std::int64_t bucket[kBucketCount] = {};
+  std::int64_t pending = 0;  // products since the last fold
+  int lo = kBucketCount, hi = -1;  // the buckets products may have reached since the last fold
+
+  // Σ_p a_m[p]·b_m[p] at exponents a_e[p] + b_e[p] ∈ [run_lo, run_hi], p < k.
+  void AddRun(const std::int32_t* am, const std::uint8_t* ae, const std::int32_t* bm, const std::uint8_t* be,
+              std::int64_t k, int run_lo, int run_hi, ExactAccumulator& acc) {
+    if (run_lo > run_hi) return;  // a zero row or column: every product is zero
+    std::int64_t p = 0;
+    while (p < k) {
+      lo = std::min(lo, run_lo >> kBucketShift);  // (again after each fold)
+      hi = std::max(hi, run_hi >> kBucketShift);
+      const std::int64_t end = p + std::min(k - p, kFlushEvery - pending);
+      pending += end - p;
+      for (; p < end; ++p) {
+        const int s = ae[p] + be[p];
+        bucket[s >> kBucketShift] += (static_cast<std::int64_t>(am[p]) * bm[p]) * (std::int64_t{1} << (s & ((1 << kBucketShift) - 1)));
+      }
+      if (pending == kFlushEvery) Fold(acc);
+    }
+  }
+  // Adds every bucket in [lo, hi] to acc exactly and zeroes it.
+  void Fold(ExactAccumulator& acc) {
+    acc.AddBuckets(bucket, lo, hi, kBucketLsbExponent, 1 << kBucketShift);
+    pending = 0;
+    lo = kBucketCount;
+    hi = -1;
+  }
+};
+
+// The slow path: c_ij = CR(c0 + Σ exact products) for every (i, j) with
+// only[i·n + j] set (all of them when only is null). Returns how many.
+std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<const CertGemmPiece> pieces, float* c,
+                        std::int64_t ldc, bool accumulate, const std::vector<std::uint8_t>* only) {
+  std::vector<std::int64_t> index;
+  std::vector<std::uint8_t> rows(static_cast<std::size_t>(m), 0), cols(static_cast<std::size_t>(n), 0);
+  for (std::int64_t e = 0; e < m * n; ++e) {
+    if (only == nullptr || (*only)[static_cast<std::size_t>(e)] != 0) {
+      index.push_back(e);
+      rows[static_cast<std::size_t>(e / n)] = 1;
+      cols[static_cast<std::size_t>(e % n)] = 1;
+    }
+  }
+  const std::int64_t count = static_cast<std::int64_t>(index.size());
+  if (count == 0) return 0;
+  // Decode the rows of op(A) and columns of op(B) that some output reads
+  // (O(k) per line: never more than the products themselves).
+  std::vector<DecodedLines> a_lines, b_lines;
+  for (const CertGemmPiece& piece : pieces) {
+    const GemmArgs& g = piece.g;
+    a_lines.push_back(DecodeLines(piece.a, m, g.k, g.trans_a ? 1 : g.lda, g.trans_a ? g.lda : 1, &rows));
+    b_lines.push_back(DecodeLines(piece.b, n, g.k, g.trans_b ? g.ldb : 1, g.trans_b ? 1 : g.ldb, &cols));
+  }
+  ParallelFor(threads, count, [&](std::int64_t s0, std::int64_t s1) {
+    Buckets buckets;
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const std::int64_t i = index[static_cast<std::size_t>(s)] / n, j = index[static_cast<std::size_t>(s)] % n;
+      ExactAccumulator acc;
+      if (accumulate) acc.Add(c[i * ldc + j]);
+      for (std::size_t q = 0; q < pieces.size(); ++q) {
+        const CertGemmPiece& piece = pieces[q];
+        const GemmArgs& g = piece.g;
+        const DecodedLines& da = a_lines[q];
+        const DecodedLines& db = b_lines[q];
+        const std::size_t iu = static_cast<std::size_t>(i), ju = static_cast<std::size_t>(j);
+        if (da.special[iu] != 0 || db.special[ju] != 0) {
+          // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
+          for (std::int64_t p = 0; p < g.k; ++p) {
+            acc.AddProduct(OpAt(piece.a, g.trans_a, g.lda, i, p), OpAt(piece.b, g.trans_b, g.ldb, p, j));
+          }
+          continue;
+        }
+        buckets.AddRun(da.m.data() + i * g.k, da.e.data() + i * g.k, db.m.data() + j * g.k, db.e.data() + j * g.k,
+                       g.k, da.e_min[iu] + db.e_min[ju], da.e_max[iu] + db.e_max[ju], acc);
+      }
+      buckets.Fold(acc);
+      c[i * ldc + j] = acc.Round();
+    }
+  });
+  return static_cast<std::uint64_t>(count);
+}
+
+}  // namespace
+
+void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t n,
+                         std::span<const CertGemmPiece> pieces, float* c, std::int64_t ldc, bool accumulate) {
+  if (m <= 0 || n <= 0) return;
+  const std::size_t mn = static_cast<std::size_t>(m * n);
+  if (config.certified_exact_only) {
+    ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, nullptr);
+    CountCertified(CertKind::kGemm, mn, mn);
+    return;
+  }
+  // Scratch reused across calls on this thread (CertifiedGemm runs on the
+  // calling thread): fresh multi-megabyte buffers per GEMM cost more in page
+  // faults than the arithmetic on small steps.
+  // (Bound to references: a lambda run by a pool worker would otherwise name
+  // the worker's own thread_local instances.)
+  thread_local std::vector<double> tl_c64, tl_a64, tl_b64;
+  thread_local std::vector<std::uint8_t> tl_slow;
+  std::vector<double>& c64 = tl_c64;
+  std::vector<double>& a64 = tl_a64;
+  std::vector<double>& b64 = tl_b64;
+  std::vector<std::uint8_t>& slow = tl_slow;
+  c64.resize(mn);
+  // The first dgemm overwrites c64 (beta = 0) unless c0 was loaded into it;
+  // the shuffled test path always adds.
+  bool c64_holds_sum = accumulate;
+  if (accumulate) {
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) c64[static_cast<std::size_t>(i * n + j)] = c[i * ldc + j];
+    }
+  } else if (CertifiedShuffleSeed() != 0) {
+    std::fill(c64.begin(), c64.end(), 0.0);
+    c64_holds_sum = true;
+  }
+  std::vector<double> row_sq(static_cast<std::size_t>(m), 0.0), col_sq(static_cast<std::size_t>(n), 0.0);
+  // The smallest LowBitExponent of a nonzero entry of each row of op(A) and
+  // column of op(B): every product a_ip·b_pj is a multiple of 2^(row + col).
+  constexpr int kNoBits = 1 << 20;
+  std::vector<int> row_lsb(static_cast<std::size_t>(m), kNoBits), col_lsb(static_cast<std::size_t>(n), kNoBits);
+  std::int64_t terms = accumulate ? 1 : 0;
+  for (const CertGemmPiece& piece : pieces) {
+    const GemmArgs& g = piece.g;
+    if (g.k <= 0) continue;
+    // fp64 copies, compact (products of two fp32 values are exact in fp64).
+    const std::int64_t a_rows = g.trans_a ? g.k : m, a_cols = g.trans_a ? m : g.k;
+    const std::int64_t b_rows = g.trans_b ? n : g.k, b_cols = g.trans_b ? g.k : n;
+    a64.resize(static_cast<std::size_t>(a_rows * a_cols));
+    b64.resize(static_cast<std::size_t>(b_rows * b_cols));
+    ParallelFor(config.threads, a_rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        for (std::int64_t q = 0; q < a_cols; ++q) a64[static_cast<std::size_t>(r * a_cols + q)] = piece.a[r * g.lda + q];
+      }
+    });
+    ParallelFor(config.threads, b_rows, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r) {
+        for (std::int64_t q = 0; q < b_cols; ++q) b64[static_cast<std::size_t>(r * b_cols + q)] = piece.b[r * g.ldb + q];
+      }
+    });
+    GemmArgs g64 = g;
+    g64.m = m;
+    g64.n = n;
+    g64.lda = a_cols;
+    g64.ldb = b_cols;
+    g64.ldc = n;
+    g64.accumulate = c64_holds_sum;
+    if (CertifiedShuffleSeed() == 0) {
+      GemmF64(config, g64, a64.data(), b64.data(), c64.data());
+      c64_holds_sum = true;
+    } else {
+      CertGemmPiece p64 = piece;  // the fp32 operands, read in a shuffled order
+      ShuffledGemmF64(config, p64, c64.data());
+    }
+    GemmNormsSq(g64, a64.data(), b64.data(), row_sq.data(), col_sq.data());
+    // Over the stored matrices in memory order (op(A)'s rows are stored
+    // rows unless trans_a; op(B)'s columns are stored columns unless trans_b).
+    MinLowBits(piece.a, a_rows, a_cols, g.lda, !g.trans_a, row_lsb.data());
+    MinLowBits(piece.b, b_rows, b_cols, g.ldb, g.trans_b, col_lsb.data());
+    terms += g.k;
+  }
+  // |ĉ − c| ≤ γ_terms (Σ_p |a_p b_p| + |c0|) ≤ γ_terms (‖a‖₂‖b‖₂ + |c0|)
+  // (Cauchy–Schwarz over the concatenation of all pieces).
+  const double half = CertSumBound(terms, 1.0);
+  std::vector<double> col_norm(static_cast<std::size_t>(n));
+  for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[static_cast<std::size_t>(j)]);
+  if (!c64_holds_sum) std::fill(c64.begin(), c64.end(), 0.0);  // every piece had k = 0
+  slow.assign(mn, 0);
+  ParallelFor(config.threads, m, [&](std::int64_t i0, std::int64_t i1) {
+    for (std::int64_t i = i0; i < i1; ++i) {
+      const double rn = std::sqrt(row_sq[static_cast<std::size_t>(i)]);
+      for (std::int64_t j = 0; j < n; ++j) {
+        const float c0f = accumulate ? c[i * ldc + j] : 0.0f;
+        const double c0 = static_cast<double>(c0f);
+        const double abs_bound = rn * col_norm[static_cast<std::size_t>(j)] + std::fabs(c0);  // ≥ Σ|terms|
+        int lsb = row_lsb[static_cast<std::size_t>(i)] + col_lsb[static_cast<std::size_t>(j)];
+        if (c0f != 0.0f) lsb = std::min(lsb, LowBitExponent(c0f));
+        float out = 0.0f;
+        if (certdetail::CertifyFinished(c64[static_cast<std::size_t>(i * n + j)], half * abs_bound,
+                                        SumIsExact(abs_bound, lsb), CertFinish::kNone, 1, &out)) {
+          c[i * ldc + j] = out;
+        } else {
+          slow[static_cast<std::size_t>(i * n + j)] = 1;
+        }
+      }
+    }
+  });
+  const std::uint64_t count = ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow);
+  CountCertified(CertKind::kGemm, mn, count);
+}
+
+void CertifiedGemm(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
+  const CertGemmPiece piece{g, a, b};
+  CertifiedGemmPieces(config, g.m, g.n, std::span<const CertGemmPiece>(&piece, 1), c, g.ldc, g.accumulate);
+}
+
+}  // namespace vt::kernels

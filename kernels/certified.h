@@ -1,0 +1,283 @@
+#pragma once
+// Certified mode (docs/kernels.md "Certified mode"): every GEMM-like output
+// and every reduction is DEFINED as the fp32 value nearest to the exact real
+// result of its fp32 inputs (round to nearest, ties to even) — a value that
+// does not depend on how it is computed. Definitions (x_p, a_p, b_p fp32):
+//
+//   Gemm     c_ij = CR(c0_ij + Σ_p a_ip·b_pj)    (c0: the accumulated C, or 0)
+//   Sum      CR(Σ x_p)        Mean  CR((Σ x_p) / n)
+//   Dot      CR(Σ a_p·b_p)    MeanDot CR((Σ a_p·b_p) / n)
+//   Norm     CR(sqrt(Σ a_p·a_p))
+//
+// Special values, the same for every kind (the IEEE rules, which for these
+// sums do not depend on the order): a NaN term, 0·inf, or +inf and −inf
+// together give NaN (the canonical 0x7fc00000); otherwise an infinite term
+// gives that infinity. A finite exact result rounds like IEEE
+// round-to-nearest-even: past FLT_MAX + ulp/2 it is ±inf, tiny results land on
+// the subnormal grid (a nonzero result that rounds to zero keeps its sign),
+// and an EXACT zero is +0 (as x − x is in IEEE arithmetic), whatever the signs
+// of the zero terms.
+//
+// How: the fast path computes in fp64 in any order (OpenBLAS dgemm with every
+// thread, any blocking or split-K): products of two fp32 values are exact in
+// fp64 and no partial sum can overflow or lose bits to underflow, so
+// |ĉ − c| ≤ γ_K Σ|a_p b_p| ≤ γ_K ‖a‖₂‖b‖₂ for every order. When every real
+// number within that bound of ĉ rounds to the same fp32 value, that value IS
+// the correctly rounded result (CertifyApprox). The rare outputs the bound
+// cannot decide (near a rounding boundary, exact ties, cancellation, special
+// inputs) take the slow path: an exact long fixed-point accumulator
+// (ExactAccumulator), rounded once.
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/matmul.h"
+#include "kernels/mode.h"
+
+namespace vt::kernels {
+
+// ---- statistics: outputs and slow-path outputs per kind (process-wide) -------
+
+enum class CertKind : std::uint8_t { kGemm = 0, kSum = 1, kMean = 2, kDot = 3, kNorm = 4 };
+inline constexpr int kCertKinds = 5;
+std::string_view CertKindName(CertKind kind);
+
+struct CertCounts {
+  std::uint64_t outputs[kCertKinds] = {};
+  std::uint64_t slow[kCertKinds] = {};
+};
+CertCounts CertifiedCounts();
+void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow);
+
+// TEST ONLY: a nonzero seed makes every fast path sum in a pseudo-random order
+// (a random permutation of K, random split-K, partial sums combined in a
+// random order), drawn fresh for each call. Results must not change — that
+// is what the certificate guarantees and what the tests check. 0 = off.
+void SetCertifiedShuffleSeedForTesting(std::uint64_t seed);
+std::uint64_t CertifiedShuffleSeed();
+
+// ---- the certificate -----------------------------------------------------------
+
+// `lo ≤ exact ≤ hi` is known. If every real number in [lo, hi] rounds to the
+// same fp32 value under the definition above, writes it and returns true.
+// (Round-to-nearest is monotone, so it suffices that lo and hi round to the
+// same bits; an interval that touches zero only certifies the exact zero.)
+bool CertifyInterval(double lo, double hi, float* out);
+// |approx − exact| ≤ bound (both fp64, bound ≥ 0): the interval rounded outward.
+bool CertifyApprox(double approx, double bound, float* out);
+// The rigorous error bound of any fp64 evaluation (any order, fma or not) of
+// a sum of `terms` exact fp64 terms whose absolute values sum to abs_sum (as
+// computed in fp64): γ_terms·(1 + 2^-16)·abs_sum. The factor also covers the
+// rounding of abs_sum itself and of this product. +inf for absurd counts.
+double CertSumBound(std::int64_t terms, double abs_sum);
+
+// The exponent of the lowest set bit of a nonzero fp32 value: x is an odd
+// multiple of 2^LowBitExponent(x). For NaN/inf a value that never matters
+// (their bound is not finite).
+inline int LowBitExponent(float x) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  const int e = static_cast<int>((bits >> 23) & 0xffu);
+  const std::uint32_t mantissa = (bits & 0x7fffffu) | (e == 0 ? 0u : 0x800000u);
+  return (e == 0 ? 1 : e) - 150 + (mantissa == 0 ? 0 : std::countr_zero(mantissa));
+}
+
+// Exactness: if every term is an integer multiple of 2^lsb_exponent and the
+// terms' absolute values sum (as computed in fp64, abs_sum) to less than
+// 2^(lsb_exponent + 52), then every partial sum in every order — fma or
+// not — is such a multiple below 2^(lsb_exponent + 53): exactly representable,
+// so the fp64 result IS the exact value. (Sums of a few fp32 values of
+// similar size are the common case, and half of them are exact ties that no
+// error bound could decide.)
+inline bool SumIsExact(double abs_sum, int lsb_exponent) {
+  return abs_sum < std::ldexp(1.0, lsb_exponent + 52);
+}
+
+// ---- the slow path: an exact accumulator ---------------------------------------
+
+// Σ of fp32 values and fp32·fp32 products, exactly: a fixed-point number with
+// its least significant bit at 2^-298 (the smallest product of two fp32
+// subnormals) and room above 2^256 · 2^31 (the largest product times the
+// largest term count), held as 32-bit digits in int64 limbs so that each
+// addition touches three limbs without carrying (carries are resolved every
+// 2^30 additions and at the end).
+//
+// Add and AddProduct go through exponent buckets first: a finite fp32 value
+// is m·2^(e − 149) (|m| < 2^24, e ∈ [0, 253]), a product of two
+// (m_a·m_b)·2^(s − 298) with s = e_a + e_b ∈ [0, 506] (a value: s = e + 149).
+// Bucket s >> 2 receives the integer m·2^(s & 3) (< 2^51): one add, no
+// shifts across limbs, no carries. Every kBucketFoldEvery terms, and (into a
+// copy) when rounding, the buckets are folded into the limbs; a bucket then
+// holds < 2^12 · 2^51 = 2^63. (Four exponents per bucket: a fold scans a
+// quarter of what one per exponent would; more per bucket would fold too
+// often.) The exact GEMM uses the same buckets on pre-decoded operands.
+class ExactAccumulator {
+ public:
+  void Add(float x);
+  void AddProduct(float a, float b);
+  // value · 2^exponent, exactly (exponent ≥ kLsbExponent; the result stays
+  // inside the accumulator's range, e.g. |value| < 2^63 and exponent ≤ 208,
+  // as the exact GEMM's exponent buckets are).
+  void AddInteger(std::int64_t value, int exponent);
+  // Σ bucket[b] · 2^(exponent0 + b·exponent_step) over b in [lo, hi],
+  // exactly, and zeroes those buckets (the exact GEMM's fold; branch-free per
+  // bucket, as many buckets are zero on spread-out inputs). Each
+  // |bucket[b]| < 2^63; 1 ≤ exponent_step ≤ 32.
+  void AddBuckets(std::int64_t* bucket, int lo, int hi, int exponent0, int exponent_step);
+  // CR(Σ), CR(Σ / divisor) (divisor ≥ 1), CR(sqrt(Σ)) (NaN if Σ < 0).
+  float Round() const;
+  float RoundDivided(std::uint64_t divisor) const;
+  float RoundSqrt() const;
+
+  static constexpr int kLsbExponent = -298;
+  static constexpr int kDigits = 20;
+  static constexpr int kBucketShift = 2;                          // 2^kBucketShift exponents per bucket
+  static constexpr int kBuckets = (506 >> kBucketShift) + 1;      // s ∈ [0, 506]
+  static constexpr std::int64_t kBucketFoldEvery = std::int64_t{1} << 12;
+
+ private:
+  // m·2^(s − 298), |m| < 2^48, s ∈ [0, 506].
+  void AddTerm(std::int64_t m, int s);
+  void FoldedDigits(std::int64_t* digit) const;  // m_digit plus the buckets
+  void AddScaled(std::uint64_t mantissa, int exponent, bool negative);
+  void Normalize();
+  bool Special(float* out) const;  // NaN / inf results
+
+  std::int64_t m_digit[kDigits] = {};
+  std::int64_t m_bucket[kBuckets] = {};
+  int m_bucket_lo = kBuckets, m_bucket_hi = -1;  // buckets reached since the last fold
+  std::int64_t m_bucket_terms = 0;               // terms since the last fold
+  std::uint32_t m_adds = 0;
+  bool m_nan = false, m_pos_inf = false, m_neg_inf = false;
+};
+
+// ---- GEMM -----------------------------------------------------------------------
+
+// c (m×n, ldc) = CR(c0 + Σ over every piece of op(A)·op(B)); all pieces have
+// the same m and n (their k may differ; their `accumulate` flags are ignored):
+// one exact sum over all pieces' K, e.g. a gradient summed over images. With
+// `accumulate`, c's current values are c0, else c0 = 0. Fast path: OpenBLAS
+// dgemm with config.threads.
+struct CertGemmPiece {
+  GemmArgs g;
+  const float* a = nullptr;
+  const float* b = nullptr;
+};
+void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t n,
+                         std::span<const CertGemmPiece> pieces, float* c, std::int64_t ldc, bool accumulate);
+// One GEMM (g.accumulate: c's values are c0, e.g. a bias written there first).
+void CertifiedGemm(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
+
+// ---- reductions -------------------------------------------------------------------
+
+enum class CertFinish : std::uint8_t { kNone, kDivide, kSqrt };
+
+namespace certdetail {
+// Marker for "no second factor" (plain sums).
+struct NoFactor {};
+// Certifies the finished value of a sum known to within `bound` of `sum`.
+// `exact`: sum is the exact value (SumIsExact); bound is then ignored.
+bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, std::int64_t n, float* out);
+float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n);
+// TEST ONLY (shuffle mode): a random order of [0, n) and split points.
+struct ShuffledOrder {
+  std::vector<std::int64_t> order;   // a permutation of [0, n)
+  std::vector<std::int64_t> splits;  // increasing chunk ends in `order`, last = n
+  std::vector<std::size_t> combine;  // the order in which chunk sums are added
+};
+ShuffledOrder DrawShuffledOrder(std::int64_t n);
+}  // namespace certdetail
+
+// CR(finish(Σ_{i<n} ga(i)·gb(i))) (gb = NoFactor: Σ ga(i)); the getters return
+// fp32 values and may be called twice per index (fast path, then slow path).
+// kDivide divides by `divisor` (0: by n).
+template <class GA, class GB>
+float CertifiedReduce(CertKind kind, std::int64_t n, const GA& ga, const GB& gb, CertFinish finish,
+                      std::int64_t divisor = 0) {
+  if (divisor == 0) divisor = n;
+  constexpr bool kProducts = !std::is_same_v<GB, certdetail::NoFactor>;
+  int lsb = 1 << 20;  // the smallest LowBitExponent of a nonzero term
+  auto term = [&](std::int64_t i) -> double {
+    const float a = static_cast<float>(ga(i));
+    if constexpr (kProducts) {
+      const float b = static_cast<float>(gb(i));
+      if (a != 0.0f && b != 0.0f) lsb = std::min(lsb, LowBitExponent(a) + LowBitExponent(b));
+      return static_cast<double>(a) * static_cast<double>(b);
+    } else {
+      (void)gb;
+      if (a != 0.0f) lsb = std::min(lsb, LowBitExponent(a));
+      return static_cast<double>(a);
+    }
+  };
+  double sum = 0.0, abs_sum = 0.0;
+  if (CertifiedShuffleSeed() == 0) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double t = term(i);
+      sum = sum + t;
+      abs_sum = abs_sum + std::fabs(t);
+    }
+  } else {
+    const certdetail::ShuffledOrder o = certdetail::DrawShuffledOrder(n);
+    std::vector<double> parts;
+    std::int64_t begin = 0;
+    for (std::int64_t end : o.splits) {
+      double s = 0.0;
+      for (std::int64_t q = begin; q < end; ++q) {
+        const double t = term(o.order[static_cast<std::size_t>(q)]);
+        s = s + t;
+        abs_sum = abs_sum + std::fabs(t);
+      }
+      parts.push_back(s);
+      begin = end;
+    }
+    for (std::size_t idx : o.combine) sum = sum + parts[idx];
+  }
+  float out = 0.0f;
+  const bool certified =
+      certdetail::CertifyFinished(sum, CertSumBound(n, abs_sum), SumIsExact(abs_sum, lsb), finish, divisor, &out);
+  if (!certified) {
+    ExactAccumulator acc;
+    for (std::int64_t i = 0; i < n; ++i) {
+      if constexpr (kProducts) {
+        acc.AddProduct(static_cast<float>(ga(i)), static_cast<float>(gb(i)));
+      } else {
+        acc.Add(static_cast<float>(ga(i)));
+      }
+    }
+    out = certdetail::FinishExact(acc, finish, divisor);
+  }
+  CountCertified(kind, 1, certified ? 0 : 1);
+  return out;
+}
+
+// Conveniences over CertifiedReduce.
+template <class G>
+float CertifiedSum(std::int64_t n, const G& get) {
+  return CertifiedReduce(CertKind::kSum, n, get, certdetail::NoFactor{}, CertFinish::kNone);
+}
+template <class G>
+float CertifiedMean(std::int64_t n, const G& get) {
+  return CertifiedReduce(CertKind::kMean, n, get, certdetail::NoFactor{}, CertFinish::kDivide);
+}
+template <class GA, class GB>
+float CertifiedDot(std::int64_t n, const GA& ga, const GB& gb) {
+  return CertifiedReduce(CertKind::kDot, n, ga, gb, CertFinish::kNone);
+}
+template <class GA, class GB>
+float CertifiedMeanDot(std::int64_t n, const GA& ga, const GB& gb, std::int64_t divisor = 0) {
+  return CertifiedReduce(CertKind::kMean, n, ga, gb, CertFinish::kDivide, divisor);
+}
+template <class G>
+float CertifiedNorm(std::int64_t n, const G& get) {
+  return CertifiedReduce(CertKind::kNorm, n, get, get, CertFinish::kSqrt);
+}
+
+}  // namespace vt::kernels

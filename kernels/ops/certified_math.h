@@ -1,0 +1,16 @@
+#pragma once
+// The ONE place certified mode takes its transcendental functions from
+// (docs/kernels.md "Certified mode"): the correctly rounded fp32 functions of
+// common/crmath.h, so each result is the float nearest to the exact value and
+// does not depend on how any machine evaluates it.
+
+#include "common/crmath.h"
+
+namespace vt::kernels::certmath {
+
+inline float Exp(float x) { return crmath::Exp(x); }
+inline float Log(float x) { return crmath::Log(x); }
+inline float Tanh(float x) { return crmath::Tanh(x); }
+inline float Cos(float x) { return crmath::Cos(x); }
+
+}  // namespace vt::kernels::certmath

@@ -1,0 +1,417 @@
+// Certified GEMM and reductions (kernels/certified.h) against an independent
+// arbitrary-precision reference (MPFR): every output must equal the correctly
+// rounded exact value bit for bit — on random inputs and on inputs built to
+// defeat the fast path (exact ties, catastrophic cancellation, huge K,
+// subnormal products, overflow, NaN/inf), where the slow path must engage.
+// The test-only shuffled order (random permutation of K, random split-K) and
+// every thread count must give the same bits.
+
+#include <gtest/gtest.h>
+#include <mpfr.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "common/philox.h"
+#include "kernels/certified.h"
+#include "tests/kernels/certified_reference.h"
+
+namespace vt::kernels {
+namespace {
+
+using certref::Big;
+using certref::RefDot;
+using certref::ToFloat;
+
+float RefReduce(const std::vector<float>& a, const std::vector<float>* b, CertFinish finish) {
+  Big s;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (b == nullptr) {
+      s.Add(a[i]);
+    } else {
+      s.AddProduct(a[i], (*b)[i]);
+    }
+  }
+  if (mpfr_zero_p(s.v())) mpfr_set_zero(s.v(), 1);
+  if (finish == CertFinish::kDivide) mpfr_div_ui(s.v(), s.v(), static_cast<unsigned long>(a.size()), MPFR_RNDN);
+  if (finish == CertFinish::kSqrt) mpfr_sqrt(s.v(), s.v(), MPFR_RNDN);
+  // Division and sqrt at 1200 bits: the true value is at least ~2^-600
+  // relative away from any fp32 rounding boundary unless exactly on it, so
+  // this rounding cannot move it across one.
+  return ToFloat(s.v());
+}
+
+std::uint32_t Bits(float x) { return std::bit_cast<std::uint32_t>(x); }
+
+// ---- inputs -------------------------------------------------------------------------
+
+// Full 24-bit significands at magnitudes 2^-8..2 of either sign.
+std::vector<float> ZeroMean(std::uint32_t tensor, std::int64_t count, int spread = 9) {
+  PhiloxStream s(77, 0, tensor);
+  std::vector<float> v(static_cast<std::size_t>(count));
+  for (auto& x : v) {
+    const std::uint32_t w = s.NextU32();
+    const float frac = 1.0f + static_cast<float>(w & 0x7FFFFF) * 0x1p-23f;
+    x = std::ldexp((w >> 31) != 0 ? -frac : frac, -static_cast<int>((w >> 23) % static_cast<std::uint32_t>(spread)));
+  }
+  return v;
+}
+
+struct Matrices {
+  std::int64_t m, n, k;
+  std::vector<float> a, b;  // row-major m×k and k×n
+};
+
+Matrices Random(std::int64_t m, std::int64_t n, std::int64_t k, std::uint32_t seed) {
+  return {m, n, k, ZeroMean(seed, m * k), ZeroMean(seed + 1, k * n)};
+}
+
+// cancel24 (kernels_crosscore_test's inputs): a 2^24·u term that cancels
+// inside every dot product, so the fp64 partial sums carry the large term
+// and the result is tiny relative to it.
+Matrices Cancel24(std::int64_t m, std::int64_t n, std::int64_t k) {
+  Matrices x = Random(m, n, k, 300);
+  for (std::int64_t i = 0; i < m; ++i) {
+    x.a[static_cast<std::size_t>(i * k)] = std::ldexp(x.a[static_cast<std::size_t>(i * k)], 24);
+    x.a[static_cast<std::size_t>(i * k + k - 1)] = -x.a[static_cast<std::size_t>(i * k)];
+  }
+  for (std::int64_t j = 0; j < n; ++j) x.b[static_cast<std::size_t>((k - 1) * n + j)] = x.b[static_cast<std::size_t>(j)];
+  return x;
+}
+
+// Reference C = CR(c0 + A·B) for every element.
+std::vector<float> RefGemm(const Matrices& x, const std::vector<float>* c0) {
+  std::vector<float> c(static_cast<std::size_t>(x.m * x.n));
+  std::vector<float> row(static_cast<std::size_t>(x.k)), col(static_cast<std::size_t>(x.k));
+  for (std::int64_t i = 0; i < x.m; ++i) {
+    for (std::int64_t j = 0; j < x.n; ++j) {
+      for (std::int64_t p = 0; p < x.k; ++p) {
+        row[static_cast<std::size_t>(p)] = x.a[static_cast<std::size_t>(i * x.k + p)];
+        col[static_cast<std::size_t>(p)] = x.b[static_cast<std::size_t>(p * x.n + j)];
+      }
+      c[static_cast<std::size_t>(i * x.n + j)] =
+          RefDot(row, col, c0 == nullptr ? 0.0f : (*c0)[static_cast<std::size_t>(i * x.n + j)]);
+    }
+  }
+  return c;
+}
+
+// The certified GEMM, with the operands stored as asked (transposes are
+// built here so the same matrices are checked in every layout).
+std::vector<float> Certified(const Matrices& x, bool ta, bool tb, int threads, const std::vector<float>* c0,
+                             bool exact_only = false) {
+  std::vector<float> a = x.a, b = x.b;
+  if (ta) {
+    for (std::int64_t i = 0; i < x.m; ++i)
+      for (std::int64_t p = 0; p < x.k; ++p) a[static_cast<std::size_t>(p * x.m + i)] = x.a[static_cast<std::size_t>(i * x.k + p)];
+  }
+  if (tb) {
+    for (std::int64_t p = 0; p < x.k; ++p)
+      for (std::int64_t j = 0; j < x.n; ++j) b[static_cast<std::size_t>(j * x.k + p)] = x.b[static_cast<std::size_t>(p * x.n + j)];
+  }
+  GemmArgs g;
+  g.m = x.m, g.n = x.n, g.k = x.k;
+  g.trans_a = ta, g.trans_b = tb;
+  g.lda = ta ? x.m : x.k;
+  g.ldb = tb ? x.k : x.n;
+  g.ldc = x.n;
+  g.accumulate = c0 != nullptr;
+  std::vector<float> c = c0 != nullptr ? *c0 : std::vector<float>(static_cast<std::size_t>(x.m * x.n), 7.0f);
+  ExecConfig config;
+  config.threads = threads;
+  config.certified_exact_only = exact_only;
+  CertifiedGemm(config, g, a.data(), b.data(), c.data());
+  return c;
+}
+
+// Number of elements whose bits differ.
+std::size_t Mismatches(const std::vector<float>& got, const std::vector<float>& want) {
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (Bits(got[i]) != Bits(want[i])) {
+      if (bad < 5) ADD_FAILURE() << "element " << i << ": got " << got[i] << " (0x" << std::hex << Bits(got[i])
+                                 << ") want " << want[i] << " (0x" << Bits(want[i]) << std::dec << ")";
+      ++bad;
+    }
+  }
+  return bad;
+}
+
+std::uint64_t SlowCount(CertKind kind) { return CertifiedCounts().slow[static_cast<int>(kind)]; }
+
+// Runs `x` in every layout, thread count and the shuffled order; all must
+// equal the MPFR reference. Returns the slow-path outputs of the first run.
+std::uint64_t CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c0 = nullptr) {
+  const std::vector<float> want = RefGemm(x, c0);
+  const std::uint64_t before = SlowCount(CertKind::kGemm);
+  EXPECT_EQ(Mismatches(Certified(x, false, false, 1, c0), want), 0u);
+  const std::uint64_t slow = SlowCount(CertKind::kGemm) - before;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (int threads : {2, 3}) EXPECT_EQ(Mismatches(Certified(x, ta, tb, threads, c0), want), 0u) << ta << tb << threads;
+    }
+  }
+  // The arbiter's exact-only path: no BLAS, the same bits.
+  if (x.k <= 4096) {
+    EXPECT_EQ(Mismatches(Certified(x, true, false, 2, c0, true), want), 0u) << "exact only";
+  }
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    SetCertifiedShuffleSeedForTesting(seed);
+    EXPECT_EQ(Mismatches(Certified(x, seed == 2, seed == 3, 2, c0), want), 0u) << "shuffled seed " << seed;
+  }
+  SetCertifiedShuffleSeedForTesting(0);
+  return slow;
+}
+
+// ---- GEMM ----------------------------------------------------------------------------
+
+TEST(CertifiedGemm, RandomInputsAreCorrectlyRounded) {
+  for (auto [m, n, k] : {std::tuple<int, int, int>{1, 1, 1}, {3, 5, 7}, {17, 9, 64}, {40, 33, 300}}) {
+    CheckGemmEverywhere(Random(m, n, k, static_cast<std::uint32_t>(m * 1000 + k)));
+  }
+}
+
+TEST(CertifiedGemm, AccumulateAddsTheInitialValueExactly) {
+  const Matrices x = Random(9, 11, 50, 41);
+  std::vector<float> c0 = ZeroMean(99, 9 * 11, 30);
+  // Also c0 values that cancel the product exactly up to a rounding boundary.
+  const std::vector<float> plain = RefGemm(x, nullptr);
+  for (std::size_t i = 0; i < c0.size(); i += 3) c0[i] = -plain[i];
+  CheckGemmEverywhere(x, &c0);
+}
+
+TEST(CertifiedGemm, Cancel24TakesTheSlowPathAndStaysExact) {
+  const std::uint64_t slow = CheckGemmEverywhere(Cancel24(24, 20, 64));
+  std::printf("cancel24 24x20x64: %llu of 480 outputs took the slow path\n", static_cast<unsigned long long>(slow));
+  EXPECT_GT(slow, 0u);
+}
+
+TEST(CertifiedGemm, ExactTiesRoundToEven) {
+  // Each output is exactly the midpoint between two fp32 neighbours. With
+  // few bits in play the fp64 sum is provably exact and rounds directly
+  // (SumIsExact); with a cancelling pair 2^60 − 2^60 in the sum it is not,
+  // the bound cannot decide, and the exact path must round to even.
+  for (bool cancelling_pair : {false, true}) {
+    Matrices x{4, 1, 5, {}, {}};
+    const float big[4] = {1.0f, 1.0f + 0x1p-23f, -3.0f, 0x1p100f};
+    for (int i = 0; i < 4; ++i) {
+      const float ulp = std::nextafter(std::fabs(big[i]), INFINITY) - std::fabs(big[i]);
+      const float half = std::copysign(ulp / 2, big[i]);
+      const float pair = cancelling_pair && i < 3 ? 0x1p60f : 0.0f;
+      x.a.insert(x.a.end(), {big[i], half * 0.5f, pair, half * 0.5f, -pair});  // big + half/2 + half/2
+    }
+    x.b = {1.0f, 1.0f, 1.0f, 1.0f, 1.0f};
+    const std::vector<float> want = RefGemm(x, nullptr);
+    EXPECT_EQ(Bits(want[0]), Bits(1.0f));             // 1 + 2^-24: to even (1)
+    EXPECT_EQ(Bits(want[1]), Bits(1.0f + 0x1p-22f));  // odd mantissa: up
+    const std::uint64_t slow = CheckGemmEverywhere(x);
+    EXPECT_EQ(slow, cancelling_pair ? 3u : 0u);
+  }
+}
+
+TEST(CertifiedGemm, HugeK) {
+  const std::int64_t k = std::int64_t{1} << 20;
+  Matrices x = Random(2, 2, k, 555);
+  const std::uint64_t slow = CheckGemmEverywhere(x);
+  std::printf("K = 2^20: %llu slow outputs\n", static_cast<unsigned long long>(slow));
+  // Row 1 of A: its first half, then the same values negated; column 1 of
+  // B: all ones. That output is exactly 0 (every term cancels a twin).
+  Matrices y = x;
+  for (std::int64_t p = 0; p < k; ++p) {
+    const float v = x.a[static_cast<std::size_t>(p % (k / 2))];
+    y.a[static_cast<std::size_t>(k + p)] = p < k / 2 ? v : -v;
+    y.b[static_cast<std::size_t>(p * 2 + 1)] = 1.0f;
+  }
+  // Row 1 · column 1 is now exactly 0 (every term cancels a twin): +0.
+  const std::vector<float> want = RefGemm(y, nullptr);
+  EXPECT_EQ(Bits(want[3]), 0u);
+  EXPECT_GT(CheckGemmEverywhere(y), 0u);
+}
+
+TEST(CertifiedGemm, SubnormalProducts) {
+  // Products near 2^-150 (below the smallest fp32 subnormal's half): sums
+  // land on the subnormal grid or round to a signed zero.
+  Matrices x = Random(6, 7, 40, 808);
+  for (auto& v : x.a) v = std::ldexp(v, -70);
+  for (auto& v : x.b) v = std::ldexp(v, -76);
+  const std::uint64_t slow = CheckGemmEverywhere(x);
+  const std::vector<float> want = RefGemm(x, nullptr);
+  std::size_t subnormal = 0, zero = 0;
+  for (float v : want) {
+    subnormal += std::fpclassify(v) == FP_SUBNORMAL ? 1 : 0;
+    zero += v == 0.0f ? 1 : 0;
+  }
+  std::printf("subnormal products: %zu subnormal, %zu zero outputs of 42, %llu slow\n", subnormal, zero,
+              static_cast<unsigned long long>(slow));
+  EXPECT_GT(subnormal + zero, 20u);
+  // Exactly subnormal operands: a·b with a = 2^-149 (the smallest subnormal).
+  Matrices t{1, 1, 2, {0x1p-149f, 0x1p-149f}, {0x1p23f, 0x1p-1f}};  // 2^-126 + 2^-150: a tie below 2^-126's grid
+  CheckGemmEverywhere(t);
+}
+
+TEST(CertifiedGemm, OverflowRoundsLikeIeee) {
+  const float max = std::numeric_limits<float>::max();
+  const float half_ulp_max = 0x1p103f;  // ulp(FLT_MAX) = 2^104
+  // FLT_MAX + 2^103 exactly: the tie between FLT_MAX (odd) and 2^128 → inf;
+  // FLT_MAX + 2^103 − tiny → FLT_MAX; a sum past the range that cancels back
+  // inside it → finite (the fp64 partial sums never overflow).
+  Matrices x{4, 1, 3, {max, half_ulp_max, 0.0f, max, half_ulp_max, -0x1p-30f, max, max, -max, -max, -max, -0x1p103f},
+             {1.0f, 1.0f, 1.0f}};
+  const std::vector<float> want = RefGemm(x, nullptr);
+  EXPECT_EQ(want[0], std::numeric_limits<float>::infinity());
+  EXPECT_EQ(want[1], max);
+  EXPECT_EQ(want[2], max);
+  EXPECT_EQ(want[3], -std::numeric_limits<float>::infinity());
+  CheckGemmEverywhere(x);
+  // Large random products overflowing in most outputs.
+  Matrices y = Random(5, 5, 30, 12);
+  for (auto& v : y.a) v = std::ldexp(v, 64);
+  for (auto& v : y.b) v = std::ldexp(v, 62);
+  CheckGemmEverywhere(y);
+}
+
+TEST(CertifiedGemm, NanAndInfinityFollowIeee) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  Matrices x{5, 1, 2, {inf, 1.0f, inf, -inf, 0.0f, inf, nan, 1.0f, -inf, 2.0f}, {1.0f, 1.0f}};
+  const std::vector<float> want = {inf, std::bit_cast<float>(0x7fc00000u), inf, std::bit_cast<float>(0x7fc00000u),
+                                   -inf};
+  // row 2: 0·1 + inf·1 = inf; row 3: NaN; row 1: inf − inf = NaN.
+  EXPECT_EQ(Mismatches(RefGemm(x, nullptr), want), 0u);
+  CheckGemmEverywhere(x);
+  Matrices z{1, 1, 2, {0.0f, 1.0f}, {inf, 1.0f}};  // 0·inf = NaN
+  EXPECT_TRUE(std::isnan(Certified(z, false, false, 1, nullptr)[0]));
+  EXPECT_EQ(Bits(Certified(z, false, false, 1, nullptr)[0]), 0x7fc00000u);
+}
+
+TEST(CertifiedGemm, ExactZeroIsPositiveAndTinyKeepsItsSign) {
+  Matrices x{3, 1, 2, {-0.0f, -0.0f, 1.0f, -1.0f, 0x1p-100f, -0x1p-100f}, {1.0f, 1.0f}};
+  x.b = {1.0f, 1.0f};
+  std::vector<float> got = Certified(x, false, false, 1, nullptr);
+  EXPECT_EQ(Bits(got[0]), 0u);  // −0·1 + −0·1 = exact zero: +0
+  EXPECT_EQ(Bits(got[1]), 0u);
+  // −2^-160: nonzero, rounds to −0.
+  Matrices t{1, 1, 2, {0x1p-80f, -0x1p-80f}, {0x1p-80f, 0x1p-80f * 1.5f}};
+  EXPECT_EQ(Bits(Certified(t, false, false, 1, nullptr)[0]), 0x80000000u);
+  CheckGemmEverywhere(t);
+}
+
+TEST(CertifiedGemm, PiecesAreOneExactSum) {
+  // Two pieces whose sum is a tie that neither piece rounded alone would give.
+  const Matrices x = Random(5, 6, 40, 909);
+  Matrices whole = x;
+  whole.k = 80;
+  whole.a.clear();
+  const Matrices y = Random(5, 6, 40, 919);
+  for (std::int64_t i = 0; i < 5; ++i) {
+    whole.a.insert(whole.a.end(), x.a.begin() + i * 40, x.a.begin() + (i + 1) * 40);
+    whole.a.insert(whole.a.end(), y.a.begin() + i * 40, y.a.begin() + (i + 1) * 40);
+  }
+  whole.b = x.b;
+  whole.b.insert(whole.b.end(), y.b.begin(), y.b.end());
+  const std::vector<float> want = RefGemm(whole, nullptr);
+  GemmArgs g;
+  g.m = 5, g.n = 6, g.k = 40, g.lda = 40, g.ldb = 6, g.ldc = 6;
+  const CertGemmPiece pieces[2] = {{g, x.a.data(), x.b.data()}, {g, y.a.data(), y.b.data()}};
+  std::vector<float> c(30, 0.0f);
+  CertifiedGemmPieces(ExecConfig{}, 5, 6, pieces, c.data(), 6, false);
+  EXPECT_EQ(Mismatches(c, want), 0u);
+}
+
+// ---- reductions ----------------------------------------------------------------------
+
+float Run(CertFinish finish, const std::vector<float>& a, const std::vector<float>* b) {
+  const std::int64_t n = static_cast<std::int64_t>(a.size());
+  auto ga = [&](std::int64_t i) { return a[static_cast<std::size_t>(i)]; };
+  if (b == nullptr) {
+    return finish == CertFinish::kNone ? CertifiedSum(n, ga) : CertifiedMean(n, ga);
+  }
+  auto gb = [&](std::int64_t i) { return (*b)[static_cast<std::size_t>(i)]; };
+  if (finish == CertFinish::kSqrt) return CertifiedNorm(n, ga);
+  return finish == CertFinish::kNone ? CertifiedDot(n, ga, gb) : CertifiedMeanDot(n, ga, gb);
+}
+
+// Every reduction kind of `a` (and a·b) equals the reference, in the default
+// and in shuffled orders.
+void CheckReductions(const std::vector<float>& a, const std::vector<float>& b) {
+  struct Case {
+    CertFinish finish;
+    bool products;
+    bool self;
+  };
+  for (const Case c : {Case{CertFinish::kNone, false, false}, Case{CertFinish::kDivide, false, false},
+                       Case{CertFinish::kNone, true, false}, Case{CertFinish::kDivide, true, false},
+                       Case{CertFinish::kSqrt, true, true}}) {
+    const std::vector<float>* second = c.products ? (c.self ? &a : &b) : nullptr;
+    const float want = RefReduce(a, second, c.finish);
+    for (std::uint64_t seed : {0u, 5u, 6u}) {
+      SetCertifiedShuffleSeedForTesting(seed);
+      const float got = Run(c.finish, a, second);
+      EXPECT_EQ(Bits(got), Bits(want)) << "finish " << static_cast<int>(c.finish) << " products " << c.products
+                                       << " seed " << seed << ": got " << got << " want " << want;
+    }
+    SetCertifiedShuffleSeedForTesting(0);
+  }
+}
+
+TEST(CertifiedReduce, RandomInputs) {
+  for (std::int64_t n : {1, 2, 3, 63, 64, 65, 1000, 100000}) {
+    CheckReductions(ZeroMean(static_cast<std::uint32_t>(n), n, 20), ZeroMean(static_cast<std::uint32_t>(n) + 7, n));
+  }
+}
+
+TEST(CertifiedReduce, AdversarialInputsTakeTheSlowPath) {
+  const std::uint64_t before = CertifiedCounts().slow[static_cast<int>(CertKind::kSum)] +
+                               CertifiedCounts().slow[static_cast<int>(CertKind::kMean)];
+  // Ties: 1 + 2^-24 (to even), 3·(1 + 2^-24)/3 …; cancellation: 2^24 + x − 2^24.
+  CheckReductions({1.0f, 0x1p-25f, 0x1p-25f}, {1.0f, 1.0f, 1.0f});
+  CheckReductions({0x1p24f, 0.3f, -0x1p24f, 1e-7f}, {1.0f, 3.0f, 1.0f, 1.0f});
+  CheckReductions({0x1p-149f, 0x1p-149f, 0x1p-149f}, {0x1p-149f, 1.0f, 0x1p20f});  // subnormals
+  CheckReductions({3e38f, 3e38f, -3e38f}, {3e38f, 1.0f, 1.0f});                     // past FLT_MAX and back
+  CheckReductions({-0.0f, -0.0f}, {-0.0f, 1.0f});                                   // exact zero: +0
+  // Mean ties: (1 + (1 + 2^-22)) / 2 = 1 + 2^-23 exactly, representable.
+  CheckReductions({1.0f, 1.0f + 0x1p-22f}, {1.0f, 1.0f});
+  // Pythagorean: sqrt(3² + 4²) = 5 exactly; sqrt of a non-square.
+  CheckReductions({3.0f, 4.0f}, {1.0f, 1.0f});
+  CheckReductions({3.0f, 4.0f, 0x1p-60f}, {1.0f, 1.0f, 1.0f});
+  const std::uint64_t after = CertifiedCounts().slow[static_cast<int>(CertKind::kSum)] +
+                              CertifiedCounts().slow[static_cast<int>(CertKind::kMean)];
+  EXPECT_GT(after, before);
+  // Specials.
+  const float inf = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(Bits(CertifiedSum(2, [&](std::int64_t i) { return i == 0 ? inf : -inf; })), 0x7fc00000u);
+  EXPECT_EQ(CertifiedSum(2, [&](std::int64_t i) { return i == 0 ? inf : 1.0f; }), inf);
+  EXPECT_EQ(Bits(CertifiedNorm(1, [&](std::int64_t) { return -inf; })), Bits(inf));
+}
+
+TEST(CertifiedReduce, NormOfTiesAndHugeValues) {
+  // A sum of squares whose sqrt is exactly a midpoint: (2^24 + 1)·2^k is
+  // a 25-bit odd number times a power of two; (2^24+1)² = 2^48 + 2^25 + 1 =
+  // a² + b² with a = 2^24, b² = 2^25 + 1 — b is not representable, so use
+  // the reference to decide every case instead: random huge, tiny, mixed.
+  for (int shift : {-140, -70, 0, 60, 120}) {
+    std::vector<float> a = ZeroMean(4242u + static_cast<std::uint32_t>(shift + 200), 33);
+    for (auto& v : a) v = std::ldexp(v, shift);
+    CheckReductions(a, a);
+  }
+}
+
+TEST(ExactAccumulator, SumsFloatsExactly) {
+  ExactAccumulator acc;
+  acc.Add(0x1p100f);
+  acc.Add(1.0f);
+  acc.Add(-0x1p100f);
+  EXPECT_EQ(acc.Round(), 1.0f);
+  ExactAccumulator three;
+  for (int i = 0; i < 3; ++i) three.Add(1.0f);
+  EXPECT_EQ(three.RoundDivided(3), 1.0f);
+  EXPECT_EQ(three.RoundSqrt(), std::sqrt(3.0f));  // IEEE sqrt is correctly rounded
+  ExactAccumulator many;
+  for (int i = 0; i < 10; ++i) many.AddProduct(0.1f, 0.1f);
+  EXPECT_EQ(Bits(many.Round()), Bits(RefDot(std::vector<float>(10, 0.1f), std::vector<float>(10, 0.1f))));
+}
+
+}  // namespace
+}  // namespace vt::kernels

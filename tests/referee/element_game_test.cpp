@@ -1,0 +1,479 @@
+// The element level played through the chain (docs/referee.md, "Element-level
+// descent"): a one-ulp cheat in one value of a node output is caught at that
+// value — chunk walk, chunk reveal, then the dot or reduction rule's
+// partial-sum walk and final step (or epilogue), or the pointwise rule's
+// re-execution — and its
+// author slashed; a lying challenger loses; silence loses by timeout;
+// malformed moves are refused and cost nothing but their fee; every game
+// transaction is at most 64 KiB.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "kernels/ops/registry.h"
+#include "referee/messages.h"
+#include "referee/records.h"
+#include "tests/contract_vm/test_chain.h"
+#include "tests/referee/scenario.h"
+
+namespace vt::test {
+namespace {
+
+using referee::GamePhase;
+using referee::GameResult;
+using referee::Method;
+
+constexpr std::uint64_t kMaxElementTx = 64 * 1024;
+constexpr std::uint64_t kLieStep = 4;
+// Hidden width of the tiny MLP: its hidden activations (4 × 320 values) are
+// five 256-value chunks, so level 4 walks for real.
+constexpr std::int64_t kHidden = 320;
+
+TinyJob WideJob() { return MakeTinyJob(10, 3, kernels::Mode::kRepops, 42, kHidden); }
+
+// A game's config on the wide job, both bonds at twice its minimum.
+ScenarioConfig WideConfig() {
+  ScenarioConfig c;
+  c.hidden = kHidden;
+  c.solver_bond = c.challenger_bond = 2 * MinimumBond(WideJob().job);
+  return c;
+}
+
+// A cheat target: the first node of the tiny step with this op kind whose
+// inputs are not the batch, and an output slot of it.
+struct Target {
+  const char* name;
+  kernels::OpKind op;
+  std::uint32_t slot;
+  const char* reason_if_honest_sums;  // the verdict's reason when the liar's sums are the true ones
+};
+const Target kTargets[] = {
+    {"linear.y", kernels::OpKind::kLinear, 0, "element-epilogue"},
+    {"linear_backward.dx", kernels::OpKind::kLinearBackward, 0, "element-epilogue"},
+    {"linear_backward.dW", kernels::OpKind::kLinearBackward, 1, "element-epilogue"},
+    {"relu", kernels::OpKind::kRelu, 0, "element-reexecuted"},
+    {"sgd", kernels::OpKind::kSgd, 0, "element-reexecuted"},
+    // The reduction rule (a TreeSum over the batch rows).
+    {"linear_backward.db", kernels::OpKind::kLinearBackward, 2, "element-epilogue"},
+};
+
+const History& HonestHistory() {
+  static const History h = [] {
+    auto r = Train(WideJob(), {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(r).value();
+  }();
+  return h;
+}
+
+std::uint32_t NodeOf(const Target& t) {
+  const History& h = HonestHistory();
+  const auto& records = h.records[kLieStep];
+  for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
+    if (records[n].op_kind != static_cast<std::uint16_t>(t.op)) continue;
+    bool batch = false;
+    for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
+    if (!batch) return n;
+  }
+  ADD_FAILURE() << "no node for " << t.name;
+  return 0;
+}
+
+std::int64_t NumelOf(const Target& t) {
+  return HonestHistory().outputs[kLieStep][NodeOf(t)][t.slot].numel();
+}
+
+struct Game {
+  ScenarioReport report;
+  bool played = false;  // the lie reached a checkpoint (else no game was opened)
+};
+
+// A liar (solver or challenger) plants one ulp in value `value` of the
+// target; both sides descend to the element level.
+Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sums,
+          std::optional<GamePhase> liar_silent = std::nullopt, std::optional<GamePhase> honest_silent = std::nullopt,
+          bool element_level = true) {
+  ScenarioConfig c = WideConfig();
+  AgentPlan liar;
+  liar.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, value}};
+  liar.element_level = element_level;
+  liar.sums = sums;
+  liar.silent_from = liar_silent;
+  AgentPlan honest;
+  honest.element_level = element_level;
+  honest.silent_from = honest_silent;
+  c.solver = liar_is_solver ? liar : honest;
+  c.challengers = {liar_is_solver ? honest : liar};
+  Game g;
+  g.report = RunScenario(c);
+  g.played = !g.report.games.empty();
+  return g;
+}
+
+// The first value of the target from `from` whose one-ulp lie changes a
+// checkpoint (some are absorbed downstream, e.g. behind a relu or rounded
+// away in an update).
+std::int64_t ReachingValue(const Target& t, std::int64_t from) {
+  const std::int64_t n = NumelOf(t);
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 16); ++k) {
+    const std::int64_t v = (from + k) % n;
+    auto h = Train(WideJob(), {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}});
+    if (h.ok() && h->checkpoint_tree.root() != HonestHistory().checkpoint_tree.root()) return v;
+  }
+  ADD_FAILURE() << "no value of " << t.name << " reaches a checkpoint";
+  return 0;
+}
+
+void ExpectCaughtAt(const Game& g, const Target& t, std::int64_t value, bool liar_is_solver) {
+  ASSERT_TRUE(g.played);
+  const GameReport& gr = g.report.games.at(0);
+  EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+      << t.name << " value " << value << ": " << gr.game.reason;
+  ASSERT_TRUE(gr.element.has_value()) << t.name << ": the element level was not played";
+  EXPECT_EQ(gr.element->slot, t.slot);
+  EXPECT_EQ(gr.element->value, value) << t.name << ": caught at another value";
+  EXPECT_EQ(gr.game.node_index, NodeOf(t));
+  EXPECT_LE(gr.max_tx_bytes, kMaxElementTx) << t.name;
+  // Level 4 ends at the value's chunk, walking when the output has more than one.
+  bool chunk_done = false;
+  for (const referee::WalkDoneEvent& w : gr.walks)
+    if (w.level == referee::Level::kChunk) chunk_done = w.index == static_cast<std::uint64_t>(value / 256);
+  EXPECT_TRUE(chunk_done) << t.name;
+  EXPECT_EQ(gr.element_walk_reveals[0] > 0, kernels::ChunkCount(NumelOf(t)) > 1) << t.name;
+  EXPECT_TRUE(g.report.failed_calls.empty()) << t.name << ": " << g.report.failed_calls.front();
+  if (liar_is_solver) {
+    EXPECT_EQ(g.report.bounty.state, referee::BountyState::kFailed);
+  } else {
+    EXPECT_EQ(g.report.bounty.state, referee::BountyState::kFinalized);
+  }
+}
+
+TEST(ElementGame, OneUlpCheatIsCaughtAtItsValueAndSlashed) {
+  for (const Target& t : kTargets) {
+    const std::int64_t v = ReachingValue(t, NumelOf(t) / 3);
+    const Game g = Play(t, v, /*liar_is_solver=*/true, SumsPlan{SumsLie::kHonest, 1});
+    ExpectCaughtAt(g, t, v, true);
+    const GameReport& gr = g.report.games.at(0);
+    EXPECT_EQ(gr.game.reason, t.reason_if_honest_sums) << t.name;
+    // The cheater's bond is gone: it got nothing back, the challenger profited.
+    EXPECT_LT(g.report.net.at("solver"), 0) << t.name;
+    EXPECT_GT(g.report.net.at("challenger0"), 0) << t.name;
+    std::printf("[element-game] %-20s value %4lld: %llu txs (%llu at the element level, %llu chunk-walk reveals), "
+                "largest %llu B, final move %llu gas, %s\n",
+                t.name, static_cast<long long>(v), static_cast<unsigned long long>(gr.txs),
+                static_cast<unsigned long long>(gr.element_txs),
+                static_cast<unsigned long long>(gr.element_walk_reveals[0]),
+                static_cast<unsigned long long>(gr.max_tx_bytes),
+                static_cast<unsigned long long>(gr.resolving_gas), gr.game.reason.c_str());
+    // The same cheat arbitrated at node level, for comparison.
+    const Game whole = Play(t, v, true, {}, std::nullopt, std::nullopt, /*element_level=*/false);
+    ASSERT_TRUE(whole.played);
+    EXPECT_EQ(whole.report.games[0].game.reason, "arbitration");
+    std::printf("[element-game] %-20s node-level: %llu txs, largest %llu B, arbitration %llu gas\n", t.name,
+                static_cast<unsigned long long>(whole.report.games[0].txs),
+                static_cast<unsigned long long>(whole.report.games[0].max_tx_bytes),
+                static_cast<unsigned long long>(whole.report.games[0].resolving_gas));
+  }
+}
+
+TEST(ElementGame, SumsThatLeaveTheRuleAreCaughtAtTheirStep) {
+  for (const Target& t : kTargets) {
+    if (t.op != kernels::OpKind::kLinear && t.op != kernels::OpKind::kLinearBackward) continue;
+    const std::int64_t v = ReachingValue(t, 1);
+    for (SumsLie kind : {SumsLie::kDiverge, SumsLie::kMadeUp}) {
+      const Game g = Play(t, v, true, SumsPlan{kind, 2});
+      ExpectCaughtAt(g, t, v, true);
+      EXPECT_EQ(g.report.games.at(0).game.reason, "element-step") << t.name;
+      EXPECT_GT(g.report.games[0].element_walk_reveals[1], 0u) << t.name << ": the partial sums were walked";
+      std::printf("[element-game] %-20s sums %d: %llu element txs (%llu partial-walk reveals), largest %llu B, "
+                  "final move %llu gas\n",
+                  t.name, static_cast<int>(kind), static_cast<unsigned long long>(g.report.games[0].element_txs),
+                  static_cast<unsigned long long>(g.report.games[0].element_walk_reveals[1]),
+                  static_cast<unsigned long long>(g.report.games[0].max_tx_bytes),
+                  static_cast<unsigned long long>(g.report.games[0].resolving_gas));
+    }
+  }
+}
+
+TEST(ElementGame, LyingChallengerLosesToAnHonestSolver) {
+  const Target& dw = kTargets[2];
+  const std::int64_t v = ReachingValue(dw, 5);
+  for (SumsLie kind : {SumsLie::kHonest, SumsLie::kDiverge}) {
+    const Game g = Play(dw, v, /*liar_is_solver=*/false, SumsPlan{kind, 3});
+    ExpectCaughtAt(g, dw, v, false);
+    EXPECT_LT(g.report.net.at("challenger0"), 0);
+  }
+  const Target& relu = kTargets[3];
+  const std::int64_t r = ReachingValue(relu, 0);
+  ExpectCaughtAt(Play(relu, r, false, {}), relu, r, false);
+  // The reduction rule: a challenger lying about a bias gradient, with the
+  // true sums (epilogue) or made-up ones (one addition), loses.
+  const Target& db = kTargets[5];
+  const std::int64_t b = ReachingValue(db, 0);
+  for (SumsLie kind : {SumsLie::kHonest, SumsLie::kMadeUp}) {
+    const Game g = Play(db, b, /*liar_is_solver=*/false, SumsPlan{kind, 2});
+    ExpectCaughtAt(g, db, b, false);
+    EXPECT_EQ(g.report.games.at(0).game.reason, kind == SumsLie::kHonest ? "element-epilogue" : "element-step");
+    EXPECT_LT(g.report.net.at("challenger0"), 0);
+  }
+}
+
+TEST(ElementGame, SilenceInTheChunkWalkOrThePartialWalkLosesByTimeout) {
+  const Target& dx = kTargets[1];
+  const std::int64_t v = ReachingValue(dx, 3);
+  // The cheating solver stops in level 4.
+  Game g = Play(dx, v, true, SumsPlan{SumsLie::kDiverge, 1}, GamePhase::kChunkWalk);
+  ASSERT_TRUE(g.played);
+  EXPECT_EQ(g.report.games[0].game.result, GameResult::kChallengerWon);
+  EXPECT_EQ(g.report.games[0].game.reason, "timeout");
+  // The cheating solver stops in level 5b.
+  g = Play(dx, v, true, SumsPlan{SumsLie::kDiverge, 1}, GamePhase::kPartialsWalk);
+  ASSERT_TRUE(g.played);
+  EXPECT_EQ(g.report.games[0].game.result, GameResult::kChallengerWon);
+  EXPECT_EQ(g.report.games[0].game.reason, "timeout");
+  ASSERT_TRUE(g.report.games[0].element.has_value());
+  // An honest solver that stops answering in level 5b loses too: the clock
+  // does not care who is right.
+  g = Play(dx, v, false, SumsPlan{SumsLie::kDiverge, 1}, std::nullopt, GamePhase::kPartialsWalk);
+  ASSERT_TRUE(g.played);
+  EXPECT_EQ(g.report.games[0].game.result, GameResult::kChallengerWon);
+  EXPECT_EQ(g.report.games[0].game.reason, "timeout");
+}
+
+// Drives a game to `phase` and returns the driver there.
+struct Poker {
+  ScenarioDriver d;
+  explicit Poker(const ScenarioConfig& c) : d(c) { d.Start(); }
+  referee::Game Game() {
+    auto g = referee::ReadGame(d.chain().store(), d.game_ids().at(0));
+    EXPECT_TRUE(g.ok());
+    return *g;
+  }
+  bool StepTo(GamePhase phase) {
+    for (int i = 0; i < 200; ++i) {
+      if (Game().phase == phase) return true;
+      if (!d.Step()) return false;
+    }
+    return false;
+  }
+  vm::Receipt Send(std::size_t agent, Method m, const Bytes& args) {
+    return d.chain().Run(d.chain().Call(d.key(agent), referee::kRefereeContractId, static_cast<std::uint16_t>(m), args));
+  }
+};
+
+TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
+  const Target& dx = kTargets[1];
+  const std::int64_t v = ReachingValue(dx, 7);
+  ScenarioConfig c = WideConfig();
+  c.clock_budget = 20;  // the refused moves below take blocks
+  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(dx), dx.slot, v}};
+  c.solver.element_level = true;
+  c.solver.sums = {SumsLie::kDiverge, 2};
+  AgentPlan honest;  // answers the element level; the liar descends
+  honest.arbitrates = false;
+  c.challengers = {honest};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kChunkRoots));
+  const std::uint64_t id = p.d.game_ids().at(0);
+  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
+  auto root = MakeChunkRoot(side, id, dx.slot);
+  // A root that is not the record's output hash.
+  auto bad_root = root;
+  bad_root.root.bytes[0] ^= 1;
+  const auto before = p.Game();
+  vm::Receipt r = p.Send(2, Method::kPostChunkRoot, EncodeToBytes(bad_root));
+  EXPECT_EQ(r.reason, "elem-bad-top");
+  // Another output's root (slot 1: dW) under a top that matches it.
+  auto other = MakeChunkRoot(side, id, 1);
+  r = p.Send(2, Method::kPostChunkRoot, EncodeToBytes(other));
+  EXPECT_FALSE(r.success);
+  EXPECT_TRUE(r.reason == "elem-bad-top" || r.reason == "elem-bad-chunk-root") << r.reason;
+  EXPECT_EQ(p.Game().phase, before.phase) << "a refused move changes nothing";
+  // A truncated argument.
+  Bytes cut = EncodeToBytes(root);
+  cut.resize(cut.size() - 3);
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, cut).reason, "referee-malformed-args");
+  // A chunk of more than 256 values is refused by the decoder.
+  referee::RevealChunkArgs huge{id, kernels::OpenChunk(side.outputs[0], 0, 1)};
+  huge.chunk.values.resize(300, 1.0f);
+  EXPECT_EQ(p.Send(2, Method::kRevealChunk, EncodeToBytes(huge)).reason, "referee-malformed-args");
+  // Out of phase.
+  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot,
+                   EncodeToBytes(MakePartialsRoot(PartialsFor(side, dx.slot, 0, std::nullopt), id)))
+                .reason,
+            "game-wrong-phase");
+
+  // The chunk reveal: a chunk of the wrong position.
+  ASSERT_TRUE(p.StepTo(GamePhase::kChunkReveal));
+  auto e = referee::ReadElementGame(p.d.chain().store(), id);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  const std::uint64_t wrong = (*e)->chunk == 0 ? 1 : 0;
+  if (static_cast<std::int64_t>(wrong) < kernels::ChunkCount(side.outputs[0].numel())) {
+    r = p.Send(2, Method::kRevealChunk, EncodeToBytes(MakeRevealChunk(side, id, dx.slot, wrong)));
+    EXPECT_FALSE(r.success);
+    EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
+  }
+  // Partial sums whose first leaf is not +0.
+  ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
+  e = referee::ReadElementGame(p.d.chain().store(), id);
+  std::vector<float> sums = PartialsFor(side, dx.slot, (*e)->value, std::nullopt).partials;
+  sums[0] = 1.0f;
+  const worker::PartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
+  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(MakePartialsRoot(bad, id))).reason, "elem-bad-partials");
+
+  // The final step: a forged factor.
+  ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
+  e = referee::ReadElementGame(p.d.chain().store(), id);
+  const worker::PartialsAnswer mine = PartialsFor(side, dx.slot, (*e)->value, std::nullopt);
+  auto step = MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1);
+  step.a.chunk.values[0] += 1.0f;
+  r = p.Send(2, Method::kRevealStep, EncodeToBytes(step));
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
+  // The reduction rule's final move in a dot game.
+  referee::RevealReduceStepArgs wrong_rule;
+  wrong_rule.game_id = id;
+  wrong_rule.next_proof = mine.tree.Prove(1);
+  wrong_rule.left_proof = mine.tree.Prove(0);
+  EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(wrong_rule)).reason, "elem-wrong-rule");
+  // A non-party cannot move.
+  EXPECT_EQ(p.Send(0, Method::kRevealStep, EncodeToBytes(MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1))).reason,
+            "game-not-a-party");
+
+  // The honest challenger still wins, whatever was refused on the way.
+  while (p.d.Step()) {
+  }
+  const ScenarioReport rep = p.d.Finish();
+  ASSERT_EQ(rep.games.size(), 1u);
+  EXPECT_EQ(rep.games[0].game.result, GameResult::kChallengerWon) << rep.games[0].game.reason;
+  EXPECT_EQ(rep.games[0].game.reason, "element-step");
+}
+
+// The reduction rule's final move: a forged term value or a dot move is
+// refused and changes nothing; the honest moves then decide.
+TEST(ElementGame, ForgedReduceStepsAreRefused) {
+  const Target& db = kTargets[5];
+  const std::int64_t v = ReachingValue(db, 0);
+  ScenarioConfig c = WideConfig();
+  c.clock_budget = 20;
+  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(db), db.slot, v}};
+  c.solver.element_level = true;
+  c.solver.sums = {SumsLie::kMadeUp, 1};
+  AgentPlan honest;
+  honest.arbitrates = false;
+  c.challengers = {honest};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
+  const std::uint64_t id = p.d.game_ids().at(0);
+  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(db));
+  auto e = referee::ReadElementGame(p.d.chain().store(), id);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  EXPECT_EQ((*e)->kind, verify::ElementKind::kReduce);
+  const worker::ReducePartialsAnswer mine = ReducePartialsFor(side, db.slot, (*e)->value, std::nullopt);
+  auto step = MakeRevealReduceStep(p.d.history(2), side, mine, p.Game(), **e, 1);
+  ASSERT_FALSE(step.reads.empty()) << "the first differing leaf is a term step";
+  auto forged = step;
+  forged.reads[0].chunk.values[0] = std::nextafter(forged.reads[0].chunk.values[0], INFINITY);
+  vm::Receipt r = p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged));
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
+  // A leaf m+1 that is not under the poster's root.
+  forged = step;
+  forged.next = std::nextafter(forged.next, INFINITY);
+  EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged)).reason, "elem-bad-step");
+  // The dot rule's move in a reduction game.
+  referee::RevealStepArgs dot;
+  dot.game_id = id;
+  dot.p_m_proof = mine.tree.Prove(0);
+  dot.next_proof = mine.tree.Prove(1);
+  dot.a = dot.b = verify::OpenValue(side.outputs[0], 0);
+  EXPECT_EQ(p.Send(2, Method::kRevealStep, EncodeToBytes(dot)).reason, "elem-wrong-rule");
+  EXPECT_EQ(p.Game().phase, GamePhase::kStepReveal);
+  while (p.d.Step()) {
+  }
+  const ScenarioReport rep = p.d.Finish();
+  EXPECT_EQ(rep.games.at(0).game.reason, "element-step");
+  EXPECT_EQ(rep.games.at(0).game.result, GameResult::kChallengerWon);
+}
+
+TEST(ElementGame, NodesWithoutARuleAreArbitratedWhole) {
+  // fc.0 reads the batch: its dot rule would open the batch, so the descent
+  // is refused with the reason and the node is arbitrated as before.
+  ScenarioConfig c = WideConfig();
+  c.solver.lies = {Lie{LieKind::kOutput, 3, 0}};
+  c.challengers = {AgentPlan{}};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+  const std::uint64_t id = p.d.game_ids().at(0);
+  const worker::ElementSide side = SideOf(p.d.history(2), 3, 0);
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, id, 0))).reason, "elem-batch-input");
+  while (p.d.Step()) {
+  }
+  const ScenarioReport rep = p.d.Finish();
+  EXPECT_EQ(rep.games.at(0).game.reason, "arbitration");
+  EXPECT_EQ(rep.games.at(0).game.result, GameResult::kChallengerWon);
+}
+
+TEST(ElementGame, DisabledOnAChainThatDoesNotPlayIt) {
+  const Target& dx = kTargets[1];
+  ScenarioConfig c = WideConfig();
+  c.element_level_enabled = false;
+  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(dx), dx.slot, ReachingValue(dx, 0)}};
+  c.challengers = {AgentPlan{}};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
+            "elem-disabled");
+  while (p.d.Step()) {
+  }
+  EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
+}
+
+TEST(ElementGame, RoundedModeIsArbitratedWhole) {
+  const Target& dx = kTargets[1];
+  ScenarioConfig c = WideConfig();
+  c.mode = kernels::Mode::kRounded;
+  c.solver.lies = {Lie{LieKind::kOutput, kLieStep, NodeOf(dx)}};
+  c.challengers = {AgentPlan{}};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
+            "elem-not-repops");
+  while (p.d.Step()) {
+  }
+  EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
+}
+
+// Random cheats (target, value, liar's side, sums): the honest party always
+// wins, at the planted value, every transaction ≤ 64 KiB.
+TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
+  std::mt19937_64 rng(20261124);
+  std::uint64_t max_tx = 0, games = 0, max_element_txs = 0;
+  for (int round = 0; round < 10; ++round) {
+    const Target& t = kTargets[rng() % std::size(kTargets)];
+    const std::int64_t v = ReachingValue(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
+    const bool liar_is_solver = rng() % 2 == 0;
+    const SumsPlan sums{static_cast<SumsLie>(rng() % 3), 1 + rng() % 8};
+    const Game g = Play(t, v, liar_is_solver, sums);
+    SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + (liar_is_solver ? " solver lies" : " challenger lies") +
+                 " sums " + std::to_string(static_cast<int>(sums.kind)));
+    ExpectCaughtAt(g, t, v, liar_is_solver);
+    max_tx = std::max(max_tx, g.report.games.at(0).max_tx_bytes);
+    max_element_txs = std::max(max_element_txs, g.report.games.at(0).element_txs);
+    ++games;
+  }
+  EXPECT_EQ(games, 10u);
+  EXPECT_LE(max_tx, kMaxElementTx);
+  std::printf("[element-game] %llu random games: largest tx %llu B, at most %llu element-level txs\n",
+              static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx),
+              static_cast<unsigned long long>(max_element_txs));
+}
+
+}  // namespace
+}  // namespace vt::test

@@ -1,0 +1,306 @@
+// verify/element_game.h: which rule the referee plays for a value, the
+// bounds that keep every final move sendable, slices opened chunk by chunk,
+// and the codecs of the moves' parts.
+
+#include "verify/element_game.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kernels/op_context.h"
+#include "kernels/ops/registry.h"
+#include "verify/element.h"
+
+namespace vt::verify {
+namespace {
+
+using kernels::OpKind;
+using protocol::InputRef;
+using protocol::InputSource;
+
+std::uint16_t K(OpKind k) { return static_cast<std::uint16_t>(k); }
+InputRef State(std::uint32_t i) { return InputRef{InputSource::kState, i, 0}; }
+InputRef Batch(std::uint32_t i) { return InputRef{InputSource::kBatch, i, 0}; }
+InputRef Node(std::uint32_t i) { return InputRef{InputSource::kNode, i, 0}; }
+
+TEST(ElementGameRules, DotPlanOrNoneAndNeverTheBatch) {
+  const std::vector<Shape> linear = {{4, 6}, {8, 6}, {8}};
+  auto dot = ChooseElementRule(K(OpKind::kLinear), {}, 0, 5, std::vector<InputRef>{Node(1), State(0), State(1)}, linear);
+  ASSERT_TRUE(dot.ok()) << dot.status().ToString();
+  EXPECT_EQ(dot->kind, ElementKind::kDot);
+  EXPECT_EQ(dot->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
+  // x is the batch: the rule would open it.
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinear), {}, 0, 5, std::vector<InputRef>{Batch(0), State(0), State(1)}, linear)
+                .status()
+                .reason(),
+            "elem-batch-input");
+  auto relu = ChooseElementRule(K(OpKind::kRelu), {}, 0, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{4, 8}});
+  ASSERT_TRUE(relu.ok());
+  EXPECT_EQ(relu->kind, ElementKind::kPlan);
+  // linear's bias gradient: the reduction rule over dy's rows (only dy opened).
+  auto db = ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0, std::vector<InputRef>{Node(0), Node(1), State(0)},
+                              std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(db->kind, ElementKind::kReduce);
+  EXPECT_EQ(db->opened_inputs, (std::vector<std::uint32_t>{0}));
+  // … whose dy is the batch: refused.
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0, std::vector<InputRef>{Batch(0), Node(1), State(0)},
+                              std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}})
+                .status()
+                .reason(),
+            "elem-batch-input");
+  // No such output: no rule.
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinear), {}, 1, 0, std::vector<InputRef>{Node(1), State(0), State(1)}, linear)
+                .status()
+                .reason(),
+            "elem-no-rule");
+}
+
+TEST(ElementGameRules, RowsTooWideForOneMoveAreNotPlayed) {
+  // A layernorm row of 768 (GPT-2) opens 3+3+3 chunks: played.
+  const std::vector<InputRef> refs = {Node(0), State(0), State(1)};
+  auto ok = ChooseElementRule(K(OpKind::kLayerNorm), {}, 0, 1000, refs, std::vector<Shape>{{4, 768}, {768}, {768}});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  // A row of 8192: 32 + 32 + 32 chunks, more than one 64 KiB move carries.
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLayerNorm), {}, 0, 1000, refs, std::vector<Shape>{{2, 8192}, {8192}, {8192}})
+                .status()
+                .reason(),
+            "elem-too-wide");
+}
+
+TEST(ElementGameRules, SlicesOpenChunkByChunkAgainstTheHash) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(1000);
+  for (float& x : v) x = d(rng);
+  const kernels::Tensor t({1000}, v);
+  const Hash256 h = t.Hash();
+  for (const InputSlice& slice : {InputSlice{0, 1, {1}}, InputSlice{250, 10, {10}}, InputSlice{255, 514, {514}},
+                                 InputSlice{999, 1, {1}}}) {
+    const std::vector<ChunkOpening> chunks = OpenSlice(t, slice);
+    EXPECT_EQ(static_cast<std::int64_t>(chunks.size()), SliceChunks(slice));
+    auto values = VerifySlice(h, t.shape(), slice, chunks);
+    ASSERT_TRUE(values.ok()) << values.status().ToString();
+    ASSERT_EQ(static_cast<std::int64_t>(values->size()), slice.count);
+    for (std::int64_t i = 0; i < slice.count; ++i) EXPECT_EQ((*values)[i], v[slice.first + i]);
+    // One chunk short, a value changed, another tensor's hash: refused.
+    if (chunks.size() > 1) {
+      EXPECT_EQ(VerifySlice(h, t.shape(), slice, std::span(chunks).first(chunks.size() - 1)).status().reason(),
+                "elem-bad-slice");
+    }
+    std::vector<ChunkOpening> forged = chunks;
+    forged.back().values.back() += 1.0f;
+    EXPECT_FALSE(VerifySlice(h, t.shape(), slice, forged).ok());
+    EXPECT_FALSE(VerifySlice(kernels::Tensor({1000}, std::vector<float>(1000, 0.0f)).Hash(), t.shape(), slice, chunks).ok());
+  }
+  EXPECT_EQ(VerifySlice(h, t.shape(), InputSlice{990, 20, {20}}, {}).status().reason(), "elem-bad-slice");
+}
+
+TEST(ElementGameRules, CodecsRoundTripAndBoundTheChunk) {
+  const kernels::Tensor t({600}, std::vector<float>(600, 0.5f));
+  const ChunkOpening c = kernels::OpenChunk(t, 1, 1);
+  Writer w;
+  EncodeChunk(w, c);
+  Bytes bytes = std::move(w).Take();
+  Reader r(bytes);
+  auto back = DecodeChunk(r);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, c);
+  ChunkOpening big = c;
+  big.values.resize(kChunkValues + 1, 1.0f);
+  Writer w2;
+  EncodeChunk(w2, big);
+  const Bytes big_bytes = std::move(w2).Take();
+  Reader r2(big_bytes);
+  EXPECT_EQ(DecodeChunk(r2).status().reason(), "enc-length-over-cap");
+
+  InputHashOpening o{3, t.Hash(), crypto::MerkleTree::FromLeafHashes({t.Hash(), t.Hash()}).Prove(1), std::nullopt};
+  auto o2 = DecodeExact<InputHashOpening>(EncodeToBytes(o));
+  ASSERT_TRUE(o2.ok());
+  EXPECT_EQ(*o2, o);
+}
+
+// The referee's final move of the pointwise/row rule, as it plays it: each
+// slice opened against its tensor hash (an input's, or the node's own agreed
+// output's; an unread input's with no chunk), then the operator re-executed
+// at the node's RNG address. Returns the verdict on (y_a, y_b).
+Result<StepVerdict> PlayOpenElement(std::uint16_t op, const Bytes& attrs, std::uint32_t slot, std::int64_t e,
+                                    const std::vector<kernels::Tensor>& inputs,
+                                    const std::vector<kernels::Tensor>& outputs, const RngAddress& rng, float y_a,
+                                    float y_b) {
+  std::vector<Shape> shapes;
+  for (const kernels::Tensor& t : inputs) shapes.push_back(t.shape());
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanElement(op, attrs, slot, e, shapes));
+  std::vector<std::vector<float>> slices;
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    const InputSlice& s = plan.inputs[i];
+    const kernels::Tensor& t = s.output_slot >= 0 ? outputs[static_cast<std::size_t>(s.output_slot)] : inputs[i];
+    VT_ASSIGN_OR_RETURN(std::vector<float> v, VerifySlice(t.Hash(), t.shape(), s, OpenSlice(t, s)));
+    slices.push_back(std::move(v));
+  }
+  VT_ASSIGN_OR_RETURN(float value, ReexecuteElement(op, attrs, slot, plan, slices, rng));
+  return JudgeElementValue(value, y_a, y_b);
+}
+
+std::vector<kernels::Tensor> RunNode(OpKind op, const kernels::OpAttrs& attrs, const std::vector<kernels::Tensor>& in,
+                                 const RngAddress& rng) {
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  config.threads = 1;
+  const kernels::OpContext ctx(config, nullptr, rng);
+  std::vector<const kernels::Tensor*> ptrs;
+  for (const kernels::Tensor& t : in) ptrs.push_back(&t);
+  std::vector<kernels::Tensor> out;
+  EXPECT_TRUE(kernels::RunOp(ctx, op, attrs, ptrs, out).ok());
+  return out;
+}
+
+kernels::Tensor Random(std::mt19937& rng, Shape shape) {
+  std::uniform_real_distribution<float> d(-2, 2);
+  kernels::Tensor t(std::move(shape));
+  for (float& v : t.values()) v = d(rng);
+  return t;
+}
+
+float OneUlp(float v) { return std::nextafter(v, INFINITY); }
+
+// The outputs the referee plays since the attribute overloads, own-output
+// factors and slices, and unread inputs: which rule, which inputs the final
+// move opens by hash and which own outputs (never the batch).
+TEST(ElementGameRules, AttributeRulesOwnOutputsAndUnreadInputsArePlayed) {
+  const std::vector<InputRef> three = {Node(0), State(0), State(1)};
+  // conv2d needs its attributes (stride, padding): without them no rule.
+  kernels::Conv2dParams p;
+  p.pad_h = p.pad_w = 1;
+  const Bytes conv = EncodeToBytes(kernels::Conv2dAttrs(p));
+  const std::vector<Shape> conv_in = {{2, 3, 5, 5}, {4, 3, 3, 3}, {4}};
+  auto c = ChooseElementRule(K(OpKind::kConv2d), conv, 0, 0, three, conv_in);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->kind, ElementKind::kDot);
+  EXPECT_EQ(c->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(c->own_slots.empty());
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kConv2d), {}, 0, 0, three, conv_in).status().reason(), "elem-no-rule");
+  // attention's y reads the node's own att (slot 1) and v from qkv.
+  const Bytes att = EncodeToBytes(kernels::AttentionAttrs(2));
+  const std::vector<Shape> qkv = {{1, 6, 3 * 2 * 4}};
+  auto y = ChooseElementRule(K(OpKind::kAttention), att, 0, 7, std::vector<InputRef>{Node(0)}, qkv);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->kind, ElementKind::kDot);
+  EXPECT_EQ(y->opened_inputs, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(y->own_slots, (std::vector<std::uint32_t>{1}));
+  auto a = ChooseElementRule(K(OpKind::kAttention), att, 1, 7, std::vector<InputRef>{Node(0)}, qkv);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  EXPECT_EQ(a->kind, ElementKind::kPlan);
+  // clip_grad_norm's g'_1: g_1 at e and the own norm (slot 3); g_0 and g_2 unread — even the batch.
+  const Bytes clip = EncodeToBytes(kernels::ClipGradNormAttrs(1.0f));
+  auto g1 = ChooseElementRule(K(OpKind::kClipGradNorm), clip, 1, 2, std::vector<InputRef>{Batch(0), Node(1), Node(2)},
+                              std::vector<Shape>{{3}, {4}, {5}});
+  ASSERT_TRUE(g1.ok()) << g1.status().ToString();
+  EXPECT_EQ(g1->opened_inputs, (std::vector<std::uint32_t>{1}));
+  EXPECT_EQ(g1->own_slots, (std::vector<std::uint32_t>{3}));
+  // dropout's keep reads no input; its y reads x and the own keep.
+  const Bytes drop = EncodeToBytes(kernels::OpAttrs{{}, {kernels::OpAttrs::Bits(0.25f)}});
+  auto keep = ChooseElementRule(K(OpKind::kDropout), drop, 1, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{8}});
+  ASSERT_TRUE(keep.ok()) << keep.status().ToString();
+  EXPECT_TRUE(keep->opened_inputs.empty());
+  auto dy = ChooseElementRule(K(OpKind::kDropout), drop, 0, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{8}});
+  ASSERT_TRUE(dy.ok()) << dy.status().ToString();
+  EXPECT_EQ(dy->opened_inputs, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(dy->own_slots, (std::vector<std::uint32_t>{1}));
+}
+
+TEST(ElementGameRules, FirstDifferingSlotWalksTheSlotsOtherRulesReadFirst) {
+  const auto rec = [](std::uint16_t op, std::vector<std::uint8_t> tags) {
+    protocol::NodeRecord r;
+    r.op_kind = op;
+    for (std::uint8_t t : tags) {
+      Hash256 h{};
+      h.bytes[0] = t;
+      r.output_hashes.push_back(h);
+    }
+    return r;
+  };
+  const auto att = K(OpKind::kAttention);
+  // Both y and att differ: att (slot 1) is walked, so y's rule reads an agreed att.
+  EXPECT_EQ(*FirstDifferingSlot(att, rec(att, {1, 1}), rec(att, {2, 2})), 1u);
+  EXPECT_EQ(*FirstDifferingSlot(att, rec(att, {1, 1}), rec(att, {2, 1})), 0u);
+  const auto clip = K(OpKind::kClipGradNorm);
+  EXPECT_EQ(*FirstDifferingSlot(clip, rec(clip, {1, 1, 1}), rec(clip, {2, 1, 2})), 2u);  // the norm
+  EXPECT_EQ(*FirstDifferingSlot(clip, rec(clip, {1, 1, 1}), rec(clip, {1, 2, 1})), 1u);
+  const auto lin = K(OpKind::kLinearBackward);
+  EXPECT_EQ(*FirstDifferingSlot(lin, rec(lin, {1, 1, 1}), rec(lin, {1, 2, 2})), 1u);
+  EXPECT_EQ(FirstDifferingSlot(lin, rec(lin, {1, 1}), rec(lin, {1, 1})).status().reason(), "elem-same-outputs");
+}
+
+TEST(ElementGameRules, UnreadSlicesTakeNoChunk) {
+  const kernels::Tensor t({300}, std::vector<float>(300, 1.5f));
+  auto none = VerifySlice(t.Hash(), t.shape(), InputSlice{0, 0, {300}}, {});
+  ASSERT_TRUE(none.ok()) << none.status().ToString();
+  EXPECT_TRUE(none->empty());
+  EXPECT_TRUE(OpenSlice(t, InputSlice{0, 0, {300}}).empty());
+  EXPECT_EQ(VerifySlice(t.Hash(), t.shape(), InputSlice{0, 0, {300}}, OpenSlice(t, InputSlice{0, 1, {1}}))
+                .status()
+                .reason(),
+            "elem-bad-slice");
+}
+
+// Attack: a one-ulp cheat in clip_grad_norm's g' and dropout's y and keep
+// is caught by the referee's final move (own-output slices, unread inputs,
+// the node's RNG address), every value; the honest value always wins.
+TEST(ElementGameRules, OneUlpCheatsInOwnOutputAndRngRulesAreCaught) {
+  std::mt19937 rng(11);
+  const RngAddress at{0x5eed, 5, 17};
+  const kernels::OpAttrs clip_attrs = kernels::ClipGradNormAttrs(0.5f);
+  const std::vector<kernels::Tensor> gs = {Random(rng, {7}), Random(rng, {300}), Random(rng, {3, 4})};
+  const std::vector<kernels::Tensor> clipped = RunNode(OpKind::kClipGradNorm, clip_attrs, gs, at);
+  ASSERT_EQ(clipped.size(), 4u);
+  const kernels::OpAttrs drop_attrs{{}, {kernels::OpAttrs::Bits(0.3f)}};
+  const std::vector<kernels::Tensor> x = {Random(rng, {600})};
+  const std::vector<kernels::Tensor> dropped = RunNode(OpKind::kDropout, drop_attrs, x, at);
+  ASSERT_EQ(dropped.size(), 2u);
+  struct Case {
+    OpKind op;
+    const kernels::OpAttrs* attrs;
+    const std::vector<kernels::Tensor>* in;
+    const std::vector<kernels::Tensor>* out;
+    std::uint32_t slot;
+  };
+  const Case cases[] = {{OpKind::kClipGradNorm, &clip_attrs, &gs, &clipped, 0},
+                        {OpKind::kClipGradNorm, &clip_attrs, &gs, &clipped, 1},
+                        {OpKind::kClipGradNorm, &clip_attrs, &gs, &clipped, 2},
+                        {OpKind::kDropout, &drop_attrs, &x, &dropped, 0},
+                        {OpKind::kDropout, &drop_attrs, &x, &dropped, 1}};
+  int checked = 0;
+  for (const Case& c : cases) {
+    const Bytes attrs = EncodeToBytes(*c.attrs);
+    const kernels::Tensor& y = (*c.out)[c.slot];
+    for (std::int64_t e = 0; e < y.numel(); e += 1 + e % 5) {
+      const float honest = y.values()[static_cast<std::size_t>(e)];
+      for (bool cheater_is_a : {true, false}) {
+        const float a = cheater_is_a ? OneUlp(honest) : honest, b = cheater_is_a ? honest : OneUlp(honest);
+        auto v = PlayOpenElement(K(c.op), attrs, c.slot, e, *c.in, *c.out, at, a, b);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        EXPECT_EQ(v->a_right, !cheater_is_a) << K(c.op) << " slot " << c.slot << " value " << e;
+        EXPECT_EQ(v->b_right, cheater_is_a) << K(c.op) << " slot " << c.slot << " value " << e;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 200);
+  // The keep mask at another node's address is not this node's: a referee
+  // that re-executed without the node's address would side with a cheater.
+  const RngAddress other{at.seed, at.step, at.node + 1};
+  int differ = 0;
+  for (std::int64_t e = 0; e < 600; ++e) {
+    const float k = dropped[1].values()[static_cast<std::size_t>(e)];
+    auto v = PlayOpenElement(K(OpKind::kDropout), EncodeToBytes(drop_attrs), 1, e, x, dropped, other, k, OneUlp(k));
+    ASSERT_TRUE(v.ok());
+    differ += v->a_right ? 0 : 1;
+  }
+  EXPECT_GT(differ, 0);
+}
+
+}  // namespace
+}  // namespace vt::verify

@@ -1,0 +1,301 @@
+// The pointwise and row element rules (verify/element_rules.h) against the
+// kernels they judge, in repops mode: every sampled value of random nodes of
+// each operator in the table is reproduced, bit for bit, from its slices of
+// the inputs alone; and a cheat planted in one value of one output of such a
+// node is found by the level-4 walk at exactly that value and refuted there
+// by the re-execution, which confirms the honest value — with every slice
+// opened against its tensor hash in well under 64 KiB at GPT-2's width.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/encoding.h"
+#include "crypto/merkle.h"
+#include "kernels/chunk_tree.h"
+#include "kernels/mode.h"
+#include "kernels/ops/conv.h"
+#include "kernels/op_context.h"
+#include "kernels/ops/registry.h"
+#include "kernels/tensor.h"
+#include "tests/support/test_seed.h"
+#include "verify/descent.h"
+#include "verify/element.h"
+#include "verify/element_rules.h"
+
+namespace vt::verify {
+namespace {
+
+using kernels::OpKind;
+using kernels::Tensor;
+
+float RandomValue(std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exp(-6, 3);
+  return std::ldexp(mant(rng), exp(rng));
+}
+
+Tensor RandomTensor(std::mt19937_64& rng, kernels::Shape shape, bool positive = false) {
+  Tensor t(std::move(shape));
+  for (float& v : t.values()) v = positive ? std::fabs(RandomValue(rng)) : RandomValue(rng);
+  return t;
+}
+
+// The executor's RNG address of every node here (dropout draws from it).
+const kernels::RngAddress kRng{0x5eed, 7, 41};
+
+// Dropout's keep mask: 0 or 1.
+Tensor Keep(std::mt19937_64& rng, kernels::Shape shape) {
+  Tensor t(std::move(shape));
+  for (float& v : t.values()) v = rng() % 10 == 0 ? 0.0f : 1.0f;
+  return t;
+}
+
+struct Node {
+  std::string name;
+  OpKind kind;
+  kernels::OpAttrs attrs;
+  std::vector<Tensor> inputs;
+  std::vector<Tensor> outputs;
+  std::uint32_t ruled_slots = 0;  // the first slots with a pointwise/row rule; 0: all
+  std::uint32_t first_slot = 0;   // … from this one
+  std::uint32_t Slots() const { return ruled_slots != 0 ? ruled_slots : static_cast<std::uint32_t>(outputs.size()); }
+};
+
+// A random node of each operator in the rule table, run in repops mode.
+std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int64_t c) {
+  const auto f = [](float v) { return kernels::OpAttrs::Bits(v); };
+  const kernels::Shape x{rows, c};
+  Tensor lr({1}, {1e-3f});
+  // An image batch for the poolings: [rows, 2, h, w].
+  kernels::Pool2dParams pool;
+  pool.kernel_h = 1 + static_cast<std::int64_t>(rng() % 3);
+  pool.kernel_w = 1 + static_cast<std::int64_t>(rng() % 3);
+  pool.stride_h = 1 + static_cast<std::int64_t>(rng() % 2);
+  pool.stride_w = 1 + static_cast<std::int64_t>(rng() % 2);
+  pool.pad_h = pool.kernel_h / 2;
+  pool.pad_w = 0;
+  const std::int64_t h = pool.kernel_h + static_cast<std::int64_t>(rng() % 12);
+  const std::int64_t w = pool.kernel_w + static_cast<std::int64_t>(rng() % 12);
+  const kernels::Shape x4{rows, 2, h, w};
+  const kernels::Shape pooled{rows, 2, (h + 2 * pool.pad_h - pool.kernel_h) / pool.stride_h + 1,
+                              (w + 2 * pool.pad_w - pool.kernel_w) / pool.stride_w + 1};
+  const std::int64_t sum_axis = static_cast<std::int64_t>(rng() % 2);
+  std::vector<Node> nodes = {
+      {"relu", OpKind::kRelu, {}, {RandomTensor(rng, x)}, {}},
+      {"relu_backward", OpKind::kReluBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
+      {"gelu", OpKind::kGelu, {}, {RandomTensor(rng, x)}, {}},
+      {"gelu_backward", OpKind::kGeluBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
+      {"add", OpKind::kAdd, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
+      {"sgd", OpKind::kSgd, {{1}, {f(0.9f), f(0.01f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), lr}, {}},
+      {"adamw", OpKind::kAdamW, {{3}, {f(0.9f), f(0.999f), f(1e-8f), f(0.01f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x, true), lr}, {}},
+      {"softmax", OpKind::kSoftmax, {}, {RandomTensor(rng, x)}, {}},
+      {"softmax_backward", OpKind::kSoftmaxBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x, true)}, {}},
+      {"layernorm", OpKind::kLayerNorm, {{}, {f(1e-5f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {c})}, {}},
+      {"layernorm_backward", OpKind::kLayerNormBackward, {},
+       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {rows}),
+        RandomTensor(rng, {rows}, true)},
+       {},
+       1},  // dγ, dβ: the reduction rule (reduce_rule_test)
+      {"dropout", OpKind::kDropout, {{}, {f(0.25f)}}, {RandomTensor(rng, x)}, {}},
+      {"dropout_backward", OpKind::kDropoutBackward, {{}, {f(0.1f)}}, {RandomTensor(rng, x), Keep(rng, x)}, {}},
+      {"reshape", OpKind::kReshape, {{c, rows}, {}}, {RandomTensor(rng, x)}, {}},
+      // The clipped gradients (the norm, last, is the reduction rule's).
+      {"clip_grad_norm", OpKind::kClipGradNorm, {{}, {f(rng() % 2 ? 1.0f : 1e6f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {3})},
+       {},
+       3},
+      {"maxpool2d", OpKind::kMaxPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
+      {"avgpool2d", OpKind::kAvgPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
+      {"maxpool2d_backward", OpKind::kMaxPool2dBackward, kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, pooled), RandomTensor(rng, x4)}, {}},
+      {"avgpool2d_backward", OpKind::kAvgPool2dBackward, kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, pooled), RandomTensor(rng, x4)}, {}},
+      {"sum_backward", OpKind::kSumBackward, kernels::ReduceAttrs(sum_axis),
+       {RandomTensor(rng, sum_axis == 0 ? kernels::Shape{c} : kernels::Shape{rows}), RandomTensor(rng, x)}, {}},
+      // att (slot 1); y is the dot rule's (worker_element_dot_ops_test).
+      {"attention", OpKind::kAttention, kernels::AttentionAttrs(2),
+       {RandomTensor(rng, {2, std::min<std::int64_t>(rows + 3, 8), 2 * 3 * 4})}, {}, 0, 1},
+      // Cosine schedule (kind 1) at a step past warmup: detmath Cos.
+      {"lr_schedule", OpKind::kLrSchedule,
+       {{1, static_cast<std::int64_t>(rng() % 100), 10, 100}, {f(3e-4f), f(1e-5f)}}, {}, {}},
+  };
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  config.threads = 2;
+  const kernels::OpContext ctx(config, nullptr, kRng);
+  for (Node& n : nodes) {
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : n.inputs) in.push_back(&t);
+    const Status s = kernels::RunOp(ctx, n.kind, n.attrs, in, n.outputs);
+    EXPECT_TRUE(s.ok()) << n.name << ": " << s.ToString();
+  }
+  return nodes;
+}
+
+std::vector<kernels::Shape> Shapes(const Node& n) {
+  std::vector<kernels::Shape> s;
+  for (const Tensor& t : n.inputs) s.push_back(t.shape());
+  return s;
+}
+
+// The tensor a slice is of: an input, or the node's own (agreed) output.
+const Tensor& SliceSource(const Node& n, const InputSlice& s, std::size_t i) {
+  return s.output_slot >= 0 ? n.outputs.at(static_cast<std::size_t>(s.output_slot)) : n.inputs.at(i);
+}
+
+std::vector<float> Slice(const Tensor& t, const InputSlice& s) {
+  return {t.values().begin() + s.first, t.values().begin() + s.first + s.count};
+}
+
+// The slices as the final transaction carries them: each slice's chunks
+// opened against the input's tensor hash (every value checked through
+// VerifyValue), with their bytes counted.
+Result<std::vector<std::vector<float>>> OpenSlices(const Node& n, const ElementPlan& plan, std::size_t& bytes) {
+  std::vector<std::vector<float>> out;
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    const InputSlice& s = plan.inputs[i];
+    const Tensor& t = SliceSource(n, s, i);
+    const Hash256 h = t.Hash();
+    std::vector<float> values;
+    std::int64_t opened_chunk = -1;
+    ValueOpening o;
+    for (std::int64_t v = s.first; v < s.first + s.count; ++v) {
+      if (v / kernels::kChunkValues != opened_chunk) {
+        o = OpenValue(t, v);
+        opened_chunk = v / kernels::kChunkValues;
+        bytes += o.chunk.values.size() * 4 + 32 + EncodeToBytes(o.chunk.proof).size();
+      }
+      VT_ASSIGN_OR_RETURN(float x, VerifyValue(h, t.shape(), v, o));
+      values.push_back(x);
+    }
+    out.push_back(std::move(values));
+  }
+  return out;
+}
+
+TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
+  std::mt19937_64 rng(test::TestSeed());
+  std::size_t checked = 0;
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 6);
+    const std::int64_t c = 1 + static_cast<std::int64_t>(rng() % 300);
+    for (const Node& n : RandomNodes(rng, rows, c)) {
+      const Bytes attrs = EncodeToBytes(n.attrs);
+      for (std::uint32_t slot = n.first_slot; slot < n.Slots(); ++slot) {
+        for (std::int64_t e = 0; e < n.outputs[slot].numel(); e += 1 + static_cast<std::int64_t>(rng() % 7)) {
+          auto plan = PlanElement(static_cast<std::uint16_t>(n.kind), attrs, slot, e, Shapes(n));
+          ASSERT_TRUE(plan.ok()) << n.name << " slot " << slot << ": " << plan.status().ToString();
+          // An own-output slice is of a slot the walk agreed on first.
+          const auto order =
+              SlotWalkOrder(static_cast<std::uint16_t>(n.kind), static_cast<std::uint32_t>(n.outputs.size()));
+          const auto rank = [&](std::uint32_t x) { return std::find(order.begin(), order.end(), x) - order.begin(); };
+          for (const InputSlice& is : plan->inputs) {
+            if (is.output_slot >= 0) {
+              ASSERT_LT(rank(static_cast<std::uint32_t>(is.output_slot)), rank(slot)) << n.name;
+            }
+          }
+          std::vector<std::vector<float>> slices;
+          for (std::size_t i = 0; i < plan->inputs.size(); ++i)
+            slices.push_back(Slice(SliceSource(n, plan->inputs[i], i), plan->inputs[i]));
+          auto v = ReexecuteElement(static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, slices, kRng);
+          ASSERT_TRUE(v.ok()) << n.name << ": " << v.status().ToString();
+          ASSERT_TRUE(SameBits(*v, n.outputs[slot][e]))
+              << n.name << " slot " << slot << " value " << e << " of " << rows << "x" << c;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 1000u);
+}
+
+TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xe1e);
+  std::size_t games = 0, max_bytes = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    // GPT-2's width: rows of 768.
+    const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 4);
+    const std::int64_t c = trial == 0 ? 768 : 1 + static_cast<std::int64_t>(rng() % 900);
+    for (const Node& n : RandomNodes(rng, rows, c)) {
+      const Bytes attrs = EncodeToBytes(n.attrs);
+      const std::uint32_t slot = n.first_slot + static_cast<std::uint32_t>(rng() % (n.Slots() - n.first_slot));
+      const Tensor& honest = n.outputs[slot];
+      Tensor liar = honest;
+      const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest.numel()));
+      liar[e] = std::nextafter(liar[e], rng() % 2 ? INFINITY : -INFINITY);
+      // Level 4: the walk over both chunk trees, then both reveal the chunk.
+      const auto ta = crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(honest.values(), 1));
+      const auto tb = crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(liar.values(), 1));
+      auto walk = crypto::MerkleWalk::Start(ta.leaf_count(), ta.root(), tb.root());
+      ASSERT_TRUE(walk.ok()) << n.name;
+      while (walk->phase() != crypto::MerkleWalk::Phase::kDone) {
+        ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kA, ta).ok());
+        ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kB, tb).ok());
+      }
+      const std::int64_t chunk = static_cast<std::int64_t>(walk->disputed_leaf());
+      auto at = DisputedValue(honest.shape(), chunk, honest.Hash(), kernels::OpenChunk(honest, chunk, 1), liar.Hash(),
+                              kernels::OpenChunk(liar, chunk, 1));
+      ASSERT_TRUE(at.ok()) << n.name << ": " << at.status().ToString();
+      ASSERT_EQ(*at, e) << n.name << " slot " << slot << ": the walk ends at the planted value";
+      // Level 5: the value re-executed from its opened slices.
+      auto plan = PlanElement(static_cast<std::uint16_t>(n.kind), attrs, slot, e, Shapes(n));
+      ASSERT_TRUE(plan.ok());
+      std::size_t bytes = 0;
+      auto slices = OpenSlices(n, *plan, bytes);
+      ASSERT_TRUE(slices.ok()) << slices.status().ToString();
+      auto v = ReexecuteElement(static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, *slices, kRng);
+      ASSERT_TRUE(v.ok());
+      EXPECT_TRUE(SameBits(*v, honest[e])) << n.name << ": the honest value is confirmed";
+      EXPECT_FALSE(SameBits(*v, liar[e])) << n.name << ": the planted value is refuted";
+      max_bytes = std::max(max_bytes, bytes);
+      ++games;
+    }
+  }
+  EXPECT_EQ(games, 4 * RandomNodes(rng, 1, 1).size());
+  EXPECT_LE(max_bytes, 64u * 1024) << "the final transaction's openings";
+}
+
+TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
+  const auto clip = static_cast<std::uint16_t>(OpKind::kClipGradNorm);
+  EXPECT_EQ(SlotWalkOrder(clip, 4), (std::vector<std::uint32_t>{3, 0, 1, 2}));
+  EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kLayerNorm), 3), (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_TRUE(SlotWalkOrder(clip, 0).empty());
+  EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kDropout), 2), (std::vector<std::uint32_t>{1, 0}));
+  EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kAttention), 2), (std::vector<std::uint32_t>{1, 0}));
+}
+
+TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {
+  std::mt19937_64 rng(test::TestSeed());
+  const std::vector<Node> nodes = RandomNodes(rng, 3, 50);
+  const auto it = std::find_if(nodes.begin(), nodes.end(), [](const Node& x) { return x.name == "dropout"; });
+  ASSERT_NE(it, nodes.end());
+  const Node& n = *it;
+  const Bytes attrs = EncodeToBytes(n.attrs);
+  const auto kind = static_cast<std::uint16_t>(n.kind);
+  auto plan = PlanElement(kind, attrs, 1, 17, Shapes(n));
+  ASSERT_TRUE(plan.ok());
+  const std::vector<std::vector<float>> none(1);
+  EXPECT_TRUE(SameBits(ReexecuteElement(kind, attrs, 1, *plan, none, kRng).value(), n.outputs[1][17]));
+  EXPECT_EQ(ReexecuteElement(kind, attrs, 1, *plan, none).status().reason(), "elem-bad-slice") << "no address";
+  std::size_t differ = 0;  // another node's address draws another mask
+  for (std::int64_t e = 0; e < n.outputs[1].numel(); ++e) {
+    auto other = PlanElement(kind, attrs, 1, e, Shapes(n)).value();
+    differ += SameBits(ReexecuteElement(kind, attrs, 1, other, none, {kRng.seed, kRng.step, kRng.node + 1}).value(),
+                       n.outputs[1][e])
+                  ? 0
+                  : 1;
+  }
+  EXPECT_GT(differ, 0u);
+  EXPECT_EQ(ReexecuteElement(kind, attrs, 1, *plan, none, {1, 1ull << 32, 0}).status().reason(), "bad-rng-address");
+}
+
+}  // namespace
+}  // namespace vt::verify

@@ -1,0 +1,323 @@
+// The reduction rule (verify/reduce_rule.h) against the kernels it judges,
+// in repops mode: every value of random nodes of each reduction in its table
+// is reproduced bit for bit by ReducePartials' last leaf and the epilogue
+// (terms across several 64-term blocks and the halving tree, clip_grad_norm
+// over several tensors); every step's operands precede it; and a game of
+// level 4 (chunk walk) and level 5b (walk over the partial results) between
+// an honest party and a liar — wrong epilogue, partial results that leave the
+// honest ones at a random step and follow the rule after, or made-up ones —
+// ends at the planted value, is won by the honest party as solver and as
+// challenger, refuses a tampered claim, and sends no message of 64 KiB.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/encoding.h"
+#include "crypto/merkle.h"
+#include "kernels/chunk_tree.h"
+#include "kernels/mode.h"
+#include "kernels/op_context.h"
+#include "kernels/ops/conv.h"
+#include "kernels/ops/norm.h"
+#include "kernels/ops/reduce.h"
+#include "kernels/ops/registry.h"
+#include "kernels/tensor.h"
+#include "tests/support/test_seed.h"
+#include "verify/descent.h"
+#include "verify/element.h"
+#include "verify/reduce_rule.h"
+
+namespace vt::verify {
+namespace {
+
+using kernels::OpKind;
+using kernels::Tensor;
+
+constexpr std::size_t kMaxTx = 64 * 1024;
+
+float RandomValue(std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exp(-8, 4);
+  return std::ldexp(mant(rng), exp(rng));
+}
+
+Tensor RandomTensor(std::mt19937_64& rng, kernels::Shape shape, bool positive = false) {
+  Tensor t(std::move(shape));
+  for (float& v : t.values()) v = positive ? std::fabs(RandomValue(rng)) : RandomValue(rng);
+  return t;
+}
+
+std::int64_t Pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
+  return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
+}
+
+struct Node {
+  std::string name;
+  OpKind kind;
+  kernels::OpAttrs attrs;
+  std::vector<Tensor> inputs;
+  std::vector<std::uint32_t> slots;  // the outputs with the reduction rule
+  std::vector<Tensor> outputs;
+};
+
+// A random node of each reduction in the table, run in repops mode (two
+// threads: the parallel block sums must give the tree's value).
+std::vector<Node> RandomNodes(std::mt19937_64& rng) {
+  const std::int64_t rows = Pick(rng, 1, 300), c = Pick(rng, 1, 40);
+  const std::int64_t nb = Pick(rng, 1, 5), ch = Pick(rng, 1, 6), h = Pick(rng, 2, 9), w = Pick(rng, 1, 9);
+  const kernels::Shape x4{nb, ch, h, w};
+  kernels::Conv2dParams cp;
+  cp.pad_h = cp.pad_w = 1;
+  const kernels::BatchNormParams bp;
+  std::vector<Tensor> grads;
+  for (std::int64_t i = Pick(rng, 1, 7); i > 0; --i) grads.push_back(RandomTensor(rng, {Pick(rng, 1, 900)}));
+  const auto clip_slot = static_cast<std::uint32_t>(grads.size());
+  const std::int64_t axis = Pick(rng, 0, 2);
+  std::vector<Node> nodes = {
+      {"linear_backward db", OpKind::kLinearBackward, {},
+       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
+      {"layernorm_backward", OpKind::kLayerNormBackward, {},
+       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, c}), RandomTensor(rng, {c}), RandomTensor(rng, {rows}),
+        RandomTensor(rng, {rows}, true)},
+       {1, 2}, {}},
+      {"conv2d_backward db", OpKind::kConv2dBackward, kernels::Conv2dAttrs(cp),
+       {RandomTensor(rng, x4), RandomTensor(rng, {nb, 2, h, w}), RandomTensor(rng, {ch, 2, 3, 3})}, {2}, {}},
+      {"batchnorm2d_backward", OpKind::kBatchNorm2dBackward, {},
+       {RandomTensor(rng, x4), RandomTensor(rng, x4), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}),
+        RandomTensor(rng, {ch}, true)},
+       {1, 2}, {}},
+      {"batchnorm2d_train mean", OpKind::kBatchNorm2dTrain, kernels::BatchNormAttrs(bp),
+       {RandomTensor(rng, x4), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}),
+        RandomTensor(rng, {ch}, true)},
+       {3}, {}},
+      {"clip_grad_norm", OpKind::kClipGradNorm, kernels::ClipGradNormAttrs(1.0f), grads, {clip_slot}, {}},
+      {"sum all", OpKind::kSum, kernels::ReduceAttrs(kernels::kReduceAll), {RandomTensor(rng, {rows, c})}, {0}, {}},
+      {"sum axis", OpKind::kSum, kernels::ReduceAttrs(axis), {RandomTensor(rng, {nb, rows, c})}, {0}, {}},
+      {"mean axis", OpKind::kMean, kernels::ReduceAttrs(axis), {RandomTensor(rng, {rows, nb, c})}, {0}, {}},
+  };
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  config.threads = 2;
+  const kernels::OpContext ctx(config);
+  for (Node& n : nodes) {
+    std::vector<const Tensor*> in;
+    for (const Tensor& t : n.inputs) in.push_back(&t);
+    const Status s = kernels::RunOp(ctx, n.kind, n.attrs, in, n.outputs);
+    EXPECT_TRUE(s.ok()) << n.name << ": " << s.ToString();
+  }
+  return nodes;
+}
+
+std::vector<kernels::Shape> Shapes(const Node& n) {
+  std::vector<kernels::Shape> s;
+  for (const Tensor& t : n.inputs) s.push_back(t.shape());
+  return s;
+}
+
+Result<ReduceElement> ElementOf(const Node& n, std::uint32_t slot, std::int64_t e) {
+  return ReduceElementAt(static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e, Shapes(n));
+}
+
+TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
+  std::mt19937_64 rng(test::TestSeed());
+  std::size_t checked = 0, multi_block = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    for (const Node& n : RandomNodes(rng)) {
+      for (std::uint32_t slot : n.slots) {
+        const Tensor& out = n.outputs.at(slot);
+        for (std::int64_t e = 0; e < out.numel(); ++e) {
+          auto el = ElementOf(n, slot, e);
+          ASSERT_TRUE(el.ok()) << n.name << " slot " << slot << ": " << el.status().ToString();
+          auto p = ReducePartials(*el, n.inputs);
+          ASSERT_TRUE(p.ok()) << n.name << ": " << p.status().ToString();
+          ASSERT_EQ(p->size(), el->Steps() + 1);
+          ASSERT_TRUE(SameBits(p->front(), +0.0f));
+          ASSERT_TRUE(SameBits(ReduceOutput(*el, p->back()), out[e]))
+              << n.name << " slot " << slot << " value " << e << ": " << ReduceOutput(*el, p->back()) << " vs "
+              << out[e];
+          // The walk's premise: every step reads only earlier leaves.
+          for (std::uint64_t leaf = 1; leaf <= el->Steps(); ++leaf) {
+            auto st = ReduceStepAt(*el, leaf);
+            ASSERT_TRUE(st.ok());
+            ASSERT_LT(st->left, leaf);
+            if (st->combine) {
+              ASSERT_LT(st->right, leaf);
+            }
+          }
+          multi_block += el->Steps() > static_cast<std::uint64_t>(el->segments.size()) * 64 ? 1 : 0;
+          ++checked;
+        }
+        EXPECT_EQ(ElementOf(n, slot, out.numel()).status().reason(), "elem-bad-index") << n.name;
+      }
+    }
+  }
+  EXPECT_GT(checked, 200u);
+  EXPECT_GT(multi_block, 20u) << "values whose sum has more than one block";
+  EXPECT_EQ(ReduceElementAt(static_cast<std::uint16_t>(OpKind::kRelu), {}, 0, 0, std::vector<kernels::Shape>{{4}})
+                .status()
+                .reason(),
+            "elem-no-reduce-rule");
+  EXPECT_EQ(ReduceElementAt(static_cast<std::uint16_t>(OpKind::kSum), EncodeToBytes(kernels::ReduceAttrs(-1)), 0, 0,
+                            std::vector<kernels::Shape>{{3, 0}})
+                .status()
+                .reason(),
+            "elem-no-reduce-rule")
+      << "no empty tree";
+}
+
+// ---- the game -------------------------------------------------------------------------
+
+std::size_t SizeOf(const crypto::MerkleProof& p) { return EncodeToBytes(p).size(); }
+std::size_t SizeOf(const kernels::ChunkOpening& o) { return o.values.size() * 4 + 32 + SizeOf(o.proof); }
+std::size_t SizeOf(const ReduceStepClaim& c) {
+  std::size_t s = 8 + 4 * 4 + SizeOf(c.left_proof) + SizeOf(c.right_proof) + SizeOf(c.next_proof[0]) +
+                  SizeOf(c.next_proof[1]);
+  for (const ValueOpening& r : c.reads) s += SizeOf(r.chunk);
+  return s;
+}
+
+// Each step of `p` from `from` on recomputed by the rule from p's own earlier leaves.
+void FollowTheRule(const ReduceElement& el, const Node& n, std::vector<float>& p, std::uint64_t from) {
+  for (std::uint64_t leaf = from; leaf < p.size(); ++leaf) {
+    const ReduceStep st = ReduceStepAt(el, leaf).value();
+    if (st.combine) {
+      p[leaf] = p[st.left] + p[st.right];
+      continue;
+    }
+    std::vector<float> v;
+    for (const auto& [input, index] : TermReads(el, st.segment, st.term)) v.push_back(n.inputs[input][index]);
+    p[leaf] = p[st.left] + TermValue(el.term, v);
+  }
+}
+
+struct Side {
+  Tensor out;
+  std::vector<float> partials;
+  crypto::MerkleTree tree;
+};
+
+TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x5e1);
+  std::size_t games = 0, max_message = 0, step_games = 0;
+  for (int trial = 0; trial < 5; ++trial) {
+    for (const Node& n : RandomNodes(rng)) {
+      const std::uint32_t slot = n.slots[rng() % n.slots.size()];
+      const Tensor& honest_out = n.outputs[slot];
+      const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest_out.numel()));
+      const ReduceElement el = ElementOf(n, slot, e).value();
+      const std::vector<float> hp = ReducePartials(el, n.inputs).value();
+      // The liar's partial results and value.
+      std::vector<float> lp = hp;
+      Tensor liar_out = honest_out;
+      const std::uint64_t from = 1 + rng() % el.Steps();
+      switch (rng() % 3) {
+        case 0:  // honest sums, a wrong epilogue
+          break;
+        case 1:
+          lp[from] = std::nextafter(lp[from], rng() % 2 ? INFINITY : -INFINITY);
+          FollowTheRule(el, n, lp, from + 1);
+          break;
+        default:
+          for (std::uint64_t m = from; m < lp.size(); ++m) lp[m] = RandomValue(rng);
+          break;
+      }
+      liar_out[e] = ReduceOutput(el, lp.back());
+      if (SameBits(liar_out[e], honest_out[e])) liar_out[e] = std::nextafter(liar_out[e], INFINITY);
+      const Side honest{honest_out, hp, PartialsTree(hp)};
+      const Side liar{liar_out, lp, PartialsTree(lp)};
+      std::vector<InputTensor> inputs;
+      for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape()});
+
+      for (bool honest_is_a : {true, false}) {
+        const Side& a = honest_is_a ? honest : liar;
+        const Side& b = honest_is_a ? liar : honest;
+        // Level 4.
+        const auto ta = crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(a.out.values(), 1));
+        const auto tb = crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(b.out.values(), 1));
+        auto walk = crypto::MerkleWalk::Start(ta.leaf_count(), ta.root(), tb.root());
+        ASSERT_TRUE(walk.ok());
+        while (walk->phase() != crypto::MerkleWalk::Phase::kDone) {
+          ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kA, ta).ok());
+          ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kB, tb).ok());
+        }
+        const auto chunk = static_cast<std::int64_t>(walk->disputed_leaf());
+        const auto ca = kernels::OpenChunk(a.out, chunk, 1), cb = kernels::OpenChunk(b.out, chunk, 1);
+        max_message = std::max({max_message, SizeOf(ca), SizeOf(cb)});
+        auto at = DisputedValue(a.out.shape(), chunk, a.out.Hash(), ca, b.out.Hash(), cb);
+        ASSERT_TRUE(at.ok()) << at.status().ToString();
+        ASSERT_EQ(*at, e) << n.name << ": the walk ends at the planted value";
+        // Posting the partials roots: both ends check out for both (leaf 0 = +0, the last leaf the posted sum).
+        const std::uint64_t k = el.Steps();
+        for (const Side* s : {&a, &b})
+          ASSERT_TRUE(
+              CheckPartialsEnds(s->tree.root(), k, s->partials.back(), s->tree.Prove(0), s->tree.Prove(k)).ok());
+        StepVerdict v;
+        if (a.tree.root() == b.tree.root()) {
+          v = JudgeReduceEpilogue(el, a.partials.back(), a.out[e], b.out[e]);
+        } else {
+          auto w5 = crypto::MerkleWalk::Start(a.tree.leaf_count(), a.tree.root(), b.tree.root());
+          ASSERT_TRUE(w5.ok());
+          while (w5->phase() != crypto::MerkleWalk::Phase::kDone) {
+            ASSERT_TRUE(crypto::RespondHonestly(*w5, crypto::MerkleWalk::Party::kA, a.tree).ok());
+            ASSERT_TRUE(crypto::RespondHonestly(*w5, crypto::MerkleWalk::Party::kB, b.tree).ok());
+          }
+          const std::uint64_t m = w5->disputed_leaf() - 1;
+          const ReduceStep st = ReduceStepAt(el, m + 1).value();
+          ReduceStepClaim claim;
+          claim.m = m;
+          claim.left = a.partials[st.left];
+          claim.left_proof = a.tree.Prove(st.left);
+          if (st.combine) {
+            claim.right = a.partials[st.right];
+            claim.right_proof = a.tree.Prove(st.right);
+          } else {
+            for (const auto& [input, index] : TermReads(el, st.segment, st.term))
+              claim.reads.push_back(OpenValue(n.inputs[input], index));
+          }
+          claim.next = {a.partials[m + 1], b.partials[m + 1]};
+          claim.next_proof = {a.tree.Prove(m + 1), b.tree.Prove(m + 1)};
+          max_message = std::max(max_message, SizeOf(claim));
+          const std::array<Hash256, 2> roots{a.tree.root(), b.tree.root()};
+          auto verdict = JudgeReduceStepClaim(el, inputs, roots, claim);
+          ASSERT_TRUE(verdict.ok()) << n.name << ": " << verdict.status().ToString();
+          v = *verdict;
+          ++step_games;
+          // Tampered claims are refused, never judged.
+          ReduceStepClaim bad = claim;
+          bad.next[1] = std::nextafter(bad.next[1], INFINITY);
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          bad = claim;
+          bad.left = std::nextafter(bad.left, INFINITY);
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          bad = claim;
+          bad.m = k;
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          if (!claim.reads.empty()) {
+            bad = claim;
+            const auto index = TermReads(el, st.segment, st.term)[0].second;
+            bad.reads[0].chunk.values[static_cast<std::size_t>(index % kernels::kChunkValues)] += 1.0f;
+            EXPECT_FALSE(JudgeReduceStepClaim(el, inputs, roots, bad).ok()) << "a forged term value";
+            bad.reads.pop_back();
+            EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          }
+        }
+        EXPECT_FALSE(v.a_right && v.b_right);
+        EXPECT_TRUE(honest_is_a ? (v.a_right && !v.b_right) : (v.b_right && !v.a_right))
+            << n.name << " trial " << trial << (honest_is_a ? " (honest solver)" : " (honest challenger)");
+        ++games;
+      }
+    }
+  }
+  EXPECT_EQ(games, 2u * 5u * 9u);
+  EXPECT_GT(step_games, games / 3);
+  EXPECT_LT(max_message, kMaxTx);
+  RecordProperty("max_message_bytes", static_cast<int>(max_message));
+}
+
+}  // namespace
+}  // namespace vt::verify

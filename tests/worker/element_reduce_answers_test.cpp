@@ -1,0 +1,216 @@
+// A party's answers for the reduction rule (worker/element_answers.h:
+// AnswerReducePartials … PredictReduceStep) played against each other on
+// random repops reduction nodes — linear_backward's db, layernorm_backward's
+// dγ and dβ, clip_grad_norm's norm over several gradients: the honest party
+// answers from the op's outputs, the cheater from outputs with one value
+// planted wrong and the partial results that lie needs. Level 4 walks the
+// two chunk trees, level 5b the two partials trees; the claim assembled from
+// the worker's answers is judged by PredictReduceStep — the referee's own
+// verify::JudgeReduceStepClaim. Properties: the disputed value is the
+// planted one, the honest party wins as solver (root A) and as challenger
+// (root B), no message reaches 64 KiB.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "common/encoding.h"
+#include "crypto/merkle.h"
+#include "kernels/mode.h"
+#include "kernels/op_context.h"
+#include "kernels/ops/registry.h"
+#include "tests/support/test_seed.h"
+#include "tests/worker/element_test_util.h"
+#include "verify/descent.h"
+#include "verify/element.h"
+#include "verify/reduce_rule.h"
+#include "worker/element_answers.h"
+
+namespace vt::worker {
+namespace {
+
+using crypto::MerkleWalk;
+using WalkParty = crypto::MerkleWalk::Party;
+
+using element_test::kMaxTx;
+using element_test::RandomTensor;
+using element_test::RandomValue;
+using element_test::SizeOf;
+constexpr element_test::ExponentRange kValues{-8, 4};  // operands' exponents
+
+struct Node {
+  ElementSide side;
+  Bytes attrs;
+  std::uint32_t slot = 0;
+};
+
+// which: 0 linear_backward db, 1 layernorm_backward dγ, 2 its dβ, 3 clip_grad_norm's norm.
+Node RandomNode(std::mt19937_64& rng, int which) {
+  const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 400), c = 1 + static_cast<std::int64_t>(rng() % 30);
+  Node node;
+  kernels::OpKind kind = kernels::OpKind::kLinearBackward;
+  kernels::OpAttrs attrs;
+  switch (which) {
+    case 0:
+      node.side.inputs = {RandomTensor(rng, kValues, {rows, c}), RandomTensor(rng, kValues, {rows, 2}),
+                          RandomTensor(rng, kValues, {c, 2})};
+      node.slot = 2;
+      break;
+    case 1:
+    case 2:
+      kind = kernels::OpKind::kLayerNormBackward;
+      node.side.inputs = {RandomTensor(rng, kValues, {rows, c}), RandomTensor(rng, kValues, {rows, c}),
+                          RandomTensor(rng, kValues, {c}), RandomTensor(rng, kValues, {rows}),
+                          RandomTensor(rng, kValues, {rows}, true)};
+      node.slot = which == 1 ? 1 : 2;
+      break;
+    default:
+      kind = kernels::OpKind::kClipGradNorm;
+      attrs = kernels::ClipGradNormAttrs(1.0f);
+      for (std::uint64_t i = 1 + rng() % 6; i > 0; --i)
+        node.side.inputs.push_back(RandomTensor(rng, kValues, {1 + static_cast<std::int64_t>(rng() % 3000)}));
+      node.slot = static_cast<std::uint32_t>(node.side.inputs.size());
+      break;
+  }
+  node.side.op_kind = static_cast<std::uint16_t>(kind);
+  node.attrs = EncodeToBytes(attrs);
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  config.threads = 2;
+  const kernels::OpContext ctx(config);
+  std::vector<const kernels::Tensor*> in;
+  for (const kernels::Tensor& t : node.side.inputs) in.push_back(&t);
+  EXPECT_TRUE(kernels::RunOp(ctx, kind, attrs, in, node.side.outputs).ok());
+  return node;
+}
+
+std::size_t SizeOf(const verify::ReduceStepClaim& c) {
+  std::size_t s = 8 + 4 * 4 + SizeOf(c.left_proof) + SizeOf(c.right_proof) + SizeOf(c.next_proof[0]) +
+                  SizeOf(c.next_proof[1]);
+  for (const verify::ValueOpening& r : c.reads) s += SizeOf(r.chunk);
+  return s;
+}
+
+// The cheater: value e planted wrong, with partial results that are the
+// honest ones (a wrong epilogue), or leave them at a random leaf (made up from there).
+struct Cheat {
+  ElementSide side;
+  std::int64_t e = 0;
+  ReducePartialsAnswer partials;
+};
+
+Cheat PlantCheat(std::mt19937_64& rng, const Node& honest) {
+  Cheat c{honest.side, 0, {}};
+  kernels::Tensor& out = c.side.outputs[honest.slot];
+  c.e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
+  auto hp = AnswerReducePartials(honest.side, honest.attrs, honest.slot, c.e);
+  EXPECT_TRUE(hp.ok()) << hp.status().ToString();
+  std::vector<float> lp = hp->partials;
+  if (rng() % 3 != 0) {
+    for (std::size_t m = 1 + rng() % (lp.size() - 1); m < lp.size(); ++m) lp[m] = RandomValue(rng, kValues);
+  }
+  out[c.e] = verify::ReduceOutput(hp->element, lp.back());
+  if (verify::SameBits(out[c.e], honest.side.outputs[honest.slot][c.e])) out[c.e] = std::nextafter(out[c.e], INFINITY);
+  c.partials = ReducePartialsAnswerOf(hp->element, std::move(lp));
+  return c;
+}
+
+struct Outcome {
+  bool honest_won = false;
+  std::int64_t disputed = -1;
+  std::size_t max_message = 0;
+};
+
+Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
+  Outcome o;
+  const ElementSide& a_side = honest_is_a ? honest.side : cheat.side;
+  const ElementSide& b_side = honest_is_a ? cheat.side : honest.side;
+  const std::uint32_t slot = honest.slot;
+  const kernels::Shape& shape = honest.side.outputs[slot].shape();
+  auto ta = OutputChunkTree(a_side, slot), tb = OutputChunkTree(b_side, slot);
+  EXPECT_TRUE(ta.ok() && tb.ok());
+  auto walk = MerkleWalk::Start(ta->leaf_count(), ta->root(), tb->root());
+  EXPECT_TRUE(walk.ok());
+  while (walk->phase() != MerkleWalk::Phase::kDone) {
+    EXPECT_TRUE(crypto::RespondHonestly(*walk, WalkParty::kA, *ta).ok());
+    EXPECT_TRUE(crypto::RespondHonestly(*walk, WalkParty::kB, *tb).ok());
+  }
+  const auto chunk = static_cast<std::int64_t>(walk->disputed_leaf());
+  auto ca = AnswerChunk(a_side, slot, chunk), cb = AnswerChunk(b_side, slot, chunk);
+  EXPECT_TRUE(ca.ok() && cb.ok());
+  o.max_message = std::max({o.max_message, SizeOf(*ca), SizeOf(*cb)});
+  auto e = verify::DisputedValue(shape, chunk, a_side.outputs[slot].Hash(), *ca, b_side.outputs[slot].Hash(), *cb);
+  EXPECT_TRUE(e.ok()) << e.status().ToString();
+  if (!e.ok()) return o;
+  o.disputed = *e;
+
+  auto honest_partials = AnswerReducePartials(honest.side, honest.attrs, slot, *e);
+  EXPECT_TRUE(honest_partials.ok());
+  const ReducePartialsAnswer& pa = honest_is_a ? *honest_partials : cheat.partials;
+  const ReducePartialsAnswer& pb = honest_is_a ? cheat.partials : *honest_partials;
+  const std::uint64_t k = pa.element.Steps();
+  for (const ReducePartialsAnswer* p : {&pa, &pb})
+    EXPECT_TRUE(verify::CheckPartialsEnds(p->tree.root(), k, p->partials.back(), p->first, p->last).ok());
+  verify::StepVerdict v;
+  if (pa.tree.root() == pb.tree.root()) {
+    v = PredictReduceEpilogue(pa, a_side.outputs[slot][*e], b_side.outputs[slot][*e]);
+  } else {
+    auto w5 = MerkleWalk::Start(pa.tree.leaf_count(), pa.tree.root(), pb.tree.root());
+    EXPECT_TRUE(w5.ok());
+    while (w5->phase() != MerkleWalk::Phase::kDone) {
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.tree).ok());
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
+    }
+    const std::uint64_t m = w5->disputed_leaf() - 1;
+    auto operands = AnswerReduceOperands(a_side, pa, m);
+    EXPECT_TRUE(operands.ok()) << operands.status().ToString();
+    if (!operands.ok()) return o;
+    const verify::ReduceStepClaim claim =
+        AssembleReduceStepClaim(m, *operands, AnswerReduceReveal(pa, m), AnswerReduceReveal(pb, m));
+    o.max_message = std::max(o.max_message, SizeOf(claim));
+    const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
+    auto verdict = PredictReduceStep(honest.side, pa.element, roots, claim);
+    EXPECT_TRUE(verdict.ok()) << verdict.status().ToString();
+    if (!verdict.ok()) return o;
+    v = *verdict;
+    verify::ReduceStepClaim bad = claim;
+    bad.next[0] = std::nextafter(bad.next[0], -INFINITY);
+    EXPECT_EQ(PredictReduceStep(honest.side, pa.element, roots, bad).status().reason(), "elem-bad-step");
+  }
+  EXPECT_FALSE(v.a_right && v.b_right);
+  o.honest_won = honest_is_a ? (v.a_right && !v.b_right) : (v.b_right && !v.a_right);
+  return o;
+}
+
+TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
+  std::mt19937_64 rng(test::TestSeed());
+  std::size_t games = 0, max_message = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const Node honest = RandomNode(rng, trial % 4);
+    const Cheat cheat = PlantCheat(rng, honest);
+    for (bool honest_is_a : {true, false}) {
+      const Outcome o = Play(honest, cheat, honest_is_a);
+      EXPECT_EQ(o.disputed, cheat.e) << "the walk ends at the planted value";
+      EXPECT_TRUE(o.honest_won) << "trial " << trial << (honest_is_a ? " (honest solver)" : " (honest challenger)");
+      max_message = std::max(max_message, o.max_message);
+      ++games;
+    }
+  }
+  EXPECT_EQ(games, 80u);
+  EXPECT_LT(max_message, kMaxTx);
+  std::printf("largest message: %zu B\n", max_message);
+}
+
+TEST(WorkerElementReduceAnswers, OutputsWithoutAReductionRuleAreRefused) {
+  std::mt19937_64 rng(test::TestSeed());
+  const Node node = RandomNode(rng, 0);
+  EXPECT_EQ(AnswerReducePartials(node.side, node.attrs, 0, 0).status().reason(), "elem-no-reduce-rule");
+  EXPECT_EQ(AnswerReducePartials(node.side, node.attrs, 2, node.side.outputs[2].numel()).status().reason(),
+            "elem-bad-index");
+}
+
+}  // namespace
+}  // namespace vt::worker

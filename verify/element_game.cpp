@@ -1,0 +1,201 @@
+#include "verify/element_game.h"
+
+#include <algorithm>
+#include <string>
+
+#include "common/detmath.h"
+#include "verify/element.h"
+
+namespace vt::verify {
+namespace {
+
+Result<crypto::MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}); }
+
+}  // namespace
+
+Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                        std::span<const protocol::InputRef> inputs,
+                                        std::span<const Shape> input_shapes) {
+  ElementChoice choice;
+  const auto add = [&](std::uint32_t input) {
+    if (auto own = OwnOutputSlot(input)) {
+      choice.own_slots.push_back(*own);
+    } else {
+      choice.opened_inputs.push_back(input);
+    }
+  };
+  if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes); dot.ok()) {
+    choice.kind = ElementKind::kDot;
+    add(dot->a_input);
+    add(dot->b_input);
+    if (dot->bias_input) add(*dot->bias_input);
+  } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
+    // Any term may be disputed: every input an operand reads (one per
+    // segment when the segments read consecutive inputs: clip's norm).
+    choice.kind = ElementKind::kReduce;
+    for (const TermOperand& op : reduce->operands) {
+      const std::size_t n = reduce->per_segment_input ? reduce->segments.size() : 1;
+      for (std::size_t s = 0; s < n; ++s) add(op.input + static_cast<std::uint32_t>(s));
+    }
+  } else if (auto plan = PlanElement(op_kind, attrs, slot, e, input_shapes); plan.ok()) {
+    choice.kind = ElementKind::kPlan;
+    std::int64_t chunks = 0;
+    for (std::uint32_t i = 0; i < plan->inputs.size(); ++i) {
+      const InputSlice& s = plan->inputs[i];
+      if (s.count == 0) continue;  // not read: nothing opened
+      if (s.output_slot >= 0) {
+        choice.own_slots.push_back(static_cast<std::uint32_t>(s.output_slot));
+      } else {
+        choice.opened_inputs.push_back(i);
+      }
+      chunks += SliceChunks(s);
+    }
+    if (chunks > kMaxOpenedChunks || choice.opened_inputs.size() + choice.own_slots.size() > kMaxOpenedInputs)
+      return Status::Invalid("elem-too-wide", std::to_string(chunks) + " chunks to open");
+  } else {
+    return Status::Invalid("elem-no-rule", plan.status().ToString());
+  }
+  for (auto* list : {&choice.opened_inputs, &choice.own_slots}) {
+    std::sort(list->begin(), list->end());
+    list->erase(std::unique(list->begin(), list->end()), list->end());
+  }
+  for (std::uint32_t i : choice.opened_inputs) {
+    // The batch has no tensor hash to open a value against (VerifyInputHash).
+    if (i >= inputs.size() || inputs[i].source == protocol::InputSource::kBatch)
+      return Status::Invalid("elem-batch-input", "input " + std::to_string(i));
+  }
+  return choice;
+}
+
+std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input) {
+  if (factor_input < kOwnOutput) return std::nullopt;
+  return factor_input - kOwnOutput;
+}
+
+Result<std::vector<Shape>> NodeInputShapes(const StepGraph& graph, const NodeSpec& node) {
+  std::vector<Shape> shapes;
+  shapes.reserve(node.inputs.size());
+  for (const protocol::InputRef& ref : node.inputs) {
+    const std::vector<std::vector<std::int64_t>>* table = nullptr;
+    std::size_t index = ref.index;
+    switch (ref.source) {
+      case protocol::InputSource::kState: table = &graph.state_shapes; break;
+      case protocol::InputSource::kBatch: table = &graph.batch_shapes; break;
+      case protocol::InputSource::kNode:
+        if (ref.index < graph.nodes.size()) table = &graph.nodes[ref.index].output_shapes;
+        index = ref.slot;
+        break;
+    }
+    if (table == nullptr || index >= table->size()) return Status::Error("graph-invalid", "input shape not declared");
+    shapes.push_back((*table)[index]);
+  }
+  return shapes;
+}
+
+Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::NodeRecord& a,
+                                         const protocol::NodeRecord& b) {
+  const std::size_t n = std::min(a.output_hashes.size(), b.output_hashes.size());
+  for (std::uint32_t s : SlotWalkOrder(op_kind, static_cast<std::uint32_t>(n)))
+    if (s < n && a.output_hashes[s] != b.output_hashes[s]) return s;
+  return Status::Invalid("elem-same-outputs");
+}
+
+Status CheckChunkRoot(const Hash256& output_hash, const Shape& shape, const Hash256& root) {
+  if (kernels::TensorHashFromRoot(shape, root) != output_hash)
+    return Status::Invalid("elem-bad-chunk-root", "not the root of the record's output hash");
+  return Status::Ok();
+}
+
+std::uint64_t ChunkCountOf(const Shape& shape) {
+  return static_cast<std::uint64_t>(kernels::ChunkCount(kernels::NumElements(shape)));
+}
+
+Result<std::vector<float>> VerifySlice(const Hash256& tensor_hash, const Shape& shape, const InputSlice& slice,
+                                       std::span<const ChunkOpening> chunks) {
+  const std::int64_t numel = kernels::NumElements(shape);
+  if (slice.count < 0 || slice.first < 0 || slice.first + slice.count > numel)
+    return Status::Invalid("elem-bad-slice", "slice outside the tensor");
+  if (slice.count == 0) {  // an input the rule does not read
+    if (!chunks.empty()) return Status::Invalid("elem-bad-slice", "an unread input takes no chunk");
+    return std::vector<float>{};
+  }
+  const std::int64_t c0 = slice.first / kernels::kChunkValues;
+  const std::int64_t c1 = (slice.first + slice.count - 1) / kernels::kChunkValues;
+  if (static_cast<std::int64_t>(chunks.size()) != c1 - c0 + 1)
+    return Status::Invalid("elem-bad-slice", "expected " + std::to_string(c1 - c0 + 1) + " chunks");
+  std::vector<float> values;
+  values.reserve(static_cast<std::size_t>(slice.count));
+  for (std::int64_t c = c0; c <= c1; ++c) {
+    const ChunkOpening& chunk = chunks[static_cast<std::size_t>(c - c0)];
+    const std::int64_t lo = std::max(slice.first, c * kernels::kChunkValues);
+    const std::int64_t hi = std::min(slice.first + slice.count, (c + 1) * kernels::kChunkValues);
+    // VerifyValue checks the whole chunk against the tensor hash; the other
+    // values of the slice in it are then read from the checked chunk.
+    VT_TRY(VerifyValue(tensor_hash, shape, lo, ValueOpening{chunk}).status());
+    for (std::int64_t i = lo; i < hi; ++i)
+      values.push_back(chunk.values[static_cast<std::size_t>(i - c * kernels::kChunkValues)]);
+  }
+  return values;
+}
+
+std::int64_t SliceChunks(const InputSlice& slice) {
+  if (slice.count <= 0) return 0;
+  return (slice.first + slice.count - 1) / kernels::kChunkValues - slice.first / kernels::kChunkValues + 1;
+}
+
+std::vector<ChunkOpening> OpenSlice(const kernels::Tensor& t, const InputSlice& slice) {
+  std::vector<ChunkOpening> chunks;
+  if (slice.count <= 0) return chunks;
+  const std::int64_t c0 = slice.first / kernels::kChunkValues;
+  const std::int64_t c1 = (slice.first + slice.count - 1) / kernels::kChunkValues;
+  for (std::int64_t c = c0; c <= c1; ++c) chunks.push_back(kernels::OpenChunk(t, c, 1));
+  return chunks;
+}
+
+StepVerdict JudgeElementValue(float value, float y_a, float y_b) {
+  return StepVerdict{SameBits(value, y_a), SameBits(value, y_b)};
+}
+
+void Encode(Writer& w, const InputHashOpening& v) {
+  w.PutU32(v.input);
+  w.PutHash(v.tensor_hash);
+  crypto::Encode(w, v.proof);
+  w.PutOptional(v.producer, [](Writer& out, const protocol::NodeRecord& rec) { protocol::Encode(out, rec); });
+}
+
+Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>) {
+  InputHashOpening v;
+  VT_ASSIGN_OR_RETURN(v.input, r.GetU32());
+  VT_ASSIGN_OR_RETURN(v.tensor_hash, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.producer, r.GetOptional<protocol::NodeRecord>(
+                                      [](Reader& rr) { return protocol::Decode(rr, DecodeAs<protocol::NodeRecord>{}); }));
+  return v;
+}
+
+void EncodeChunk(Writer& w, const ChunkOpening& v) {
+  w.PutVector(v.values, [](Writer& out, float f) { out.PutU32(detmath::FloatBits(f)); });
+  w.PutHash(v.root);
+  crypto::Encode(w, v.proof);
+}
+
+Result<ChunkOpening> DecodeChunk(Reader& r) {
+  ChunkOpening v;
+  VT_ASSIGN_OR_RETURN(v.values, r.GetVector<float>(
+                                    [](Reader& rr) -> Result<float> {
+                                      VT_ASSIGN_OR_RETURN(std::uint32_t bits, rr.GetU32());
+                                      return detmath::BitsFloat(bits);
+                                    },
+                                    static_cast<std::size_t>(kernels::kChunkValues)));
+  VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.proof, GetProof(r));
+  return v;
+}
+
+void Encode(Writer& w, const ValueOpening& v) { EncodeChunk(w, v.chunk); }
+Result<ValueOpening> Decode(Reader& r, DecodeAs<ValueOpening>) {
+  VT_ASSIGN_OR_RETURN(ChunkOpening c, DecodeChunk(r));
+  return ValueOpening{std::move(c)};
+}
+
+}  // namespace vt::verify

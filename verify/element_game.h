@@ -1,0 +1,132 @@
+#pragma once
+// The element-level game as the referee plays it (docs/referee.md,
+// "Element-level descent"): the pieces of its phases that the referee and
+// every worker predicting it both need, written once. The rules themselves
+// are verify/descent.h (dot rule: DisputedValue, CheckPartialsEnds,
+// JudgeDotStepClaim, JudgeDotEpilogue, VerifyInputHash) and
+// verify/element_rules.h (pointwise and row: PlanElement, ReexecuteElement);
+// this file only chooses among them, reads shapes from the step graph, opens
+// input slices chunk by chunk and gives the wire codecs of the moves' parts.
+//
+// Protocol-facing: referee/ reaches the kernels types it needs (shapes,
+// chunk openings) through the aliases below.
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/encoding.h"
+#include "common/result.h"
+#include "crypto/merkle.h"
+#include "kernels/chunk_tree.h"
+#include "kernels/tensor.h"
+#include "protocol/types.h"
+#include "verify/descent.h"
+#include "verify/element_rules.h"
+#include "verify/node_spec.h"
+#include "verify/reduce_rule.h"
+
+namespace vt::verify {
+
+using Shape = kernels::Shape;
+using ChunkOpening = kernels::ChunkOpening;
+using RngAddress = kernels::RngAddress;
+inline constexpr std::int64_t kChunkValues = kernels::kChunkValues;
+
+// Which rule judges value e of output `slot`: the dot rule (level 5b) when
+// DotElementAt accepts it, else the reduction rule (level 5b over the fixed
+// tree) when ReduceElementAt does, else the pointwise/row rule when
+// PlanElement does.
+enum class ElementKind : std::uint8_t { kDot = 0, kPlan = 1, kReduce = 2 };
+
+// The most chunks the final move of the pointwise/row rule may open, over
+// all its inputs: 48 KiB of values, so that move always fits a 64 KiB
+// transaction. A value whose slices need more is not played at the element
+// level ("elem-too-wide": its node is arbitrated whole), so an honest party
+// can never be steered to a final move it cannot send.
+inline constexpr std::int64_t kMaxOpenedChunks = 48;
+// Likewise the most inputs one final move opens.
+inline constexpr std::size_t kMaxOpenedInputs = 32;
+
+// The rule of (op, attrs, slot, e) — the attribute overloads of
+// DotElementAt and PlanElement — and the node inputs it opens by their
+// tensor hashes (each must have one: a state tensor or an earlier node's
+// output — never the batch). Not among them: a dot factor or plan slice of
+// the node's own output (kOwnOutput + s, output_slot ≥ 0: opened against the
+// records' common output hash of slot s, which SlotWalkOrder makes agreed)
+// and a plan slice with count 0 (the input is not read). Invalid
+// "elem-no-rule" when neither rule accepts the value, "elem-batch-input"
+// when the rule would open the batch, "elem-too-wide" when its slices span
+// more than kMaxOpenedChunks chunks (or it opens more than kMaxOpenedInputs
+// inputs).
+struct ElementChoice {
+  ElementKind kind = ElementKind::kDot;
+  std::vector<std::uint32_t> opened_inputs;  // increasing node input indices
+  std::vector<std::uint32_t> own_slots;      // the node's own output slots read, increasing
+};
+Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                        std::span<const protocol::InputRef> inputs,
+                                        std::span<const Shape> input_shapes);
+
+// The own output slot a dot factor index names (kOwnOutput + s), if it does.
+std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input);
+
+// The declared shapes of a node's inputs (state, batch, earlier outputs) in
+// its input order, from the step graph. Error "graph-invalid" on a
+// reference outside the graph (ValidateStepGraph rules it out).
+Result<std::vector<Shape>> NodeInputShapes(const StepGraph& graph, const NodeSpec& node);
+
+// The first output slot, in SlotWalkOrder(op_kind), whose hashes differ
+// between two records of the same node (same output count: both passed
+// CheckRecordAgainstSpec): every slot before it in that order — the ones
+// other slots' rules read — is agreed. Invalid "elem-same-outputs" when
+// none differs.
+Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::NodeRecord& a,
+                                         const protocol::NodeRecord& b);
+
+// A party's chunk root of an output: its record's output hash must be
+// TensorHashFromRoot(shape, root). Invalid "elem-bad-chunk-root". Charge:
+// hashing the header and the root.
+Status CheckChunkRoot(const Hash256& output_hash, const Shape& shape, const Hash256& root);
+std::uint64_t ChunkCountOf(const Shape& shape);
+
+// The pointwise/row rule's final move opens, for each opened input, the
+// chunks covering its slice [first, first + count) in order. Returns the
+// slice's values, each chunk checked against the tensor hash (VerifyValue).
+// A slice of count 0 (an input the rule does not read) takes no chunk and
+// gives no value. Invalid "elem-bad-slice" (wrong number of chunks) or
+// VerifyValue's reasons.
+// Charge: the chunks' bytes and proofs.
+Result<std::vector<float>> VerifySlice(const Hash256& tensor_hash, const Shape& shape, const InputSlice& slice,
+                                       std::span<const ChunkOpening> chunks);
+// A worker's opening of the same slice.
+std::vector<ChunkOpening> OpenSlice(const kernels::Tensor& t, const InputSlice& slice);
+// The number of chunks covering a slice.
+std::int64_t SliceChunks(const InputSlice& slice);
+
+// The verdict on a re-executed value: which party's committed value it is.
+StepVerdict JudgeElementValue(float value, float y_a, float y_b);
+
+// One input of the disputed node opened by its tensor hash (the arguments of
+// VerifyInputHash): a state tensor's proof in h_t, or the producer's record
+// with its proof in the node tree.
+struct InputHashOpening {
+  std::uint32_t input = 0;  // the node's input index
+  Hash256 tensor_hash;
+  crypto::MerkleProof proof;
+  std::optional<protocol::NodeRecord> producer;
+  bool operator==(const InputHashOpening&) const = default;
+};
+
+// Wire codecs. A chunk carries at most kernels::kChunkValues values.
+void Encode(Writer& w, const InputHashOpening& v);
+Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>);
+void EncodeChunk(Writer& w, const ChunkOpening& v);
+Result<ChunkOpening> DecodeChunk(Reader& r);
+void Encode(Writer& w, const ValueOpening& v);
+Result<ValueOpening> Decode(Reader& r, DecodeAs<ValueOpening>);
+
+}  // namespace vt::verify

@@ -1,0 +1,270 @@
+#include "verify/element_rules.h"
+
+#include <algorithm>
+#include <initializer_list>
+#include <string>
+
+#include "common/encoding.h"
+#include "kernels/mode.h"
+#include "kernels/op_context.h"
+#include "kernels/ops/elementwise.h"
+#include "kernels/ops/optim.h"
+#include "kernels/ops/reduce.h"
+#include "kernels/ops/registry.h"
+
+namespace vt::verify {
+namespace {
+
+using kernels::OpKind;
+
+bool Is(std::uint16_t op_kind, std::initializer_list<OpKind> kinds) {
+  return std::any_of(kinds.begin(), kinds.end(), [&](OpKind k) { return static_cast<std::uint16_t>(k) == op_kind; });
+}
+
+std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
+
+}  // namespace
+
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes) {
+  ElementPlan plan;
+  if (Is(op_kind, {OpKind::kLrSchedule})) {
+    // No inputs: the value is a function of the attributes (the step) alone.
+    if (e != 0 || !input_shapes.empty()) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    return plan;
+  }
+  if (input_shapes.empty()) return Status::Invalid("elem-no-rule");
+  const kernels::Shape& first = input_shapes[0];
+  const std::int64_t numel = kernels::NumElements(first);
+  if (Is(op_kind, {OpKind::kRelu, OpKind::kReluBackward, OpKind::kGelu, OpKind::kGeluBackward, OpKind::kAdd,
+                   OpKind::kSgd, OpKind::kAdamW, OpKind::kDropoutBackward, OpKind::kReshape})) {
+    // Every output has the first input's shape; a one-value input (the
+    // learning rate) is read whole.
+    if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    for (const kernels::Shape& s : input_shapes) {
+      const std::int64_t n = kernels::NumElements(s);
+      if (n != numel && n != 1) return Status::Invalid("elem-no-rule", "an input is neither elementwise nor a scalar");
+      plan.inputs.push_back(InputSlice{n == numel ? e : 0, 1, {1}});
+    }
+    plan.out_offset = 0;
+    return plan;
+  }
+  if (Is(op_kind, {OpKind::kLayerNormBackward}) && slot == 0 && input_shapes.size() == 5) {
+    // dx (dy, x, gamma, mean, rstd): the rows of dy and x, gamma whole, the
+    // row's mean and rstd. (dγ, dβ sum over every row: the reduction rule.)
+    const std::int64_t c = Last(first);
+    if (c <= 0 || e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    const std::int64_t r = e / c;
+    plan.rule = ElementRule::kRow;
+    plan.inputs = {InputSlice{r * c, c, {1, c}}, InputSlice{r * c, c, {1, c}}, InputSlice{0, c, {c}},
+                   InputSlice{r, 1, {1}}, InputSlice{r, 1, {1}}};
+    plan.out_offset = e % c;
+    return plan;
+  }
+  if (Is(op_kind, {OpKind::kClipGradNorm}) && slot < input_shapes.size()) {
+    // g'_i[e] = g_i[e]·scale(norm): one value of input `slot`, the norm (own output slot n).
+    if (e < 0 || e >= kernels::NumElements(input_shapes[slot])) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    for (std::size_t i = 0; i < input_shapes.size(); ++i)
+      plan.inputs.push_back(i == slot ? InputSlice{e, 1, {1}} : InputSlice{0, 0, {0}});
+    plan.inputs.push_back(InputSlice{0, 1, {1}, static_cast<std::int32_t>(input_shapes.size())});
+    return plan;
+  }
+  if (Is(op_kind, {OpKind::kDropout}) && slot == 1 && input_shapes.size() == 1) {
+    // keep[e]: the Philox word at e of the node's stream, no input read
+    // (ReexecuteElement with the node's RNG address).
+    if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{0, 0, {0}}};
+    plan.out_offset = e;
+    return plan;
+  }
+  if (Is(op_kind, {OpKind::kDropout}) && slot == 0 && input_shapes.size() == 1) {
+    // y[e] = keep[e] ≠ 0 ? x[e]·s : +0: x at e and the node's own keep at e (walked first).
+    if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{e, 1, {1}}, InputSlice{e, 1, {1}, 1}};
+    return plan;
+  }
+  const bool row_slot0 = Is(op_kind, {OpKind::kSoftmax, OpKind::kSoftmaxBackward}) && slot == 0;
+  const bool layernorm = Is(op_kind, {OpKind::kLayerNorm}) && slot <= 2;
+  if (row_slot0 || layernorm) {
+    const std::int64_t c = Last(first);
+    if (c <= 0) return Status::Invalid("elem-no-rule");
+    const std::int64_t rows = numel / c;
+    // y (slot 0) has x's shape; layernorm's mean and rstd (slots 1, 2) one value a row.
+    const std::int64_t r = slot == 0 ? e / c : e;
+    if (e < 0 || (slot == 0 ? e >= numel : e >= rows)) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kRow;
+    for (const kernels::Shape& s : input_shapes) {
+      if (s == first) {
+        plan.inputs.push_back(InputSlice{r * c, c, {1, c}});
+      } else if (s == kernels::Shape{c}) {
+        plan.inputs.push_back(InputSlice{0, c, {c}});
+      } else {
+        return Status::Invalid("elem-no-rule", "an input is neither row-wise nor per column");
+      }
+    }
+    plan.out_offset = slot == 0 ? e % c : 0;
+    return plan;
+  }
+  return Status::Invalid("elem-no-rule");
+}
+
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes) {
+  const bool pool = Is(op_kind, {OpKind::kMaxPool2d, OpKind::kAvgPool2d});
+  const bool pool_back = Is(op_kind, {OpKind::kMaxPool2dBackward, OpKind::kAvgPool2dBackward});
+  const bool sum_back = Is(op_kind, {OpKind::kSumBackward});
+  const bool att = Is(op_kind, {OpKind::kAttention}) && slot == 1;
+  if (!att && ((!pool && !pool_back && !sum_back) || slot != 0)) return PlanElement(op_kind, slot, e, input_shapes);
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok()) return Status::Invalid("elem-no-rule", "attributes");
+  const std::vector<std::int64_t>& ints = decoded->ints;
+  ElementPlan plan;
+  if (att) {
+    // att[b, h, t, u] (causal): row t reads qkv rows 0..t of image b only, so
+    // it is re-executed on qkv[b, 0..r], r = max(t, u) (u > t: the mask's
+    // +0). Refused when that run is wider than kMaxRowPlanValues (GPT-2's
+    // T = 1024 rows need a level-5b walk over the row's statistics: not yet).
+    if (ints.size() != 1 || input_shapes.size() != 1 || input_shapes[0].size() != 3)
+      return Status::Invalid("elem-no-rule", "attention");
+    const kernels::Shape& qkv = input_shapes[0];
+    const std::int64_t nb = qkv[0], t_count = qkv[1], c3 = qkv[2], heads = ints[0];
+    if (heads < 1 || t_count < 1 || c3 < 3) return Status::Invalid("elem-no-rule", "attention");
+    if (e < 0 || e >= nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
+    const std::int64_t b = e / (heads * t_count * t_count), h = (e / (t_count * t_count)) % heads;
+    const std::int64_t t = (e / t_count) % t_count, u = e % t_count, rows = std::max(t, u) + 1;
+    if (rows * c3 > kMaxRowPlanValues) return Status::Invalid("elem-no-rule", "attention row too wide");
+    plan.rule = ElementRule::kRow;
+    plan.inputs = {InputSlice{b * t_count * c3, rows * c3, {1, rows, c3}}};
+    plan.out_offset = (h * rows + t) * rows + u;
+    return plan;
+  }
+  if (sum_back) {
+    // dx[o, j, i] = dy[o, i] (x viewed as [outer, n, inner] at the axis): one
+    // value of dy, re-executed on a one-value x of x's rank.
+    if (ints.size() != 1 || input_shapes.size() != 2) return Status::Invalid("elem-no-rule", "sum_backward");
+    const kernels::Shape& x = input_shapes[1];
+    const std::int64_t axis = ints[0], numel = kernels::NumElements(x);
+    if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    std::int64_t n = numel, inner = 1;
+    if (axis != kernels::kReduceAll) {
+      if (axis < 0 || axis >= static_cast<std::int64_t>(x.size())) return Status::Invalid("elem-no-rule");
+      n = x[static_cast<std::size_t>(axis)];
+      inner = kernels::NumElements(kernels::Shape(x.begin() + axis + 1, x.end()));
+    }
+    const kernels::Shape ones(x.size(), 1);
+    auto dy_shape = kernels::ReducedShape(ones, axis);
+    if (!dy_shape.ok()) return Status::Invalid("elem-no-rule", "sum_backward axis");
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{(e / (n * inner)) * inner + e % inner, 1, *dy_shape}, InputSlice{e, 1, ones}};
+    return plan;
+  }
+  // Pooling: a value depends on its (n, c) plane only — of x for the
+  // forward; of dy and x for the backward — re-executed as a [1, 1, ., .] image.
+  if (ints.size() != 6) return Status::Invalid("elem-no-rule", "pool attributes");
+  const kernels::Shape& x = input_shapes.back();
+  if (x.size() != 4 || input_shapes.size() != (pool ? 1u : 2u)) return Status::Invalid("elem-no-rule", "pool");
+  const std::int64_t kh = ints[0], kw = ints[1], sh = ints[2], sw = ints[3], ph = ints[4], pw = ints[5];
+  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0) return Status::Invalid("elem-no-rule", "pool");
+  const std::int64_t h = x[2], w = x[3], planes = x[0] * x[1];
+  const std::int64_t oh = (h + 2 * ph - kh) / sh + 1, ow = (w + 2 * pw - kw) / sw + 1;
+  if (oh < 1 || ow < 1) return Status::Invalid("elem-no-rule", "pool");
+  const std::int64_t plane_out = pool ? oh * ow : h * w;
+  if (e < 0 || e >= planes * plane_out) return Status::Invalid("elem-bad-index");
+  const std::int64_t plane = e / plane_out;
+  plan.rule = ElementRule::kRow;
+  if (pool_back) plan.inputs.push_back(InputSlice{plane * oh * ow, oh * ow, {1, 1, oh, ow}});
+  plan.inputs.push_back(InputSlice{plane * h * w, h * w, {1, 1, h, w}});
+  plan.out_offset = e % plane_out;
+  return plan;
+}
+
+Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values, const kernels::RngAddress& rng) {
+  if (!Is(op_kind, {OpKind::kDropout}) || slot != 1) return ReexecuteElement(op_kind, attrs, slot, plan, slice_values);
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok() || decoded->floats.size() != 1) return Status::Invalid("elem-bad-slice", "dropout attributes");
+  if (rng.step > 0xFFFFFFFFull || rng.node > 0xFFFFFFFFull)
+    return Status::Invalid("bad-rng-address", "dropout needs step and node below 2^32");
+  const float p = decoded->Float(0);
+  if (!(p >= 0.0f && p < 1.0f)) return Status::Invalid("bad-attribute", "dropout p must be in [0, 1)");
+  // The kernel's own draw (kernels/ops/elementwise.h).
+  return kernels::DropoutKeep(rng.seed, static_cast<std::uint32_t>(rng.step), static_cast<std::uint32_t>(rng.node),
+                              static_cast<std::uint64_t>(plan.out_offset), p)
+             ? 1.0f
+             : 0.0f;
+}
+
+std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs) {
+  std::vector<std::uint32_t> order;
+  if (Is(op_kind, {OpKind::kClipGradNorm}) && num_outputs > 0) order.push_back(num_outputs - 1);  // the norm first
+  if (Is(op_kind, {OpKind::kDropout, OpKind::kAttention}) && num_outputs == 2) order.push_back(1);  // keep, att before y
+  for (std::uint32_t s = 0; s < num_outputs; ++s) {
+    if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
+  }
+  return order;
+}
+
+Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values) {
+  if (slice_values.size() != plan.inputs.size()) return Status::Invalid("elem-bad-slice", "one slice per input");
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (static_cast<std::int64_t>(slice_values[i].size()) != plan.inputs[i].count)
+      return Status::Invalid("elem-bad-slice", "input " + std::to_string(i) + " has the wrong count");
+  }
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok()) return Status::Invalid("elem-bad-slice", decoded.status().ToString());
+  auto kind = kernels::OpKindFromValue(op_kind);
+  if (!kind.ok()) return kind.status();
+  if (*kind == OpKind::kClipGradNorm) {
+    // g'_i = g_i·scale(norm), the norm agreed (an own-output slice): the
+    // kernel's own expression on the two values.
+    if (plan.inputs.empty() || plan.inputs.back().output_slot < 0 || decoded->floats.size() != 1 ||
+        slot >= plan.inputs.size() - 1 || plan.inputs[slot].count != 1)
+      return Status::Invalid("elem-bad-slice", "clip_grad_norm");
+    return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
+  }
+  if (*kind == OpKind::kDropout && slot == 0) {
+    // The forward's y is dropout_backward's expression on (x, keep): run that kernel on the two values.
+    if (plan.inputs.size() != 2 || plan.inputs[0].count != 1 || plan.inputs[1].output_slot != 1)
+      return Status::Invalid("elem-bad-slice", "dropout");
+    const kernels::Tensor x({1}, slice_values[0]), keep({1}, slice_values[1]);
+    const std::vector<const kernels::Tensor*> in{&x, &keep};
+    kernels::ExecConfig config;
+    config.mode = kernels::Mode::kRepops;
+    config.threads = 1;
+    std::vector<kernels::Tensor> out;
+    VT_TRY(kernels::RunOp(kernels::OpContext(config), OpKind::kDropoutBackward, *decoded, in, out));
+    return out.at(0)[0];
+  }
+  std::vector<kernels::Tensor> tensors;
+  tensors.reserve(plan.inputs.size());
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    if (plan.inputs[i].output_slot >= 0 || plan.inputs[i].count == 0)
+      return Status::Invalid("elem-bad-slice", "the operator reads every input");
+    tensors.emplace_back(plan.inputs[i].shape, slice_values[i]);
+  }
+  if (*kind == OpKind::kReshape) {
+    // A copy: value e of the output is value e of the input (the node's
+    // shapes were checked when its record was built).
+    if (tensors.size() != 1 || tensors[0].numel() != 1) return Status::Invalid("elem-bad-slice", "reshape");
+    return tensors[0][0];
+  }
+  std::vector<const kernels::Tensor*> in;
+  for (const kernels::Tensor& t : tensors) in.push_back(&t);
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  config.threads = 1;
+  const kernels::OpContext ctx(config);
+  std::vector<kernels::Tensor> out;
+  VT_TRY(kernels::RunOp(ctx, *kind, *decoded, in, out));
+  if (slot >= out.size() || plan.out_offset >= out[slot].numel())
+    return Status::Invalid("elem-bad-slice", "no such output");
+  return out[slot][plan.out_offset];
+}
+
+}  // namespace vt::verify

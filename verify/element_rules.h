@@ -1,0 +1,96 @@
+#pragma once
+// The pointwise and row element rules of the element-level descent
+// (docs/referee.md, "Level 5"): value e of a node output re-executed from the
+// few input values it depends on, by running the node's own operator
+// (kernels RunOp, repops, one thread) on those values alone — one value of
+// each input for a pointwise operator, one row of each row-wise input for a
+// row operator (per-row gamma/beta whole). The kernel is the same code, so
+// the value is the node's value wherever the operator's value at e depends
+// only on those inputs (verify_element_rules_test checks it for every value
+// of random nodes of each operator in the table). The dot rule is in
+// verify/descent.h.
+//
+// The caller opens each slice against its agreed tensor hash
+// (verify/descent.h VerifyValue, one chunk per 256 values) and charges the
+// slices' bytes and the operator's flops first.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/result.h"
+#include "kernels/op_context.h"
+#include "kernels/tensor.h"
+
+namespace vt::verify {
+
+enum class ElementRule : std::uint8_t { kPointwise = 0, kRow = 1 };
+
+// The values of one input that value e depends on: [first, first + count)
+// of its row-major values, re-executed with `shape`.
+// A slice with `output_slot` ≥ 0 is of the node's own output of that slot
+// instead of an input: a value the level-4 walk agreed on before (see
+// SlotWalkOrder). Such slices come after the inputs' slices.
+struct InputSlice {
+  std::int64_t first = 0;
+  std::int64_t count = 0;  // 0: the input is not read
+  kernels::Shape shape;
+  std::int32_t output_slot = -1;
+};
+
+struct ElementPlan {
+  ElementRule rule = ElementRule::kPointwise;
+  std::vector<InputSlice> inputs;  // one per node input, in order, then own-output slices
+  std::int64_t out_offset = 0;     // e's position in the re-executed output slot
+};
+
+// The rule for output `slot`, value `e` of an `op_kind` node with these input
+// shapes:
+//   pointwise: relu, relu_backward, gelu, gelu_backward, add, sgd, adamw (every slot),
+//              dropout_backward, reshape (a copy), lr_schedule (no inputs: the attributes alone)
+//              clip_grad_norm's g'_i (g_i at e and the node's own norm: after it in SlotWalkOrder),
+//              dropout's y (x at e and the node's own keep at e: dropout_backward's expression),
+//              dropout's keep (no input read; ReexecuteElement with the node's RNG address)
+//   row:       softmax, softmax_backward (slot 0), layernorm (y, mean, rstd),
+//              layernorm_backward dx (slot 0: the rows of dy and x, gamma, the row's mean and rstd)
+// Invalid "elem-no-rule" otherwise, "elem-bad-index" for e outside the output.
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes);
+
+// The order in which level 4 looks for the first differing output slot of
+// an `op_kind` node with `num_outputs` outputs: a slot that other slots'
+// element rules read (clip_grad_norm's norm, dropout's keep, attention's att:
+// verify::DotElementAt's kOwnOutput factor) comes before them; otherwise
+// slot order. The referee walks the first slot in this order whose roots
+// differ, so every own-output slice a plan names is agreed.
+std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs);
+
+// The widest input run a plan may name where the width grows with the
+// sequence (attention's att): 48 chunks, what one final move may open.
+inline constexpr std::int64_t kMaxRowPlanValues = 48 * 256;
+
+// The same with the node's canonical attributes, which these rules also need:
+//   row:       max/avg pool2d (the (n, c) plane of x) and their backwards
+//              (the planes of dy and x); attention's att (slot 1: qkv rows
+//              0..max(t, u) of the image, at most kMaxRowPlanValues values)
+//   pointwise: sum_backward (dy at the reduced position)
+// Every other operator: as above.
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes);
+
+// Runs the operator (canonical attributes `attrs`) on the slices' values and
+// returns value e (clip_grad_norm's g'_i: g_i·kernels::ClipGradScale(norm),
+// the kernel's expression). Invalid "elem-bad-slice" when a slice has the
+// wrong count, or the operator's own reason.
+Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values);
+
+// The same for an operator that draws from the node's RNG stream (seed, step
+// t, node index i — the executor's address): dropout's keep mask (slot 1),
+// kernels::DropoutKeep at e. Every other output: as above. Invalid
+// "bad-rng-address" for a step or node ≥ 2^32.
+Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values, const kernels::RngAddress& rng);
+
+}  // namespace vt::verify

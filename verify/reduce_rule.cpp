@@ -1,0 +1,320 @@
+#include "verify/reduce_rule.h"
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+#include <tuple>
+
+#include "common/detmath.h"
+#include "common/encoding.h"
+#include "kernels/ops/op_util.h"
+#include "kernels/ops/reduce.h"
+#include "kernels/ops/registry.h"
+#include "verify/element.h"
+
+namespace vt::verify {
+namespace {
+
+using kernels::OpKind;
+using kernels::opsdetail::kTreeBlock;
+
+bool Is(std::uint16_t op_kind, OpKind k) { return static_cast<std::uint16_t>(k) == op_kind; }
+std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
+std::int64_t Blocks(std::int64_t n) { return (n + kTreeBlock - 1) / kTreeBlock; }
+// Additions of one segment: one per term, one per combination of its blocks.
+std::uint64_t SegmentSteps(std::int64_t n) { return static_cast<std::uint64_t>(n + Blocks(n) - 1); }
+
+// The halving tree over `count` items (kernels' CombinePairwise): its
+// count − 1 combinations are numbered in post-order from `base`. The
+// subtree over items [lo, lo + count) has its nodes at [base, base + count − 1),
+// its root last.
+struct HalvingTree {
+  std::uint64_t base = 0;
+  std::int64_t count = 0;
+  // The leaf holding the value of items [lo, lo + k) whose nodes start at `b`.
+  template <class ItemLeaf>
+  static std::uint64_t ValueLeaf(std::uint64_t b, std::int64_t lo, std::int64_t k, const ItemLeaf& item) {
+    return k == 1 ? item(lo) : b + static_cast<std::uint64_t>(k) - 2;
+  }
+  // Node `local` (0-based post-order) as (left operand leaf, right operand leaf).
+  template <class ItemLeaf>
+  std::pair<std::uint64_t, std::uint64_t> Node(std::uint64_t local, const ItemLeaf& item) const {
+    std::uint64_t b = base;
+    std::int64_t lo = 0, k = count;
+    std::uint64_t x = local;
+    for (;;) {
+      const std::int64_t h = (k + 1) / 2;
+      const std::uint64_t left_nodes = static_cast<std::uint64_t>(h - 1);
+      const std::uint64_t right_nodes = static_cast<std::uint64_t>(k - h - 1);
+      if (x == left_nodes + right_nodes) {
+        return {ValueLeaf(b, lo, h, item), ValueLeaf(b + left_nodes, lo + h, k - h, item)};
+      }
+      if (x < left_nodes) {
+        k = h;
+      } else {
+        x -= left_nodes;
+        b += left_nodes;
+        lo += h;
+        k -= h;
+      }
+    }
+  }
+};
+
+// Where segment s's leaves start (its first term step), and the leaf of its sum.
+std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
+  std::uint64_t start = 1;
+  for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i]);
+  return start;
+}
+std::uint64_t SegmentSumLeaf(const ReduceElement& el, std::size_t s) {
+  return SegmentStart(el, s) + SegmentSteps(el.segments[s]) - 1;
+}
+
+ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
+  ReduceElement el;
+  el.segments = {n};
+  el.term = term;
+  el.operands = std::move(operands);
+  return el;
+}
+
+}  // namespace
+
+std::uint64_t ReduceElement::Steps() const {
+  std::uint64_t steps = segments.empty() ? 0 : segments.size() - 1;
+  for (std::int64_t n : segments) steps += SegmentSteps(n);
+  return steps;
+}
+
+Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                      std::span<const kernels::Shape> in) {
+  // Every sum has at least one term (the kernels refuse empty tensors): a
+  // shape with a zero dimension has no rule rather than an empty tree.
+  for (const kernels::Shape& s : in) {
+    if (kernels::NumElements(s) < 1) return Status::Invalid("elem-no-reduce-rule", "an empty input");
+  }
+  const auto bad_index = [&](std::int64_t numel) { return e < 0 || e >= numel; };
+  const auto numel = [&](std::size_t i) { return kernels::NumElements(in[i]); };
+  if ((Is(op_kind, OpKind::kSum) || Is(op_kind, OpKind::kMean)) && slot == 0 && in.size() == 1) {
+    // y[o, i] = TreeSum over j of x[o, j, i] (x viewed as [outer, n, inner]
+    // at the axis; the whole tensor for kReduceAll) [/ n].
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || decoded->ints.size() != 1) return Status::Invalid("elem-no-reduce-rule", "sum attributes");
+    const std::int64_t axis = decoded->ints[0];
+    const kernels::Shape& x = in[0];
+    std::int64_t outer = 1, n = numel(0), inner = 1;
+    if (axis != kernels::kReduceAll) {
+      if (axis < 0 || axis >= static_cast<std::int64_t>(x.size())) return Status::Invalid("elem-no-reduce-rule");
+      const auto ax = static_cast<std::size_t>(axis);
+      outer = kernels::NumElements(kernels::Shape(x.begin(), x.begin() + axis));
+      n = x[ax];
+      inner = kernels::NumElements(kernels::Shape(x.begin() + axis + 1, x.end()));
+    }
+    if (bad_index(outer * inner)) return Status::Invalid("elem-bad-index");
+    ReduceElement el = Plain(n, {TermOperand{0, (e / inner) * n * inner + e % inner, inner}});
+    if (Is(op_kind, OpKind::kMean)) {
+      el.epilogue = ReduceEpilogue::kDivide;
+      el.divisor = n;
+    }
+    return el;
+  }
+  if (Is(op_kind, OpKind::kLinearBackward) && slot == 2 && in.size() == 3) {
+    // db[n] = TreeSum over the rows r of dy[r, n].
+    const std::int64_t n = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, n);
+    if (bad_index(n)) return Status::Invalid("elem-bad-index");
+    return Plain(rows, {TermOperand{0, e, n}});
+  }
+  if (Is(op_kind, OpKind::kConv2dBackward) && slot == 2 && in.size() == 3 && in[0].size() == 4) {
+    // db[co] = TreeSum over j = n·OH·OW + p of dy[n, co, p].
+    const std::int64_t nb = in[0][0], co = in[0][1], ohw = in[0][2] * in[0][3];
+    if (bad_index(co)) return Status::Invalid("elem-bad-index");
+    return Plain(nb * ohw, {TermOperand{0, e * ohw, 1, ohw, co * ohw}});
+  }
+  if (Is(op_kind, OpKind::kLayerNormBackward) && (slot == 1 || slot == 2) && in.size() == 5) {
+    // (dy, x, gamma, mean, rstd): dγ[c] = TreeSum_r dy[r, c]·x̂[r, c], dβ[c] = TreeSum_r dy[r, c].
+    const std::int64_t c = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, c);
+    if (bad_index(c)) return Status::Invalid("elem-bad-index");
+    if (slot == 2) return Plain(rows, {TermOperand{0, e, c}});
+    return Plain(rows, {TermOperand{0, e, c}, TermOperand{1, e, c}, TermOperand{3, 0, 1}, TermOperand{4, 0, 1}},
+                 ReduceTerm::kNormProduct);
+  }
+  if (Is(op_kind, OpKind::kBatchNorm2dBackward) && (slot == 1 || slot == 2) && in.size() == 5 && in[1].size() == 4) {
+    // (dy, x, gamma, saved_mean, saved_rstd), per channel c over j = n·HW + p.
+    const std::int64_t nb = in[1][0], ch = in[1][1], hw = in[1][2] * in[1][3];
+    if (bad_index(ch)) return Status::Invalid("elem-bad-index");
+    const TermOperand at{0, e * hw, 1, hw, ch * hw};
+    if (slot == 2) return Plain(nb * hw, {at});
+    TermOperand x = at;
+    x.input = 1;
+    return Plain(nb * hw, {at, x, TermOperand{3, e, 0}, TermOperand{4, e, 0}}, ReduceTerm::kNormProduct);
+  }
+  if (Is(op_kind, OpKind::kBatchNorm2dTrain) && slot == 3 && in.size() == 5 && in[0].size() == 4) {
+    // saved_mean[c] = TreeSum over j = n·HW + p of x / (N·HW).
+    const std::int64_t nb = in[0][0], ch = in[0][1], hw = in[0][2] * in[0][3];
+    if (bad_index(ch)) return Status::Invalid("elem-bad-index");
+    ReduceElement el = Plain(nb * hw, {TermOperand{0, e * hw, 1, hw, ch * hw}});
+    el.epilogue = ReduceEpilogue::kDivide;
+    el.divisor = nb * hw;
+    return el;
+  }
+  if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
+    // norm = sqrt(halving tree over s_i), s_i = TreeSum over tensor i of g².
+    if (e != 0) return Status::Invalid("elem-bad-index");
+    ReduceElement el;
+    for (std::size_t i = 0; i < in.size(); ++i) el.segments.push_back(numel(i));
+    el.term = ReduceTerm::kSquare;
+    el.operands = {TermOperand{0, 0, 1}};
+    el.per_segment_input = true;
+    el.epilogue = ReduceEpilogue::kSqrt;
+    return el;
+  }
+  return Status::Invalid("elem-no-reduce-rule");
+}
+
+Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
+  if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
+  std::uint64_t start = 1;
+  for (std::size_t s = 0; s < el.segments.size(); ++s) {
+    const std::int64_t n = el.segments[s];
+    const std::uint64_t steps = SegmentSteps(n);
+    if (leaf >= start + steps) {
+      start += steps;
+      continue;
+    }
+    const std::uint64_t local = leaf - start;
+    ReduceStep st;
+    st.segment = static_cast<std::uint32_t>(s);
+    if (local < static_cast<std::uint64_t>(n)) {  // a term step: the block's previous leaf (or +0) + term
+      st.term = static_cast<std::int64_t>(local);
+      st.left = st.term % kTreeBlock == 0 ? 0 : leaf - 1;
+      return st;
+    }
+    // A combination of this segment's block sums.
+    const HalvingTree tree{start + static_cast<std::uint64_t>(n), Blocks(n)};
+    const auto block_sum = [&](std::int64_t b) {
+      return start + static_cast<std::uint64_t>(std::min((b + 1) * kTreeBlock, n)) - 1;
+    };
+    st.combine = true;
+    std::tie(st.left, st.right) = tree.Node(local - static_cast<std::uint64_t>(n), block_sum);
+    return st;
+  }
+  // A combination of the segments' sums.
+  const HalvingTree tree{start, static_cast<std::int64_t>(el.segments.size())};
+  ReduceStep st;
+  st.combine = true;
+  std::tie(st.left, st.right) =
+      tree.Node(leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
+  return st;
+}
+
+std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElement& el, std::uint32_t segment,
+                                                              std::int64_t term) {
+  std::vector<std::pair<std::uint32_t, std::int64_t>> reads;
+  for (const TermOperand& o : el.operands)
+    reads.emplace_back(o.input + (el.per_segment_input ? segment : 0), o.Index(term));
+  return reads;
+}
+
+float TermValue(ReduceTerm term, std::span<const float> v) {
+  switch (term) {
+    case ReduceTerm::kValue:
+      return v[0];
+    case ReduceTerm::kSquare:
+      return v[0] * v[0];
+    case ReduceTerm::kNormProduct:
+      return v[0] * ((v[1] - v[2]) * v[3]);
+  }
+  return 0.0f;
+}
+
+float ReduceOutput(const ReduceElement& el, float sum) {
+  switch (el.epilogue) {
+    case ReduceEpilogue::kNone:
+      return sum;
+    case ReduceEpilogue::kDivide:
+      return sum / static_cast<float>(el.divisor);
+    case ReduceEpilogue::kSqrt:
+      return detmath::Sqrt(sum);  // the repops policy's Sqrt
+  }
+  return sum;
+}
+
+Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs) {
+  const std::uint64_t steps = el.Steps();
+  std::vector<float> p;
+  p.reserve(steps + 1);
+  p.push_back(+0.0f);
+  std::vector<float> values(el.operands.size());
+  // Term steps run straight through each segment (a party answers this for
+  // GPT-2's 124 M-term clip norm); only the combinations ask ReduceStepAt.
+  for (std::size_t s = 0; s < el.segments.size(); ++s) {
+    const std::int64_t n = el.segments[s];
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::size_t i = 0; i < el.operands.size(); ++i) {
+        const TermOperand& o = el.operands[i];
+        const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
+        const std::int64_t index = o.Index(j);
+        if (input >= inputs.size() || index < 0 || index >= inputs[input].numel())
+          return Status::Invalid("elem-bad-index", "term " + std::to_string(j));
+        values[i] = inputs[input][index];
+      }
+      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values));
+    }
+    for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) {
+      VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
+      p.push_back(p[st.left] + p[st.right]);
+    }
+  }
+  while (p.size() <= steps) {
+    VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
+    p.push_back(p[st.left] + p[st.right]);
+  }
+  return p;
+}
+
+Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
+                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim) {
+  constexpr std::string_view kReason = "elem-bad-step";
+  const std::uint64_t steps = el.Steps();
+  if (claim.m >= steps) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
+  const auto check = [&](const Hash256& root, float value, const crypto::MerkleProof& proof,
+                         std::uint64_t index) -> Status {
+    if (proof.leaf_index != index || proof.leaf_count != steps + 1)
+      return Status::Invalid(kReason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
+                                          std::to_string(proof.leaf_count));
+    if (Status s = crypto::VerifyMerkleProof(root, PartialLeafHash(value), proof); !s.ok())
+      return Status::Invalid(kReason, s.ToString());
+    return Status::Ok();
+  };
+  VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, claim.m + 1));
+  // Operand leaves precede m + 1: agreed, opened against root A. Leaf 0 is +0 by the posting's end check.
+  VT_TRY(check(roots[0], claim.left, claim.left_proof, st.left));
+  for (std::size_t side = 0; side < 2; ++side) VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
+  float right = 0.0f;
+  if (st.combine) {
+    if (!claim.reads.empty()) return Status::Invalid(kReason, "a combination reads no input");
+    VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
+    right = claim.right;
+  } else {
+    const auto reads = TermReads(el, st.segment, st.term);
+    if (claim.reads.size() != reads.size()) return Status::Invalid(kReason, "the term's reads");
+    std::vector<float> values;
+    for (std::size_t i = 0; i < reads.size(); ++i) {
+      const auto [input, index] = reads[i];
+      if (input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(input));
+      VT_ASSIGN_OR_RETURN(float v, VerifyValue(inputs[input].hash, inputs[input].shape, index, claim.reads[i]));
+      values.push_back(v);
+    }
+    right = TermValue(el.term, values);
+  }
+  const float next = claim.left + right;
+  return StepVerdict{SameBits(next, claim.next[0]), SameBits(next, claim.next[1])};
+}
+
+StepVerdict JudgeReduceEpilogue(const ReduceElement& el, float sum, float y_a, float y_b) {
+  const float y = ReduceOutput(el, sum);
+  return StepVerdict{SameBits(y, y_a), SameBits(y, y_b)};
+}
+
+}  // namespace vt::verify

@@ -1,0 +1,149 @@
+#pragma once
+// The reduction rule of the element-level descent (docs/referee.md, "Level
+// 5b"): an output value that is a fixed-tree sum (kernels' TreeSum: blocks
+// of 64 terms summed left to right from +0, the block sums combined by the
+// halving tree; clip_grad_norm: one TreeSum per gradient tensor, the tensor
+// sums combined by the same halving tree) is judged like the dot rule — each
+// party commits the tree's partial results, a walk finds the first differing
+// one, and the referee checks one addition.
+//
+// The partial results, one fp32 leaf each (verify::PartialLeafHash), in this
+// order: leaf 0 = +0 (the start of every block); then per segment (one per
+// TreeSum) its term steps in term order (leaf = block prefix sum after the
+// term) followed by its block combinations in post-order; then the
+// combinations of the segment sums in post-order. The last leaf is the sum,
+// so verify::CheckPartialsEnds (leaf 0 = +0, leaf Steps() = p) checks a
+// posting as for the dot rule. Every step's operands are earlier leaves (or
+// a term read from the node's inputs): where the leftmost-difference walk
+// ends at leaf m+1, they are agreed.
+//
+// Implemented: sum and mean (whole tensor or one axis), linear_backward db,
+// conv2d_backward db, layernorm_backward dγ and dβ, batchnorm2d_backward dγ
+// and dβ, clip_grad_norm's norm (ReduceElementAt). The workers' answers:
+// worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "common/bytes.h"
+#include "common/result.h"
+#include "crypto/merkle.h"
+#include "kernels/tensor.h"
+#include "verify/descent.h"
+
+namespace vt::verify {
+
+// What one term of the sum is, from the values it reads (in ReduceElement::operands order).
+enum class ReduceTerm : std::uint8_t {
+  kValue = 0,        // v                          (sum, mean, biases' and norms' dβ)
+  kSquare = 1,       // v·v                        (clip_grad_norm)
+  kNormProduct = 2,  // dy·((x − mean)·rstd)       (layernorm / batch-norm dγ: dy, x, mean, rstd)
+};
+
+// What the output value is, from the sum.
+enum class ReduceEpilogue : std::uint8_t {
+  kNone = 0,    // the sum
+  kDivide = 1,  // sum / divisor (mean)
+  kSqrt = 2,    // sqrt(sum)     (clip_grad_norm's norm)
+};
+
+// Where an operand of term j (0-based within its segment) lies: input
+// `input` (+ the segment's index, for clip_grad_norm's one segment per
+// tensor) at first + (j / period)·outer_stride + (j % period)·stride, or
+// first + j·stride when period is 0.
+struct TermOperand {
+  std::uint32_t input = 0;
+  std::int64_t first = 0, stride = 1, period = 0, outer_stride = 0;
+  std::int64_t Index(std::int64_t j) const {
+    return period == 0 ? first + j * stride : first + (j / period) * outer_stride + (j % period) * stride;
+  }
+  bool operator==(const TermOperand&) const = default;
+};
+
+struct ReduceElement {
+  std::vector<std::int64_t> segments;  // term counts of the TreeSums (one: a plain TreeSum)
+  ReduceTerm term = ReduceTerm::kValue;
+  std::vector<TermOperand> operands;
+  bool per_segment_input = false;  // segment s reads input operands[i].input + s
+  ReduceEpilogue epilogue = ReduceEpilogue::kNone;
+  std::int64_t divisor = 1;
+  // Additions in the whole computation: the tree has Steps() + 1 leaves.
+  std::uint64_t Steps() const;
+  bool operator==(const ReduceElement&) const = default;
+};
+
+// The reduction rule of output `slot`, value `e` (docs/kernels.md orders):
+//   sum, mean (axis or all)              y = TreeSum over the axis [/ n]
+//   linear_backward slot 2               db[n] = TreeSum_r dy[r, n]
+//   conv2d_backward slot 2               db[co] = TreeSum over (n, p) of dy[n, co, p]
+//   layernorm_backward slots 1, 2        dγ[c] = TreeSum_r dy·x̂,  dβ[c] = TreeSum_r dy
+//   batchnorm2d_backward slots 1, 2      dγ[c], dβ[c] over (n, h, w)
+//   clip_grad_norm last slot             norm = sqrt(halving tree over s_i), s_i = TreeSum(g_i²)
+// Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
+// `attrs`: the node's canonical attributes (the sum/mean axis).
+Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                      std::span<const kernels::Shape> input_shapes);
+
+// One step of the computation: leaf `leaf` (≥ 1) = leaf `left` + (a combine
+// step) leaf `right`, or (a term step) term `term` of segment `segment`.
+struct ReduceStep {
+  bool combine = false;
+  std::uint64_t left = 0, right = 0;
+  std::uint32_t segment = 0;
+  std::int64_t term = 0;
+  bool operator==(const ReduceStep&) const = default;
+};
+// Invalid "elem-bad-step" for leaf 0 or past Steps().
+Result<ReduceStep> ReduceStepAt(const ReduceElement& element, std::uint64_t leaf);
+
+// The flat input indices term `term` of segment `segment` reads, one per operand: (input, index).
+std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElement& element, std::uint32_t segment,
+                                                              std::int64_t term);
+// The term from the values it reads (fp32, the kernels' expression).
+float TermValue(ReduceTerm term, std::span<const float> values);
+// The output value from the sum (the epilogue).
+float ReduceOutput(const ReduceElement& element, float sum);
+
+// All Steps() + 1 partial results from the node's input tensors (a party
+// computes these for one value, on demand). Invalid "elem-bad-index" when
+// an operand lies outside its tensor.
+Result<std::vector<float>> ReducePartials(const ReduceElement& element, std::span<const kernels::Tensor> inputs);
+
+// Level 5b's final move for the reduction rule, as one claim: the walk
+// ended at leaf m+1 (leaf m agreed). It carries the step's operand leaves
+// opened against root A (they precede m+1: agreed), each party's leaf m+1
+// against its own root, and for a term step the term's values opened
+// against the node's agreed inputs (TermReads order).
+struct ReduceStepClaim {
+  std::uint64_t m = 0;
+  float left = 0.0f, right = 0.0f;  // right: combine steps only
+  crypto::MerkleProof left_proof, right_proof;
+  std::array<float, 2> next{};
+  std::array<crypto::MerkleProof, 2> next_proof;
+  std::vector<ValueOpening> reads;  // term steps only
+  bool operator==(const ReduceStepClaim&) const = default;
+};
+
+// An agreed input of the node, by its tensor hash.
+struct InputTensor {
+  Hash256 hash;
+  kernels::Shape shape;
+};
+
+// The referee's verdict on a ReduceStepClaim, and every worker's prediction
+// of it: the step (ReduceStepAt), its operand leaves against roots[0], both
+// next leaves against their roots, the term's reads (VerifyValue against
+// `inputs`), then the one addition. Charge: up to four proofs of
+// ⌈log₂(Steps()+1)⌉ siblings and up to four value openings. Invalid
+// "elem-bad-step" (a proof that does not check out, m out of range, a wrong
+// number of reads) or VerifyValue's reasons.
+Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
+                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim);
+
+// When both parties' partial results agree to the sum, the disputed step is
+// the epilogue: y = ReduceOutput(sum).
+StepVerdict JudgeReduceEpilogue(const ReduceElement& element, float sum, float y_a, float y_b);
+
+}  // namespace vt::verify

@@ -1,0 +1,199 @@
+#include "worker/element_answers.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "kernels/tensor_codec.h"
+#include "verify/element.h"
+#include "worker/dispute.h"
+
+namespace vt::worker {
+namespace {
+
+std::vector<kernels::Shape> InputShapes(const ElementSide& side) {
+  std::vector<kernels::Shape> shapes;
+  shapes.reserve(side.inputs.size());
+  for (const kernels::Tensor& t : side.inputs) shapes.push_back(t.shape());
+  return shapes;
+}
+
+// The K factors of one side of a dot element (a padding tap, index −1, is +0).
+template <class IndexOf>
+std::vector<float> Factors(const kernels::Tensor& t, std::int64_t k, const IndexOf& index) {
+  std::vector<float> v;
+  v.reserve(static_cast<std::size_t>(k));
+  for (std::int64_t m = 0; m < k; ++m) {
+    const std::int64_t i = index(m);
+    v.push_back(i < 0 ? +0.0f : t[i]);
+  }
+  return v;
+}
+
+// A dot factor's tensor: a node input, or the node's own (agreed) output slot.
+const kernels::Tensor& FactorTensor(const ElementSide& side, std::uint32_t index) {
+  return index >= verify::kOwnOutput ? side.outputs.at(index - verify::kOwnOutput) : side.inputs.at(index);
+}
+
+}  // namespace
+
+Result<std::vector<kernels::Tensor>> ElementInputs(const NodeInputs& inputs) {
+  std::vector<kernels::Tensor> tensors;
+  tensors.reserve(inputs.inputs.size());
+  for (std::size_t i = 0; i < inputs.inputs.size(); ++i) {
+    if (inputs.inputs[i].tensor.empty()) return Status::Invalid("elem-no-input-tensor", "input " + std::to_string(i));
+    VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensorBytes(inputs.inputs[i].tensor));
+    tensors.push_back(std::move(t));
+  }
+  return tensors;
+}
+
+Result<crypto::MerkleTree> OutputChunkTree(const ElementSide& side, std::uint32_t slot) {
+  if (slot >= side.outputs.size()) return Status::Invalid("elem-bad-slot");
+  return crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(side.outputs[slot].values(), 1));
+}
+
+Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t slot, std::int64_t chunk) {
+  if (slot >= side.outputs.size()) return Status::Invalid("elem-bad-slot");
+  const kernels::Tensor& out = side.outputs[slot];
+  if (chunk < 0 || chunk * kernels::kChunkValues >= std::max<std::int64_t>(out.numel(), 1))
+    return Status::Invalid("elem-bad-chunk", "chunk " + std::to_string(chunk));
+  return kernels::OpenChunk(out, chunk, 1);
+}
+
+Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
+  const std::vector<kernels::Shape> shapes = InputShapes(side);
+  VT_ASSIGN_OR_RETURN(verify::DotElement el, verify::DotElementAt(side.op_kind, side.attrs, slot, e, shapes));
+  std::optional<float> bias;
+  if (el.bias_input) bias = side.inputs[*el.bias_input][el.bias_index];
+  const auto a_index = [&](std::int64_t m) { return el.AIndex(m); };
+  const auto b_index = [&](std::int64_t m) { return el.BIndex(m); };
+  return PartialsAnswerOf(el,
+                          verify::RepopsDotPartials(Factors(FactorTensor(side, el.a_input), el.k, a_index),
+                                                    Factors(FactorTensor(side, el.b_input), el.k, b_index)),
+                          bias);
+}
+
+PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
+                                std::optional<float> bias) {
+  PartialsAnswer a;
+  a.element = element;
+  a.partials = std::move(partials);
+  a.tree = verify::PartialsTree(a.partials);
+  a.first = a.tree.Prove(0);
+  a.last = a.tree.Prove(a.partials.size() - 1);
+  a.bias = bias;
+  return a;
+}
+
+StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m) {
+  return StepReveal{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m), mine.tree.Prove(m + 1)};
+}
+
+FactorOpenings AnswerFactors(const ElementSide& side, const verify::DotElement& element, std::uint64_t m) {
+  const auto mi = static_cast<std::int64_t>(m);
+  const std::int64_t bi = element.BIndex(mi);  // −1: a padding tap, +0, nothing opened
+  return FactorOpenings{verify::OpenValue(FactorTensor(side, element.a_input), element.AIndex(mi)),
+                        bi < 0 ? verify::ValueOpening{} : verify::OpenValue(FactorTensor(side, element.b_input), bi)};
+}
+
+verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
+                                          const FactorOpenings& factors) {
+  verify::DotStepClaim c;
+  c.m = m;
+  c.p_m = a.p_m;
+  c.p_m_proof = a.p_m_proof;
+  c.next = {a.next, b.next};
+  c.next_proof = {a.next_proof, b.next_proof};
+  c.a = factors.a;
+  c.b = factors.b;
+  return c;
+}
+
+verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element) {
+  const kernels::Tensor& a = FactorTensor(side, element.a_input);
+  const kernels::Tensor& b = FactorTensor(side, element.b_input);
+  return verify::DotFactors{a.Hash(), b.Hash(), a.shape(), b.shape()};
+}
+
+Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
+                                           const std::array<Hash256, 2>& roots, const verify::DotStepClaim& claim) {
+  return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim);
+}
+
+verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b) {
+  return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
+}
+
+ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials) {
+  ReducePartialsAnswer a;
+  a.element = element;
+  a.partials = std::move(partials);
+  a.tree = verify::PartialsTree(a.partials);
+  a.first = a.tree.Prove(0);
+  a.last = a.tree.Prove(a.partials.size() - 1);
+  return a;
+}
+
+Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                                  std::int64_t e) {
+  const std::vector<kernels::Shape> shapes = InputShapes(side);
+  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::ReduceElementAt(side.op_kind, attrs, slot, e, shapes));
+  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs));
+  return ReducePartialsAnswerOf(el, std::move(partials));
+}
+
+StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) {
+  return StepReveal{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m), mine.tree.Prove(m + 1)};
+}
+
+Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
+                                            std::uint64_t m) {
+  VT_ASSIGN_OR_RETURN(verify::ReduceStep st, verify::ReduceStepAt(mine.element, m + 1));
+  ReduceOperands o;
+  o.left = mine.partials[st.left];
+  o.left_proof = mine.tree.Prove(st.left);
+  if (st.combine) {
+    o.right = mine.partials[st.right];
+    o.right_proof = mine.tree.Prove(st.right);
+    return o;
+  }
+  for (const auto& [input, index] : verify::TermReads(mine.element, st.segment, st.term)) {
+    if (input >= side.inputs.size()) return Status::Invalid("elem-bad-index", "no input " + std::to_string(input));
+    o.reads.push_back(verify::OpenValue(side.inputs[input], index));
+  }
+  return o;
+}
+
+verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
+                                                const StepReveal& b) {
+  verify::ReduceStepClaim c;
+  c.m = m;
+  c.left = from_a.left;
+  c.right = from_a.right;
+  c.left_proof = from_a.left_proof;
+  c.right_proof = from_a.right_proof;
+  c.next = {a.next, b.next};
+  c.next_proof = {a.next_proof, b.next_proof};
+  c.reads = from_a.reads;
+  return c;
+}
+
+std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side) {
+  std::vector<verify::InputTensor> in;
+  in.reserve(side.inputs.size());
+  for (const kernels::Tensor& t : side.inputs) in.push_back({t.Hash(), t.shape()});
+  return in;
+}
+
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::ReduceStepClaim& claim) {
+  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim);
+}
+
+verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {
+  return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
+}
+
+}  // namespace vt::worker

@@ -1,0 +1,133 @@
+#pragma once
+// A party's answers at the element level of a dispute (docs/referee.md,
+// "Element-level descent"), for a node whose output has the repops dot rule
+// (linear's y, linear_backward's dx and dW: verify::DotElementAt):
+//
+//  level 4   the chunk tree of the disputed output (its leaves walk with
+//            crypto::MerkleWalk) and the opening of the chunk where the walk
+//            ends (AnswerChunk; verify::DisputedValue names the value);
+//  level 5b  the K+1 partial sums of that one value and their tree, with the
+//            two end proofs a post must carry (AnswerPartials), then the final
+//            move where the walk over the two partials trees ends
+//            (AnswerDotStep).
+//
+// Each verdict a party predicts is the referee's own rule: PredictDotStep
+// calls verify::JudgeDotStepClaim, PredictEpilogue verify::JudgeDotEpilogue.
+// The reduction rule's answers (TreeSum outputs) follow the same shape
+// (AnswerReducePartials … PredictReduceStep, verify/reduce_rule.h).
+// A party computes partial sums only here, for one value, on demand — never
+// during training. The inputs of the disputed node are agreed (every earlier
+// node's record is), so both parties answer from the same input tensors.
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "common/result.h"
+#include "crypto/merkle.h"
+#include "kernels/chunk_tree.h"
+#include "kernels/tensor.h"
+#include "common/bytes.h"
+#include "verify/descent.h"
+#include "verify/reduce_rule.h"
+
+namespace vt::worker {
+
+struct NodeInputs;
+
+// What a party holds of the disputed node.
+struct ElementSide {
+  std::uint16_t op_kind = 0;
+  std::vector<kernels::Tensor> inputs;   // the node's input tensors, in its input order
+  std::vector<kernels::Tensor> outputs;  // the party's outputs (an honest party's: the op's)
+  Bytes attrs;  // the node's canonical attributes (conv2d's stride and padding, matmul's transposes)
+};
+
+// The node's input tensors from a party's arbitration export (state and
+// producer inputs; the tensor bytes of each opening). Invalid
+// "elem-no-input-tensor" for an input without tensor bytes (the batch).
+Result<std::vector<kernels::Tensor>> ElementInputs(const NodeInputs& inputs);
+
+// Level 4. The output's chunk tree (leaves: kernels::ChunkLeafHashes), and
+// chunk `chunk` of it opened. Invalid "elem-bad-slot" / "elem-bad-chunk".
+Result<crypto::MerkleTree> OutputChunkTree(const ElementSide& side, std::uint32_t slot);
+Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t slot, std::int64_t chunk);
+
+// Level 5b, posting: the value's dot element, the party's K+1 partial sums
+// (verify::RepopsDotPartials on the value's factors), their tree and the
+// proofs of leaves 0 and K (verify::CheckPartialsEnds holds for an honest
+// party whose output value is RepopsLinearValue(p_K, bias)).
+struct PartialsAnswer {
+  verify::DotElement element;
+  std::vector<float> partials;
+  crypto::MerkleTree tree;
+  crypto::MerkleProof first, last;
+  std::optional<float> bias;  // the epilogue's bias value, when the output has one
+};
+// A posting from given partial sums (the tree and the end proofs). An honest
+// party gets its sums from AnswerPartials; a test's cheater plants its own.
+PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
+                                std::optional<float> bias);
+Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
+
+// Level 5b, the final move: the walk over the two partials trees ended at
+// leaf m+1 (leaf m agreed). Each party reveals its leaves m and m+1 with
+// proofs against its own root; anyone opens the m-th factors against the
+// agreed inputs; the referee's claim is the two reveals and the factors.
+struct StepReveal {
+  float p_m = 0.0f, next = 0.0f;
+  crypto::MerkleProof p_m_proof, next_proof;
+};
+StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m);
+struct FactorOpenings {
+  verify::ValueOpening a, b;
+};
+FactorOpenings AnswerFactors(const ElementSide& side, const verify::DotElement& element, std::uint64_t m);
+verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
+                                          const FactorOpenings& factors);
+
+// The factors' tensors of a dot element (hashes and shapes of the agreed inputs).
+verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element);
+
+// The verdicts, by the referee's own functions.
+Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
+                                           const std::array<Hash256, 2>& roots, const verify::DotStepClaim& claim);
+verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b);
+
+// ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm) ----
+//
+// The same moves over the partial results of a fixed-tree sum: posting
+// (AnswerReducePartials, whose ends verify::CheckPartialsEnds checks with
+// k = element.Steps()), the reveal of leaf m+1 (AnswerReduceReveal), and the
+// final claim: party A opens the step's operand leaves from its tree (they
+// precede m+1: agreed) and the term's input values (AnswerReduceOperands).
+struct ReducePartialsAnswer {
+  verify::ReduceElement element;
+  std::vector<float> partials;
+  crypto::MerkleTree tree;
+  crypto::MerkleProof first, last;
+};
+ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials);
+// `attrs`: the node's canonical attributes (the sum/mean axis).
+Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                                  std::int64_t e);
+StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m);
+struct ReduceOperands {
+  float left = 0.0f, right = 0.0f;
+  crypto::MerkleProof left_proof, right_proof;
+  std::vector<verify::ValueOpening> reads;
+};
+Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
+                                            std::uint64_t m);
+verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
+                                                const StepReveal& b);
+// The node's inputs by hash and shape, as the referee opens them.
+std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side);
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::ReduceStepClaim& claim);
+verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b);
+
+}  // namespace vt::worker
