@@ -86,8 +86,8 @@ bool CertifyApprox(double approx, double bound, float* out) {
   // Each endpoint is computed with one rounding; the neighbour outward of a
   // rounded value lies on the far side of the real value, so [lo, hi] ⊇
   // [approx − bound, approx + bound].
-  const double lo = std::nextafter(approx - bound, -std::numeric_limits<double>::infinity());
-  const double hi = std::nextafter(approx + bound, std::numeric_limits<double>::infinity());
+  const double lo = NextDown(approx - bound);
+  const double hi = NextUp(approx + bound);
   return CertifyInterval(lo, hi, out);
 }
 
@@ -476,18 +476,17 @@ bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, st
     *out = 0.0f;
     return true;
   }
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  const double lo = exact ? sum : std::nextafter(sum - bound, -kInf);
-  const double hi = exact ? sum : std::nextafter(sum + bound, kInf);
+  const double lo = exact ? sum : NextDown(sum - bound);
+  const double hi = exact ? sum : NextUp(sum + bound);
   if (!(lo <= hi)) return false;
   if (finish == CertFinish::kDivide) {
     const double d = static_cast<double>(n);  // exact (n < 2^53); division is monotone
-    return CertifyInterval(std::nextafter(lo / d, -kInf), std::nextafter(hi / d, kInf), out);
+    return CertifyInterval(NextDown(lo / d), NextUp(hi / d), out);
   }
   // kSqrt: sqrt is monotone; an interval reaching below zero is left to the
   // exact path.
   if (!(lo > 0.0)) return false;
-  return CertifyInterval(std::nextafter(std::sqrt(lo), -kInf), std::nextafter(std::sqrt(hi), kInf), out);
+  return CertifyInterval(NextDown(std::sqrt(lo)), NextUp(std::sqrt(hi)), out);
 }
 
 float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n) {
@@ -570,13 +569,24 @@ void ShuffledGemmF64(const ExecConfig& config, const CertGemmPiece& piece, doubl
 
 // out[r] (per_row) or out[c] (per column) = min(itself, LowBitExponent of
 // every nonzero element of that row/column of the stored rows×cols matrix x).
+// Branch-free (after a ReLU half the elements are zeros, in no pattern a
+// branch predictor learns): a zero contributes INT_MAX.
 void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool per_row, int* out) {
+  const auto low_bit_or_max = [](float v) {
+    const auto bits = std::bit_cast<std::uint32_t>(v);
+    const int e = static_cast<int>((bits >> 23) & 0xffu);
+    const std::uint32_t mantissa = (bits & 0x7fffffu) | (e == 0 ? 0u : 0x800000u);
+    const int lsb = (e == 0 ? 1 : e) - 150 + std::countr_zero(mantissa);  // = LowBitExponent(v) for v != 0
+    return mantissa == 0 ? std::numeric_limits<int>::max() : lsb;
+  };
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * ld;
-    for (std::int64_t q = 0; q < cols; ++q) {
-      if (row[q] == 0.0f) continue;
-      int& lsb = out[per_row ? r : q];
-      lsb = std::min(lsb, LowBitExponent(row[q]));
+    if (per_row) {
+      int lsb = out[r];
+      for (std::int64_t q = 0; q < cols; ++q) lsb = std::min(lsb, low_bit_or_max(row[q]));
+      out[r] = lsb;
+    } else {
+      for (std::int64_t q = 0; q < cols; ++q) out[q] = std::min(out[q], low_bit_or_max(row[q]));
     }
   }
 }

@@ -413,5 +413,26 @@ TEST(ExactAccumulator, SumsFloatsExactly) {
   EXPECT_EQ(Bits(many.Round()), Bits(RefDot(std::vector<float>(10, 0.1f), std::vector<float>(10, 0.1f))));
 }
 
+// The certificate's libm-free helpers return exactly what libm returns.
+TEST(CertifiedHelpers, NextUpNextDownAndPow2EqualLibm) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const auto bits = [](double x) { return std::bit_cast<std::uint64_t>(x); };
+  std::vector<double> inputs = {0.0, -0.0, kInf, -kInf, std::numeric_limits<double>::quiet_NaN(),
+                                std::numeric_limits<double>::denorm_min(), -std::numeric_limits<double>::denorm_min(),
+                                std::numeric_limits<double>::min(), -std::numeric_limits<double>::min(),
+                                std::numeric_limits<double>::max(), -std::numeric_limits<double>::max(), 1.0, -1.0};
+  PhiloxStream s(78, 0, 0);
+  for (int i = 0; i < 200000; ++i) inputs.push_back(std::bit_cast<double>(s.NextU64()));
+  for (double x : inputs) {
+    if (std::isnan(x)) {
+      EXPECT_TRUE(std::isnan(NextUp(x)) && std::isnan(NextDown(x)));
+      continue;
+    }
+    ASSERT_EQ(bits(NextUp(x)), bits(std::nextafter(x, kInf))) << x;
+    ASSERT_EQ(bits(NextDown(x)), bits(std::nextafter(x, -kInf))) << x;
+  }
+  for (int e = -1200; e <= 1200; ++e) ASSERT_EQ(bits(Pow2(e)), bits(std::ldexp(1.0, e))) << e;
+}
+
 }  // namespace
 }  // namespace vt::kernels
