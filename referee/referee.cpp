@@ -255,6 +255,24 @@ class Session {
   Status StartWalk(Game& g, ElementGame& e, GamePhase walk_phase, std::uint64_t leaves,
                    const std::array<Hash256, 2>& roots, const std::array<Hash256, 2>& tops);
   Status ResolveElement(Game& g, Bounty& b, const verify::StepVerdict& v, std::string_view reason);
+  // ResolveElement, then both records saved: how every element verdict ends.
+  Status SettleElement(Loaded& l, const verify::StepVerdict& v, std::string_view reason) {
+    VT_TRY(ResolveElement(l.g, l.b, v, reason));
+    VT_TRY(Save(l.b));
+    return Save(l.g);
+  }
+  // A step reveal opens exactly the inputs `want` names, in that order
+  // ("elem-bad-inputs" otherwise; `what` names them in the message).
+  static Status CheckOpenedInputs(const std::vector<verify::InputHashOpening>& got,
+                                  const std::vector<std::uint32_t>& want, std::string_view what) {
+    if (got.size() != want.size())
+      return Status::Invalid("elem-bad-inputs",
+                             "open the " + std::string(what) + " inputs (" + std::to_string(want.size()) + ")");
+    for (std::size_t i = 0; i < want.size(); ++i)
+      if (got[i].input != want[i])
+        return Status::Invalid("elem-bad-inputs", "open the " + std::string(what) + " input " + std::to_string(want[i]));
+    return Status::Ok();
+  }
   Status SettleLoserBond(ByteSpan escrow, Amount bond, Amount reimbursement, const crypto::Address* winner);
   Status Resolve(Game& g, Bounty& b, bool solver_lost, bool challenger_lost, std::string_view reason,
                  bool arbitrated = false);
@@ -918,16 +936,11 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
       const protocol::NodeRecord& rec = *g.records[0];
       if (e.kind == verify::ElementKind::kReduce) {
         VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
-        VT_TRY(ResolveElement(g, l.b, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]), "element-epilogue"));
-        VT_TRY(Save(l.b));
-        return Save(g);
+        return SettleElement(l, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]), "element-epilogue");
       }
       VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
       if (!el.bias_input) {
-        VT_TRY(ResolveElement(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]),
-                              "element-epilogue"));
-        VT_TRY(Save(l.b));
-        return Save(g);
+        return SettleElement(l, verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]), "element-epilogue");
       }
       g.clocks[0].owes = g.clocks[1].owes = false;
       g.phase = GamePhase::kOpenElement;  // the bias value is opened
@@ -955,11 +968,7 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   std::vector<std::uint32_t> want;
   for (std::uint32_t f : {el.a_input, el.b_input})
     if (!verify::OwnOutputSlot(f) && std::find(want.begin(), want.end(), f) == want.end()) want.push_back(f);
-  if (a.inputs.size() != want.size())
-    return Status::Invalid("elem-bad-inputs", "open the factors' inputs (" + std::to_string(want.size()) + ")");
-  for (std::size_t i = 0; i < want.size(); ++i)
-    if (a.inputs[i].input != want[i])
-      return Status::Invalid("elem-bad-inputs", "open the factors' input " + std::to_string(want[i]));
+  VT_TRY(CheckOpenedInputs(a.inputs, want, "factors'"));
   const auto factor = [&](std::uint32_t f) -> Result<std::pair<Hash256, verify::Shape>> {
     if (auto own = verify::OwnOutputSlot(f)) {
       VT_ASSIGN_OR_RETURN(Hash256 h, OwnOutputHash(g, e, *own));
@@ -1000,9 +1009,7 @@ Status Session::RevealStep(const RevealStepArgs& a) {
                                      a.a,      a.b};
     auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
-    VT_TRY(ResolveElement(g, l.b, *verdict, "element-step"));
-    VT_TRY(Save(l.b));
-    return Save(g);
+    return SettleElement(l, *verdict, "element-step");
   }
   VT_TRY(Save(g.id, e));
   return Save(g);
@@ -1027,11 +1034,10 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   if (!step->combine)
     for (const auto& [input, index] : verify::TermReads(el, step->segment, step->term))
       if (std::find(want.begin(), want.end(), input) == want.end()) want.push_back(input);
-  if (a.inputs.size() != want.size())
-    return Status::Invalid("elem-bad-inputs", "open the term's inputs (" + std::to_string(want.size()) + ")");
+  VT_TRY(CheckOpenedInputs(a.inputs, want, "term's"));
   std::vector<verify::InputTensor> inputs(e.input_shapes.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
-    if (a.inputs[i].input != want[i] || want[i] >= inputs.size())
+    if (want[i] >= inputs.size())
       return Status::Invalid("elem-bad-inputs", "open the term's input " + std::to_string(want[i]));
     VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
     inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]]};
@@ -1074,9 +1080,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     auto verdict = verify::JudgeReduceStepClaim(el, inputs, {own, e.partials_root[other]}, claim);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     const verify::StepVerdict v = me == 0 ? *verdict : verify::StepVerdict{verdict->b_right, verdict->a_right};
-    VT_TRY(ResolveElement(g, l.b, v, "element-step"));
-    VT_TRY(Save(l.b));
-    return Save(g);
+    return SettleElement(l, v, "element-step");
   }
   VT_TRY(Save(g.id, e));
   return Save(g);

@@ -334,6 +334,14 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   r = p.Send(2, Method::kRevealStep, EncodeToBytes(step));
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
+  // The factors' inputs, one missing or one named wrong.
+  ASSERT_FALSE(step.inputs.empty());
+  auto missing = step;
+  missing.inputs.pop_back();
+  EXPECT_EQ(p.Send(2, Method::kRevealStep, EncodeToBytes(missing)).reason, "elem-bad-inputs");
+  auto renamed = step;
+  renamed.inputs[0].input += 1;
+  EXPECT_EQ(p.Send(2, Method::kRevealStep, EncodeToBytes(renamed)).reason, "elem-bad-inputs");
   // The reduction rule's final move in a dot game.
   referee::RevealReduceStepArgs wrong_rule;
   wrong_rule.game_id = id;
@@ -381,6 +389,15 @@ TEST(ElementGame, ForgedReduceStepsAreRefused) {
   vm::Receipt r = p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged));
   EXPECT_FALSE(r.success);
   EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
+  // The term's inputs, one too many or one named wrong.
+  forged = step;
+  forged.inputs.push_back(forged.inputs.empty() ? verify::InputHashOpening{} : forged.inputs.back());
+  EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged)).reason, "elem-bad-inputs");
+  if (!step.inputs.empty()) {
+    forged = step;
+    forged.inputs[0].input += 1;
+    EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged)).reason, "elem-bad-inputs");
+  }
   // A leaf m+1 that is not under the poster's root.
   forged = step;
   forged.next = std::nextafter(forged.next, INFINITY);
