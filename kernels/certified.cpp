@@ -573,11 +573,9 @@ void ShuffledGemmF64(const ExecConfig& config, const CertGemmPiece& piece, doubl
 // branch predictor learns): a zero contributes INT_MAX.
 void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool per_row, int* out) {
   const auto low_bit_or_max = [](float v) {
-    const auto bits = std::bit_cast<std::uint32_t>(v);
-    const int e = static_cast<int>((bits >> 23) & 0xffu);
-    const std::uint32_t mantissa = (bits & 0x7fffffu) | (e == 0 ? 0u : 0x800000u);
-    const int lsb = (e == 0 ? 1 : e) - 150 + std::countr_zero(mantissa);  // = LowBitExponent(v) for v != 0
-    return mantissa == 0 ? std::numeric_limits<int>::max() : lsb;
+    const int lsb = LowBitExponent(v);  // defined (unused) for ±0 too: computed, then selected away
+    // ±0 tested on the bits: a float compare compiles to a branch here.
+    return (std::bit_cast<std::uint32_t>(v) & 0x7fffffffu) == 0 ? std::numeric_limits<int>::max() : lsb;
   };
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* row = x + r * ld;
