@@ -11,6 +11,7 @@
 
 #include "kernels/arith_hd.h"
 #include "kernels/certified.h"
+#include "kernels/device.h"
 #include "kernels/gemm_f64_reference.h"
 #include "kernels/gemm_f64_reference_tile.h"
 #include "kernels/gemm_repops.h"
@@ -55,11 +56,13 @@ Simd RepopsSimdUsed(Simd requested) {
 }
 
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
+  if (config.device != Device::kCpu && device::OffloadRepops(g, a, b, c)) return;
   detail::GemmRepopsBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c);
 }
 
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
   if (g.m <= 0 || g.n <= 0) return;
+  if (config.device != Device::kCpu && device::OffloadNative(g, a, b, c)) return;
   SetBlasThreads(config.threads);
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, a,
@@ -69,6 +72,7 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
+  if (config.device != Device::kCpu && device::OffloadF64(g, a, b, c)) return;
   SetBlasThreads(config.threads);
   cblas_dgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0, a,

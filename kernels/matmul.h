@@ -26,17 +26,19 @@ struct GemmArgs {
   bool accumulate = false;  // C += A·B instead of C = A·B
 };
 
-// Fixed-order fp32 GEMM (bitwise identical for every threads/simd choice).
+// Fixed-order fp32 GEMM (bitwise identical for every threads/simd choice, and
+// on a CUDA device: config.device, kernels/device.h).
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
 // The definition itself: a plain triple loop over hd::RepopsDot (tests and
 // tools compare every fast path with it bitwise).
 void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c);
 // The SIMD path GemmRepops takes for a requested Simd on this CPU/build.
 Simd RepopsSimdUsed(Simd requested);
-// OpenBLAS sgemm: the native baseline.
+// OpenBLAS sgemm (cuBLAS on a CUDA config.device): the native baseline.
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
-// OpenBLAS dgemm on fp64 operands: the working precision of rounded mode
-// (the trainer's fast path; its bits depend on the core type and threads).
+// OpenBLAS dgemm (cuBLAS on a CUDA config.device) on fp64 operands: the
+// working precision of rounded mode and the certified fast path (its bits
+// depend on the device, core type and threads).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
 // The canonical fp64 GEMM of rounded mode's reference evaluation
 // (docs/kernels.md, "The canonical reference"): every output element

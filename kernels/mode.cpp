@@ -57,6 +57,20 @@ bool SimdSupported(Simd simd) {
          static_cast<std::uint8_t>(simd) <= static_cast<std::uint8_t>(DetectSimd());
 }
 
+std::string_view DeviceName(Device device) {
+  switch (device) {
+    case Device::kCpu: return "cpu";
+    case Device::kCuda: return "cuda";
+  }
+  return "unknown";
+}
+
+Result<Device> ParseDevice(std::string_view name) {
+  if (name == "cpu") return Device::kCpu;
+  if (name == "cuda") return Device::kCuda;
+  return Status::Invalid("unknown-device", "device must be cpu or cuda");
+}
+
 Status RoundingSpec::Validate() const {
   if (bits < kMinRoundingBits || bits > kMaxRoundingBits) {
     return Status::Invalid("rounding-bits-out-of-range", "rounding bits must be in [23, 32]");

@@ -31,6 +31,16 @@ Simd DetectSimd();  // widest supported by this CPU
 Simd ResolveSimd(Simd requested);
 bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
 
+// Where the GEMMs run (kernels/device.h). The device never changes a repops
+// or certified result (GemmRepopsCuda computes the repops definition; a
+// certified output is the correctly rounded value whoever computes the fp64
+// fast path); in rounded mode a trainer's fp64 GEMM on a GPU is one more
+// honest evaluation, covered by β and the logs, and every replay uses the
+// canonical CPU reference. Not part of any hash.
+enum class Device : std::uint8_t { kCpu = 0, kCuda = 1 };
+std::string_view DeviceName(Device device);
+Result<Device> ParseDevice(std::string_view name);  // "cpu" | "cuda"
+
 // Rounded-mode parameters. τ is stored as an integer (no floats in consensus
 // objects): tau_q16 / 65536 units of the b-bit ulp. τ = 0 is valid and means
 // "round to nearest, log nothing" (rounded mode without logs). τ is capped at
@@ -73,6 +83,9 @@ struct ExecConfig {
   // bits either way (both are the correctly rounded value); the referee's
   // arbitration sets it so that its computation is ours alone.
   bool certified_exact_only = false;
+  // Where GemmRepops, GemmNative and GemmF64 run (GemmF64Reference and the
+  // certified slow path always run on the CPU).
+  Device device = Device::kCpu;
 };
 
 }  // namespace vt::kernels

@@ -803,8 +803,9 @@ Status LoadInitialWeights(Job& job, const std::filesystem::path& weights) {
   return Status::Ok();
 }
 
-kernels::ExecConfig ExecConfigFor(const Job& job, int threads, kernels::Simd simd) {
+kernels::ExecConfig ExecConfigFor(const Job& job, int threads, kernels::Simd simd, kernels::Device device) {
   kernels::ExecConfig config;
+  config.device = device;
   config.mode = job.mode();
   config.threads = std::max(threads, 1);
   config.simd = simd;

@@ -148,7 +148,8 @@ Status CheckInitialState(const Job& job, const TrainingState& state);
 Status LoadInitialWeights(Job& job, const std::filesystem::path& weights);
 
 // The execution configuration of a job on this machine.
-kernels::ExecConfig ExecConfigFor(const Job& job, int threads = 1, kernels::Simd simd = kernels::Simd::kAuto);
+kernels::ExecConfig ExecConfigFor(const Job& job, int threads = 1, kernels::Simd simd = kernels::Simd::kAuto,
+                                  kernels::Device device = kernels::Device::kCpu);
 
 // The τ table of a rounded job in its one canonical form: a "*" entry only
 // when the default τ differs from kernels::kDefaultTauQ16, and no entry equal

@@ -86,7 +86,7 @@ Result<AuditReport> Audit(const Job& job, const Dataset& dataset, const RunDir& 
     own.emplace(std::move(dir));
   }
 
-  StepEngine engine(job, dataset, ExecConfigFor(job, options.threads, options.simd));
+  StepEngine engine(job, dataset, ExecConfigFor(job, options.threads, options.simd, options.device));
   VT_ASSIGN_OR_RETURN(TrainingState state, engine.InitialState());
   auto record = [&](std::uint64_t index) -> Result<bool> {
     Hash256 h;

@@ -30,6 +30,7 @@ namespace vt::worker {
 struct AuditOptions {
   int threads = 1;
   kernels::Simd simd = kernels::Simd::kAuto;
+  kernels::Device device = kernels::Device::kCpu;  // where GEMMs run (kernels/device.h)
   bool progress = false;
   // Where the challenger keeps its own checkpoints and manifest (needed to
   // answer dispute questions later); empty = keep nothing.

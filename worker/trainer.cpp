@@ -207,7 +207,7 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
   VT_TRY(protocol::ValidateJobSpec(job.spec));
   VT_ASSIGN_OR_RETURN(RunDir run, RunDir::Open(run_dir, /*create=*/true, options.checkpoint_options));
   VT_TRY(run.SaveJob(job));
-  StepEngine engine(job, dataset, ExecConfigFor(job, options.threads, options.simd), options.adversary);
+  StepEngine engine(job, dataset, ExecConfigFor(job, options.threads, options.simd, options.device), options.adversary);
   const Hash256 job_hash = job.Hash();
   const bool rounded = job.mode() == kernels::Mode::kRounded;
   const std::uint64_t n = job.spec.num_steps;

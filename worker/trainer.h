@@ -98,6 +98,7 @@ class StepEngine {
 struct TrainOptions {
   int threads = 1;
   kernels::Simd simd = kernels::Simd::kAuto;
+  kernels::Device device = kernels::Device::kCpu;  // where GEMMs run (kernels/device.h)
   bool progress = false;
   // Called after every step with the new state's step and that step's loss
   // (the solver daemon publishes its progress from here; node/solver_note.h).

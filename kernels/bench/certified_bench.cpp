@@ -10,6 +10,9 @@
 //      on ordinary and adversarial inputs (every exponent, tiny K).
 //
 //   kernels_certified_bench [--threads=N] [--reps=R]   (default 2 threads, best of 3)
+//   kernels_certified_bench --device=cuda              tables 1–3 only, the GEMMs on a CUDA device
+//     (native: cuBLAS sgemm; certified: cuBLAS dgemm as the fast path), host↔device copies included;
+//     --device=cpu gives the same tables on the CPU (the baseline, run beside it)
 //   kernels_certified_bench --quick                    tiny presets and 64³ once (CTest)
 //   kernels_certified_bench --exact                    table 4 only
 //   kernels_certified_bench --price                    table 5 only: the certified arbitration price table
@@ -34,6 +37,7 @@
 #include "common/philox.h"
 #include "common/random.h"
 #include "kernels/certified.h"
+#include "kernels/device.h"
 #include "kernels/graph/executor.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
@@ -45,6 +49,7 @@ namespace {
 
 int g_threads = 2;
 int g_reps = 3;
+Device g_device = Device::kCpu;  // where tables 1–3 run their GEMMs
 
 template <class F>
 double BestSeconds(const F& f) {
@@ -83,7 +88,8 @@ std::vector<Tensor> Batch(const graph::ModelSpec& model, std::int64_t batch) {
 }
 
 void StepTable(const std::vector<StepCase>& cases) {
-  std::printf("\nOne training step, %d thread(s), best of %d: certified / native\n", g_threads, g_reps);
+  std::printf("\nOne training step, %d thread(s), GEMMs on %s, best of %d: certified / native\n", g_threads,
+              DeviceDescription(g_device).c_str(), g_reps);
   std::printf("%-12s %5s %10s %13s %8s %10s %9s\n", "model", "batch", "native ms", "certified ms", "ratio",
               "outputs", "slow %");
   CertCounts total_before = CertifiedCounts();
@@ -100,6 +106,7 @@ void StepTable(const std::vector<StepCase>& cases) {
       ExecConfig config;
       config.mode = mode;
       config.threads = g_threads;
+      config.device = g_device;
       graph::StepOptions o;
       o.seed = 1;
       return BestSeconds([&] {
@@ -180,7 +187,8 @@ std::vector<float> ZeroMean(std::uint32_t stream, std::int64_t count) {
 }
 
 void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes) {
-  std::printf("\nGEMM m x k x n, zero-mean full-precision inputs, %d thread(s), best of %d\n", g_threads, g_reps);
+  std::printf("\nGEMM m x k x n, zero-mean full-precision inputs, %d thread(s), GEMMs on %s, best of %d\n", g_threads,
+              DeviceDescription(g_device).c_str(), g_reps);
   std::printf("%-16s %12s %14s %8s %10s %16s\n", "m x k x n", "sgemm GF/s", "certified GF/s", "ratio", "slow",
               "exact-only GF/s");
   for (const auto& [m, k, n] : shapes) {
@@ -190,6 +198,7 @@ void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes) {
     g.m = m, g.n = n, g.k = k, g.lda = k, g.ldb = n, g.ldc = n;
     ExecConfig config;
     config.threads = g_threads;
+    config.device = g_device;
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     const double sgemm = BestSeconds([&] { GemmNative(config, g, a.data(), b.data(), c.data()); });
     const std::uint64_t slow0 = CertifiedCounts().slow[static_cast<int>(CertKind::kGemm)];
@@ -198,6 +207,7 @@ void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes) {
     // The arbiter's exact-only path (ExecConfig::certified_exact_only), timed once.
     ExecConfig exact = config;
     exact.certified_exact_only = true;
+    exact.device = Device::kCpu;
     const auto t0 = std::chrono::steady_clock::now();
     CertifiedGemm(exact, g, a.data(), b.data(), c.data());
     const double exact_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -390,13 +400,23 @@ void PriceTable() {
 }  // namespace vt::kernels
 
 int main(int argc, char** argv) {
-  bool quick = false, exact = false, price = false;
+  bool quick = false, exact = false, price = false, device_given = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--exact") == 0) exact = true;
     if (std::strcmp(argv[i], "--price") == 0) price = true;
     if (std::strncmp(argv[i], "--threads=", 10) == 0) vt::kernels::g_threads = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--reps=", 7) == 0) vt::kernels::g_reps = std::atoi(argv[i] + 7);
+    if (std::strncmp(argv[i], "--device=", 9) == 0) {
+      auto device = vt::kernels::ParseDevice(argv[i] + 9);
+      if (!device.ok() || !vt::kernels::DeviceReady(*device).ok()) {
+        std::printf("device %s: %s\n", argv[i] + 9,
+                    device.ok() ? vt::kernels::DeviceReady(*device).ToString().c_str() : device.status().ToString().c_str());
+        return 0;
+      }
+      vt::kernels::g_device = *device;
+      device_given = true;
+    }
   }
   if (vt::kernels::g_threads < 1) vt::kernels::g_threads = 1;
   if (vt::kernels::g_reps < 1) vt::kernels::g_reps = 1;
@@ -417,6 +437,7 @@ int main(int argc, char** argv) {
   }
   vt::kernels::StepTable({{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}});
   vt::kernels::GemmTable({{512, 768, 2304}, {1024, 1024, 1024}});
+  if (device_given) return 0;  // table 4 is the CPU arbiter's
   vt::kernels::ExactTable({{128, 784, 64}, {256, 256, 256}, {64, 4096, 64}, {512, 2, 512}});
   return 0;
 }

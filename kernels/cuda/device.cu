@@ -181,6 +181,16 @@ template <typename T, typename Gemm>
 Status CublasGemm(const GemmArgs& g, const T* a, const T* b, T* c, Gemm gemm) {
   if (g.m <= 0 || g.n <= 0) return Status::Ok();
   VT_TRY(Require());
+  if (g.k <= 0) {
+    // An empty sum: C = 0, or C unchanged when accumulating. (cuBLAS would
+    // refuse the leading dimensions of empty operands, which may be 0.)
+    if (!g.accumulate) {
+      for (std::int64_t i = 0; i < g.m; ++i) {
+        for (std::int64_t j = 0; j < g.n; ++j) c[i * g.ldc + j] = T(0);
+      }
+    }
+    return Status::Ok();
+  }
   cublasHandle_t handle = Handle();
   if (handle == nullptr) return Status::Error("cuda-error", "cublasCreate failed");
   const Operands n = Sizes(g);

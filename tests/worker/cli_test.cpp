@@ -118,6 +118,10 @@ TEST(CliTest, UsageErrorsExitWithTwo) {
   EXPECT_EQ(cli({"train", "--job", "missing.json", "--out", "r"}).code, 2);     // no such file
   EXPECT_EQ(cli({"train", "--job", "x", "--out", "r", "--threads", "0"}).code, 2);
   EXPECT_EQ(cli({"dispute"}).code, 2);
+  cli.Write("job.json", test::JobJson(Family::kMlp, "repops"));
+  const CliRun tpu = cli({"train", "--job", "job.json", "--out", "r", "--device", "tpu"});
+  EXPECT_EQ(tpu.code, 2);
+  EXPECT_NE(tpu.err.find("--device"), std::string::npos) << tpu.err;
 }
 
 TEST(CliTest, TrainAuditInspectExport) {
@@ -319,6 +323,49 @@ TEST(CliTest, CommitmentsAcrossCoreTypesAndThreads) {
         CliRun audit = cli({"audit", "--job", job, "--solver", first_run, "--no-progress", "--threads", configs.back().second},
                         "OPENBLAS_CORETYPE=" + configs.back().first);
         EXPECT_EQ(audit.code, 0) << what << "\n" << audit.out << audit.err;
+      }
+    }
+  }
+}
+
+// --device cuda: where a CUDA device is present, the GEMMs run there and the
+// commitments of repops and certified jobs equal the CPU's bit for bit (a
+// rounded run trained on the GPU audits clean on the CPU); where none is,
+// the command refuses before any work with the reason.
+TEST(CliTest, CommitmentsOnCpuAndCuda) {
+  Cli cli;
+  cli.Write("probe.json", test::JobJson(Family::kMlp, "repops", 2, 1));
+  const CliRun probe = cli({"train", "--job", "probe.json", "--out", "probe", "--device", "cuda", "--json",
+                            "--key", "k.key", "--no-progress"});
+  if (probe.code != 0) {
+    EXPECT_EQ(probe.code, 1) << probe.err;
+    EXPECT_EQ(probe.Json()["error"]["reason"], "cuda-unavailable") << probe.out;
+    EXPECT_FALSE(std::filesystem::exists(cli.dir() / "probe" / "commitment.bin"));
+    GTEST_SKIP() << "no usable CUDA device (refused with cuda-unavailable as it should): " << probe.err;
+  }
+  EXPECT_EQ(probe.Json()["config"]["device"], "cuda");
+  for (Family f : {Family::kMlp, Family::kCnn, Family::kGpt}) {
+    for (const char* mode : {"repops", "certified", "rounded"}) {
+      const std::string job = std::string(test::FamilyName(f)) + "_" + mode + ".json";
+      const std::string what = std::string(test::FamilyName(f)) + " " + mode;
+      cli.Write(job, test::JobJson(f, mode));
+      std::map<std::string, json> commitments;
+      for (const char* device : {"cpu", "cuda"}) {
+        CliRun r = cli({"train", "--job", job, "--out", job + "." + device, "--device", device, "--json", "--key",
+                        "k.key", "--no-progress"});
+        ASSERT_EQ(r.code, 0) << what << " on " << device << "\n" << r.err;
+        EXPECT_EQ(r.Json()["config"]["device"], device);
+        if (std::string(device) == "cuda") {
+          EXPECT_EQ(r.Json()["config"]["device_fallbacks"], 0) << what;
+        }
+        commitments[device] = r.Json()["commitment"];
+      }
+      if (std::string(mode) == "rounded") {
+        CliRun audit = cli({"audit", "--job", job, "--solver", job + ".cuda", "--device", "cpu", "--no-progress"});
+        EXPECT_EQ(audit.code, 0) << what << ": the GPU-trained run does not audit on the CPU\n" << audit.out << audit.err;
+      } else {
+        EXPECT_EQ(commitments["cpu"]["checkpoint_root"], commitments["cuda"]["checkpoint_root"]) << what;
+        EXPECT_EQ(commitments["cpu"]["final_state_hash"], commitments["cuda"]["final_state_hash"]) << what;
       }
     }
   }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crypto/keyfile.h"
+#include "kernels/device.h"
 #include "kernels/graph/model.h"
 #include "worker/adversary.h"
 #include "worker/checkpoint_store.h"
@@ -38,7 +39,13 @@ using nlohmann::json;
 // the bits; in repops and rounded mode nothing here may.
 json ConfigJson(const Common& c) {
   const char* core = openblas_get_corename();
-  return json{{"threads", c.threads}, {"simd", c.simd}, {"blas_core", core != nullptr ? core : "unknown"}};
+  json out{{"threads", c.threads}, {"simd", c.simd}, {"blas_core", core != nullptr ? core : "unknown"},
+           {"device", c.device}};
+  if (c.device != "cpu") {
+    out["device_name"] = kernels::DeviceDescription(kernels::ParseDevice(c.device).value());
+    out["device_fallbacks"] = kernels::DeviceFallbacks();
+  }
+  return out;
 }
 
 int Fail(const Common& c, const Status& s) {
@@ -52,11 +59,27 @@ int Fail(const Common& c, const Status& s) {
   return kExitFailure;
 }
 
-Result<kernels::Simd> ParseSimd(const std::string& s) {
+// --simd and --device, parsed; a device that cannot run here is refused
+// before any work (DeviceReady says why).
+struct Compute {
+  kernels::Simd simd = kernels::Simd::kAuto;
+  kernels::Device device = kernels::Device::kCpu;
+};
+Result<Compute> ParseCompute(const Common& c) {
+  Compute out;
+  bool simd_known = false;
   for (kernels::Simd v : {kernels::Simd::kAuto, kernels::Simd::kScalar, kernels::Simd::kAvx2, kernels::Simd::kAvx512}) {
-    if (kernels::SimdName(v) == s) return v;
+    if (kernels::SimdName(v) == c.simd) {
+      out.simd = v;
+      simd_known = true;
+    }
   }
-  return Status::Invalid("cli-bad-simd", "--simd must be auto, scalar, avx2 or avx512");
+  if (!simd_known) return Status::Invalid("cli-bad-simd", "--simd must be auto, scalar, avx2 or avx512");
+  auto device = kernels::ParseDevice(c.device);
+  if (!device.ok()) return Status::Invalid("cli-bad-device", "--device must be cpu or cuda");
+  out.device = *device;
+  VT_TRY(kernels::DeviceReady(out.device).WithContext("--device " + c.device));
+  return out;
 }
 
 std::string Passphrase(const std::string& env) {
@@ -116,8 +139,8 @@ Result<std::unique_ptr<Adversary>> MaybeAdversary(const std::string& text, const
 
 int RunTrain(const TrainConfig& config) {
   const Common& c = config.common;
-  auto simd = ParseSimd(c.simd);
-  if (!simd.ok()) return Fail(c, simd.status());
+  auto compute = ParseCompute(c);
+  if (!compute.ok()) return Fail(c, compute.status());
   auto loaded = LoadJobWithDataset(config.job);
   if (!loaded.ok()) return Fail(c, loaded.status());
   const Job& job = loaded->job;
@@ -135,7 +158,8 @@ int RunTrain(const TrainConfig& config) {
   }
   TrainOptions options;
   options.threads = c.threads;
-  options.simd = *simd;
+  options.simd = compute->simd;
+  options.device = compute->device;
   options.progress = c.progress;
   options.resume = config.resume || config.resume_step.has_value();
   options.resume_step = config.resume_step;
@@ -196,8 +220,8 @@ int RunTrain(const TrainConfig& config) {
 
 int RunAudit(const AuditConfig& config) {
   const Common& c = config.common;
-  auto simd = ParseSimd(c.simd);
-  if (!simd.ok()) return Fail(c, simd.status());
+  auto compute = ParseCompute(c);
+  if (!compute.ok()) return Fail(c, compute.status());
   auto loaded = LoadJobWithDataset(config.job);
   if (!loaded.ok()) return Fail(c, loaded.status());
   const Job& job = loaded->job;
@@ -210,7 +234,8 @@ int RunAudit(const AuditConfig& config) {
   if (config.locate && own.empty()) own = config.solver.parent_path() / (config.solver.filename().string() + ".audit");
   AuditOptions options;
   options.threads = c.threads;
-  options.simd = *simd;
+  options.simd = compute->simd;
+  options.device = compute->device;
   options.progress = c.progress;
   options.own_run_dir = own;
   options.follow_logs = !config.no_logs;
@@ -227,7 +252,7 @@ int RunAudit(const AuditConfig& config) {
     if (!adversary.ok()) return Fail(c, adversary.status());
     auto own_run = RunDir::Open(own, false);
     if (!own_run.ok()) return Fail(c, own_run.status());
-    const kernels::ExecConfig exec = ExecConfigFor(job, c.threads, *simd);
+    const kernels::ExecConfig exec = ExecConfigFor(job, c.threads, compute->simd, compute->device);
     const RunDir* logs = job.mode() == kernels::Mode::kRounded && !config.no_logs ? &*solver_run : nullptr;
     Party solver{&job, &loaded->dataset, &*solver_run, &*solver_run, exec, adversary->get()};
     Party challenger{&job, &loaded->dataset, &*own_run, logs, exec, nullptr};
@@ -504,8 +529,8 @@ int RunExport(const ExportConfig& config) {
 
 int RunDispute(const DisputeConfig& config) {
   const Common& c = config.common;
-  auto simd = ParseSimd(c.simd);
-  if (!simd.ok()) return Fail(c, simd.status());
+  auto compute = ParseCompute(c);
+  if (!compute.ok()) return Fail(c, compute.status());
   auto loaded = LoadJobWithDataset(config.job);
   if (!loaded.ok()) return Fail(c, loaded.status());
   const Job& job = loaded->job;
@@ -545,7 +570,8 @@ int RunDispute(const DisputeConfig& config) {
   auto adversary = MaybeAdversary(config.adversary, job, loaded->dataset);
   if (!adversary.ok()) return Fail(c, adversary.status());
   const RunDir* logs = job.mode() == kernels::Mode::kRounded ? (logs_dir ? &*logs_dir : &*run) : nullptr;
-  Party party{&job, &loaded->dataset, &*run, logs, ExecConfigFor(job, c.threads, *simd), adversary->get()};
+  Party party{&job, &loaded->dataset, &*run, logs, ExecConfigFor(job, c.threads, compute->simd, compute->device),
+              adversary->get()};
   json out{{"ok", true}};
   if (config.what == "steps") {
     auto a = AnswerStepHashes(party, config.checkpoint);

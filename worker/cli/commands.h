@@ -18,6 +18,7 @@ struct Common {
   bool json = false;
   int threads = 1;  // main.cpp defaults it to every core
   std::string simd = "auto";
+  std::string device = "cpu";  // where GEMMs run: cpu or cuda (kernels/device.h)
   bool progress = true;
 };
 

@@ -31,6 +31,10 @@ void AddCommon(CLI::App* cmd, Common& c, bool compute) {
               1, 1024);
     cmd->add_option("--simd", c.simd, "repops vector path: auto, scalar, avx2, avx512")
         ->check(CLI::IsMember({"auto", "scalar", "avx2", "avx512"}));
+    cmd->add_option("--device", c.device,
+                    "where GEMMs run: cpu or cuda (never changes a repops/certified result; rounded replays stay on "
+                    "the CPU)")
+        ->check(CLI::IsMember({"cpu", "cuda"}));
     cmd->add_flag("!--no-progress", c.progress, "no progress line on stderr");
   }
 }

@@ -3,8 +3,9 @@
 // rounded exact value bit for bit — on random inputs and on inputs built to
 // defeat the fast path (exact ties, catastrophic cancellation, huge K,
 // subnormal products, overflow, NaN/inf), where the slow path must engage.
-// The test-only shuffled order (random permutation of K, random split-K) and
-// every thread count must give the same bits.
+// The test-only shuffled order (random permutation of K, random split-K),
+// every thread count and (where present) a CUDA device's cuBLAS dgemm as the
+// fast path must give the same bits.
 
 #include <gtest/gtest.h>
 #include <mpfr.h>
@@ -17,6 +18,7 @@
 
 #include "common/philox.h"
 #include "kernels/certified.h"
+#include "kernels/device.h"
 #include "tests/kernels/certified_reference.h"
 
 namespace vt::kernels {
@@ -102,7 +104,7 @@ std::vector<float> RefGemm(const Matrices& x, const std::vector<float>* c0) {
 // The certified GEMM, with the operands stored as asked (transposes are
 // built here so the same matrices are checked in every layout).
 std::vector<float> Certified(const Matrices& x, bool ta, bool tb, int threads, const std::vector<float>* c0,
-                             bool exact_only = false) {
+                             bool exact_only = false, Device device = Device::kCpu) {
   std::vector<float> a = x.a, b = x.b;
   if (ta) {
     for (std::int64_t i = 0; i < x.m; ++i)
@@ -123,6 +125,7 @@ std::vector<float> Certified(const Matrices& x, bool ta, bool tb, int threads, c
   ExecConfig config;
   config.threads = threads;
   config.certified_exact_only = exact_only;
+  config.device = device;
   CertifiedGemm(config, g, a.data(), b.data(), c.data());
   return c;
 }
@@ -163,6 +166,18 @@ std::uint64_t CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c
     EXPECT_EQ(Mismatches(Certified(x, seed == 2, seed == 3, 2, c0), want), 0u) << "shuffled seed " << seed;
   }
   SetCertifiedShuffleSeedForTesting(0);
+  // The fp64 fast path on a CUDA device (cuBLAS dgemm, its own order and
+  // blocking), where one is present; plain and shuffled split-K.
+  if (DeviceReady(Device::kCuda).ok()) {
+    const std::uint64_t fallbacks = DeviceFallbacks();
+    for (bool ta : {false, true}) {
+      EXPECT_EQ(Mismatches(Certified(x, ta, !ta, 2, c0, false, Device::kCuda), want), 0u) << "cuda " << ta;
+    }
+    SetCertifiedShuffleSeedForTesting(4);
+    EXPECT_EQ(Mismatches(Certified(x, false, false, 2, c0, false, Device::kCuda), want), 0u) << "cuda shuffled";
+    SetCertifiedShuffleSeedForTesting(0);
+    EXPECT_EQ(DeviceFallbacks(), fallbacks) << "a GEMM fell back to the CPU";
+  }
   return slow;
 }
 

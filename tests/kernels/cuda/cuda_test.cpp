@@ -150,6 +150,26 @@ TEST(CudaTest, NativeSgemmIsCloseToFp64) {
   }
 }
 
+// K = 0 with leading dimensions 0 (a split-K chunk can be empty): C = 0, or
+// C unchanged when accumulating — as OpenBLAS does, with no cuBLAS error.
+TEST(CudaTest, EmptyInnerDimension) {
+  VT_REQUIRE_CUDA();
+  for (bool accumulate : {false, true}) {
+    const GemmArgs g{3, 4, 0, false, false, 0, 0, 5, accumulate};
+    std::vector<double> c64(15, 2.5);
+    std::vector<float> c32(15, 2.5f);
+    ASSERT_TRUE(GemmF64Cuda(g, nullptr, nullptr, c64.data()).ok());
+    ASSERT_TRUE(GemmNativeCuda(g, nullptr, nullptr, c32.data()).ok());
+    for (std::int64_t i = 0; i < 3; ++i) {
+      for (std::int64_t j = 0; j < 5; ++j) {
+        const double want = j < 4 && !accumulate ? 0.0 : 2.5;  // column 4 is padding
+        EXPECT_EQ(c64[static_cast<std::size_t>(i * 5 + j)], want) << i << "," << j;
+        EXPECT_EQ(c32[static_cast<std::size_t>(i * 5 + j)], static_cast<float>(want)) << i << "," << j;
+      }
+    }
+  }
+}
+
 TEST(CudaTest, ReportsUnavailabilityAsAnError) {
   if (CudaAvailable()) GTEST_SKIP() << "a CUDA device is present (" << CudaDescription() << ")";
   float x = 1;
