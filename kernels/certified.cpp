@@ -602,15 +602,21 @@ constexpr int kBucketCount = ExactAccumulator::kBuckets;
 constexpr std::int64_t kFlushEvery = ExactAccumulator::kBucketFoldEvery;
 constexpr int kBucketLsbExponent = ExactAccumulator::kLsbExponent;  // exponent of bucket 0's unit
 
-// op(X)'s rows (or columns), decoded: m and e per element, k per line, plus
-// each line's smallest and largest e over its nonzero elements and whether it
-// holds a NaN or an infinity.
+// The selected rows (or columns) of op(X), decoded: m and e per element, k
+// per line, stored compactly (the slow path reads a few lines of a large
+// operand: storage for all of them would be zero-filled for nothing), plus
+// each selected line's smallest and largest e over its nonzero elements and
+// whether it holds a NaN or an infinity.
 struct DecodedLines {
   std::int64_t k = 0;
+  std::vector<std::int64_t> slot;  // line → its place in m and e (−1: not decoded)
   std::vector<std::int32_t> m;
   std::vector<std::uint8_t> e;
-  std::vector<std::int16_t> e_min, e_max;  // e_min > e_max: no nonzero element
+  std::vector<std::int16_t> e_min, e_max;  // per line; e_min > e_max: no nonzero element
   std::vector<std::uint8_t> special;
+
+  const std::int32_t* M(std::int64_t line) const { return m.data() + slot[static_cast<std::size_t>(line)] * k; }
+  const std::uint8_t* E(std::int64_t line) const { return e.data() + slot[static_cast<std::size_t>(line)] * k; }
 };
 
 // Decodes line l of `lines` (selected[l] set, or all) with element (l, p) at x[l·line_stride + p·elem_stride].
@@ -618,15 +624,20 @@ DecodedLines DecodeLines(const float* x, std::int64_t lines, std::int64_t k, std
                          std::int64_t elem_stride, const std::vector<std::uint8_t>* selected) {
   DecodedLines d;
   d.k = k;
-  d.m.assign(static_cast<std::size_t>(lines * k), 0);
-  d.e.assign(static_cast<std::size_t>(lines * k), 0);
+  d.slot.assign(static_cast<std::size_t>(lines), -1);
+  std::int64_t decoded = 0;
+  for (std::int64_t l = 0; l < lines; ++l) {
+    if (selected == nullptr || (*selected)[static_cast<std::size_t>(l)] != 0) d.slot[static_cast<std::size_t>(l)] = decoded++;
+  }
+  d.m.assign(static_cast<std::size_t>(decoded * k), 0);
+  d.e.assign(static_cast<std::size_t>(decoded * k), 0);
   d.e_min.assign(static_cast<std::size_t>(lines), 1000);
   d.e_max.assign(static_cast<std::size_t>(lines), -1);
   d.special.assign(static_cast<std::size_t>(lines), 0);
   for (std::int64_t l = 0; l < lines; ++l) {
-    if (selected != nullptr && (*selected)[static_cast<std::size_t>(l)] == 0) continue;
-    std::int32_t* m = d.m.data() + l * k;
-    std::uint8_t* e = d.e.data() + l * k;
+    if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
+    std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
+    std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
     int lo = 1000, hi = -1;
     bool special = false;
     for (std::int64_t p = 0; p < k; ++p) {
@@ -728,8 +739,8 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
           }
           continue;
         }
-        buckets.AddRun(da.m.data() + i * g.k, da.e.data() + i * g.k, db.m.data() + j * g.k, db.e.data() + j * g.k,
-                       g.k, da.e_min[iu] + db.e_min[ju], da.e_max[iu] + db.e_max[ju], acc);
+        buckets.AddRun(da.M(i), da.E(i), db.M(j), db.E(j), g.k, da.e_min[iu] + db.e_min[ju],
+                       da.e_max[iu] + db.e_max[ju], acc);
       }
       buckets.Fold(acc);
       c[i * ldc + j] = acc.Round();
