@@ -7,6 +7,7 @@
 #include <mutex>
 #include <random>
 
+#include "kernels/device.h"
 #include "kernels/parallel.h"
 
 namespace vt::kernels {
@@ -53,43 +54,6 @@ void SetCertifiedShuffleSeedForTesting(std::uint64_t seed) { g_shuffle_seed.stor
 std::uint64_t CertifiedShuffleSeed() { return g_shuffle_seed.load(std::memory_order_relaxed); }
 
 // ---- the certificate ---------------------------------------------------------------------
-
-bool CertifyInterval(double lo, double hi, float* out) {
-  if (!(lo <= hi)) return false;  // NaN included
-  const float rl = static_cast<float>(lo);
-  const float rh = static_cast<float>(hi);
-  if (std::bit_cast<std::uint32_t>(rl) != std::bit_cast<std::uint32_t>(rh)) return false;
-  if (rl == 0.0f) {
-    // Only a point interval at zero is the exact zero (+0); an interval
-    // containing 0 and tiny values of one sign could be either.
-    if (lo == 0.0 && hi == 0.0) {
-      *out = 0.0f;
-      return true;
-    }
-    if (lo <= 0.0 && hi >= 0.0) return false;
-  }
-  *out = rl;
-  return true;
-}
-
-bool CertifyApprox(double approx, double bound, float* out) {
-  if (bound == 0.0) {
-    // No term was nonzero (the bound is a positive multiple of Σ|terms| plus
-    // |c0|): the value is exact. Only zero is expected here; anything else
-    // means the evaluation was not what the bound assumes — decide exactly.
-    if (approx == 0.0) {
-      *out = 0.0f;
-      return true;
-    }
-    return false;
-  }
-  // Each endpoint is computed with one rounding; the neighbour outward of a
-  // rounded value lies on the far side of the real value, so [lo, hi] ⊇
-  // [approx − bound, approx + bound].
-  const double lo = NextDown(approx - bound);
-  const double hi = NextUp(approx + bound);
-  return CertifyInterval(lo, hi, out);
-}
 
 double CertSumBound(std::int64_t terms, double abs_sum) {
   // GemmSlackFactor = 2γ(1 + 2^-16) bounds two parties; one evaluation's
@@ -462,15 +426,11 @@ float ExactAccumulator::RoundSqrt() const {
 namespace certdetail {
 
 bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, std::int64_t n, float* out) {
+  if (finish == CertFinish::kNone) return CertifySum(sum, bound, exact, out);
   if (exact && sum == 0.0) {
     *out = 0.0f;  // exact zero; sqrt(0) = 0/n = +0
     return true;
   }
-  if (exact && finish == CertFinish::kNone) {
-    *out = static_cast<float>(sum);  // IEEE conversion: RNE of the exact value
-    return true;
-  }
-  if (finish == CertFinish::kNone) return CertifyApprox(sum, bound, out);
   if (bound == 0.0 && !exact) {
     if (sum != 0.0) return false;
     *out = 0.0f;
@@ -620,46 +580,52 @@ struct DecodedLines {
 };
 
 // Decodes line l of `lines` (selected[l] set, or all) with element (l, p) at x[l·line_stride + p·elem_stride].
-DecodedLines DecodeLines(const float* x, std::int64_t lines, std::int64_t k, std::int64_t line_stride,
-                         std::int64_t elem_stride, const std::vector<std::uint8_t>* selected) {
+DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::int64_t k,
+                         std::int64_t line_stride, std::int64_t elem_stride,
+                         const std::vector<std::uint8_t>* selected) {
   DecodedLines d;
   d.k = k;
   d.slot.assign(static_cast<std::size_t>(lines), -1);
   std::int64_t decoded = 0;
   for (std::int64_t l = 0; l < lines; ++l) {
-    if (selected == nullptr || (*selected)[static_cast<std::size_t>(l)] != 0) d.slot[static_cast<std::size_t>(l)] = decoded++;
+    if (selected == nullptr || (*selected)[static_cast<std::size_t>(l)] != 0)
+      d.slot[static_cast<std::size_t>(l)] = decoded++;
   }
   d.m.assign(static_cast<std::size_t>(decoded * k), 0);
   d.e.assign(static_cast<std::size_t>(decoded * k), 0);
   d.e_min.assign(static_cast<std::size_t>(lines), 1000);
   d.e_max.assign(static_cast<std::size_t>(lines), -1);
   d.special.assign(static_cast<std::size_t>(lines), 0);
-  for (std::int64_t l = 0; l < lines; ++l) {
-    if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
-    std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
-    std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
-    int lo = 1000, hi = -1;
-    bool special = false;
-    for (std::int64_t p = 0; p < k; ++p) {
-      const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
-      const std::uint32_t biased = (bits >> 23) & 0xffu;
-      if (biased == 0xffu) {
-        special = true;  // m stays 0: the line is summed by ExactAccumulator instead
-        continue;
+  // (In parallel: slow outputs spread over a large GEMM select most lines.)
+  ParallelFor(threads, lines, [&](std::int64_t l0, std::int64_t l1) {
+    for (std::int64_t l = l0; l < l1; ++l) {
+      if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
+      std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
+      std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
+      int lo = 1000, hi = -1;
+      bool special = false;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
+        const std::uint32_t biased = (bits >> 23) & 0xffu;
+        if (biased == 0xffu) {
+          special = true;  // m stays 0: the line is summed by ExactAccumulator instead
+          continue;
+        }
+        const std::int32_t mag =
+            static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
+        m[p] = (bits >> 31) != 0 ? -mag : mag;
+        const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
+        e[p] = static_cast<std::uint8_t>(ex);
+        if (mag != 0) {
+          lo = std::min(lo, ex);
+          hi = std::max(hi, ex);
+        }
       }
-      const std::int32_t mag = static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
-      m[p] = (bits >> 31) != 0 ? -mag : mag;
-      const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
-      e[p] = static_cast<std::uint8_t>(ex);
-      if (mag != 0) {
-        lo = std::min(lo, ex);
-        hi = std::max(hi, ex);
-      }
+      d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
+      d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
+      d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
     }
-    d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
-    d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
-    d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
-  }
+  });
   return d;
 }
 
@@ -717,8 +683,8 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   std::vector<DecodedLines> a_lines, b_lines;
   for (const CertGemmPiece& piece : pieces) {
     const GemmArgs& g = piece.g;
-    a_lines.push_back(DecodeLines(piece.a, m, g.k, g.trans_a ? 1 : g.lda, g.trans_a ? g.lda : 1, &rows));
-    b_lines.push_back(DecodeLines(piece.b, n, g.k, g.trans_b ? g.ldb : 1, g.trans_b ? 1 : g.ldb, &cols));
+    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, g.trans_a ? 1 : g.lda, g.trans_a ? g.lda : 1, &rows));
+    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, g.trans_b ? g.ldb : 1, g.trans_b ? 1 : g.ldb, &cols));
   }
   ParallelFor(threads, count, [&](std::int64_t s0, std::int64_t s1) {
     Buckets buckets;
@@ -771,6 +737,23 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   std::vector<double>& a64 = tl_a64;
   std::vector<double>& b64 = tl_b64;
   std::vector<std::uint8_t>& slow = tl_slow;
+  // On a device, a single GEMM's whole fast path runs there (widening, norms,
+  // low bits, dgemm, the certificate: kernels/certify_hd.h, this file's own
+  // rule); only the fp32 results and the slow flags come back. Several pieces
+  // and the shuffled test order take the path below (its dgemm offloaded).
+  if (config.device != Device::kCpu && pieces.size() == 1 && pieces[0].g.k > 0 && CertifiedShuffleSeed() == 0) {
+    GemmArgs g = pieces[0].g;
+    g.m = m;
+    g.n = n;
+    g.ldc = ldc;
+    g.accumulate = accumulate;
+    slow.assign(mn, 0);
+    if (device::OffloadCertifiedFast(g, pieces[0].a, pieces[0].b, c, CertSumBound(g.k + (accumulate ? 1 : 0), 1.0),
+                                     slow.data())) {
+      CountCertified(CertKind::kGemm, mn, ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow));
+      return;
+    }
+  }
   c64.resize(mn);
   // The first dgemm overwrites c64 (beta = 0) unless c0 was loaded into it;
   // the shuffled test path always adds.
@@ -839,14 +822,10 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     for (std::int64_t i = i0; i < i1; ++i) {
       const double rn = std::sqrt(row_sq[static_cast<std::size_t>(i)]);
       for (std::int64_t j = 0; j < n; ++j) {
-        const float c0f = accumulate ? c[i * ldc + j] : 0.0f;
-        const double c0 = static_cast<double>(c0f);
-        const double abs_bound = rn * col_norm[static_cast<std::size_t>(j)] + std::fabs(c0);  // ≥ Σ|terms|
-        int lsb = row_lsb[static_cast<std::size_t>(i)] + col_lsb[static_cast<std::size_t>(j)];
-        if (c0f != 0.0f) lsb = std::min(lsb, LowBitExponent(c0f));
         float out = 0.0f;
-        if (certdetail::CertifyFinished(c64[static_cast<std::size_t>(i * n + j)], half * abs_bound,
-                                        SumIsExact(abs_bound, lsb), CertFinish::kNone, 1, &out)) {
+        if (CertifyGemmOutput(c64[static_cast<std::size_t>(i * n + j)], rn, col_norm[static_cast<std::size_t>(j)],
+                              accumulate ? c[i * ldc + j] : 0.0f,
+                              row_lsb[static_cast<std::size_t>(i)] + col_lsb[static_cast<std::size_t>(j)], half, &out)) {
           c[i * ldc + j] = out;
         } else {
           slow[static_cast<std::size_t>(i * n + j)] = 1;

@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/certify_hd.h"
 #include "kernels/matmul.h"
 #include "kernels/mode.h"
 
@@ -67,63 +68,15 @@ std::uint64_t CertifiedShuffleSeed();
 
 // ---- the certificate -----------------------------------------------------------
 
-// `lo ≤ exact ≤ hi` is known. If every real number in [lo, hi] rounds to the
-// same fp32 value under the definition above, writes it and returns true.
-// (Round-to-nearest is monotone, so it suffices that lo and hi round to the
-// same bits; an interval that touches zero only certifies the exact zero.)
-bool CertifyInterval(double lo, double hi, float* out);
-// |approx − exact| ≤ bound (both fp64, bound ≥ 0): the interval rounded outward.
-bool CertifyApprox(double approx, double bound, float* out);
+// CertifyInterval, CertifyApprox, CertifySum, CertifyGemmOutput and their
+// helpers (Pow2, NextUp, NextDown, LowBitExponent, SumIsExact) are in
+// kernels/certify_hd.h: one source for the CPU and the CUDA fast path.
+
 // The rigorous error bound of any fp64 evaluation (any order, fma or not) of
 // a sum of `terms` exact fp64 terms whose absolute values sum to abs_sum (as
 // computed in fp64): γ_terms·(1 + 2^-16)·abs_sum. The factor also covers the
 // rounding of abs_sum itself and of this product. +inf for absurd counts.
 double CertSumBound(std::int64_t terms, double abs_sum);
-
-// The certificate runs once per output, so it makes no libm calls for the
-// common cases (they measured 12 % of a certified step): the functions below
-// return exactly what the named std:: call returns, for every input.
-
-// std::ldexp(1.0, e): built in the exponent field for a normal result.
-inline double Pow2(int e) {
-  if (e >= -1022 && e <= 1023) return std::bit_cast<double>(static_cast<std::uint64_t>(e + 1023) << 52);
-  return std::ldexp(1.0, e);
-}
-
-// std::nextafter(x, +inf): one step of the bit pattern away from zero for
-// x > 0, towards it for x < 0; +0 and −0 go to the least subnormal; NaN and
-// +inf stay.
-inline double NextUp(double x) {
-  if (!(x < std::numeric_limits<double>::infinity())) return x;
-  if (x == 0.0) return std::numeric_limits<double>::denorm_min();
-  const auto bits = std::bit_cast<std::uint64_t>(x);
-  return std::bit_cast<double>(x > 0.0 ? bits + 1 : bits - 1);
-}
-
-// std::nextafter(x, −inf).
-inline double NextDown(double x) { return -NextUp(-x); }
-
-// The exponent of the lowest set bit of a nonzero fp32 value: x is an odd
-// multiple of 2^LowBitExponent(x). For NaN/inf a value that never matters
-// (their bound is not finite).
-inline int LowBitExponent(float x) {
-  std::uint32_t bits;
-  std::memcpy(&bits, &x, sizeof bits);
-  const int e = static_cast<int>((bits >> 23) & 0xffu);
-  const std::uint32_t mantissa = (bits & 0x7fffffu) | (e == 0 ? 0u : 0x800000u);
-  return (e == 0 ? 1 : e) - 150 + (mantissa == 0 ? 0 : std::countr_zero(mantissa));
-}
-
-// Exactness: if every term is an integer multiple of 2^lsb_exponent and the
-// terms' absolute values sum (as computed in fp64, abs_sum) to less than
-// 2^(lsb_exponent + 52), then every partial sum in every order — fma or
-// not — is such a multiple below 2^(lsb_exponent + 53): exactly representable,
-// so the fp64 result IS the exact value. (Sums of a few fp32 values of
-// similar size are the common case, and half of them are exact ties that no
-// error bound could decide.)
-inline bool SumIsExact(double abs_sum, int lsb_exponent) {
-  return abs_sum < Pow2(lsb_exponent + 52);
-}
 
 // ---- the slow path: an exact accumulator ---------------------------------------
 

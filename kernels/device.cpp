@@ -64,10 +64,17 @@ bool OffloadNative(const GemmArgs& g, const float* a, const float* b, float* c) 
 bool OffloadF64(const GemmArgs& g, const double* a, const double* b, double* c) {
   return Ran(cuda::GemmF64Cuda(g, a, b, c));
 }
+bool OffloadCertifiedFast(const GemmArgs& g, const float* a, const float* b, float* c, double half,
+                          std::uint8_t* slow) {
+  return Ran(cuda::CertifiedGemmFastCuda(g, a, b, c, half, slow));
+}
 #else
 bool OffloadRepops(const GemmArgs&, const float*, const float*, float*) { return Ran(NotBuilt()); }
 bool OffloadNative(const GemmArgs&, const float*, const float*, float*) { return Ran(NotBuilt()); }
 bool OffloadF64(const GemmArgs&, const double*, const double*, double*) { return Ran(NotBuilt()); }
+bool OffloadCertifiedFast(const GemmArgs&, const float*, const float*, float*, double, std::uint8_t*) {
+  return Ran(NotBuilt());
+}
 #endif
 
 }  // namespace device

@@ -35,6 +35,9 @@ namespace device {
 bool OffloadRepops(const GemmArgs& g, const float* a, const float* b, float* c);
 bool OffloadNative(const GemmArgs& g, const float* a, const float* b, float* c);
 bool OffloadF64(const GemmArgs& g, const double* a, const double* b, double* c);
+// The certified GEMM's whole fast path (cuda::CertifiedGemmFastCuda).
+bool OffloadCertifiedFast(const GemmArgs& g, const float* a, const float* b, float* c, double half,
+                          std::uint8_t* slow);
 }  // namespace device
 
 }  // namespace vt::kernels

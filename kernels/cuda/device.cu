@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kernels/arith_hd.h"
+#include "kernels/certify_hd.h"
 #include "kernels/cuda/device.h"
 
 namespace vt::kernels::cuda {
@@ -177,6 +178,24 @@ Status GemmRepopsCuda(const GemmArgs& g, const float* a, const float* b, float* 
 
 namespace {
 
+// Row-major C = op(A)·op(B) (+ C when g.accumulate) on device buffers laid
+// out as g says: column-major Cᵀ = op(B)ᵀ·op(A)ᵀ for cuBLAS. g.k > 0.
+template <typename T, typename Gemm>
+Status CallGemm(cublasHandle_t handle, const GemmArgs& g, const T* da, const T* db, T* dc, Gemm gemm) {
+  const T alpha = 1, beta = g.accumulate ? 1 : 0;
+  VT_CUBLAS_TRY(gemm(handle, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                     static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &alpha, db,
+                     static_cast<int>(g.ldb), da, static_cast<int>(g.lda), &beta, dc, static_cast<int>(g.ldc)));
+  return Status::Ok();
+}
+
+Result<cublasHandle_t> RequireHandle() {
+  VT_TRY(Require());
+  cublasHandle_t handle = Handle();
+  if (handle == nullptr) return Status::Error("cuda-error", "cublasCreate failed");
+  return handle;
+}
+
 template <typename T, typename Gemm>
 Status CublasGemm(const GemmArgs& g, const T* a, const T* b, T* c, Gemm gemm) {
   if (g.m <= 0 || g.n <= 0) return Status::Ok();
@@ -191,8 +210,7 @@ Status CublasGemm(const GemmArgs& g, const T* a, const T* b, T* c, Gemm gemm) {
     }
     return Status::Ok();
   }
-  cublasHandle_t handle = Handle();
-  if (handle == nullptr) return Status::Error("cuda-error", "cublasCreate failed");
+  VT_ASSIGN_OR_RETURN(cublasHandle_t handle, RequireHandle());
   const Operands n = Sizes(g);
   DeviceBuffer<T> da, db, dc;
   VT_TRY(da.Allocate(n.a));
@@ -201,12 +219,7 @@ Status CublasGemm(const GemmArgs& g, const T* a, const T* b, T* c, Gemm gemm) {
   VT_TRY(da.Upload(a));
   VT_TRY(db.Upload(b));
   VT_TRY(dc.Upload(c));
-  const T alpha = 1, beta = g.accumulate ? 1 : 0;
-  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
-  VT_CUBLAS_TRY(gemm(handle, g.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
-                     static_cast<int>(g.n), static_cast<int>(g.m), static_cast<int>(g.k), &alpha, db.get(),
-                     static_cast<int>(g.ldb), da.get(), static_cast<int>(g.lda), &beta, dc.get(),
-                     static_cast<int>(g.ldc)));
+  VT_TRY(CallGemm(handle, g, da.get(), db.get(), dc.get(), gemm));
   VT_CUDA_TRY(cudaDeviceSynchronize());
   return dc.Download(c);
 }
@@ -219,6 +232,114 @@ Status GemmNativeCuda(const GemmArgs& g, const float* a, const float* b, float* 
 
 Status GemmF64Cuda(const GemmArgs& g, const double* a, const double* b, double* c) {
   return CublasGemm<double>(g, a, b, c, cublasDgemm);
+}
+
+// ---- certified GEMM fast path ------------------------------------------------------
+
+namespace {
+
+constexpr int kNoBits = 1 << 20;  // the line has no nonzero element (as on the CPU)
+
+// x (rows × cols, row stride ld) → compact fp64 (exact: fp32 ⊂ fp64).
+__global__ void WidenKernel(const float* __restrict__ x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                            double* __restrict__ out) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= rows * cols) return;
+  out[e] = static_cast<double>(x[(e / cols) * ld + e % cols]);
+}
+
+// Per line l < lines (element p at x[l·line_stride + p·elem_stride], p < k):
+// the 2-norm, summed in fp64 (any order is covered by the certificate's
+// (1 + 2^-16) factor), and the smallest LowBitExponent of a nonzero element.
+__global__ void LineStatsKernel(const float* __restrict__ x, std::int64_t lines, std::int64_t k,
+                                std::int64_t line_stride, std::int64_t elem_stride, double* __restrict__ norm,
+                                int* __restrict__ lsb) {
+  const std::int64_t l = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (l >= lines) return;
+  double sq = 0.0;
+  int low = kNoBits;
+  for (std::int64_t p = 0; p < k; ++p) {
+    const float v = x[l * line_stride + p * elem_stride];
+    const double d = static_cast<double>(v);
+    sq = sq + d * d;
+    if (v != 0.0f) {
+      const int e = LowBitExponent(v);
+      low = e < low ? e : low;
+    }
+  }
+  norm[l] = sqrt(sq);
+  lsb[l] = low;
+}
+
+// The certificate per output (kernels/certify_hd.h, the CPU's own code):
+// a certified output is written to c, the others are flagged and keep c's
+// value (c0) for the exact path on the host.
+__global__ void CertifyKernel(std::int64_t m, std::int64_t n, const double* __restrict__ c64,
+                              const double* __restrict__ row_norm, const double* __restrict__ col_norm,
+                              const int* __restrict__ row_lsb, const int* __restrict__ col_lsb, double half,
+                              bool accumulate, float* __restrict__ c, std::int64_t ldc,
+                              std::uint8_t* __restrict__ slow) {
+  const std::int64_t e = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= m * n) return;
+  const std::int64_t i = e / n, j = e % n;
+  float out = 0.0f;
+  const bool certified = CertifyGemmOutput(c64[e], row_norm[i], col_norm[j], accumulate ? c[i * ldc + j] : 0.0f,
+                                           row_lsb[i] + col_lsb[j], half, &out);
+  if (certified) c[i * ldc + j] = out;
+  slow[e] = certified ? 0 : 1;
+}
+
+constexpr int kBlock = 256;
+unsigned Blocks(std::int64_t count) { return static_cast<unsigned>((count + kBlock - 1) / kBlock); }
+
+}  // namespace
+
+Status CertifiedGemmFastCuda(const GemmArgs& g, const float* a, const float* b, float* c, double half,
+                             std::uint8_t* slow) {
+  if (g.m <= 0 || g.n <= 0) return Status::Ok();
+  if (g.k <= 0) return Status::Error("cuda-error", "CertifiedGemmFastCuda needs k > 0");
+  VT_ASSIGN_OR_RETURN(cublasHandle_t handle, RequireHandle());
+  const Operands n = Sizes(g);
+  const std::int64_t a_rows = g.trans_a ? g.k : g.m, a_cols = g.trans_a ? g.m : g.k;
+  const std::int64_t b_rows = g.trans_b ? g.n : g.k, b_cols = g.trans_b ? g.k : g.n;
+  const std::int64_t mn = g.m * g.n;
+  DeviceBuffer<float> da, db, dc;
+  DeviceBuffer<double> a64, b64, c64, row_norm, col_norm;
+  DeviceBuffer<int> row_lsb, col_lsb;
+  DeviceBuffer<std::uint8_t> dslow;
+  VT_TRY(da.Allocate(n.a));
+  VT_TRY(db.Allocate(n.b));
+  VT_TRY(dc.Allocate(n.c));
+  VT_TRY(a64.Allocate(static_cast<std::size_t>(a_rows * a_cols)));
+  VT_TRY(b64.Allocate(static_cast<std::size_t>(b_rows * b_cols)));
+  VT_TRY(c64.Allocate(static_cast<std::size_t>(mn)));
+  VT_TRY(row_norm.Allocate(static_cast<std::size_t>(g.m)));
+  VT_TRY(col_norm.Allocate(static_cast<std::size_t>(g.n)));
+  VT_TRY(row_lsb.Allocate(static_cast<std::size_t>(g.m)));
+  VT_TRY(col_lsb.Allocate(static_cast<std::size_t>(g.n)));
+  VT_TRY(dslow.Allocate(static_cast<std::size_t>(mn)));
+  VT_TRY(da.Upload(a));
+  VT_TRY(db.Upload(b));
+  VT_TRY(dc.Upload(c));  // c0 when accumulating; the padding between rows either way
+  WidenKernel<<<Blocks(a_rows * a_cols), kBlock>>>(da.get(), a_rows, a_cols, g.lda, a64.get());
+  WidenKernel<<<Blocks(b_rows * b_cols), kBlock>>>(db.get(), b_rows, b_cols, g.ldb, b64.get());
+  if (g.accumulate) WidenKernel<<<Blocks(mn), kBlock>>>(dc.get(), g.m, g.n, g.ldc, c64.get());
+  LineStatsKernel<<<Blocks(g.m), kBlock>>>(da.get(), g.m, g.k, g.trans_a ? 1 : g.lda, g.trans_a ? g.lda : 1,
+                                            row_norm.get(), row_lsb.get());
+  LineStatsKernel<<<Blocks(g.n), kBlock>>>(db.get(), g.n, g.k, g.trans_b ? g.ldb : 1, g.trans_b ? 1 : g.ldb,
+                                            col_norm.get(), col_lsb.get());
+  VT_CUDA_TRY(cudaGetLastError());
+  GemmArgs g64 = g;
+  g64.lda = a_cols;
+  g64.ldb = b_cols;
+  g64.ldc = g.n;
+  VT_TRY(CallGemm(handle, g64, a64.get(), b64.get(), c64.get(), cublasDgemm));
+  CertifyKernel<<<Blocks(mn), kBlock>>>(g.m, g.n, c64.get(), row_norm.get(), col_norm.get(), row_lsb.get(),
+                                        col_lsb.get(), half, g.accumulate, dc.get(), g.ldc, dslow.get());
+  VT_CUDA_TRY(cudaGetLastError());
+  VT_CUDA_TRY(cudaDeviceSynchronize());
+  VT_TRY(dc.Download(c));
+  return dslow.Download(slow);
 }
 
 Status RoundToBitsCuda(const RoundingSpec& spec, std::span<const double> exact, std::span<float> out,

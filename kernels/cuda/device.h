@@ -34,6 +34,15 @@ Status GemmRepopsCuda(const GemmArgs& g, const float* a, const float* b, float* 
 Status GemmNativeCuda(const GemmArgs& g, const float* a, const float* b, float* c);
 Status GemmF64Cuda(const GemmArgs& g, const double* a, const double* b, double* c);
 
+// The certified GEMM's fast path (kernels/certified.h) on the device, for
+// one GEMM with k > 0 (g.accumulate: c holds c0): widening to fp64, the row
+// and column norms and low bits, cuBLAS dgemm and the certificate
+// (kernels/certify_hd.h) all run there. Every output the certificate decides
+// is written to c; the others get slow[i·n + j] = 1 and keep c's value, for
+// the exact path on the host. half = CertSumBound(terms, 1.0).
+Status CertifiedGemmFastCuda(const GemmArgs& g, const float* a, const float* b, float* c, double half,
+                             std::uint8_t* slow);
+
 // Rounds `exact` to the b-bit grid on the device. flags[i] bit 0: the value
 // is within τ·u of its rounding boundary (a trainer would log it); bit 1: the
 // nearest neighbour is the upper one (the logged direction).
