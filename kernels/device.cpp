@@ -1,12 +1,16 @@
 #include "kernels/device.h"
 
 #include <atomic>
+#include <cstdlib>
 #include <iostream>
+#include <utility>
 
 #include "kernels/matmul.h"
 
-#ifdef VT_HAVE_CUDA
-#include "kernels/cuda/device.h"
+#ifdef VT_CUDA_MODULE
+#include <dlfcn.h>
+
+#include "kernels/cuda/module.h"
 #endif
 
 namespace vt::kernels {
@@ -25,28 +29,66 @@ bool Ran(const Status& s) {
   return false;
 }
 
-#ifndef VT_HAVE_CUDA
+#ifdef VT_CUDA_MODULE
+// The CUDA module (kernels/cuda/module.h), loaded on first use from
+// $VT_CUDA_MODULE or the path the build gave; an error says why not.
+Result<const cuda::ModuleApi*> Module() {
+  static const std::pair<const cuda::ModuleApi*, std::string> loaded =
+      []() -> std::pair<const cuda::ModuleApi*, std::string> {
+    const char* env = std::getenv("VT_CUDA_MODULE");
+    const std::string path = env != nullptr && *env != '\0' ? env : VT_CUDA_MODULE;
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return {nullptr, "cannot load the CUDA module: " + std::string(::dlerror())};
+    using Entry = const cuda::ModuleApi* (*)();
+    const auto entry = reinterpret_cast<Entry>(::dlsym(handle, cuda::kModuleEntry));
+    if (entry == nullptr) return {nullptr, path + " has no entry point " + cuda::kModuleEntry};
+    const cuda::ModuleApi* api = entry();
+    if (api == nullptr || api->abi != cuda::kModuleAbi) return {nullptr, path + " was built for another ABI"};
+    return {api, ""};
+  }();
+  if (loaded.first == nullptr) return Status::Error("cuda-unavailable", loaded.second);
+  return loaded.first;
+}
+
+// Calls `call(api)` on the loaded module; the module's absence is the error.
+template <class Call>
+Status WithModule(const Call& call) {
+  VT_ASSIGN_OR_RETURN(const cuda::ModuleApi* api, Module());
+  return call(*api);
+}
+#else
 Status NotBuilt() { return Status::Error("cuda-unavailable", "this build has no CUDA support (VERITRAIN_CUDA=OFF)"); }
+
+template <class Call>
+Status WithModule(const Call&) {
+  return NotBuilt();
+}
 #endif
 
 }  // namespace
 
 Status DeviceReady(Device device) {
   if (device == Device::kCpu) return Status::Ok();
-#ifdef VT_HAVE_CUDA
-  if (cuda::CudaAvailable()) return Status::Ok();
-  return Status::Error("cuda-unavailable", cuda::CudaDescription());
-#else
-  return NotBuilt();
-#endif
+  return WithModule([](const auto& api) {
+    return api.available() ? Status::Ok() : Status::Error("cuda-unavailable", api.description());
+  });
 }
 
 std::string DeviceDescription(Device device) {
   if (device == Device::kCpu) return "cpu";
-#ifdef VT_HAVE_CUDA
-  return cuda::CudaDescription();
+  std::string out;
+  const Status s = WithModule([&](const auto& api) {
+    out = api.description();
+    return Status::Ok();
+  });
+  return s.ok() ? out : s.detail();
+}
+
+bool CudaModuleBuilt() {
+#ifdef VT_CUDA_MODULE
+  return true;
 #else
-  return NotBuilt().detail();
+  return false;
 #endif
 }
 
@@ -54,28 +96,19 @@ std::uint64_t DeviceFallbacks() { return g_fallbacks.load(); }
 
 namespace device {
 
-#ifdef VT_HAVE_CUDA
 bool OffloadRepops(const GemmArgs& g, const float* a, const float* b, float* c) {
-  return Ran(cuda::GemmRepopsCuda(g, a, b, c));
+  return Ran(WithModule([&](const auto& api) { return api.gemm_repops(g, a, b, c); }));
 }
 bool OffloadNative(const GemmArgs& g, const float* a, const float* b, float* c) {
-  return Ran(cuda::GemmNativeCuda(g, a, b, c));
+  return Ran(WithModule([&](const auto& api) { return api.gemm_native(g, a, b, c); }));
 }
 bool OffloadF64(const GemmArgs& g, const double* a, const double* b, double* c) {
-  return Ran(cuda::GemmF64Cuda(g, a, b, c));
+  return Ran(WithModule([&](const auto& api) { return api.gemm_f64(g, a, b, c); }));
 }
 bool OffloadCertifiedFast(const GemmArgs& g, const float* a, const float* b, float* c, double half,
                           std::uint8_t* slow) {
-  return Ran(cuda::CertifiedGemmFastCuda(g, a, b, c, half, slow));
+  return Ran(WithModule([&](const auto& api) { return api.certified_gemm_fast(g, a, b, c, half, slow); }));
 }
-#else
-bool OffloadRepops(const GemmArgs&, const float*, const float*, float*) { return Ran(NotBuilt()); }
-bool OffloadNative(const GemmArgs&, const float*, const float*, float*) { return Ran(NotBuilt()); }
-bool OffloadF64(const GemmArgs&, const double*, const double*, double*) { return Ran(NotBuilt()); }
-bool OffloadCertifiedFast(const GemmArgs&, const float*, const float*, float*, double, std::uint8_t*) {
-  return Ran(NotBuilt());
-}
-#endif
 
 }  // namespace device
 

@@ -1,7 +1,8 @@
 #pragma once
 // The accelerator behind ExecConfig::device: whether it can be used, and the
 // GEMMs that run on it. The one place that knows whether this build has CUDA
-// (kernels/cuda/, VT_HAVE_CUDA); every other file asks here.
+// (kernels/cuda/, loaded on first use as a shared module: module.h); every
+// other file asks here.
 //
 // GemmRepops, GemmNative and GemmF64 (kernels/matmul.h) call the Offload*
 // functions when config.device is not the CPU. An offload that fails (no
@@ -25,6 +26,9 @@ struct GemmArgs;
 Status DeviceReady(Device device);
 // The device's name (e.g. "NVIDIA H100 80GB HBM3"), or why it is unusable.
 std::string DeviceDescription(Device device);
+// Whether this build has the CUDA module (VERITRAIN_CUDA); whether it loads
+// is DeviceReady's business.
+bool CudaModuleBuilt();
 // GEMMs that fell back to the CPU in this process (a report shows it).
 std::uint64_t DeviceFallbacks();
 

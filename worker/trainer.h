@@ -121,7 +121,7 @@ struct TrainSummary {
   bool complete = false;
   std::uint64_t steps_run = 0;   // in this invocation
   double seconds = 0;            // wall time of those steps (checkpoints included)
-  double step_seconds = 0;       // of which inside ExecuteStep
+  double step_seconds = 0;       // of which in StepEngine::Step (the batch and ExecuteStep)
   double checkpoint_seconds = 0; // hashing and writing checkpoints and logs
   std::uint64_t log_entries = 0;
   std::uint64_t log_bytes = 0;

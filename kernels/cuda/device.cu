@@ -8,6 +8,7 @@
 #include "kernels/arith_hd.h"
 #include "kernels/certify_hd.h"
 #include "kernels/cuda/device.h"
+#include "kernels/cuda/module.h"
 
 namespace vt::kernels::cuda {
 namespace {
@@ -368,3 +369,10 @@ Status RoundToBitsCuda(const RoundingSpec& spec, std::span<const double> exact, 
 }
 
 }  // namespace vt::kernels::cuda
+
+extern "C" const vt::kernels::cuda::ModuleApi* vt_cuda_module() {
+  using namespace vt::kernels::cuda;
+  static const ModuleApi api{kModuleAbi,    CudaAvailable,  CudaDescription,      GemmRepopsCuda,
+                             GemmNativeCuda, GemmF64Cuda,    CertifiedGemmFastCuda};
+  return &api;
+}

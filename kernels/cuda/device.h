@@ -1,7 +1,8 @@
 #pragma once
 // The CUDA variants of the kernels, callable from plain C++ (this header has
-// no CUDA types). Built into the static library vt_kernels_cuda only when
-// VERITRAIN_CUDA is on; vt_kernels then links it and defines VT_HAVE_CUDA.
+// no CUDA types). Built into the shared library vt_kernels_cuda only when
+// VERITRAIN_CUDA is on; kernels/device.cpp reaches them through the module
+// table (kernels/cuda/module.h), GPU tests link the library directly.
 //
 // All entry points take and return host memory (they copy to and from the
 // device), and fail with Status::Error("cuda-unavailable") when no device

@@ -6,13 +6,15 @@
 // trainer's log) modes, beside PyTorch's fp32 step of the same model, batch,
 // thread count and optimizer (AdamW, gradient clipping) — all measured in the
 // same run and printed as ratios; rounding-log bytes per step; checkpoint
-// hashing throughput.
+// hashing throughput; and `vt-worker train` end to end against the sum of its
+// own step times.
 //
 //   train_bench               full run, prints the tables
 //   train_bench --quick       smoke run (CTest): tiny models, one iteration each
 //   train_bench --gpt2        also GPT-2 small (minutes and several GB of memory)
 //   train_bench --threads=N   operator threads, ours and PyTorch's (default 1)
 //   train_bench --no-torch    skip the PyTorch anchor
+//   train_bench --end-to-end  only the vt-worker train table
 //
 // The anchor is tools/torch_step_bench.py run by /usr/bin/python3 on the job
 // (JobToJson); without torch the table says "PyTorch: not installed (apt-get
@@ -33,6 +35,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -42,6 +45,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/philox.h"
+#include "crypto/keyfile.h"
 #include "common/random.h"
 #include "worker/bench/fma_peak.h"
 #include "worker/job.h"
@@ -56,6 +60,9 @@ using namespace vt::worker;
 
 #ifndef VT_TORCH_STEP_BENCH
 #error "VT_TORCH_STEP_BENCH must name tools/torch_step_bench.py"
+#endif
+#ifndef VT_WORKER_BIN
+#error "VT_WORKER_BIN must name the vt-worker binary"
 #endif
 
 bool g_quick = false;
@@ -432,11 +439,105 @@ void PrintTable(const std::vector<ModelCase>& models) {
   }
 }
 
+// ---- vt-worker train, end to end ----------------------------------------------------
+//
+// The whole CLI run as a user starts it — process start, job and dataset
+// load, every step, the checkpoints with their hashes, rounding logs, the
+// commitment and its signature — against the sum of its own step times
+// (TrainSummary::step_seconds, in its --json output), per model and mode.
+// The worker key exists beforehand (created here with cheap scrypt
+// parameters), as a worker's would.
+
+struct EndToEnd {
+  bool ok = false;
+  double wall_s = 0, step_s = 0, checkpoint_s = 0;
+  std::uint64_t steps = 0, checkpoints = 0;
+  std::string error;
+};
+
+double WallClock() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+EndToEnd RunWorkerTrain(const ModelCase& m, const char* mode, int steps, int interval) {
+  EndToEnd r;
+  char dir[] = "/tmp/vt-train-bench-e2e-XXXXXX";
+  if (::mkdtemp(dir) == nullptr) {
+    r.error = "mkdtemp failed";
+    return r;
+  }
+  const std::string d = dir;
+  const std::string job = d + "/job.json", key = d + "/worker.key";
+  std::ofstream(job) << "{\"model\": " << m.model << ", \"dataset\": " << m.dataset
+                     << ", \"batch_size\": " << m.batch << ", \"steps\": " << steps
+                     << ", \"checkpoint_interval\": " << interval << ", \"mode\": \"" << mode << "\"}";
+  auto secret = crypto::SecretKey::Generate();
+  if (!secret.ok() || !crypto::WriteKeyFile(key, *secret, "", crypto::ScryptParams{10, 8, 1}).ok()) {
+    r.error = "cannot write the worker key";
+    return r;
+  }
+  const std::string cmd = std::string(VT_WORKER_BIN) + " train --job " + job + " --out " + d + "/run --key " + key +
+                          " --json --no-progress --threads " + std::to_string(g_threads) + " 2>&1";
+  std::string out;
+  const double t0 = WallClock();
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) {
+    r.error = "popen failed";
+    return r;
+  }
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
+  const int status = ::pclose(p);
+  r.wall_s = WallClock() - t0;
+  std::filesystem::remove_all(d);
+  const auto brace = out.find('{');
+  const auto j = brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(out.substr(brace), nullptr, false);
+  if (status != 0 || !j.is_object() || !j.value("complete", false)) {
+    r.error = "vt-worker train failed: " + out;
+    return r;
+  }
+  r.ok = true;
+  r.step_s = j.value("step_seconds", 0.0);
+  r.checkpoint_s = j.value("checkpoint_seconds", 0.0);
+  r.steps = j.value("steps_run", std::uint64_t{0});
+  r.checkpoints = j.value("checkpoints", std::uint64_t{0});
+  return r;
+}
+
+// Returns false when a run failed (the --quick smoke test then fails).
+bool EndToEndTable(const std::vector<ModelCase>& models) {
+  std::printf("\n== vt-worker train end to end, %d thread(s): the whole process vs the sum of its step times ==\n",
+              g_threads);
+  std::printf("%-11s %-10s %6s %6s %10s %10s %12s %8s\n", "model", "mode", "steps", "ckpts", "wall", "Σ steps",
+              "checkpoints", "ratio");
+  bool all_ok = true;
+  for (const ModelCase& m : models) {
+    if (m.name == "gpt2-small") continue;  // minutes per step: not here
+    const int steps = g_quick ? 4 : m.name == "cnn" ? 40 : 100;
+    const int interval = g_quick ? 2 : 10;
+    for (const char* mode : {"repops", "rounded", "certified"}) {
+      const EndToEnd e = RunWorkerTrain(m, mode, steps, interval);
+      if (!e.ok) {
+        std::printf("%-11s %-10s failed: %s\n", m.name.c_str(), mode, e.error.c_str());
+        all_ok = false;
+        continue;
+      }
+      std::printf("%-11s %-10s %6llu %6llu %10s %10s %12s %7.3fx\n", m.name.c_str(), mode,
+                  static_cast<unsigned long long>(e.steps), static_cast<unsigned long long>(e.checkpoints),
+                  Ms(e.wall_s * 1e3).c_str(), Ms(e.step_s * 1e3).c_str(), Ms(e.checkpoint_s * 1e3).c_str(),
+                  e.step_s > 0 ? e.wall_s / e.step_s : 0.0);
+    }
+  }
+  return all_ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   std::vector<char*> args;
-  bool gpt2 = false, torch = true;
+  bool gpt2 = false, torch = true, end_to_end_only = false;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       g_quick = true;
@@ -444,6 +545,8 @@ int main(int argc, char** argv) {
       gpt2 = true;
     } else if (std::strcmp(argv[i], "--no-torch") == 0) {
       torch = false;
+    } else if (std::strcmp(argv[i], "--end-to-end") == 0) {
+      end_to_end_only = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
     } else {
@@ -454,6 +557,7 @@ int main(int argc, char** argv) {
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   const std::vector<ModelCase> models = Models(gpt2);
+  if (end_to_end_only) return EndToEndTable(models) ? 0 : 1;
   for (const ModelCase& m : models) {
     const bool big = m.name == "gpt2-small";
     for (Variant v : kVariants) {
@@ -480,10 +584,12 @@ int main(int argc, char** argv) {
   }
   g_peak = bench::MeasureFmaPeak(g_threads, g_quick ? 1 : 5);
   PrintTable(models);
+  const bool end_to_end_ok = EndToEndTable(models);
   benchmark::Shutdown();
   // --quick is a smoke test: every model and mode must have run, and the
   // anchor must have run or said that torch is missing.
   if (!g_quick) return 0;
+  if (!end_to_end_ok) return 1;
   for (const ModelCase& m : models) {
     for (Variant v : kVariants) {
       if (!g_rows.count("step/" + m.name + "/" + VariantName(v))) return 1;

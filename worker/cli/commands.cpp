@@ -170,7 +170,8 @@ int RunTrain(const TrainConfig& config) {
 
   json out{{"ok", true}, {"job_hash", job.Hash().Hex()}, {"run_dir", config.out.string()},
            {"complete", summary->complete}, {"steps_run", summary->steps_run}, {"seconds", summary->seconds},
-           {"checkpoints", summary->manifest.checkpoints.size()}, {"config", ConfigJson(c)}};
+           {"checkpoints", summary->manifest.checkpoints.size()}, {"config", ConfigJson(c)},
+           {"step_seconds", summary->step_seconds}, {"checkpoint_seconds", summary->checkpoint_seconds}};
   out["steps_per_second"] = summary->seconds > 0 ? static_cast<double>(summary->steps_run) / summary->seconds : 0.0;
   if (!summary->manifest.losses.empty()) out["final_loss"] = summary->manifest.losses.back();
   if (job.mode() == kernels::Mode::kRounded) out["logs"] = LogStats(summary->manifest);

@@ -1,4 +1,5 @@
-// ExecConfig::device (kernels/device.h): the device names parse; asking for
+// ExecConfig::device (kernels/device.h): the device names parse; a CUDA
+// build loads its module on any machine; asking for
 // a CUDA device never changes a repops result and gives an honest fp64
 // result; where no device is usable, DeviceReady says why and every GEMM
 // falls back to the CPU (counted), where one is, none does.
@@ -31,6 +32,18 @@ TEST(Device, NamesParseBothWays) {
   EXPECT_EQ(bad.status().reason(), "unknown-device");
   EXPECT_TRUE(DeviceReady(Device::kCpu).ok());
   EXPECT_EQ(DeviceDescription(Device::kCpu), "cpu");
+}
+
+// A build with CUDA must load its module on any machine (the GPU may be
+// missing, the module's symbols may not): the reason, if any, is the device.
+TEST(Device, CudaModuleLoads) {
+  if (!CudaModuleBuilt()) {
+    EXPECT_NE(DeviceDescription(Device::kCuda).find("no CUDA support"), std::string::npos);
+    GTEST_SKIP() << "built without CUDA";
+  }
+  const std::string description = DeviceDescription(Device::kCuda);
+  EXPECT_EQ(description.find("cannot load"), std::string::npos) << description;
+  EXPECT_EQ(description.find("entry point"), std::string::npos) << description;
 }
 
 TEST(Device, CudaGemmsEqualTheCpuOrFallBack) {
