@@ -122,7 +122,8 @@ struct TrainSummary {
   std::uint64_t steps_run = 0;   // in this invocation
   double seconds = 0;            // wall time of those steps (checkpoints included)
   double step_seconds = 0;       // of which in StepEngine::Step (the batch and ExecuteStep)
-  double checkpoint_seconds = 0; // hashing and writing checkpoints and logs
+  double checkpoint_seconds = 0; // the loop's own time on checkpoints and logs: the state copy handed to the
+                                 // background writer and any wait for it (all of the writing for large states)
   std::uint64_t log_entries = 0;
   std::uint64_t log_bytes = 0;
   std::uint64_t values_rounded = 0;
