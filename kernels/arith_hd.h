@@ -56,6 +56,16 @@ VT_HD inline std::uint64_t DoubleBits(double x) {
   std::memcpy(&u, &x, sizeof u);
   return u;
 }
+VT_HD inline double DoubleFromBits(std::uint64_t u) {
+  double x;
+  std::memcpy(&x, &u, sizeof x);
+  return x;
+}
+VT_HD inline std::uint32_t FloatBits(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  return u;
+}
 VT_HD inline float FloatFromBits(std::uint32_t u) {
   float f;
   std::memcpy(&f, &u, sizeof f);

@@ -20,25 +20,14 @@
 #endif
 
 #include "common/hd.h"
+#include "kernels/arith_hd.h"
 
 namespace vt::kernels {
 
 namespace certbits {
-VT_HD inline std::uint64_t Of(double x) {
-  std::uint64_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-VT_HD inline std::uint32_t Of(float x) {
-  std::uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  return u;
-}
-VT_HD inline double Double(std::uint64_t u) {
-  double x;
-  std::memcpy(&x, &u, sizeof x);
-  return x;
-}
+using hd::DoubleBits;
+using hd::DoubleFromBits;
+using hd::FloatBits;
 // The number of trailing zero bits of a nonzero x.
 VT_HD inline int TrailingZeros(std::uint32_t x) {
 #if defined(__CUDA_ARCH__)
@@ -52,7 +41,7 @@ inline constexpr std::uint64_t kPosInf = 0x7ff0000000000000ull;
 
 // std::ldexp(1.0, e): built in the exponent field for a normal result.
 VT_HD inline double Pow2(int e) {
-  if (e >= -1022 && e <= 1023) return certbits::Double(static_cast<std::uint64_t>(e + 1023) << 52);
+  if (e >= -1022 && e <= 1023) return certbits::DoubleFromBits(static_cast<std::uint64_t>(e + 1023) << 52);
 #if defined(__CUDA_ARCH__)
   return ldexp(1.0, e);
 #else
@@ -64,10 +53,10 @@ VT_HD inline double Pow2(int e) {
 // x > 0, towards it for x < 0; +0 and −0 go to the least subnormal; NaN and
 // +inf stay.
 VT_HD inline double NextUp(double x) {
-  if (!(x < certbits::Double(certbits::kPosInf))) return x;
-  if (x == 0.0) return certbits::Double(1);  // the least subnormal
-  const std::uint64_t bits = certbits::Of(x);
-  return certbits::Double(x > 0.0 ? bits + 1 : bits - 1);
+  if (!(x < certbits::DoubleFromBits(certbits::kPosInf))) return x;
+  if (x == 0.0) return certbits::DoubleFromBits(1);  // the least subnormal
+  const std::uint64_t bits = certbits::DoubleBits(x);
+  return certbits::DoubleFromBits(x > 0.0 ? bits + 1 : bits - 1);
 }
 
 // std::nextafter(x, −inf).
@@ -77,7 +66,7 @@ VT_HD inline double NextDown(double x) { return -NextUp(-x); }
 // multiple of 2^LowBitExponent(x). For NaN/inf a value that never matters
 // (their bound is not finite).
 VT_HD inline int LowBitExponent(float x) {
-  const std::uint32_t bits = certbits::Of(x);
+  const std::uint32_t bits = certbits::FloatBits(x);
   const int e = static_cast<int>((bits >> 23) & 0xffu);
   const std::uint32_t mantissa = (bits & 0x7fffffu) | (e == 0 ? 0u : 0x800000u);
   return (e == 0 ? 1 : e) - 150 + (mantissa == 0 ? 0 : certbits::TrailingZeros(mantissa));
@@ -101,7 +90,7 @@ VT_HD inline bool CertifyInterval(double lo, double hi, float* out) {
   if (!(lo <= hi)) return false;  // NaN included
   const float rl = static_cast<float>(lo);
   const float rh = static_cast<float>(hi);
-  if (certbits::Of(rl) != certbits::Of(rh)) return false;
+  if (certbits::FloatBits(rl) != certbits::FloatBits(rh)) return false;
   if (rl == 0.0f) {
     // Only a point interval at zero is the exact zero (+0); an interval
     // containing 0 and tiny values of one sign could be either.
