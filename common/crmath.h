@@ -64,6 +64,11 @@ double QuarterTurnFraction(float ax);
 // Exp, Log, Sin, Cos, Tanh, Erf (Rsqrt's slow path is an exact comparison);
 // x must be an input the function evaluates (finite, not saturated, Log: > 0).
 std::optional<float> SlowPathOnly(float (*fn)(float), float x);
+// TESTS AND BENCHMARKS ONLY: -1 lets the CPU choose the copy the functions
+// run (the default),
+// 0 forces the baseline copy, 1 the FMA copy (ignored where there is none).
+// Returns whether the FMA copy now runs.
+bool SetFmaPathForTesting(int mode);
 }  // namespace detail
 
 }  // namespace vt::crmath

@@ -382,6 +382,13 @@ void PriceTable() {
                              : static_cast<float>(f.lo + u * (f.hi - f.lo));
       }
       float sink = 0;
+      // Priced on the baseline copy (libm's fma, the slower one): a validator
+      // without FMA runs it. The FMA copy, where the CPU has one, beside it.
+      const bool has_fma = crmath::detail::SetFmaPathForTesting(1);
+      const double fast_fma = BestThreadSeconds([&] {
+        for (float v : xs) sink += f.fn(v);
+      });
+      crmath::detail::SetFmaPathForTesting(0);
       const double fast = BestThreadSeconds([&] {
         for (float v : xs) sink += f.fn(v);
       });
@@ -396,6 +403,11 @@ void PriceTable() {
       row(name, fast * 1e9 / kCalls);
       std::snprintf(name, sizeof name, "crmath %s: + slow path, per call", f.name);
       row(name, worst * 1e9 / kCalls);
+      crmath::detail::SetFmaPathForTesting(-1);
+      if (has_fma) {
+        std::snprintf(name, sizeof name, "crmath %s: fast path, FMA copy", f.name);
+        row(name, fast_fma * 1e9 / kCalls);
+      }
       if (sink == 12345.0f) std::printf(" ");
     }
   }
