@@ -50,13 +50,7 @@ bool UseFma() {
 #define VT_CRMATH_DISPATCH(name) \
   float name(float x) { return base::name(x); }
 #endif
-VT_CRMATH_DISPATCH(Exp)
-VT_CRMATH_DISPATCH(Log)
-VT_CRMATH_DISPATCH(Sin)
-VT_CRMATH_DISPATCH(Cos)
-VT_CRMATH_DISPATCH(Tanh)
-VT_CRMATH_DISPATCH(Erf)
-VT_CRMATH_DISPATCH(Rsqrt)
+VT_CRMATH_FUNCTIONS(VT_CRMATH_DISPATCH)
 #undef VT_CRMATH_DISPATCH
 
 namespace detail {

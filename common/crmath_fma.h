@@ -9,14 +9,14 @@
 #define VT_CRMATH_HAS_FMA_COPY 0
 #endif
 
+// The public functions of common/crmath.h, as one list for the FMA copy's
+// declarations and the dispatch (common/crmath.cpp).
+#define VT_CRMATH_FUNCTIONS(X) X(Exp) X(Log) X(Sin) X(Cos) X(Tanh) X(Erf) X(Rsqrt)
+
 #if VT_CRMATH_HAS_FMA_COPY
 namespace vt::crmath::fma_isa {
-float Exp(float x);
-float Log(float x);
-float Sin(float x);
-float Cos(float x);
-float Tanh(float x);
-float Erf(float x);
-float Rsqrt(float x);
+#define VT_CRMATH_DECLARE(name) float name(float x);
+VT_CRMATH_FUNCTIONS(VT_CRMATH_DECLARE)
+#undef VT_CRMATH_DECLARE
 }  // namespace vt::crmath::fma_isa
 #endif
