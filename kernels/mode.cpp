@@ -1,34 +1,51 @@
 #include "kernels/mode.h"
 
+#include <cstddef>
+#include <string>
+
 namespace vt::kernels {
 
-std::string_view ModeName(Mode mode) {
-  switch (mode) {
-    case Mode::kNative: return "native";
-    case Mode::kRepops: return "repops";
-    case Mode::kRounded: return "rounded";
-    case Mode::kCertified: return "certified";
+namespace {
+
+// Each enum's names, one table for both directions.
+template <class E>
+struct Named {
+  E value;
+  std::string_view name;
+};
+constexpr Named<Mode> kModes[] = {
+    {Mode::kNative, "native"}, {Mode::kRepops, "repops"}, {Mode::kRounded, "rounded"}, {Mode::kCertified, "certified"}};
+constexpr Named<Simd> kSimds[] = {
+    {Simd::kAuto, "auto"}, {Simd::kScalar, "scalar"}, {Simd::kAvx2, "avx2"}, {Simd::kAvx512, "avx512"}};
+constexpr Named<Device> kDevices[] = {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
+
+template <class E, std::size_t N>
+std::string_view NameOf(const Named<E> (&table)[N], E value) {
+  for (const Named<E>& e : table) {
+    if (e.value == value) return e.name;
   }
   return "unknown";
 }
 
-Result<Mode> ParseMode(std::string_view name) {
-  if (name == "native") return Mode::kNative;
-  if (name == "repops") return Mode::kRepops;
-  if (name == "rounded") return Mode::kRounded;
-  if (name == "certified") return Mode::kCertified;
-  return Status::Invalid("unknown-mode", "mode must be native, repops, rounded or certified");
+// The value named `name`, or Invalid(reason, "<what> must be a, b or c").
+template <class E, std::size_t N>
+Result<E> Parse(const Named<E> (&table)[N], std::string_view name, const char* reason, const char* what) {
+  std::string names;
+  for (std::size_t i = 0; i < N; ++i) {
+    if (table[i].name == name) return table[i].value;
+    names += (i == 0 ? "" : i + 1 == N ? " or " : ", ") + std::string(table[i].name);
+  }
+  return Status::Invalid(reason, std::string(what) + " must be " + names);
 }
 
-std::string_view SimdName(Simd simd) {
-  switch (simd) {
-    case Simd::kAuto: return "auto";
-    case Simd::kScalar: return "scalar";
-    case Simd::kAvx2: return "avx2";
-    case Simd::kAvx512: return "avx512";
-  }
-  return "unknown";
-}
+}  // namespace
+
+std::string_view ModeName(Mode mode) { return NameOf(kModes, mode); }
+Result<Mode> ParseMode(std::string_view name) { return Parse(kModes, name, "unknown-mode", "mode"); }
+std::string_view SimdName(Simd simd) { return NameOf(kSimds, simd); }
+Result<Simd> ParseSimd(std::string_view name) { return Parse(kSimds, name, "unknown-simd", "simd"); }
+std::string_view DeviceName(Device device) { return NameOf(kDevices, device); }
+Result<Device> ParseDevice(std::string_view name) { return Parse(kDevices, name, "unknown-device", "device"); }
 
 Simd DetectSimd() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -55,20 +72,6 @@ Simd ResolveSimd(Simd requested) {
 bool SimdSupported(Simd simd) {
   return simd == Simd::kAuto ||
          static_cast<std::uint8_t>(simd) <= static_cast<std::uint8_t>(DetectSimd());
-}
-
-std::string_view DeviceName(Device device) {
-  switch (device) {
-    case Device::kCpu: return "cpu";
-    case Device::kCuda: return "cuda";
-  }
-  return "unknown";
-}
-
-Result<Device> ParseDevice(std::string_view name) {
-  if (name == "cpu") return Device::kCpu;
-  if (name == "cuda") return Device::kCuda;
-  return Status::Invalid("unknown-device", "device must be cpu or cuda");
 }
 
 Status RoundingSpec::Validate() const {

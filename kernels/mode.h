@@ -25,6 +25,7 @@ Result<Mode> ParseMode(std::string_view name);  // "native" | "repops" | "rounde
 // every choice (that is the point); kAuto picks the widest the CPU supports.
 enum class Simd : std::uint8_t { kAuto = 0, kScalar = 1, kAvx2 = 2, kAvx512 = 3 };
 std::string_view SimdName(Simd simd);
+Result<Simd> ParseSimd(std::string_view name);  // "auto" | "scalar" | "avx2" | "avx512"
 Simd DetectSimd();  // widest supported by this CPU
 // The path a request actually runs: kAuto → DetectSimd(); a request wider
 // than the CPU supports falls back to the widest supported one.

@@ -67,14 +67,9 @@ struct Compute {
 };
 Result<Compute> ParseCompute(const Common& c) {
   Compute out;
-  bool simd_known = false;
-  for (kernels::Simd v : {kernels::Simd::kAuto, kernels::Simd::kScalar, kernels::Simd::kAvx2, kernels::Simd::kAvx512}) {
-    if (kernels::SimdName(v) == c.simd) {
-      out.simd = v;
-      simd_known = true;
-    }
-  }
-  if (!simd_known) return Status::Invalid("cli-bad-simd", "--simd must be auto, scalar, avx2 or avx512");
+  auto simd = kernels::ParseSimd(c.simd);
+  if (!simd.ok()) return Status::Invalid("cli-bad-simd", "--simd must be auto, scalar, avx2 or avx512");
+  out.simd = *simd;
   auto device = kernels::ParseDevice(c.device);
   if (!device.ok()) return Status::Invalid("cli-bad-device", "--device must be cpu or cuda");
   out.device = *device;
