@@ -292,6 +292,24 @@ std::string Ms(double ms) {
   return buf;
 }
 
+// Runs a shell command; its stdout (and whatever it redirects there) and
+// wait status. started = false when popen failed.
+struct Captured {
+  bool started = false;
+  int status = -1;
+  std::string out;
+};
+Captured RunCapturing(const std::string& cmd) {
+  Captured c;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return c;
+  c.started = true;
+  char buf[512];
+  while (std::fgets(buf, sizeof(buf), p) != nullptr) c.out += buf;
+  c.status = ::pclose(p);
+  return c;
+}
+
 // ---- the PyTorch anchor -------------------------------------------------------------
 
 struct TorchResult {
@@ -323,31 +341,28 @@ TorchResult RunTorch(const ModelCase& m) {
   const std::string cmd = "/usr/bin/python3 " + std::string(VT_TORCH_STEP_BENCH) +
                           " --threads " + std::to_string(g_threads) + (one ? " --iters 1" : " --min-seconds 3") +
                           " < " + path + " 2>&1";
-  std::string out;
-  if (FILE* p = ::popen(cmd.c_str(), "r"); p != nullptr) {
-    char buf[512];
-    while (std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-    const int status = ::pclose(p);
-    std::remove(path);
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    // 127: no /usr/bin/python3 at all; 3: the script found no torch.
-    if (code == 3 || code == 127) {
-      r.installed = false;
-      return r;
-    }
-    const auto brace = out.rfind('{');
-    const auto j = brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(out.substr(brace), nullptr, false);
-    if (code != 0 || !j.is_object() || !j.contains("ms_median")) {
-      r.error = "torch_step_bench.py failed: " + out;
-      return r;
-    }
-    r.ok = true;
-    r.version = j.value("torch", "?");
-    r.ms = g_threads == 1 ? j.value("cpu_ms_min", 0.0) : j.value("ms_min", 0.0);
+  const Captured run = RunCapturing(cmd);
+  std::remove(path);
+  if (!run.started) {
+    r.error = "popen failed";
     return r;
   }
-  std::remove(path);
-  r.error = "popen failed";
+  const int code = WIFEXITED(run.status) ? WEXITSTATUS(run.status) : -1;
+  // 127: no /usr/bin/python3 at all; 3: the script found no torch.
+  if (code == 3 || code == 127) {
+    r.installed = false;
+    return r;
+  }
+  const auto brace = run.out.rfind('{');  // the script's report: its last line, one flat object
+  const nlohmann::json j = brace == std::string::npos ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                                      : nlohmann::json::parse(run.out.substr(brace), nullptr, false);
+  if (code != 0 || !j.is_object() || !j.contains("ms_median")) {
+    r.error = "torch_step_bench.py failed: " + run.out;
+    return r;
+  }
+  r.ok = true;
+  r.version = j.value("torch", "?");
+  r.ms = g_threads == 1 ? j.value("cpu_ms_min", 0.0) : j.value("ms_min", 0.0);
   return r;
 }
 
@@ -480,22 +495,16 @@ EndToEnd RunWorkerTrain(const ModelCase& m, const char* mode, int steps, int int
   }
   const std::string cmd = std::string(VT_WORKER_BIN) + " train --job " + job + " --out " + d + "/run --key " + key +
                           " --json --no-progress --threads " + std::to_string(g_threads) + " 2>&1";
-  std::string out;
   const double t0 = WallClock();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) {
-    r.error = "popen failed";
-    return r;
-  }
-  char buf[512];
-  while (std::fgets(buf, sizeof(buf), p) != nullptr) out += buf;
-  const int status = ::pclose(p);
+  const Captured run = RunCapturing(cmd);
   r.wall_s = WallClock() - t0;
   std::filesystem::remove_all(d);
-  const auto brace = out.find('{');
-  const auto j = brace == std::string::npos ? nlohmann::json() : nlohmann::json::parse(out.substr(brace), nullptr, false);
-  if (status != 0 || !j.is_object() || !j.value("complete", false)) {
-    r.error = "vt-worker train failed: " + out;
+  // The report is one JSON document (nested objects: parse from its start).
+  const auto brace = run.out.find('{');
+  const nlohmann::json j = brace == std::string::npos ? nlohmann::json(nlohmann::json::value_t::discarded)
+                                                      : nlohmann::json::parse(run.out.substr(brace), nullptr, false);
+  if (!run.started || run.status != 0 || !j.is_object() || !j.value("complete", false)) {
+    r.error = "vt-worker train failed: " + run.out;
     return r;
   }
   r.ok = true;
