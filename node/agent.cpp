@@ -7,9 +7,9 @@
 #include "common/encoding.h"
 #include "common/log.h"
 #include "crypto/sha256.h"
-#include "referee/blob_rules.h"
 #include "node/blob_rules.h"
 #include "node/json_view.h"
+#include "referee/blob_rules.h"
 #include "referee/records.h"
 #include "worker/checkpoint_store.h"
 #include "worker/commitment.h"
@@ -34,7 +34,8 @@ constexpr std::uint64_t kRetryBlocks = 12;
 }  // namespace
 
 Agent::Agent(AgentConfig config, crypto::SecretKey key)
-    : m_config(std::move(config)), m_key(std::move(key)),
+    : m_config(std::move(config)),
+      m_key(std::move(key)),
       m_client(m_config.rpc_host, m_config.rpc_port, std::chrono::seconds(30)) {}
 
 Agent::~Agent() = default;
@@ -83,15 +84,15 @@ Result<const worker::Job*> Agent::BountyJob(const referee::Bounty& b, Served& se
       return usable;
     }
     job->initial_state = std::make_shared<const worker::TrainingState>(std::move(h0).value());
-    Say("bounty " + std::to_string(b.id) + ": got the client's initial weights (" + std::to_string(blob->size()) +
-        " bytes, h_0 checked)");
+    Say("bounty " + std::to_string(b.id) + ": got the client's initial weights (" +
+        std::to_string(blob->size()) + " bytes, h_0 checked)");
   } else {
     VT_ASSIGN_OR_RETURN(worker::TrainingState h0, worker::InitialStateOf(*job, m_config.threads));
     if (worker::StateHash(h0) != b.initial_state) {
       m_done.insert(b.id);
-      return Status::Invalid("agent-bad-initial-state",
-                             "bounty " + std::to_string(b.id) + " names an h_0 that is not its job's seeded init "
-                             "and no initial blob");
+      return Status::Invalid("agent-bad-initial-state", "bounty " + std::to_string(b.id) +
+                                                            " names an h_0 that is not its job's seeded init "
+                                                            "and no initial blob");
     }
   }
   return m_bounty_jobs.emplace(b.id, std::move(job)).first->second.get();
@@ -122,7 +123,8 @@ Result<Agent::JobRun*> Agent::EnsureRun(const referee::Bounty& b, Served& job, b
   VT_ASSIGN_OR_RETURN(worker::RunDir rd, worker::RunDir::Open(dir, true));
   run.dir = std::make_unique<worker::RunDir>(std::move(rd));
   if (cheat && m_config.adversary) {
-    VT_ASSIGN_OR_RETURN(run.adversary, worker::MakeAdversary(*m_config.adversary, *run.job, job.loaded.dataset));
+    VT_ASSIGN_OR_RETURN(run.adversary,
+                        worker::MakeAdversary(*m_config.adversary, *run.job, job.loaded.dataset));
   }
   bool complete = false;
   if (run.dir->HasManifest()) {
@@ -137,8 +139,9 @@ Result<Agent::JobRun*> Agent::EnsureRun(const referee::Bounty& b, Served& job, b
     if (m_config.role == AgentRole::kSolver) {
       // Progress for `vt bounty show`: at most one note a second, and the last step.
       const std::uint64_t n = job.loaded.job.spec.num_steps;
-      opts.on_step = [this, bounty_id, n, started = std::chrono::steady_clock::now(), first = std::uint64_t{0},
-                      last = std::chrono::steady_clock::time_point{}](std::uint64_t step, float loss) mutable {
+      opts.on_step = [this, bounty_id, n, started = std::chrono::steady_clock::now(),
+                      first = std::uint64_t{0}, last = std::chrono::steady_clock::time_point{}](
+                         std::uint64_t step, float loss) mutable {
         if (first == 0) first = step;  // resumed runs start late
         SolverNote& note = m_notes[bounty_id];
         note.bounty_id = bounty_id;
@@ -177,10 +180,14 @@ Result<Agent::JobRun*> Agent::EnsureReplay(std::uint64_t bounty_id, const refere
   const auto base = m_config.data_dir / ("bounty-" + std::to_string(bounty_id));
   VT_ASSIGN_OR_RETURN(worker::RunDir own, worker::RunDir::Open(base, true));
   run.dir = std::make_unique<worker::RunDir>(std::move(own));
-  VT_ASSIGN_OR_RETURN(worker::RunDir logs, worker::RunDir::Open(m_config.data_dir / ("bounty-" + std::to_string(bounty_id) + "-solver-logs"), true));
+  VT_ASSIGN_OR_RETURN(
+      worker::RunDir logs,
+      worker::RunDir::Open(m_config.data_dir / ("bounty-" + std::to_string(bounty_id) + "-solver-logs"),
+                           true));
   run.solver_logs = std::make_unique<worker::RunDir>(std::move(logs));
   if (!run.solver_logs->HasManifest()) {
-    if (b.log_bundle.IsZero()) return Status::Invalid("agent-no-log-bundle", "the commit names no log bundle");
+    if (b.log_bundle.IsZero())
+      return Status::Invalid("agent-no-log-bundle", "the commit names no log bundle");
     VT_ASSIGN_OR_RETURN(std::optional<Bytes> bundle, m_client.TryGetBlob(b.log_bundle));
     if (!bundle) {
       Say("bounty " + std::to_string(bounty_id) + ": fetching the solver's rounding logs (blob " +
@@ -188,8 +195,8 @@ Result<Agent::JobRun*> Agent::EnsureReplay(std::uint64_t bounty_id, const refere
       return static_cast<JobRun*>(nullptr);  // still on its way to our node; next poll
     }
     VT_TRY(worker::ImportLogBundle(*bundle, run.solver_logs->dir()).status());
-    Say("bounty " + std::to_string(bounty_id) + ": got the solver's rounding logs (" + std::to_string(bundle->size()) +
-        " bytes)");
+    Say("bounty " + std::to_string(bounty_id) + ": got the solver's rounding logs (" +
+        std::to_string(bundle->size()) + " bytes)");
   }
   bool complete = false;
   if (run.dir->HasManifest()) {
@@ -222,8 +229,8 @@ Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) 
     // commitment (referee/blob_rules.h). So our node or our job file is not
     // the chain's; nothing here to dispute.
     m_done.insert(b.id);
-    return Status::Invalid("agent-claim-invalid", "bounty " + std::to_string(b.id) + ": " + report.reason + " " +
-                                                      report.detail);
+    return Status::Invalid("agent-claim-invalid",
+                           "bounty " + std::to_string(b.id) + ": " + report.reason + " " + report.detail);
   }
   if (!report.agree()) {
     Say("bounty " + std::to_string(b.id) + ": replay diverges at checkpoint " +
@@ -237,7 +244,8 @@ Status Agent::ReplayRounded(const referee::Bounty& b, Served& job, JobRun& run) 
 
 Status Agent::SendOnce(const std::string& key, std::uint64_t height, Method method, Bytes args,
                        std::uint64_t gas_limit) {
-  if (auto it = m_sent.find(key); it != m_sent.end() && height < it->second + kRetryBlocks) return Status::Ok();
+  if (auto it = m_sent.find(key); it != m_sent.end() && height < it->second + kRetryBlocks)
+    return Status::Ok();
   auto id = m_client.CallReferee(m_key, method, std::move(args), gas_limit);
   if (!id.ok()) {
     // Rejected by the mempool (e.g. a duplicate after a restart): retry later.
@@ -261,8 +269,8 @@ Result<std::pair<Hash256, std::uint64_t>> Agent::Publish(const Bytes& blob, cons
     return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));
   }
   VT_ASSIGN_OR_RETURN(Hash256 h, m_client.PutBlob(m_key, blob));
-  Say("published " + what + " of " + tag + " (" + std::to_string(blob.size()) + " bytes, blob " + h.Hex().substr(0, 16) +
-      ")");
+  Say("published " + what + " of " + tag + " (" + std::to_string(blob.size()) + " bytes, blob " +
+      h.Hex().substr(0, 16) + ")");
   return std::make_pair(h, static_cast<std::uint64_t>(blob.size()));
 }
 
@@ -324,11 +332,13 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
       // The final checkpoint (the client's model) as the file bytes on disk …
       VT_ASSIGN_OR_RETURN(Bytes state_file,
                           worker::ReadFile(run->dir->checkpoints().PathFor(a.commitment.final_state_hash)));
-      VT_ASSIGN_OR_RETURN(std::tie(a.state_blob, a.state_blob_bytes), Publish(state_file, "the final state", tag));
+      VT_ASSIGN_OR_RETURN(std::tie(a.state_blob, a.state_blob_bytes),
+                          Publish(state_file, "the final state", tag));
       if (job->loaded.job.mode() == kernels::Mode::kRounded) {
         // … and the rounding logs, without which challengers cannot replay.
         VT_ASSIGN_OR_RETURN(Bytes bundle, worker::ExportLogBundle(*run->dir));
-        VT_ASSIGN_OR_RETURN(std::tie(a.log_bundle, a.log_bundle_bytes), Publish(bundle, "the rounding logs", tag));
+        VT_ASSIGN_OR_RETURN(std::tie(a.log_bundle, a.log_bundle_bytes),
+                            Publish(bundle, "the rounding logs", tag));
       }
       VT_ASSIGN_OR_RETURN(std::vector<referee::BlobRequirement> blobs, referee::BlobsOf(a));
       Say("committing " + tag + " checkpoint_root=" + a.commitment.checkpoint_root.Hex().substr(0, 16));
@@ -376,9 +386,9 @@ Status Agent::PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64
 
 Status Agent::PublishNote(std::uint64_t bounty_id) {
   SolverNote& note = m_notes[bounty_id];
-  const auto now_ms = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const auto now_ms = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                     std::chrono::system_clock::now().time_since_epoch())
+                                                     .count());
   note.seq = std::max(now_ms, note.seq + 1);
   VT_TRY(SignSolverNote(note, m_key));
   return m_client.Call("put_solver_note", Json::array({ToHex(EncodeToBytes(note))})).status();
@@ -446,9 +456,10 @@ Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::ui
     return Status::Ok();
   }
   Say("bounty " + std::to_string(id) + ": replay DISAGREES with the commitment; opening a dispute");
-  return SendOnce("open/" + std::to_string(id), height, Method::kOpenGame,
-                  EncodeToBytes(referee::OpenGameArgs{id, run->checkpoint_tree.root(), run->checkpoint_tree.top(),
-                                                      run->checkpoint_tree.Prove(0)}));
+  return SendOnce(
+      "open/" + std::to_string(id), height, Method::kOpenGame,
+      EncodeToBytes(referee::OpenGameArgs{id, run->checkpoint_tree.root(), run->checkpoint_tree.top(),
+                                          run->checkpoint_tree.Prove(0)}));
 }
 
 // The solver lost some game of the bounty: our games there are moot. Close
@@ -461,8 +472,8 @@ Status Agent::CloseMootGames(std::uint64_t id) {
     VT_ASSIGN_OR_RETURN(GameView gv, m_client.Game(gid));
     if (gv.game.challenger != m_key.address() || gv.game.phase == referee::GamePhase::kResolved) continue;
     open = true;
-    Say("bounty " + std::to_string(id) + ": the solver lost another game; closing game " + std::to_string(gid) +
-        " (bond refunded)");
+    Say("bounty " + std::to_string(id) + ": the solver lost another game; closing game " +
+        std::to_string(gid) + " (bond refunded)");
     VT_TRY(SendOnce("close/" + std::to_string(gid), gv.height, Method::kCloseGame,
                     EncodeToBytes(referee::GameIdArgs{gid})));
   }
@@ -480,7 +491,8 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
   const referee::Clock& theirs = g.clocks[referee::Idx(other)];
   if (theirs.owes && next > theirs.owes_since + theirs.left) {
     Say("game " + std::to_string(game_id) + ": the other side's clock ran out; claiming the timeout");
-    return SendOnce(gk + "timeout", gv.height, Method::kClaimTimeout, EncodeToBytes(referee::GameIdArgs{game_id}));
+    return SendOnce(gk + "timeout", gv.height, Method::kClaimTimeout,
+                    EncodeToBytes(referee::GameIdArgs{game_id}));
   }
   const worker::Party party = PartyOf(job, run);
   const protocol::JobSpec& spec = job.loaded.job.spec;
@@ -500,8 +512,8 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
     return &run.step_records.at(t);
   };
   Status result = Status::Ok();
-  const std::string round = std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(g.rounds[0]) + "." +
-                            std::to_string(g.rounds[1]) + "." + std::to_string(g.rounds[2]);
+  const std::string round = std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(g.rounds[0]) +
+                            "." + std::to_string(g.rounds[1]) + "." + std::to_string(g.rounds[2]);
   if (g.phase == GamePhase::kArbitration) {
     // Whoever is right at the node sends its inputs (they are agreed inputs).
     VT_ASSIGN_OR_RETURN(const worker::StepRecords* recs, step_records(g.step));
@@ -515,11 +527,11 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
       if (inputs.log_chain) {
         // Rounded mode: the node's committed log, proven up to the commitment's log root.
         const worker::LogChain& c = *inputs.log_chain;
-        a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval, c.interval_log_hash,
-                                          c.interval_in_root};
+        a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval,
+                                          c.interval_log_hash, c.interval_in_root};
       }
-      Say("game " + std::to_string(game_id) + ": sending the inputs of step " + std::to_string(g.step) + " node " +
-          std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
+      Say("game " + std::to_string(game_id) + ": sending the inputs of step " + std::to_string(g.step) +
+          " node " + std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
       result = SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));
     }
   } else if (g.clocks[referee::Idx(me)].owes) {

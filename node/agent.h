@@ -59,7 +59,7 @@ struct AgentConfig {
   std::string rpc_host = "127.0.0.1";
   std::uint16_t rpc_port = 0;
   std::filesystem::path data_dir;
-  std::vector<std::filesystem::path> job_files;  // the jobs this agent can serve
+  std::vector<std::filesystem::path> job_files;    // the jobs this agent can serve
   std::optional<worker::AdversarySpec> adversary;  // TEST-ONLY: a cheating solver
   // TEST-ONLY: name the blobs (log bundle, final state) in the commit but
   // never publish them — the chain must never include such a commit.
@@ -136,16 +136,17 @@ class Agent {
                   std::uint64_t gas_limit = kDefaultGasLimit);
   // Publishes a blob on our node (unless withholding, TEST ONLY) and
   // returns its hash and length for the commit.
-  Result<std::pair<Hash256, std::uint64_t>> Publish(const Bytes& blob, const std::string& what, const std::string& tag);
+  Result<std::pair<Hash256, std::uint64_t>> Publish(const Bytes& blob, const std::string& what,
+                                                    const std::string& tag);
   void Say(const std::string& line);
 
   AgentConfig m_config;
   crypto::SecretKey m_key;
   ChainClient m_client;
   std::vector<Served> m_jobs;
-  std::map<std::uint64_t, JobRun> m_runs;  // by bounty id
+  std::map<std::uint64_t, JobRun> m_runs;                               // by bounty id
   std::map<std::uint64_t, std::unique_ptr<worker::Job>> m_bounty_jobs;  // BountyJob, by bounty id
-  std::map<std::string, std::uint64_t> m_sent;  // move key -> height sent
+  std::map<std::string, std::uint64_t> m_sent;                          // move key -> height sent
   std::set<std::uint64_t> m_done;  // bounties this agent has nothing more to do for
   std::set<std::string> m_said;
   std::map<std::uint64_t, SolverNote> m_notes;  // solver: the note of each bounty, as last published

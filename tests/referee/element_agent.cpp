@@ -22,7 +22,8 @@ std::map<Hash256, crypto::MerkleTree>& TreeCache() {
 }
 
 // The opening of node input `input` by its hash (verify::VerifyInputHash's arguments).
-verify::InputHashOpening InputHashOf(const History& h, std::uint64_t step, std::uint64_t node, std::uint32_t input) {
+verify::InputHashOpening InputHashOf(const History& h, std::uint64_t step, std::uint64_t node,
+                                     std::uint32_t input) {
   const protocol::InputRef& ref = h.records[step][node].inputs[input];
   verify::InputHashOpening o;
   o.input = input;
@@ -46,9 +47,15 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
   side.attrs = rec.attrs;
   for (const protocol::InputRef& ref : rec.inputs) {
     switch (ref.source) {
-      case protocol::InputSource::kState: side.inputs.push_back(h.states[step][ref.index]); break;
-      case protocol::InputSource::kNode: side.inputs.push_back(h.outputs[step][ref.index][ref.slot]); break;
-      case protocol::InputSource::kBatch: side.inputs.emplace_back(); break;
+      case protocol::InputSource::kState:
+        side.inputs.push_back(h.states[step][ref.index]);
+        break;
+      case protocol::InputSource::kNode:
+        side.inputs.push_back(h.outputs[step][ref.index][ref.slot]);
+        break;
+      case protocol::InputSource::kBatch:
+        side.inputs.emplace_back();
+        break;
     }
   }
   side.outputs = h.outputs[step][node];
@@ -67,13 +74,14 @@ const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uin
   return it->second;
 }
 
-referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id, std::uint32_t slot) {
+referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id,
+                                     std::uint32_t slot) {
   const crypto::MerkleTree& tree = ChunkTreeFor(side, slot);
   return referee::ChunkRootArgs{game_id, tree.root(), tree.top()};
 }
 
-referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id, std::uint32_t slot,
-                                         std::uint64_t chunk) {
+referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id,
+                                         std::uint32_t slot, std::uint64_t chunk) {
   auto opening = worker::AnswerChunk(side, slot, static_cast<std::int64_t>(chunk));
   EXPECT_TRUE(opening.ok()) << opening.status().ToString();
   return referee::RevealChunkArgs{game_id, opening.ok() ? *opening : verify::ChunkOpening{}};
@@ -107,8 +115,8 @@ worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_
 }
 
 referee::PartialsRootArgs MakePartialsRoot(const worker::PartialsAnswer& mine, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id, mine.tree.root(), mine.tree.top(), mine.partials.back(), mine.first,
-                                   mine.last};
+  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
+                                   mine.first, mine.last};
 }
 
 referee::RevealStepArgs MakeRevealStep(const History& h, const worker::ElementSide& side,
@@ -135,8 +143,8 @@ referee::RevealStepArgs MakeRevealStep(const History& h, const worker::ElementSi
   return a;
 }
 
-worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
-                                               const std::optional<SumsPlan>& lie) {
+worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
+                                               std::int64_t e, const std::optional<SumsPlan>& lie) {
   auto honest = worker::AnswerReducePartials(side, side.attrs, slot, e);
   EXPECT_TRUE(honest.ok()) << honest.status().ToString();
   if (!lie || lie->kind == SumsLie::kHonest) return std::move(honest).value();
@@ -148,14 +156,16 @@ worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, 
   return worker::ReducePartialsAnswerOf(honest->element, std::move(p));
 }
 
-referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id, mine.tree.root(), mine.tree.top(), mine.partials.back(), mine.first,
-                                   mine.last};
+referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine,
+                                                 std::uint64_t game_id) {
+  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
+                                   mine.first, mine.last};
 }
 
 referee::RevealReduceStepArgs MakeRevealReduceStep(const History& h, const worker::ElementSide& side,
-                                                   const worker::ReducePartialsAnswer& mine, const referee::Game& g,
-                                                   const referee::ElementGame& e, std::uint8_t node_root_of) {
+                                                   const worker::ReducePartialsAnswer& mine,
+                                                   const referee::Game& g, const referee::ElementGame& e,
+                                                   std::uint8_t node_root_of) {
   const std::uint64_t m = e.step_leaf - 1;
   const worker::StepReveal reveal = worker::AnswerReduceReveal(mine, m);
   auto ops = worker::AnswerReduceOperands(side, mine, m);
@@ -184,8 +194,9 @@ referee::RevealReduceStepArgs MakeRevealReduceStep(const History& h, const worke
   return a;
 }
 
-referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side, const referee::Game& g,
-                                         const referee::ElementGame& e, std::uint8_t node_root_of) {
+referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side,
+                                         const referee::Game& g, const referee::ElementGame& e,
+                                         std::uint8_t node_root_of) {
   referee::OpenElementArgs a;
   a.game_id = g.id;
   a.node_root_of = node_root_of;

@@ -31,10 +31,11 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
 
 // The element moves. `g`/`e` are the game and its element state as read
 // from the chain.
-referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id, std::uint32_t slot);
+referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id,
+                                     std::uint32_t slot);
 const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uint32_t slot);
-referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id, std::uint32_t slot,
-                                         std::uint64_t chunk);
+referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id,
+                                         std::uint32_t slot, std::uint64_t chunk);
 // The party's partial sums of value e (its SumsPlan when it lied about e).
 worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
                                    const std::optional<SumsPlan>& lie);
@@ -44,13 +45,16 @@ referee::RevealStepArgs MakeRevealStep(const History& h, const worker::ElementSi
                                        const referee::ElementGame& e, std::uint8_t node_root_of);
 // The reduction rule's moves (a TreeSum output): a liar's sums are honest
 // (the epilogue is disputed) or made up from leaf `from` on.
-worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
-                                               const std::optional<SumsPlan>& lie);
-referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id);
+worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
+                                               std::int64_t e, const std::optional<SumsPlan>& lie);
+referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine,
+                                                 std::uint64_t game_id);
 referee::RevealReduceStepArgs MakeRevealReduceStep(const History& h, const worker::ElementSide& side,
-                                                   const worker::ReducePartialsAnswer& mine, const referee::Game& g,
-                                                   const referee::ElementGame& e, std::uint8_t node_root_of);
-referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side, const referee::Game& g,
-                                         const referee::ElementGame& e, std::uint8_t node_root_of);
+                                                   const worker::ReducePartialsAnswer& mine,
+                                                   const referee::Game& g, const referee::ElementGame& e,
+                                                   std::uint8_t node_root_of);
+referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side,
+                                         const referee::Game& g, const referee::ElementGame& e,
+                                         std::uint8_t node_root_of);
 
 }  // namespace vt::test

@@ -83,9 +83,7 @@ std::uint32_t NodeOf(const Target& t) {
   return 0;
 }
 
-std::int64_t NumelOf(const Target& t) {
-  return HonestHistory().outputs[kLieStep][NodeOf(t)][t.slot].numel();
-}
+std::int64_t NumelOf(const Target& t) { return HonestHistory().outputs[kLieStep][NodeOf(t)][t.slot].numel(); }
 
 struct Game {
   ScenarioReport report;
@@ -95,8 +93,8 @@ struct Game {
 // A liar (solver or challenger) plants one ulp in value `value` of the
 // target; both sides descend to the element level.
 Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sums,
-          std::optional<GamePhase> liar_silent = std::nullopt, std::optional<GamePhase> honest_silent = std::nullopt,
-          bool element_level = true) {
+          std::optional<GamePhase> liar_silent = std::nullopt,
+          std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
   ScenarioConfig c = WideConfig();
   AgentPlan liar;
   liar.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, value}};
@@ -162,13 +160,14 @@ TEST(ElementGame, OneUlpCheatIsCaughtAtItsValueAndSlashed) {
     // The cheater's bond is gone: it got nothing back, the challenger profited.
     EXPECT_LT(g.report.net.at("solver"), 0) << t.name;
     EXPECT_GT(g.report.net.at("challenger0"), 0) << t.name;
-    std::printf("[element-game] %-20s value %4lld: %llu txs (%llu at the element level, %llu chunk-walk reveals), "
-                "largest %llu B, final move %llu gas, %s\n",
-                t.name, static_cast<long long>(v), static_cast<unsigned long long>(gr.txs),
-                static_cast<unsigned long long>(gr.element_txs),
-                static_cast<unsigned long long>(gr.element_walk_reveals[0]),
-                static_cast<unsigned long long>(gr.max_tx_bytes),
-                static_cast<unsigned long long>(gr.resolving_gas), gr.game.reason.c_str());
+    std::printf(
+        "[element-game] %-20s value %4lld: %llu txs (%llu at the element level, %llu chunk-walk reveals), "
+        "largest %llu B, final move %llu gas, %s\n",
+        t.name, static_cast<long long>(v), static_cast<unsigned long long>(gr.txs),
+        static_cast<unsigned long long>(gr.element_txs),
+        static_cast<unsigned long long>(gr.element_walk_reveals[0]),
+        static_cast<unsigned long long>(gr.max_tx_bytes), static_cast<unsigned long long>(gr.resolving_gas),
+        gr.game.reason.c_str());
     // The same cheat arbitrated at node level, for comparison.
     const Game whole = Play(t, v, true, {}, std::nullopt, std::nullopt, /*element_level=*/false);
     ASSERT_TRUE(whole.played);
@@ -189,12 +188,13 @@ TEST(ElementGame, SumsThatLeaveTheRuleAreCaughtAtTheirStep) {
       ExpectCaughtAt(g, t, v, true);
       EXPECT_EQ(g.report.games.at(0).game.reason, "element-step") << t.name;
       EXPECT_GT(g.report.games[0].element_walk_reveals[1], 0u) << t.name << ": the partial sums were walked";
-      std::printf("[element-game] %-20s sums %d: %llu element txs (%llu partial-walk reveals), largest %llu B, "
-                  "final move %llu gas\n",
-                  t.name, static_cast<int>(kind), static_cast<unsigned long long>(g.report.games[0].element_txs),
-                  static_cast<unsigned long long>(g.report.games[0].element_walk_reveals[1]),
-                  static_cast<unsigned long long>(g.report.games[0].max_tx_bytes),
-                  static_cast<unsigned long long>(g.report.games[0].resolving_gas));
+      std::printf(
+          "[element-game] %-20s sums %d: %llu element txs (%llu partial-walk reveals), largest %llu B, "
+          "final move %llu gas\n",
+          t.name, static_cast<int>(kind), static_cast<unsigned long long>(g.report.games[0].element_txs),
+          static_cast<unsigned long long>(g.report.games[0].element_walk_reveals[1]),
+          static_cast<unsigned long long>(g.report.games[0].max_tx_bytes),
+          static_cast<unsigned long long>(g.report.games[0].resolving_gas));
     }
   }
 }
@@ -217,7 +217,8 @@ TEST(ElementGame, LyingChallengerLosesToAnHonestSolver) {
   for (SumsLie kind : {SumsLie::kHonest, SumsLie::kMadeUp}) {
     const Game g = Play(db, b, /*liar_is_solver=*/false, SumsPlan{kind, 2});
     ExpectCaughtAt(g, db, b, false);
-    EXPECT_EQ(g.report.games.at(0).game.reason, kind == SumsLie::kHonest ? "element-epilogue" : "element-step");
+    EXPECT_EQ(g.report.games.at(0).game.reason,
+              kind == SumsLie::kHonest ? "element-epilogue" : "element-step");
     EXPECT_LT(g.report.net.at("challenger0"), 0);
   }
 }
@@ -261,7 +262,8 @@ struct Poker {
     return false;
   }
   vm::Receipt Send(std::size_t agent, Method m, const Bytes& args) {
-    return d.chain().Run(d.chain().Call(d.key(agent), referee::kRefereeContractId, static_cast<std::uint16_t>(m), args));
+    return d.chain().Run(
+        d.chain().Call(d.key(agent), referee::kRefereeContractId, static_cast<std::uint16_t>(m), args));
   }
 };
 
@@ -323,7 +325,8 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   std::vector<float> sums = PartialsFor(side, dx.slot, (*e)->value, std::nullopt).partials;
   sums[0] = 1.0f;
   const worker::PartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
-  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(MakePartialsRoot(bad, id))).reason, "elem-bad-partials");
+  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(MakePartialsRoot(bad, id))).reason,
+            "elem-bad-partials");
 
   // The final step: a forged factor.
   ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
@@ -349,7 +352,9 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   wrong_rule.left_proof = mine.tree.Prove(0);
   EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(wrong_rule)).reason, "elem-wrong-rule");
   // A non-party cannot move.
-  EXPECT_EQ(p.Send(0, Method::kRevealStep, EncodeToBytes(MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1))).reason,
+  EXPECT_EQ(p.Send(0, Method::kRevealStep,
+                   EncodeToBytes(MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1)))
+                .reason,
             "game-not-a-party");
 
   // The honest challenger still wins, whatever was refused on the way.
@@ -427,7 +432,8 @@ TEST(ElementGame, NodesWithoutARuleAreArbitratedWhole) {
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const std::uint64_t id = p.d.game_ids().at(0);
   const worker::ElementSide side = SideOf(p.d.history(2), 3, 0);
-  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, id, 0))).reason, "elem-batch-input");
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, id, 0))).reason,
+            "elem-batch-input");
   while (p.d.Step()) {
   }
   const ScenarioReport rep = p.d.Finish();
@@ -444,8 +450,9 @@ TEST(ElementGame, DisabledOnAChainThatDoesNotPlayIt) {
   Poker p(c);
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
-            "elem-disabled");
+  EXPECT_EQ(
+      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
+      "elem-disabled");
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
@@ -460,8 +467,9 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   Poker p(c);
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
-            "elem-not-repops");
+  EXPECT_EQ(
+      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
+      "elem-not-repops");
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
@@ -474,12 +482,14 @@ TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
   std::uint64_t max_tx = 0, games = 0, max_element_txs = 0;
   for (int round = 0; round < 10; ++round) {
     const Target& t = kTargets[rng() % std::size(kTargets)];
-    const std::int64_t v = ReachingValue(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
+    const std::int64_t v =
+        ReachingValue(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
     const bool liar_is_solver = rng() % 2 == 0;
     const SumsPlan sums{static_cast<SumsLie>(rng() % 3), 1 + rng() % 8};
     const Game g = Play(t, v, liar_is_solver, sums);
-    SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + (liar_is_solver ? " solver lies" : " challenger lies") +
-                 " sums " + std::to_string(static_cast<int>(sums.kind)));
+    SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) +
+                 (liar_is_solver ? " solver lies" : " challenger lies") + " sums " +
+                 std::to_string(static_cast<int>(sums.kind)));
     ExpectCaughtAt(g, t, v, liar_is_solver);
     max_tx = std::max(max_tx, g.report.games.at(0).max_tx_bytes);
     max_element_txs = std::max(max_element_txs, g.report.games.at(0).element_txs);

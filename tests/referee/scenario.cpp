@@ -64,17 +64,21 @@ class ScenarioDriver::Impl {
     AgentPlan plan;
   };
 
-  std::size_t Send(const Agent& agent, Method method, Bytes args, std::optional<std::uint64_t> game = std::nullopt) {
-    vm::Transaction tx = m_chain.Call(agent.key, referee::kRefereeContractId, static_cast<std::uint16_t>(method),
-                                      std::move(args));
+  std::size_t Send(const Agent& agent, Method method, Bytes args,
+                   std::optional<std::uint64_t> game = std::nullopt) {
+    vm::Transaction tx = m_chain.Call(agent.key, referee::kRefereeContractId,
+                                      static_cast<std::uint16_t>(method), std::move(args));
     const std::size_t size = vm::EncodeTransaction(tx).size();
     if (game) {
       m_game_txs[*game] += 1;
       m_game_bytes[*game] += size;
       m_max_tx[*game] = std::max<std::uint64_t>(m_max_tx[*game], size);
-      if (method >= Method::kPostChunkRoot || (method == Method::kRevealChildren && m_in_element)) m_element_txs[*game] += 1;
-      if (method == Method::kRevealChildren && m_phase == GamePhase::kChunkWalk) m_walk_reveals[*game][0] += 1;
-      if (method == Method::kRevealChildren && m_phase == GamePhase::kPartialsWalk) m_walk_reveals[*game][1] += 1;
+      if (method >= Method::kPostChunkRoot || (method == Method::kRevealChildren && m_in_element))
+        m_element_txs[*game] += 1;
+      if (method == Method::kRevealChildren && m_phase == GamePhase::kChunkWalk)
+        m_walk_reveals[*game][0] += 1;
+      if (method == Method::kRevealChildren && m_phase == GamePhase::kPartialsWalk)
+        m_walk_reveals[*game][1] += 1;
       if (method == Method::kArbitrate) m_arbitration_bytes[*game] += size;
     }
     m_chain.Submit(std::move(tx));
@@ -99,7 +103,7 @@ class ScenarioDriver::Impl {
   std::map<std::uint64_t, bool> m_arbitration_sent;
   std::map<std::uint64_t, std::uint64_t> m_max_tx;
   std::map<std::uint64_t, std::uint64_t> m_element_txs;
-  bool m_in_element = false;  // the game being acted on is in an element phase
+  bool m_in_element = false;                       // the game being acted on is in an element phase
   GamePhase m_phase = GamePhase::kCheckpointWalk;  // … and its phase
   std::map<std::uint64_t, std::array<std::uint64_t, 2>> m_walk_reveals;
   std::map<std::string, vm::Amount> m_before;
@@ -112,9 +116,12 @@ class ScenarioDriver::Impl {
 
 const crypto::MerkleTree& ScenarioDriver::Impl::WalkTree(const History& h, const Game& g) const {
   switch (g.phase) {
-    case GamePhase::kCheckpointWalk: return h.checkpoint_tree;
-    case GamePhase::kStepWalk: return h.step_trees[g.checkpoint_index - 1];
-    default: return h.node_trees[g.step];
+    case GamePhase::kCheckpointWalk:
+      return h.checkpoint_tree;
+    case GamePhase::kStepWalk:
+      return h.step_trees[g.checkpoint_index - 1];
+    default:
+      return h.node_trees[g.step];
   }
 }
 
@@ -140,8 +147,8 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
     if (agent.plan.arbitrates && !LiedAt(agent.history, g.step, g.node_index) && !m_arbitration_sent[g.id]) {
       m_arbitration_sent[g.id] = true;
       Send(agent, Method::kArbitrate,
-           Enc(MakeArbitrate(m_tiny, agent.history, m_agents[1].history, g.id, static_cast<std::uint8_t>(p), g.step,
-                             g.node_index)),
+           Enc(MakeArbitrate(m_tiny, agent.history, m_agents[1].history, g.id, static_cast<std::uint8_t>(p),
+                             g.step, g.node_index)),
            g.id);
     }
     return;
@@ -163,7 +170,8 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
       return;
     }
     case GamePhase::kStepRoots:
-      if (!g.step_posted[Idx(p)]) Send(agent, Method::kPostStepRoot, Enc(MakeStepRoot(h, g.id, g.checkpoint_index)), g.id);
+      if (!g.step_posted[Idx(p)])
+        Send(agent, Method::kPostStepRoot, Enc(MakeStepRoot(h, g.id, g.checkpoint_index)), g.id);
       return;
     case GamePhase::kNodeRoots:
       if (!g.node_posted[Idx(p)])
@@ -171,8 +179,8 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
       return;
     case GamePhase::kRevealRecords:
       if (!g.records[Idx(p)])
-        Send(agent, Method::kRevealRecord, Enc(referee::RevealRecordArgs{g.id, h.records[g.step][g.node_index]}),
-             g.id);
+        Send(agent, Method::kRevealRecord,
+             Enc(referee::RevealRecordArgs{g.id, h.records[g.step][g.node_index]}), g.id);
       return;
     default:
       return;
@@ -208,7 +216,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
   const std::size_t me = Idx(p);
   switch (g.phase) {
     case GamePhase::kChunkRoots:
-      if (!e.chunk_posted[me]) Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, e.slot)), g.id);
+      if (!e.chunk_posted[me])
+        Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, e.slot)), g.id);
       return;
     case GamePhase::kChunkWalk:
     case GamePhase::kPartialsWalk: {
@@ -219,14 +228,16 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
       const auto wp = p == Party::kSolver ? crypto::MerkleWalk::Party::kA : crypto::MerkleWalk::Party::kB;
       if (walk->HasRevealed(wp)) return;
       const crypto::NodeReveal reveal =
-          g.phase == GamePhase::kChunkWalk       ? ChunkTreeFor(side, e.slot).Children(walk->current())
-          : e.kind == verify::ElementKind::kReduce ? ReducePartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current())
-                                                   : PartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current());
+          g.phase == GamePhase::kChunkWalk ? ChunkTreeFor(side, e.slot).Children(walk->current())
+          : e.kind == verify::ElementKind::kReduce
+              ? ReducePartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current())
+              : PartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current());
       Send(agent, Method::kRevealChildren, Enc(referee::RevealChildrenArgs{g.id, reveal}), g.id);
       return;
     }
     case GamePhase::kChunkReveal:
-      if (!e.chunk_opening[me]) Send(agent, Method::kRevealChunk, Enc(MakeRevealChunk(side, g.id, e.slot, e.chunk)), g.id);
+      if (!e.chunk_opening[me])
+        Send(agent, Method::kRevealChunk, Enc(MakeRevealChunk(side, g.id, e.slot, e.chunk)), g.id);
       return;
     case GamePhase::kPartialsRoots:
       if (e.partials_posted[me]) return;
@@ -234,19 +245,21 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
         Send(agent, Method::kPostPartialsRoot,
              Enc(MakeReducePartialsRoot(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
       } else {
-        Send(agent, Method::kPostPartialsRoot, Enc(MakePartialsRoot(PartialsFor(side, e.slot, e.value, sums), g.id)),
-             g.id);
+        Send(agent, Method::kPostPartialsRoot,
+             Enc(MakePartialsRoot(PartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
       }
       return;
     case GamePhase::kStepReveal:
       if (e.step_revealed[me]) return;
       if (e.kind == verify::ElementKind::kReduce) {
         Send(agent, Method::kRevealReduceStep,
-             Enc(MakeRevealReduceStep(h, side, ReducePartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)),
+             Enc(MakeRevealReduceStep(h, side, ReducePartialsFor(side, e.slot, e.value, sums), g, e,
+                                      node_root_of)),
              g.id);
       } else {
         Send(agent, Method::kRevealStep,
-             Enc(MakeRevealStep(h, side, PartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)), g.id);
+             Enc(MakeRevealStep(h, side, PartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)),
+             g.id);
       }
       return;
     default:
@@ -263,16 +276,16 @@ void ScenarioDriver::Impl::Start() {
   for (std::size_t i = 0; i < c.challengers.size(); ++i) {
     auto h = Train(m_tiny, c.challengers[i].lies, &m_agents[1].history);
     EXPECT_TRUE(h.ok()) << h.status().ToString();
-    m_agents.push_back({"challenger" + std::to_string(i), TestKey(static_cast<std::uint32_t>(3 + i)), *h,
-                        c.challengers[i]});
+    m_agents.push_back(
+        {"challenger" + std::to_string(i), TestKey(static_cast<std::uint32_t>(3 + i)), *h, c.challengers[i]});
   }
   for (const Agent& a : m_agents) m_before[a.name] = m_chain.BalanceOf(a.key.address());
 
   const Agent& client = m_agents[0];
   const Agent& solver = m_agents[1];
-  referee::PostBountyArgs post{m_tiny.job,     m_tiny.initial_state, c.reward,         c.solver_bond,
-                               c.challenger_bond, c.solve_window,     c.challenge_window, c.clock_budget,
-                               Hash256{},         0};
+  referee::PostBountyArgs post{
+      m_tiny.job,     m_tiny.initial_state, c.reward,       c.solver_bond, c.challenger_bond,
+      c.solve_window, c.challenge_window,   c.clock_budget, Hash256{},     0};
   Send(client, Method::kPostBounty, Enc(post));
   m_chain.Mine();
   const std::uint64_t bounty_id = 0;
@@ -288,7 +301,8 @@ void ScenarioDriver::Impl::Start() {
   std::vector<std::size_t> opened;
   for (std::size_t i = 2; i < m_agents.size(); ++i) {
     if (m_agents[i].history.checkpoint_tree.root() == solver.history.checkpoint_tree.root()) continue;
-    m_open_bytes.push_back(Send(m_agents[i], Method::kOpenGame, Enc(MakeOpenGame(m_agents[i].history, bounty_id))));
+    m_open_bytes.push_back(
+        Send(m_agents[i], Method::kOpenGame, Enc(MakeOpenGame(m_agents[i].history, bounty_id))));
     opened.push_back(i);
   }
   std::vector<std::uint64_t>& game_ids = m_game_ids;
@@ -309,7 +323,6 @@ void ScenarioDriver::Impl::Start() {
       m_game_bytes[game_ids[k]] += m_open_bytes[k];
     }
   }
-
 }
 
 bool ScenarioDriver::Impl::Step() {
@@ -350,7 +363,8 @@ ScenarioReport ScenarioDriver::Impl::Finish() {
     m_chain.MineUntil(bounty->challenge_deadline);
     Send(solver, Method::kFinalize, Enc(referee::BountyIdArgs{bounty_id}));
     m_chain.Mine();
-  } else if (bounty->state == referee::BountyState::kOpen || bounty->state == referee::BountyState::kClaimed) {
+  } else if (bounty->state == referee::BountyState::kOpen ||
+             bounty->state == referee::BountyState::kClaimed) {
     m_chain.MineUntil(bounty->solve_deadline);
     Send(client, Method::kRefund, Enc(referee::BountyIdArgs{bounty_id}));
     m_chain.Mine();
@@ -368,7 +382,9 @@ ScenarioReport ScenarioDriver::Impl::Finish() {
     gr.max_tx_bytes = m_max_tx[game_ids[k]];
     gr.element_txs = m_element_txs[game_ids[k]];
     gr.element_walk_reveals = m_walk_reveals[game_ids[k]];
-    gr.blocks = gr.game.resolved_height >= gr.game.opened_height ? gr.game.resolved_height - gr.game.opened_height + 1 : 0;
+    gr.blocks = gr.game.resolved_height >= gr.game.opened_height
+                    ? gr.game.resolved_height - gr.game.opened_height + 1
+                    : 0;
     for (const vm::Receipt& r : m_chain.all_receipts()) {
       for (const vm::Event& e : r.events) {
         if (e.topic != referee::topics::kWalkDone) continue;
@@ -398,7 +414,8 @@ ScenarioReport ScenarioDriver::Impl::Finish() {
       fees[tx.sender] += rc.fee;
       if (!rc.success) {
         for (const Agent& a : m_agents)
-          if (a.key.public_key().bytes() == tx.sender) report.failed_calls.push_back(a.name + ": " + rc.reason);
+          if (a.key.public_key().bytes() == tx.sender)
+            report.failed_calls.push_back(a.name + ": " + rc.reason);
       }
     }
   }
@@ -436,7 +453,8 @@ vm::Amount MinimumBond(const protocol::JobSpec& job) {
   vm::KernelsGraphSource graphs;
   vm::Arbiter arbiter(graphs);
   vm::GasMeter meter(std::uint64_t{1} << 40);
-  auto t = referee::ComputeBondTerms(arbiter, job, vm::ChainParams{}, referee::RefereeParams{}.winner_share_bps, meter);
+  auto t = referee::ComputeBondTerms(arbiter, job, vm::ChainParams{},
+                                     referee::RefereeParams{}.winner_share_bps, meter);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return t.ok() ? t->minimum : 0;
 }

@@ -21,7 +21,8 @@ using Json = nlohmann::json;
 const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
 
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
-  ScopedTestnet t("scenario", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
+  ScopedTestnet t("scenario",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
@@ -51,10 +52,13 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   ASSERT_TRUE(t.net().Stop("solver").ok());
   ASSERT_TRUE(t.net().Start("solver").ok());
   post();
-  ASSERT_TRUE(WaitFor([&] {
-    auto b = c.Call("get_bounty", Json::array({1}));
-    return b.ok() && !(*b)["games"].empty();
-  }, 60s)) << "no dispute opened";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto b = c.Call("get_bounty", Json::array({1}));
+        return b.ok() && !(*b)["games"].empty();
+      },
+      60s))
+      << "no dispute opened";
   // Mid-dispute: kill -9 the solver daemon and a validator, then restart both.
   ASSERT_TRUE(t.net().Kill("solver").ok());
   ASSERT_TRUE(t.net().Kill("v2").ok());
@@ -76,13 +80,14 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(c, h - 1));
 }
 
-
 // Rounded mode end to end: the solver daemon publishes its rounding logs as
 // a blob on its own node; the challenger's node (another validator) fetches
 // it from peers; the challenger replays following the logs and agrees with
 // the honest run, then catches a cheating one at the planted step and node.
 TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
-  ScopedTestnet t("rounded", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
+  ScopedTestnet t(
+      "rounded",
+      DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
   ASSERT_TRUE(t.ok());
   t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});

@@ -61,7 +61,8 @@ void ConfirmEveryHonestRecord(const LoadedJob& j) {
     auto outcome = arbiter.Arbitrate(c, payload, gas);
     ASSERT_TRUE(outcome.ok()) << "node " << i << ": " << outcome.status().ToString();
     EXPECT_EQ(outcome->kind, vm::ArbitrationKind::kExecuted) << outcome->detail;
-    EXPECT_EQ(outcome->output_hashes, records->records[i].output_hashes) << "node " << i << " " << inputs->node_name;
+    EXPECT_EQ(outcome->output_hashes, records->records[i].output_hashes)
+        << "node " << i << " " << inputs->node_name;
     if (rounded && i + 1 < records->records.size()) {
       EXPECT_EQ(outcome->log_hash, records->records[i].log_hash);
     }
