@@ -8,9 +8,12 @@
 #include "common/log.h"
 #include "crypto/sha256.h"
 #include "node/blob_rules.h"
+#include "node/element_moves.h"
 #include "node/json_view.h"
 #include "referee/blob_rules.h"
 #include "referee/records.h"
+#include "verify/element_game.h"
+#include "verify/graph_source.h"
 #include "worker/checkpoint_store.h"
 #include "worker/commitment.h"
 #include "worker/file_io.h"
@@ -515,25 +518,9 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
   const std::string round = std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(g.rounds[0]) +
                             "." + std::to_string(g.rounds[1]) + "." + std::to_string(g.rounds[2]);
   if (g.phase == GamePhase::kArbitration) {
-    // Whoever is right at the node sends its inputs (they are agreed inputs).
-    VT_ASSIGN_OR_RETURN(const worker::StepRecords* recs, step_records(g.step));
-    VT_ASSIGN_OR_RETURN(worker::NodeInputs inputs, worker::AnswerNodeInputs(party, g.step, g.node_index));
-    VT_ASSIGN_OR_RETURN(worker::NodeVerdict verdict, worker::ReexecuteNode(job.loaded.job, inputs));
-    if (g.node_index < recs->records.size() && verdict.Confirms(recs->records[g.node_index], false)) {
-      referee::ArbitrateArgs a;
-      a.game_id = game_id;
-      a.node_root_of = static_cast<std::uint8_t>(me);
-      a.payload = worker::EncodeArbitrationPayload(inputs);
-      if (inputs.log_chain) {
-        // Rounded mode: the node's committed log, proven up to the commitment's log root.
-        const worker::LogChain& c = *inputs.log_chain;
-        a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval,
-                                          c.interval_log_hash, c.interval_in_root};
-      }
-      Say("game " + std::to_string(game_id) + ": sending the inputs of step " + std::to_string(g.step) +
-          " node " + std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
-      result = SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));
-    }
+    result = Arbitrate(gv, me, job, run);
+  } else if (g.phase >= GamePhase::kChunkRoots) {
+    result = PlayElement(gv, me, job, run);
   } else if (g.clocks[referee::Idx(me)].owes) {
     const auto wp = me == Party::kSolver ? crypto::MerkleWalk::Party::kA : crypto::MerkleWalk::Party::kB;
     switch (g.phase) {
@@ -614,6 +601,177 @@ Status Agent::PlayGame(std::uint64_t game_id, Party me, Served& job, JobRun& run
   }
   m_times.answers_s += Seconds(t0);
   return result;
+}
+
+Result<Agent::Arbitration*> Agent::ArbitrationOf(const GameView& gv, Served& job, JobRun& run) {
+  const referee::Game& g = gv.game;
+  auto it = run.arbitrations.find(g.id);
+  if (it != run.arbitrations.end() && it->second.step == g.step && it->second.node == g.node_index)
+    return &it->second;
+  const worker::Party party = PartyOf(job, run);
+  Arbitration a;
+  a.step = g.step;
+  a.node = g.node_index;
+  VT_ASSIGN_OR_RETURN(a.node_case, worker::AnswerNodeCase(party, g.step, g.node_index));
+  VT_ASSIGN_OR_RETURN(worker::NodeVerdict verdict, worker::ReexecuteNode(job.loaded.job, a.node_case.inputs));
+  a.right = verdict.Confirms(a.node_case.inputs.record, false);
+  return &(run.arbitrations[g.id] = std::move(a));
+}
+
+Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) {
+  const referee::Game& g = gv.game;
+  const std::string gk = "game/" + std::to_string(g.id) + "/";
+  // Whoever is right at the node moves (they are agreed inputs); the liar waits.
+  VT_ASSIGN_OR_RETURN(Arbitration * arb, ArbitrationOf(gv, job, run));
+  if (!arb->right) return Status::Ok();
+  const worker::NodeInputs& inputs = arb->node_case.inputs;
+  // Descend, once, where the referee accepts it (a game back from the
+  // element level, or a descent the chain refused, is arbitrated whole).
+  const std::string descend = gk + "descend";
+  const bool refused = m_sent.count(descend) && gv.height >= m_sent[descend] + kRetryBlocks;
+  if (!gv.element && !refused && g.records[0] && g.records[1]) {
+    VT_ASSIGN_OR_RETURN(verify::StepGraph graph,
+                        verify::KernelsGraphSource().Build(job.loaded.job.spec, g.step));
+    auto start =
+        verify::StartDescent(job.loaded.job.spec.mode, graph, g.node_index, *g.records[0], *g.records[1]);
+    if (start.ok()) {
+      if (!arb->side) {
+        VT_ASSIGN_OR_RETURN(worker::ElementSide side, worker::ElementSideOf(arb->node_case));
+        arb->side = std::move(side);
+      }
+      VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, ChunkTreeOf(*arb, start->slot));
+      Say("game " + std::to_string(g.id) + ": descending into step " + std::to_string(g.step) + " node " +
+          std::to_string(g.node_index) + " (" + inputs.node_name + "), output " +
+          std::to_string(start->slot) + " of " + std::to_string(start->chunks) + " chunks");
+      return SendOnce(descend, gv.height, Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
+    }
+    Say("game " + std::to_string(g.id) + ": node " + std::to_string(g.node_index) + " (" + inputs.node_name +
+        ") is arbitrated whole: " + start.status().ToString());
+  }
+  referee::ArbitrateArgs a;
+  a.game_id = g.id;
+  a.node_root_of = static_cast<std::uint8_t>(me);
+  a.payload = worker::EncodeArbitrationPayload(inputs);
+  if (inputs.log_chain) {
+    // Rounded mode: the node's committed log, proven up to the commitment's log root.
+    const worker::LogChain& c = *inputs.log_chain;
+    a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval,
+                                      c.interval_log_hash, c.interval_in_root};
+  }
+  Say("game " + std::to_string(g.id) + ": sending the inputs of step " + std::to_string(g.step) + " node " +
+      std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
+  return SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));
+}
+
+Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run) {
+  const referee::Game& g = gv.game;
+  if (!gv.element) return Status::Ok();
+  const referee::ElementGame& e = *gv.element;
+  VT_ASSIGN_OR_RETURN(Arbitration * found, ArbitrationOf(gv, job, run));
+  Arbitration& arb = *found;
+  if (!arb.side) {
+    VT_ASSIGN_OR_RETURN(worker::ElementSide side, worker::ElementSideOf(arb.node_case));
+    arb.side = std::move(side);
+  }
+  const worker::ElementSide& side = *arb.side;
+  const std::size_t i = referee::Idx(me);
+  const auto node_root_of = static_cast<std::uint8_t>(me);
+  const std::string key = "game/" + std::to_string(g.id) + "/elem/" +
+                          std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(e.rounds[0]) +
+                          "." + std::to_string(e.rounds[1]);
+  auto send = [&](Method method, Bytes args) { return SendOnce(key, gv.height, method, std::move(args)); };
+  // The partial results of the disputed value, computed once.
+  auto partials = [&]() -> Result<const worker::PartialsAnswer*> {
+    if (!arb.partials) {
+      VT_ASSIGN_OR_RETURN(worker::PartialsAnswer p, worker::AnswerPartials(side, e.slot, e.value));
+      arb.partials = std::move(p);
+    }
+    return &*arb.partials;
+  };
+  auto reduce_partials = [&]() -> Result<const worker::ReducePartialsAnswer*> {
+    if (!arb.reduce_partials) {
+      VT_ASSIGN_OR_RETURN(worker::ReducePartialsAnswer p,
+                          worker::AnswerReducePartials(side, side.attrs, e.slot, e.value));
+      arb.reduce_partials = std::move(p);
+    }
+    return &*arb.reduce_partials;
+  };
+  const bool reduce = e.kind == verify::ElementKind::kReduce;
+  if (g.phase == GamePhase::kOpenElement) {
+    // The solver owes it; whoever is right sends it, as with an arbitration.
+    if (!arb.right) return Status::Ok();
+    VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a, OpenElementMove(side, e, g.id, node_root_of));
+    Say("game " + std::to_string(g.id) + ": opening the inputs of output " + std::to_string(e.slot) +
+        " value " + std::to_string(e.value));
+    return send(Method::kOpenElement, EncodeToBytes(a));
+  }
+  if (!g.clocks[i].owes) return Status::Ok();
+  switch (g.phase) {
+    case GamePhase::kChunkRoots: {
+      if (e.chunk_posted[i]) return Status::Ok();
+      VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, ChunkTreeOf(arb, e.slot));
+      return send(Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
+    }
+    case GamePhase::kChunkWalk:
+    case GamePhase::kPartialsWalk: {
+      if (!gv.walk) return Status::Ok();
+      VT_ASSIGN_OR_RETURN(crypto::MerkleWalk walk, referee::ReplayWalk(*gv.walk));
+      if (walk.HasRevealed(me == Party::kSolver ? crypto::MerkleWalk::Party::kA
+                                                : crypto::MerkleWalk::Party::kB))
+        return Status::Ok();
+      const crypto::MerkleTree* tree = nullptr;
+      if (g.phase == GamePhase::kChunkWalk) {
+        VT_ASSIGN_OR_RETURN(tree, ChunkTreeOf(arb, e.slot));
+      } else if (reduce) {
+        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
+        tree = &p->tree;
+      } else {
+        VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
+        tree = &p->tree;
+      }
+      return send(Method::kRevealChildren,
+                  EncodeToBytes(referee::RevealChildrenArgs{g.id, tree->Children(walk.current())}));
+    }
+    case GamePhase::kChunkReveal: {
+      if (e.chunk_opening[i]) return Status::Ok();
+      VT_ASSIGN_OR_RETURN(referee::RevealChunkArgs a, RevealChunkMove(side, g.id, e.slot, e.chunk));
+      return send(Method::kRevealChunk, EncodeToBytes(a));
+    }
+    case GamePhase::kPartialsRoots: {
+      if (e.partials_posted[i]) return Status::Ok();
+      Say("game " + std::to_string(g.id) + ": disputed value " + std::to_string(e.value) + " of output " +
+          std::to_string(e.slot) + "; posting its " + std::to_string(e.k + 1) + " partial results");
+      if (reduce) {
+        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
+        return send(Method::kPostPartialsRoot, EncodeToBytes(PartialsRootMove(*p, g.id)));
+      }
+      VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
+      return send(Method::kPostPartialsRoot, EncodeToBytes(PartialsRootMove(*p, g.id)));
+    }
+    case GamePhase::kStepReveal: {
+      if (e.step_revealed[i]) return Status::Ok();
+      if (reduce) {
+        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
+        VT_ASSIGN_OR_RETURN(referee::RevealReduceStepArgs a,
+                            RevealReduceStepMove(side, *p, e, g.id, node_root_of));
+        return send(Method::kRevealReduceStep, EncodeToBytes(a));
+      }
+      VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
+      VT_ASSIGN_OR_RETURN(referee::RevealStepArgs a, RevealStepMove(side, *p, e, g.id, node_root_of));
+      return send(Method::kRevealStep, EncodeToBytes(a));
+    }
+    default:
+      return Status::Ok();
+  }
+}
+
+Result<const crypto::MerkleTree*> Agent::ChunkTreeOf(Arbitration& arb, std::uint32_t slot) {
+  auto it = arb.chunk_trees.find(slot);
+  if (it == arb.chunk_trees.end()) {
+    VT_ASSIGN_OR_RETURN(crypto::MerkleTree tree, worker::OutputChunkTree(*arb.side, slot));
+    it = arb.chunk_trees.emplace(slot, std::move(tree)).first;
+  }
+  return &it->second;
 }
 
 void Agent::Run(const std::atomic<bool>& stop) {

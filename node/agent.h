@@ -47,6 +47,7 @@
 #include "worker/adversary.h"
 #include "worker/dataset.h"
 #include "worker/dispute.h"
+#include "worker/element_answers.h"
 #include "worker/job.h"
 #include "worker/run_dir.h"
 
@@ -94,6 +95,18 @@ class Agent {
     worker::LoadedJob loaded;
     Hash256 job_hash;
   };
+  // A game's disputed node as this party answers it: whether the re-executed
+  // node confirms our record, and our side of the node for the element level
+  // (node/element_moves.h), with the trees it walks, built once.
+  struct Arbitration {
+    std::uint64_t step = 0, node = 0;
+    bool right = false;
+    worker::NodeCase node_case;
+    std::optional<worker::ElementSide> side;
+    std::map<std::uint32_t, crypto::MerkleTree> chunk_trees;  // by output slot
+    std::optional<worker::PartialsAnswer> partials;           // of the disputed value
+    std::optional<worker::ReducePartialsAnswer> reduce_partials;
+  };
   struct JobRun {
     const worker::Job* job = nullptr;  // the bounty's job (its h_0 included): BountyJob
     std::unique_ptr<worker::RunDir> dir;
@@ -104,6 +117,7 @@ class Agent {
     std::unique_ptr<worker::Adversary> adversary;
     std::map<std::uint64_t, worker::StepHashes> step_hashes;    // by checkpoint index j
     std::map<std::uint64_t, worker::StepRecords> step_records;  // by step t
+    std::map<std::uint64_t, Arbitration> arbitrations;          // by game id
   };
 
   Served* FindJob(const Hash256& job_hash);
@@ -124,6 +138,14 @@ class Agent {
   Status PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
+  // The disputed node of game `gv` (re-executed once), for the arbitration and the element level.
+  Result<Arbitration*> ArbitrationOf(const GameView& gv, Served& job, JobRun& run);
+  // kArbitration: descend to the element level where the referee would
+  // accept it (verify::StartDescent), else send the node's inputs.
+  Status Arbitrate(const GameView& gv, referee::Party me, Served& job, JobRun& run);
+  // The element phases (kChunkRoots … kOpenElement).
+  Status PlayElement(const GameView& gv, referee::Party me, Served& job, JobRun& run);
+  static Result<const crypto::MerkleTree*> ChunkTreeOf(Arbitration& arb, std::uint32_t slot);
   Status CloseMootGames(std::uint64_t id);
   // Signs and puts the bounty's note (m_notes) on our node.
   Status PublishNote(std::uint64_t bounty_id);

@@ -64,6 +64,11 @@ Result<GameView> ChainClient::Game(std::uint64_t id) {
     VT_ASSIGN_OR_RETURN(auto t, DecodeExact<referee::WalkTranscript>(w));
     v.walk = std::move(t);
   }
+  if (j.contains("element_encoded")) {
+    VT_ASSIGN_OR_RETURN(Bytes e, HexField(j, "element_encoded"));
+    VT_ASSIGN_OR_RETURN(auto element, DecodeExact<referee::ElementGame>(e));
+    v.element = std::move(element);
+  }
   v.height = j["height"].get<std::uint64_t>();
   return v;
 }

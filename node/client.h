@@ -37,6 +37,7 @@ struct AccountView {
 struct GameView {
   referee::Game game;
   std::optional<referee::WalkTranscript> walk;
+  std::optional<referee::ElementGame> element;  // once a party descended to the element level
   std::uint64_t height = 0;
 };
 

@@ -76,6 +76,13 @@ std::optional<std::uint64_t> GameOfCall(const RefereeCall& c) {
     case Method::kRevealRecord: return id(DecodeArgs<referee::RevealRecordArgs>(c));
     case Method::kArbitrate: return id(DecodeArgs<referee::ArbitrateArgs>(c));
     case Method::kClaimTimeout: return id(DecodeArgs<referee::GameIdArgs>(c));
+    case Method::kCloseGame: return id(DecodeArgs<referee::GameIdArgs>(c));
+    case Method::kPostChunkRoot: return id(DecodeArgs<referee::ChunkRootArgs>(c));
+    case Method::kRevealChunk: return id(DecodeArgs<referee::RevealChunkArgs>(c));
+    case Method::kPostPartialsRoot: return id(DecodeArgs<referee::PartialsRootArgs>(c));
+    case Method::kRevealStep: return id(DecodeArgs<referee::RevealStepArgs>(c));
+    case Method::kOpenElement: return id(DecodeArgs<referee::OpenElementArgs>(c));
+    case Method::kRevealReduceStep: return id(DecodeArgs<referee::RevealReduceStepArgs>(c));
     default: return std::nullopt;
   }
 }
@@ -106,7 +113,8 @@ Json CallSummary(const RefereeCall& c) {
          {"method", MethodName(c.call->method)},
          {"success", c.receipt->success},
          {"gas_used", c.receipt->gas_used},
-         {"fee", c.receipt->fee}};
+         {"fee", c.receipt->fee},
+         {"bytes", vm::EncodeTransaction(*c.tx).size()}};
   if (!c.receipt->success) j["reason"] = c.receipt->reason;
   if (auto from = vm::TxSenderAddress(*c.tx); from.ok()) j["from"] = from->Hex();
   return j;
@@ -167,7 +175,13 @@ class GameReplay {
         }
         break;
       case Method::kRevealChildren:
+        // The element level's walks (chunks, partial results) are listed as
+        // moves, not drawn as levels.
+        if (m_element) break;
         if (auto a = DecodeArgs<referee::RevealChildrenArgs>(c)) Reveal(p, a->reveal, move);
+        break;
+      case Method::kPostChunkRoot:
+        m_element = true;
         break;
       case Method::kRevealRecord:
         if (auto a = DecodeArgs<referee::RevealRecordArgs>(c)) {
@@ -188,6 +202,7 @@ class GameReplay {
   }
 
  private:
+  bool m_element = false;  // a party descended to the element level
   LevelReplay& NewLevel(int level, std::uint64_t leaf_count) {
     m_levels.push_back(LevelReplay{});
     m_levels.back().level = level;

@@ -119,6 +119,9 @@ Json EventToJson(const vm::Event& e) {
       j["decoded"] = {{"game_id", ev->game_id},
                       {"result", referee::GameResultName(ev->result)},
                       {"reason", ev->reason}};
+  } else if (e.topic == t::kElementDisputed) {
+    if (auto ev = DecodeExact<referee::ElementDisputedEvent>(e.data); ev.ok())
+      j["decoded"] = {{"game_id", ev->game_id}, {"slot", ev->slot}, {"value", ev->value}};
   } else if (e.data.size() == 8) {
     Reader r(e.data);
     if (auto id = r.GetU64(); id.ok()) j["decoded"] = {{"bounty_id", *id}};

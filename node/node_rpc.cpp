@@ -217,6 +217,14 @@ void Node::RegisterRpc() {
     j["encoded"] = ToHex(EncodeToBytes(g));
     VT_ASSIGN_OR_RETURN(auto walk, referee::ReadWalk(chain.db(), id));
     if (walk) j["walk"] = ToHex(EncodeToBytes(*walk));
+    // The element level, once a party descended (docs/referee.md, "How the referee plays them").
+    VT_ASSIGN_OR_RETURN(auto element, referee::ReadElementGame(chain.db(), id));
+    if (element) {
+      j["element"] = {{"slot", element->slot},   {"chunks", element->chunks}, {"chunk", element->chunk},
+                      {"value", element->value}, {"rule", static_cast<int>(element->kind)},
+                      {"terms", element->k},     {"step_leaf", element->step_leaf}};
+      j["element_encoded"] = ToHex(EncodeToBytes(*element));
+    }
     j["height"] = chain.tip().height;
     return j;
   });

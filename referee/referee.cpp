@@ -803,27 +803,21 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
     // Either party may descend instead of sending the whole node's inputs.
     if (Expired(g.clocks[Idx(p)])) return Status::Invalid("game-clock-expired");
     if (!m_params.element_level) return Status::Invalid("elem-disabled", "this chain arbitrates nodes whole");
-    if (b.mode != kModeRepops)
-      return Status::Invalid("elem-not-repops", "rounded and certified nodes are arbitrated whole");
-    if (g.node_index + 1 >= g.node_count) return Status::Invalid("elem-no-rule", "the assemble node");
     // Once only: a game that came back from the element level (a value
     // without a rule) is arbitrated whole.
     VT_ASSIGN_OR_RETURN(std::optional<Bytes> played, m_ctx.Get(ElementKey(g.id)));
     if (played) return Status::Invalid("elem-already-played");
-    VT_ASSIGN_OR_RETURN(e.slot, verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]));
     VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(b.id));
     VT_ASSIGN_OR_RETURN(vm::StepGraph graph, arbiter->BuildGraph(job, g.step, m_ctx.gas()));
-    const verify::NodeSpec& spec = graph.nodes[g.node_index];
-    VT_ASSIGN_OR_RETURN(std::vector<verify::Shape> shapes, verify::NodeInputShapes(graph, spec));
-    if (e.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
-    VT_TRY(verify::ChooseElementRule(spec.op_kind, spec.attrs, e.slot, 0, spec.inputs, shapes).status());
-    e.num_state_tensors = graph.num_state_tensors;
-    e.input_shapes = std::move(shapes);
-    e.output_shape = spec.output_shapes[e.slot];
-    e.output_shapes = spec.output_shapes;
-    e.chunks = verify::ChunkCountOf(e.output_shape);
-    if (e.chunks == 0) return Status::Invalid("elem-no-rule", "an empty output");
+    VT_ASSIGN_OR_RETURN(verify::DescentStart start,
+                        verify::StartDescent(b.mode, graph, g.node_index, *g.records[0], *g.records[1]));
+    e.slot = start.slot;
+    e.num_state_tensors = start.num_state_tensors;
+    e.input_shapes = std::move(start.input_shapes);
+    e.output_shapes = std::move(start.output_shapes);
+    e.output_shape = e.output_shapes[e.slot];
+    e.chunks = start.chunks;
     g.phase = GamePhase::kChunkRoots;
     // The solver's duty to send the inputs becomes its duty to post its root
     // (its clock keeps running from the same block); the challenger owes

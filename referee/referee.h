@@ -32,10 +32,10 @@ struct RefereeParams {
   std::uint32_t winner_share_bps = 5000;   // of the loser's bond; the rest is burned
   std::uint64_t max_window = std::uint64_t{1} << 32;  // blocks, for windows and clock budgets
   // Whether a party may descend to the element level (docs/referee.md,
-  // "Element-level descent"). Off on the node's chain until the vt-worker
-  // daemon answers those phases: a liar could otherwise steer an honest
-  // daemon into moves it does not send, and win by timeout.
-  bool element_level = false;
+  // "Element-level descent"). The vt-worker daemons answer every element
+  // phase (node/agent.cpp); off only for tests and benchmarks that compare
+  // against whole-node arbitration.
+  bool element_level = true;
 };
 
 class Referee final : public vm::NativeContract {

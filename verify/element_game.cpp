@@ -4,6 +4,7 @@
 #include <string>
 
 #include "common/detmath.h"
+#include "kernels/mode.h"
 #include "verify/element.h"
 
 namespace vt::verify {
@@ -98,6 +99,24 @@ Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::
   for (std::uint32_t s : SlotWalkOrder(op_kind, static_cast<std::uint32_t>(n)))
     if (s < n && a.output_hashes[s] != b.output_hashes[s]) return s;
   return Status::Invalid("elem-same-outputs");
+}
+
+Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
+                                  const protocol::NodeRecord& a, const protocol::NodeRecord& b) {
+  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops))
+    return Status::Invalid("elem-not-repops", "rounded and certified nodes are arbitrated whole");
+  if (node_index >= graph.nodes.size()) return Status::Invalid("elem-no-rule", "the assemble node");
+  const NodeSpec& spec = graph.nodes[node_index];
+  DescentStart d;
+  VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
+  VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));
+  if (d.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
+  VT_TRY(ChooseElementRule(spec.op_kind, spec.attrs, d.slot, 0, spec.inputs, d.input_shapes).status());
+  d.num_state_tensors = graph.num_state_tensors;
+  d.output_shapes = spec.output_shapes;
+  d.chunks = ChunkCountOf(d.output_shapes[d.slot]);
+  if (d.chunks == 0) return Status::Invalid("elem-no-rule", "an empty output");
+  return d;
 }
 
 Status CheckChunkRoot(const Hash256& output_hash, const Shape& shape, const Hash256& root) {

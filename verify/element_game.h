@@ -87,6 +87,24 @@ Result<std::vector<Shape>> NodeInputShapes(const StepGraph& graph, const NodeSpe
 Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::NodeRecord& a,
                                          const protocol::NodeRecord& b);
 
+// Where the element level of a disputed node starts (docs/referee.md, "How
+// the referee plays them"): the job is repops, the node is not the assemble
+// node, and value 0 of the first differing slot (FirstDifferingSlot) has a
+// rule (ChooseElementRule) over the shapes the step graph declares — never a
+// party's. The referee checks a descent with it; a worker asks it whether
+// to descend or send the whole node's inputs. Invalid "elem-not-repops",
+// "elem-no-rule" (the assemble node, an empty output) or the reasons of
+// FirstDifferingSlot and ChooseElementRule.
+struct DescentStart {
+  std::uint32_t slot = 0;
+  std::uint32_t num_state_tensors = 0;
+  std::vector<Shape> input_shapes;
+  std::vector<Shape> output_shapes;  // every slot's
+  std::uint64_t chunks = 0;          // of `slot`
+};
+Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
+                                  const protocol::NodeRecord& a, const protocol::NodeRecord& b);
+
 // A party's chunk root of an output: its record's output hash must be
 // TensorHashFromRoot(shape, root). Invalid "elem-bad-chunk-root". Charge:
 // hashing the header and the root.

@@ -264,6 +264,11 @@ Result<StepRecords> AnswerNodeRecords(const Party& party, std::uint64_t step) {
 // ---- (c) ----------------------------------------------------------------------------
 
 Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std::uint64_t node) {
+  VT_ASSIGN_OR_RETURN(NodeCase c, AnswerNodeCase(party, step, node));
+  return std::move(c.inputs);
+}
+
+Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uint64_t node) {
   VT_TRY(CheckParty(party));
   const Job& job = *party.job;
   if (step >= job.spec.num_steps) {
@@ -286,7 +291,9 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
   const crypto::MerkleTree node_tree = crypto::MerkleTree::FromLeafHashes(record_leaves);
   const bool assemble = node == node_count - 1;
 
-  NodeInputs out;
+  NodeCase c;
+  NodeInputs& out = c.inputs;
+  if (!assemble) c.outputs = rs.outputs[node];
   out.step = step;
   out.node = node;
   out.state_hash = rs.start_hash;
@@ -358,7 +365,7 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
       out.log_chain = chain;
     }
   }
-  return out;
+  return c;
 }
 
 Bytes EncodeArbitrationPayload(const NodeInputs& inputs) {

@@ -38,6 +38,7 @@
 #include "common/result.h"
 #include "crypto/merkle.h"
 #include "kernels/mode.h"
+#include "kernels/tensor.h"
 #include "protocol/state.h"
 #include "protocol/types.h"
 #include "verify/arbitrate.h"
@@ -117,6 +118,14 @@ struct NodeInputs : verify::ArbitrationPayload {
   bool operator==(const NodeInputs&) const = default;
 };
 Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std::uint64_t node);
+// The export and the node's own output tensors as this party computed them
+// (none for the assemble node): what its element-level answers are made
+// from (worker/element_answers.h, ElementSideOf).
+struct NodeCase {
+  NodeInputs inputs;
+  std::vector<kernels::Tensor> outputs;
+};
+Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uint64_t node);
 
 // The referee's ArbitrateArgs::payload bytes.
 Bytes EncodeArbitrationPayload(const NodeInputs& inputs);

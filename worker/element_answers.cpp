@@ -37,15 +37,28 @@ const kernels::Tensor& FactorTensor(const ElementSide& side, std::uint32_t index
 
 }  // namespace
 
-Result<std::vector<kernels::Tensor>> ElementInputs(const NodeInputs& inputs) {
-  std::vector<kernels::Tensor> tensors;
-  tensors.reserve(inputs.inputs.size());
-  for (std::size_t i = 0; i < inputs.inputs.size(); ++i) {
-    if (inputs.inputs[i].tensor.empty()) return Status::Invalid("elem-no-input-tensor", "input " + std::to_string(i));
-    VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensorBytes(inputs.inputs[i].tensor));
-    tensors.push_back(std::move(t));
+Result<ElementSide> ElementSideOf(const NodeCase& c) {
+  const NodeInputs& n = c.inputs;
+  if (n.inputs.size() != n.record.inputs.size())
+    return Status::Invalid("elem-no-input-tensor", "the export does not match its record's inputs");
+  ElementSide side;
+  side.op_kind = n.record.op_kind;
+  side.attrs = n.record.attrs;
+  side.outputs = c.outputs;
+  for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
+    const verify::InputOpening& in = n.inputs[i];
+    if (n.record.inputs[i].source == protocol::InputSource::kBatch) {
+      side.inputs.emplace_back();
+      side.openings.emplace_back();
+      continue;
+    }
+    if (in.tensor.empty()) return Status::Invalid("elem-no-input-tensor", "input " + std::to_string(i));
+    if (!in.proof) return Status::Invalid("elem-no-input-tensor", "input " + std::to_string(i) + " has no proof");
+    VT_ASSIGN_OR_RETURN(kernels::Tensor t, kernels::DecodeTensorBytes(in.tensor));
+    side.openings.push_back(verify::InputHashOpening{i, t.Hash(), *in.proof, in.producer});
+    side.inputs.push_back(std::move(t));
   }
-  return tensors;
+  return side;
 }
 
 Result<crypto::MerkleTree> OutputChunkTree(const ElementSide& side, std::uint32_t slot) {

@@ -31,24 +31,29 @@
 #include "kernels/tensor.h"
 #include "common/bytes.h"
 #include "verify/descent.h"
+#include "verify/element_game.h"
 #include "verify/reduce_rule.h"
 
 namespace vt::worker {
 
-struct NodeInputs;
+struct NodeCase;
 
 // What a party holds of the disputed node.
 struct ElementSide {
   std::uint16_t op_kind = 0;
-  std::vector<kernels::Tensor> inputs;   // the node's input tensors, in its input order
+  std::vector<kernels::Tensor> inputs;   // the node's input tensors, in its input order (the batch: empty)
   std::vector<kernels::Tensor> outputs;  // the party's outputs (an honest party's: the op's)
   Bytes attrs;  // the node's canonical attributes (conv2d's stride and padding, matmul's transposes)
+  // Each input opened by its tensor hash (verify::VerifyInputHash: a state
+  // tensor in h_t, an earlier node's output through its record), in input
+  // order; nullopt for the batch, which has no tensor hash.
+  std::vector<std::optional<verify::InputHashOpening>> openings;
 };
 
-// The node's input tensors from a party's arbitration export (state and
-// producer inputs; the tensor bytes of each opening). Invalid
-// "elem-no-input-tensor" for an input without tensor bytes (the batch).
-Result<std::vector<kernels::Tensor>> ElementInputs(const NodeInputs& inputs);
+// A party's side of node `node` from its export (AnswerNodeCase): the input
+// tensors and their hash openings, and its own outputs. Invalid
+// "elem-no-input-tensor" when the export lacks an input's bytes.
+Result<ElementSide> ElementSideOf(const NodeCase& c);
 
 // Level 4. The output's chunk tree (leaves: kernels::ChunkLeafHashes), and
 // chunk `chunk` of it opened. Invalid "elem-bad-slot" / "elem-bad-chunk".

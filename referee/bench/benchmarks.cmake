@@ -11,5 +11,5 @@ if(VERITRAIN_TESTS)
       ${VT_ROOT}/tests/referee/scenario.cpp
       ${VT_ROOT}/tests/referee/element_agent.cpp
       ${VT_ROOT}/tests/referee/arbitration_workload.cpp
-    DEPS vt::referee vt::verify vt::worker vt::contract_vm vt::kernels vt::protocol vt::crypto vt::common GTest::gtest)
+    DEPS vt::node vt::referee vt::verify vt::worker vt::contract_vm vt::kernels vt::protocol vt::crypto vt::common GTest::gtest)
 endif()

@@ -46,6 +46,7 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
   side.op_kind = rec.op_kind;
   side.attrs = rec.attrs;
   for (const protocol::InputRef& ref : rec.inputs) {
+    const auto input = static_cast<std::uint32_t>(side.inputs.size());
     switch (ref.source) {
       case protocol::InputSource::kState:
         side.inputs.push_back(h.states[step][ref.index]);
@@ -55,8 +56,10 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
         break;
       case protocol::InputSource::kBatch:
         side.inputs.emplace_back();
-        break;
+        side.openings.emplace_back();
+        continue;
     }
+    side.openings.push_back(InputHashOf(h, step, node, input));
   }
   side.outputs = h.outputs[step][node];
   return side;
@@ -72,19 +75,6 @@ const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uin
     it = cache.emplace(key, std::move(tree).value()).first;
   }
   return it->second;
-}
-
-referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id,
-                                     std::uint32_t slot) {
-  const crypto::MerkleTree& tree = ChunkTreeFor(side, slot);
-  return referee::ChunkRootArgs{game_id, tree.root(), tree.top()};
-}
-
-referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id,
-                                         std::uint32_t slot, std::uint64_t chunk) {
-  auto opening = worker::AnswerChunk(side, slot, static_cast<std::int64_t>(chunk));
-  EXPECT_TRUE(opening.ok()) << opening.status().ToString();
-  return referee::RevealChunkArgs{game_id, opening.ok() ? *opening : verify::ChunkOpening{}};
 }
 
 worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
@@ -114,35 +104,6 @@ worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_
   return worker::PartialsAnswerOf(el, std::move(p), honest->bias);
 }
 
-referee::PartialsRootArgs MakePartialsRoot(const worker::PartialsAnswer& mine, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
-                                   mine.first, mine.last};
-}
-
-referee::RevealStepArgs MakeRevealStep(const History& h, const worker::ElementSide& side,
-                                       const worker::PartialsAnswer& mine, const referee::Game& g,
-                                       const referee::ElementGame& e, std::uint8_t node_root_of) {
-  const std::uint64_t m = e.step_leaf - 1;
-  const worker::StepReveal reveal = worker::AnswerStepReveal(mine, m);
-  const worker::FactorOpenings factors = worker::AnswerFactors(side, mine.element, m);
-  referee::RevealStepArgs a;
-  a.game_id = g.id;
-  a.node_root_of = node_root_of;
-  a.p_m = reveal.p_m;
-  a.next = reveal.next;
-  a.p_m_proof = reveal.p_m_proof;
-  a.next_proof = reveal.next_proof;
-  a.a = factors.a;
-  a.b = factors.b;
-  // The factors' inputs, a's then b's, once each; never the node's own output.
-  for (std::uint32_t f : {mine.element.a_input, mine.element.b_input}) {
-    if (verify::OwnOutputSlot(f)) continue;
-    if (!a.inputs.empty() && a.inputs.back().input == f) continue;
-    a.inputs.push_back(InputHashOf(h, g.step, g.node_index, f));
-  }
-  return a;
-}
-
 worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
                                                std::int64_t e, const std::optional<SumsPlan>& lie) {
   auto honest = worker::AnswerReducePartials(side, side.attrs, slot, e);
@@ -154,75 +115,6 @@ worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, 
   std::uniform_real_distribution<float> d(-4.0f, 4.0f);
   for (std::size_t m = from; m < p.size(); ++m) p[m] = d(rng);
   return worker::ReducePartialsAnswerOf(honest->element, std::move(p));
-}
-
-referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine,
-                                                 std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
-                                   mine.first, mine.last};
-}
-
-referee::RevealReduceStepArgs MakeRevealReduceStep(const History& h, const worker::ElementSide& side,
-                                                   const worker::ReducePartialsAnswer& mine,
-                                                   const referee::Game& g, const referee::ElementGame& e,
-                                                   std::uint8_t node_root_of) {
-  const std::uint64_t m = e.step_leaf - 1;
-  const worker::StepReveal reveal = worker::AnswerReduceReveal(mine, m);
-  auto ops = worker::AnswerReduceOperands(side, mine, m);
-  EXPECT_TRUE(ops.ok()) << ops.status().ToString();
-  referee::RevealReduceStepArgs a;
-  a.game_id = g.id;
-  a.node_root_of = node_root_of;
-  a.next = reveal.next;
-  a.next_proof = reveal.next_proof;
-  if (!ops.ok()) return a;
-  a.left = ops->left;
-  a.left_proof = ops->left_proof;
-  auto step = verify::ReduceStepAt(mine.element, m + 1);
-  EXPECT_TRUE(step.ok());
-  if (step.ok() && step->combine) {
-    a.right = std::make_pair(ops->right, ops->right_proof);
-    return a;
-  }
-  a.reads = ops->reads;
-  if (!step.ok()) return a;
-  for (const auto& [input, index] : verify::TermReads(mine.element, step->segment, step->term)) {
-    bool seen = false;
-    for (const verify::InputHashOpening& o : a.inputs) seen = seen || o.input == input;
-    if (!seen) a.inputs.push_back(InputHashOf(h, g.step, g.node_index, input));
-  }
-  return a;
-}
-
-referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side,
-                                         const referee::Game& g, const referee::ElementGame& e,
-                                         std::uint8_t node_root_of) {
-  referee::OpenElementArgs a;
-  a.game_id = g.id;
-  a.node_root_of = node_root_of;
-  if (e.kind == verify::ElementKind::kDot) {
-    auto el = verify::DotElementAt(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes);
-    EXPECT_TRUE(el.ok() && el->bias_input);
-    const std::uint32_t bias = *el->bias_input;
-    a.inputs.push_back(InputHashOf(h, g.step, g.node_index, bias));
-    a.slices.push_back(verify::OpenSlice(side.inputs[bias], verify::InputSlice{el->bias_index, 1, {1}}));
-    return a;
-  }
-  auto plan = verify::PlanElement(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes);
-  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
-  // One chunk list per read slice (own outputs from the party's agreed
-  // outputs), one hash opening per read input.
-  for (std::uint32_t i = 0; i < plan->inputs.size(); ++i) {
-    const verify::InputSlice& slice = plan->inputs[i];
-    if (slice.count == 0) continue;
-    if (slice.output_slot >= 0) {
-      a.slices.push_back(verify::OpenSlice(side.outputs[static_cast<std::size_t>(slice.output_slot)], slice));
-      continue;
-    }
-    a.inputs.push_back(InputHashOf(h, g.step, g.node_index, i));
-    a.slices.push_back(verify::OpenSlice(side.inputs[i], slice));
-  }
-  return a;
 }
 
 }  // namespace vt::test

@@ -1,15 +1,16 @@
 #pragma once
-// A party's moves at the element level of a game (docs/referee.md,
-// "Element-level descent"), built from its History with the worker's answer
-// functions (worker/element_answers.h) — what a solver or challenger daemon
-// sends in the phases kChunkRoots … kOpenElement. A test-only liar may post
-// partial sums of its own (SumsLie) to cover its planted value.
+// A party's side of a node at the element level of a game (docs/referee.md,
+// "Element-level descent"), from its History, for the moves the daemons
+// send (node/element_moves.h). A test-only liar may post partial sums of its
+// own (SumsLie) to cover its planted value.
 
 #include <cstdint>
 #include <optional>
+#include <utility>
 
-#include "referee/messages.h"
-#include "referee/records.h"
+#include <gtest/gtest.h>
+
+#include "node/element_moves.h"
 #include "tests/referee/history.h"
 #include "worker/element_answers.h"
 
@@ -25,36 +26,25 @@ struct SumsPlan {
   std::uint64_t from = 1;
 };
 
-// The party's view of node `node` of step `step`: its inputs (the batch as
-// an empty tensor: no rule opens it) and its outputs.
+// The party's view of node `node` of step `step`: its inputs with their
+// hash openings (the batch as an empty tensor without one) and its outputs.
 worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t node);
 
-// The element moves. `g`/`e` are the game and its element state as read
-// from the chain.
-referee::ChunkRootArgs MakeChunkRoot(const worker::ElementSide& side, std::uint64_t game_id,
-                                     std::uint32_t slot);
+// The output's chunk tree (cached by output hash).
 const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uint32_t slot);
-referee::RevealChunkArgs MakeRevealChunk(const worker::ElementSide& side, std::uint64_t game_id,
-                                         std::uint32_t slot, std::uint64_t chunk);
 // The party's partial sums of value e (its SumsPlan when it lied about e).
 worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
                                    const std::optional<SumsPlan>& lie);
-referee::PartialsRootArgs MakePartialsRoot(const worker::PartialsAnswer& mine, std::uint64_t game_id);
-referee::RevealStepArgs MakeRevealStep(const History& h, const worker::ElementSide& side,
-                                       const worker::PartialsAnswer& mine, const referee::Game& g,
-                                       const referee::ElementGame& e, std::uint8_t node_root_of);
-// The reduction rule's moves (a TreeSum output): a liar's sums are honest
-// (the epilogue is disputed) or made up from leaf `from` on.
+// The reduction rule's partial results (a TreeSum output): a liar's are
+// honest (the epilogue is disputed) or made up from leaf `from` on.
 worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
                                                std::int64_t e, const std::optional<SumsPlan>& lie);
-referee::PartialsRootArgs MakeReducePartialsRoot(const worker::ReducePartialsAnswer& mine,
-                                                 std::uint64_t game_id);
-referee::RevealReduceStepArgs MakeRevealReduceStep(const History& h, const worker::ElementSide& side,
-                                                   const worker::ReducePartialsAnswer& mine,
-                                                   const referee::Game& g, const referee::ElementGame& e,
-                                                   std::uint8_t node_root_of);
-referee::OpenElementArgs MakeOpenElement(const History& h, const worker::ElementSide& side,
-                                         const referee::Game& g, const referee::ElementGame& e,
-                                         std::uint8_t node_root_of);
+
+// A move that must build (a test failure otherwise; then an empty move).
+template <class T>
+T Must(Result<T> r) {
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? std::move(r).value() : T{};
+}
 
 }  // namespace vt::test

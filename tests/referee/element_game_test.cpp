@@ -282,7 +282,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   ASSERT_TRUE(p.StepTo(GamePhase::kChunkRoots));
   const std::uint64_t id = p.d.game_ids().at(0);
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  auto root = MakeChunkRoot(side, id, dx.slot);
+  auto root = node::ChunkRootMove(ChunkTreeFor(side, dx.slot), id);
   // A root that is not the record's output hash.
   auto bad_root = root;
   bad_root.root.bytes[0] ^= 1;
@@ -290,7 +290,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   vm::Receipt r = p.Send(2, Method::kPostChunkRoot, EncodeToBytes(bad_root));
   EXPECT_EQ(r.reason, "elem-bad-top");
   // Another output's root (slot 1: dW) under a top that matches it.
-  auto other = MakeChunkRoot(side, id, 1);
+  auto other = node::ChunkRootMove(ChunkTreeFor(side, 1), id);
   r = p.Send(2, Method::kPostChunkRoot, EncodeToBytes(other));
   EXPECT_FALSE(r.success);
   EXPECT_TRUE(r.reason == "elem-bad-top" || r.reason == "elem-bad-chunk-root") << r.reason;
@@ -305,7 +305,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   EXPECT_EQ(p.Send(2, Method::kRevealChunk, EncodeToBytes(huge)).reason, "referee-malformed-args");
   // Out of phase.
   EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot,
-                   EncodeToBytes(MakePartialsRoot(PartialsFor(side, dx.slot, 0, std::nullopt), id)))
+                   EncodeToBytes(node::PartialsRootMove(PartialsFor(side, dx.slot, 0, std::nullopt), id)))
                 .reason,
             "game-wrong-phase");
 
@@ -315,7 +315,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   ASSERT_TRUE(e.ok() && e->has_value());
   const std::uint64_t wrong = (*e)->chunk == 0 ? 1 : 0;
   if (static_cast<std::int64_t>(wrong) < kernels::ChunkCount(side.outputs[0].numel())) {
-    r = p.Send(2, Method::kRevealChunk, EncodeToBytes(MakeRevealChunk(side, id, dx.slot, wrong)));
+    r = p.Send(2, Method::kRevealChunk, EncodeToBytes(Must(node::RevealChunkMove(side, id, dx.slot, wrong))));
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason.rfind("chunk-bad", 0), 0u) << r.reason;
   }
@@ -325,14 +325,14 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   std::vector<float> sums = PartialsFor(side, dx.slot, (*e)->value, std::nullopt).partials;
   sums[0] = 1.0f;
   const worker::PartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
-  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(MakePartialsRoot(bad, id))).reason,
+  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(bad, id))).reason,
             "elem-bad-partials");
 
   // The final step: a forged factor.
   ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
   e = referee::ReadElementGame(p.d.chain().store(), id);
   const worker::PartialsAnswer mine = PartialsFor(side, dx.slot, (*e)->value, std::nullopt);
-  auto step = MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1);
+  auto step = Must(node::RevealStepMove(side, mine, **e, id, 1));
   step.a.chunk.values[0] += 1.0f;
   r = p.Send(2, Method::kRevealStep, EncodeToBytes(step));
   EXPECT_FALSE(r.success);
@@ -352,8 +352,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   wrong_rule.left_proof = mine.tree.Prove(0);
   EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(wrong_rule)).reason, "elem-wrong-rule");
   // A non-party cannot move.
-  EXPECT_EQ(p.Send(0, Method::kRevealStep,
-                   EncodeToBytes(MakeRevealStep(p.d.history(2), side, mine, p.Game(), **e, 1)))
+  EXPECT_EQ(p.Send(0, Method::kRevealStep, EncodeToBytes(Must(node::RevealStepMove(side, mine, **e, id, 1))))
                 .reason,
             "game-not-a-party");
 
@@ -387,7 +386,7 @@ TEST(ElementGame, ForgedReduceStepsAreRefused) {
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->kind, verify::ElementKind::kReduce);
   const worker::ReducePartialsAnswer mine = ReducePartialsFor(side, db.slot, (*e)->value, std::nullopt);
-  auto step = MakeRevealReduceStep(p.d.history(2), side, mine, p.Game(), **e, 1);
+  auto step = Must(node::RevealReduceStepMove(side, mine, **e, id, 1));
   ASSERT_FALSE(step.reads.empty()) << "the first differing leaf is a term step";
   auto forged = step;
   forged.reads[0].chunk.values[0] = std::nextafter(forged.reads[0].chunk.values[0], INFINITY);
@@ -432,8 +431,9 @@ TEST(ElementGame, NodesWithoutARuleAreArbitratedWhole) {
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const std::uint64_t id = p.d.game_ids().at(0);
   const worker::ElementSide side = SideOf(p.d.history(2), 3, 0);
-  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, id, 0))).reason,
-            "elem-batch-input");
+  EXPECT_EQ(
+      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), id))).reason,
+      "elem-batch-input");
   while (p.d.Step()) {
   }
   const ScenarioReport rep = p.d.Finish();
@@ -450,9 +450,10 @@ TEST(ElementGame, DisabledOnAChainThatDoesNotPlayIt) {
   Poker p(c);
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  EXPECT_EQ(
-      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
-      "elem-disabled");
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot,
+                   EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), p.d.game_ids().at(0))))
+                .reason,
+            "elem-disabled");
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
@@ -467,9 +468,10 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   Poker p(c);
   ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  EXPECT_EQ(
-      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(MakeChunkRoot(side, p.d.game_ids().at(0), 0))).reason,
-      "elem-not-repops");
+  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot,
+                   EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), p.d.game_ids().at(0))))
+                .reason,
+            "elem-not-repops");
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");

@@ -196,7 +196,7 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     auto slot = verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]);
     ASSERT_TRUE(slot.ok());
     m_in_element = true;
-    Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, *slot)), g.id);
+    Send(agent, Method::kPostChunkRoot, Enc(node::ChunkRootMove(ChunkTreeFor(side, *slot), g.id)), g.id);
     return;
   }
   auto loaded = referee::ReadElementGame(m_chain.store(), g.id);
@@ -207,7 +207,7 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     // Like the arbitration: the solver owes it, whoever is right sends it.
     if (!lied && !m_arbitration_sent[g.id]) {
       m_arbitration_sent[g.id] = true;
-      Send(agent, Method::kOpenElement, Enc(MakeOpenElement(h, side, g, e, node_root_of)), g.id);
+      Send(agent, Method::kOpenElement, Enc(Must(node::OpenElementMove(side, e, g.id, node_root_of))), g.id);
     }
     return;
   }
@@ -217,7 +217,7 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
   switch (g.phase) {
     case GamePhase::kChunkRoots:
       if (!e.chunk_posted[me])
-        Send(agent, Method::kPostChunkRoot, Enc(MakeChunkRoot(side, g.id, e.slot)), g.id);
+        Send(agent, Method::kPostChunkRoot, Enc(node::ChunkRootMove(ChunkTreeFor(side, e.slot), g.id)), g.id);
       return;
     case GamePhase::kChunkWalk:
     case GamePhase::kPartialsWalk: {
@@ -237,28 +237,30 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     }
     case GamePhase::kChunkReveal:
       if (!e.chunk_opening[me])
-        Send(agent, Method::kRevealChunk, Enc(MakeRevealChunk(side, g.id, e.slot, e.chunk)), g.id);
+        Send(agent, Method::kRevealChunk, Enc(Must(node::RevealChunkMove(side, g.id, e.slot, e.chunk))),
+             g.id);
       return;
     case GamePhase::kPartialsRoots:
       if (e.partials_posted[me]) return;
       if (e.kind == verify::ElementKind::kReduce) {
         Send(agent, Method::kPostPartialsRoot,
-             Enc(MakeReducePartialsRoot(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
+             Enc(node::PartialsRootMove(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
       } else {
         Send(agent, Method::kPostPartialsRoot,
-             Enc(MakePartialsRoot(PartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
+             Enc(node::PartialsRootMove(PartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
       }
       return;
     case GamePhase::kStepReveal:
       if (e.step_revealed[me]) return;
       if (e.kind == verify::ElementKind::kReduce) {
         Send(agent, Method::kRevealReduceStep,
-             Enc(MakeRevealReduceStep(h, side, ReducePartialsFor(side, e.slot, e.value, sums), g, e,
-                                      node_root_of)),
+             Enc(Must(node::RevealReduceStepMove(side, ReducePartialsFor(side, e.slot, e.value, sums), e,
+                                                 g.id, node_root_of))),
              g.id);
       } else {
         Send(agent, Method::kRevealStep,
-             Enc(MakeRevealStep(h, side, PartialsFor(side, e.slot, e.value, sums), g, e, node_root_of)),
+             Enc(Must(node::RevealStepMove(side, PartialsFor(side, e.slot, e.value, sums), e, g.id,
+                                           node_root_of))),
              g.id);
       }
       return;

@@ -1,10 +1,18 @@
 // End-to-end flows on a multi-process testnet (label testnet): an honest
 // solver daemon is paid; a cheating one is caught by the challenger daemon
-// at the exact step and operator and slashed — while, mid-dispute, the
-// solver daemon is killed (kill -9) and restarted and a validator is killed
-// and restarted; the restarted solver still answers before its clock runs out.
+// at the exact step, operator and output value and slashed — while,
+// mid-dispute, the solver daemon is killed (kill -9) and restarted and a
+// validator is killed and restarted; the restarted solver still answers
+// before its clock runs out.
+#include <algorithm>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "kernels/ops/registry.h"
 #include "node/bounty_flow.h"
 #include "tests/testnet/testnet_util.h"
+#include "verify/graph_source.h"
 #include "worker/job.h"
 
 #ifndef VT_SOURCE_DIR
@@ -70,14 +78,73 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   auto game = c.Call("get_dispute", Json::array({0}));
   ASSERT_TRUE(game.ok());
   EXPECT_EQ((*game)["result"], "challenger-won");
-  EXPECT_EQ((*game)["reason"], "arbitration") << "decided by re-execution, not by a timeout";
+  // Node 1 (relu) has the pointwise rule: the honest challenger daemon
+  // descends into its output and the referee re-executes one value.
+  EXPECT_EQ((*game)["reason"], "element-reexecuted") << "decided by re-executing one value, not by a timeout";
   EXPECT_EQ((*game)["step"], 5u);
   EXPECT_EQ((*game)["node_index"], 1u);
+  auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+  ASSERT_TRUE(disputed.ok()) << disputed.status().ToString();
+  ASSERT_EQ((*disputed)["events"].size(), 1u) << disputed->dump();
+  const Json& value = (*disputed)["events"][0]["decoded"];
+  EXPECT_EQ(value["game_id"], 0u);
+  EXPECT_EQ(value["slot"], 0u);
+  EXPECT_EQ(value["value"], 0) << "every value is off by one: the walk ends at the first";
+  // Every move of the game fits a 64 KiB transaction, the element level's included.
+  auto moves = c.Call("get_game_moves", Json::array({0}));
+  ASSERT_TRUE(moves.ok()) << moves.status().ToString();
+  std::set<std::string> methods;
+  for (const Json& m : (*moves)["moves"]) {
+    EXPECT_LE(m["bytes"].get<std::uint64_t>(), 64u * 1024) << m.dump();
+    if (m["success"].get<bool>()) methods.insert(m["method"].get<std::string>());
+  }
+  for (const char* m : {"post-chunk-root", "reveal-chunk", "open-element"})
+    EXPECT_TRUE(methods.count(m)) << m;
+  EXPECT_FALSE(methods.count("arbitrate")) << "the node's inputs never travel whole";
   // The restarted validator is on the same chain.
   auto c2 = t.Client("v2");
   const std::uint64_t h = *HeightOf(c);
   ASSERT_TRUE(c2.WaitHeight(h, 30s).ok());
   EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(c, h - 1));
+
+  // 3. Cheating in a dot-rule output: the last linear layer's backward (dx,
+  // read from no batch), so both daemons post the disputed value's partial
+  // sums; they agree, and the epilogue decides.
+  auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, 6);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  std::optional<std::uint64_t> dot_node;
+  for (std::uint64_t i = 0; i < graph->nodes.size(); ++i) {
+    const verify::NodeSpec& n = graph->nodes[i];
+    const bool batch = std::any_of(n.inputs.begin(), n.inputs.end(), [](const protocol::InputRef& r) {
+      return r.source == protocol::InputSource::kBatch;
+    });
+    if (n.op_kind == static_cast<std::uint16_t>(kernels::OpKind::kLinearBackward) && !batch) dot_node = i;
+  }
+  ASSERT_TRUE(dot_node.has_value());
+  t.net().SetWorkerArgs(
+      "solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=6,node=" + std::to_string(*dot_node)});
+  ASSERT_TRUE(t.net().Stop("solver").ok());
+  ASSERT_TRUE(t.net().Start("solver").ok());
+  post();
+  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 2).value_or("") == "failed"; }, 90s))
+      << "cheating bounty: " << BountyState(c, 2).value_or("?");
+  auto games = c.BountyGames(2);
+  ASSERT_TRUE(games.ok() && games->size() == 1u);
+  const std::uint64_t dot_game = games->front();
+  game = c.Call("get_dispute", Json::array({dot_game}));
+  ASSERT_TRUE(game.ok());
+  EXPECT_EQ((*game)["result"], "challenger-won");
+  EXPECT_EQ((*game)["reason"], "element-epilogue");
+  EXPECT_EQ((*game)["step"], 6u);
+  EXPECT_EQ((*game)["node_index"], *dot_node);
+  moves = c.Call("get_game_moves", Json::array({dot_game}));
+  ASSERT_TRUE(moves.ok()) << moves.status().ToString();
+  std::size_t partials = 0;
+  for (const Json& m : (*moves)["moves"]) {
+    EXPECT_LE(m["bytes"].get<std::uint64_t>(), 64u * 1024) << m.dump();
+    partials += m["method"] == "post-partials-root" && m["success"].get<bool>();
+  }
+  EXPECT_EQ(partials, 2u) << "both daemons post the value's partial sums";
 }
 
 // Rounded mode end to end: the solver daemon publishes its rounding logs as

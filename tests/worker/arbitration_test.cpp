@@ -13,6 +13,7 @@
 #include "worker/adversary.h"
 #include "worker/commitment.h"
 #include "worker/dispute.h"
+#include "worker/element_answers.h"
 #include "worker/trainer.h"
 
 namespace vt::worker {
@@ -67,6 +68,63 @@ void ConfirmEveryHonestRecord(const LoadedJob& j) {
       EXPECT_EQ(outcome->log_hash, records->records[i].log_hash);
     }
   }
+}
+
+// The side of each node a party answers the element level from
+// (ElementSideOf over AnswerNodeCase): its outputs are the ones its record
+// commits, and every input except the batch is opened by its tensor hash as
+// the referee checks it (verify::VerifyInputHash).
+TEST(ArbitrationTest, ElementSidesOpenEveryInputAsTheRefereeChecksIt) {
+  const LoadedJob j = test::MakeJob(Family::kMlp, "repops");
+  const Job& job = j.job;
+  test::TempDir dir;
+  ASSERT_TRUE(Train(job, j.dataset, dir.path()).ok());
+  auto run = RunDir::Open(dir.path(), false);
+  Party party{&job, &j.dataset, &*run, nullptr, ExecConfigFor(job), nullptr};
+  const std::uint64_t step = 3;
+  auto records = AnswerNodeRecords(party, step);
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  auto graph = vm::KernelsGraphSource().Build(job.spec, step);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  std::size_t batch_inputs = 0, opened = 0;
+  for (std::uint64_t i = 0; i + 1 < records->records.size(); ++i) {
+    auto c = AnswerNodeCase(party, step, i);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    auto side = ElementSideOf(*c);
+    ASSERT_TRUE(side.ok()) << side.status().ToString();
+    const protocol::NodeRecord& rec = records->records[i];
+    ASSERT_EQ(side->outputs.size(), rec.output_hashes.size());
+    for (std::size_t s = 0; s < rec.output_hashes.size(); ++s)
+      EXPECT_EQ(side->outputs[s].Hash(), rec.output_hashes[s]);
+    ASSERT_EQ(side->openings.size(), rec.inputs.size());
+    const verify::InputHashContext at{c->inputs.state_hash, graph->num_state_tensors, c->inputs.node_root,
+                                      c->inputs.node_count, i};
+    for (std::uint32_t k = 0; k < rec.inputs.size(); ++k) {
+      const auto& o = side->openings[k];
+      if (rec.inputs[k].source == protocol::InputSource::kBatch) {
+        EXPECT_FALSE(o.has_value());
+        ++batch_inputs;
+        continue;
+      }
+      ASSERT_TRUE(o.has_value());
+      EXPECT_EQ(o->tensor_hash, side->inputs[k].Hash());
+      EXPECT_TRUE(
+          verify::VerifyInputHash(at, rec.inputs[k], o->tensor_hash, o->proof, o->producer, "input").ok())
+          << "node " << i << " input " << k;
+      // A tensor hash that is not the input's is refused.
+      Hash256 wrong = o->tensor_hash;
+      wrong.bytes[0] ^= 1;
+      EXPECT_FALSE(verify::VerifyInputHash(at, rec.inputs[k], wrong, o->proof, o->producer, "input").ok());
+      ++opened;
+    }
+  }
+  EXPECT_GT(batch_inputs, 0u);
+  EXPECT_GT(opened, 10u);
+  // An export without an input's bytes is refused.
+  auto c = AnswerNodeCase(party, step, 2);
+  ASSERT_TRUE(c.ok());
+  for (verify::InputOpening& in : c->inputs.inputs) in.tensor.clear();
+  EXPECT_EQ(ElementSideOf(*c).status().reason(), "elem-no-input-tensor");
 }
 
 TEST_P(ArbitrationTest, TheArbiterConfirmsEveryHonestRecord) {

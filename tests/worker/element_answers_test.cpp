@@ -224,19 +224,6 @@ TEST(WorkerElementAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChall
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
 }
 
-TEST(WorkerElementAnswers, InputsComeFromTheArbitrationExport) {
-  std::mt19937_64 rng(test::TestSeed());
-  const Node node = RandomNode(rng, 0);
-  NodeInputs export_;
-  for (const kernels::Tensor& t : node.side.inputs) export_.inputs.push_back({kernels::EncodeTensor(t), {}, {}, {}});
-  auto inputs = ElementInputs(export_);
-  ASSERT_TRUE(inputs.ok()) << inputs.status().ToString();
-  ASSERT_EQ(inputs->size(), node.side.inputs.size());
-  for (std::size_t i = 0; i < inputs->size(); ++i) EXPECT_EQ((*inputs)[i].Hash(), node.side.inputs[i].Hash());
-  export_.inputs[1].tensor.clear();  // the batch: no tensor bytes
-  EXPECT_EQ(ElementInputs(export_).status().reason(), "elem-no-input-tensor");
-}
-
 TEST(WorkerElementAnswers, NodesWithoutADotRuleAreRefused) {
   std::mt19937_64 rng(test::TestSeed());
   Node node = RandomNode(rng, 0);

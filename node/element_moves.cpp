@@ -1,0 +1,133 @@
+#include "node/element_moves.h"
+
+#include <string>
+#include <utility>
+
+#include "verify/element_game.h"
+
+namespace vt::node {
+namespace {
+
+Result<verify::InputHashOpening> OpeningOf(const worker::ElementSide& side, std::uint32_t input) {
+  if (input >= side.openings.size() || !side.openings[input])
+    return Status::Invalid("elem-no-input-opening",
+                           "input " + std::to_string(input) + " has no tensor hash opening");
+  return *side.openings[input];
+}
+
+// Appends input `input`'s opening unless it is already there.
+Status AddOpening(const worker::ElementSide& side, std::uint32_t input,
+                  std::vector<verify::InputHashOpening>& out) {
+  for (const verify::InputHashOpening& o : out)
+    if (o.input == input) return Status::Ok();
+  VT_ASSIGN_OR_RETURN(verify::InputHashOpening o, OpeningOf(side, input));
+  out.push_back(std::move(o));
+  return Status::Ok();
+}
+
+}  // namespace
+
+referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id) {
+  return referee::ChunkRootArgs{game_id, chunk_tree.root(), chunk_tree.top()};
+}
+
+Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side, std::uint64_t game_id,
+                                                 std::uint32_t slot, std::uint64_t chunk) {
+  VT_ASSIGN_OR_RETURN(verify::ChunkOpening opening,
+                      worker::AnswerChunk(side, slot, static_cast<std::int64_t>(chunk)));
+  return referee::RevealChunkArgs{game_id, std::move(opening)};
+}
+
+referee::PartialsRootArgs PartialsRootMove(const worker::PartialsAnswer& mine, std::uint64_t game_id) {
+  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
+                                   mine.first, mine.last};
+}
+
+referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id) {
+  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
+                                   mine.first, mine.last};
+}
+
+Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
+                                               const worker::PartialsAnswer& mine,
+                                               const referee::ElementGame& e, std::uint64_t game_id,
+                                               std::uint8_t node_root_of) {
+  if (e.step_leaf == 0) return Status::Invalid("elem-bad-step", "the walk has not ended");
+  const std::uint64_t m = e.step_leaf - 1;
+  const worker::StepReveal reveal = worker::AnswerStepReveal(mine, m);
+  const worker::FactorOpenings factors = worker::AnswerFactors(side, mine.element, m);
+  referee::RevealStepArgs a;
+  a.game_id = game_id;
+  a.node_root_of = node_root_of;
+  a.p_m = reveal.p_m;
+  a.next = reveal.next;
+  a.p_m_proof = reveal.p_m_proof;
+  a.next_proof = reveal.next_proof;
+  a.a = factors.a;
+  a.b = factors.b;
+  // The factors' inputs, a's then b's, once each; never the node's own output.
+  for (std::uint32_t f : {mine.element.a_input, mine.element.b_input})
+    if (!verify::OwnOutputSlot(f)) VT_TRY(AddOpening(side, f, a.inputs));
+  return a;
+}
+
+Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::ElementSide& side,
+                                                           const worker::ReducePartialsAnswer& mine,
+                                                           const referee::ElementGame& e,
+                                                           std::uint64_t game_id, std::uint8_t node_root_of) {
+  if (e.step_leaf == 0) return Status::Invalid("elem-bad-step", "the walk has not ended");
+  const std::uint64_t m = e.step_leaf - 1;
+  const worker::StepReveal reveal = worker::AnswerReduceReveal(mine, m);
+  VT_ASSIGN_OR_RETURN(worker::ReduceOperands ops, worker::AnswerReduceOperands(side, mine, m));
+  VT_ASSIGN_OR_RETURN(verify::ReduceStep step, verify::ReduceStepAt(mine.element, m + 1));
+  referee::RevealReduceStepArgs a;
+  a.game_id = game_id;
+  a.node_root_of = node_root_of;
+  a.next = reveal.next;
+  a.next_proof = reveal.next_proof;
+  a.left = ops.left;
+  a.left_proof = ops.left_proof;
+  if (step.combine) {
+    a.right = std::make_pair(ops.right, ops.right_proof);
+    return a;
+  }
+  a.reads = ops.reads;
+  for (const auto& [input, index] : verify::TermReads(mine.element, step.segment, step.term))
+    VT_TRY(AddOpening(side, input, a.inputs));
+  return a;
+}
+
+Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
+                                                 const referee::ElementGame& e, std::uint64_t game_id,
+                                                 std::uint8_t node_root_of) {
+  referee::OpenElementArgs a;
+  a.game_id = game_id;
+  a.node_root_of = node_root_of;
+  if (e.kind == verify::ElementKind::kDot) {
+    VT_ASSIGN_OR_RETURN(verify::DotElement el,
+                        verify::DotElementAt(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
+    if (!el.bias_input) return Status::Invalid("elem-no-bias", "the dot value has no epilogue to open");
+    const std::uint32_t bias = *el.bias_input;
+    VT_TRY(AddOpening(side, bias, a.inputs));
+    a.slices.push_back(verify::OpenSlice(side.inputs.at(bias), verify::InputSlice{el.bias_index, 1, {1}}));
+    return a;
+  }
+  VT_ASSIGN_OR_RETURN(verify::ElementPlan plan,
+                      verify::PlanElement(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
+  // One chunk list per read slice (own outputs from the party's agreed
+  // outputs), one hash opening per read input.
+  for (std::uint32_t i = 0; i < plan.inputs.size(); ++i) {
+    const verify::InputSlice& slice = plan.inputs[i];
+    if (slice.count == 0) continue;
+    if (slice.output_slot >= 0) {
+      a.slices.push_back(
+          verify::OpenSlice(side.outputs.at(static_cast<std::size_t>(slice.output_slot)), slice));
+      continue;
+    }
+    VT_TRY(AddOpening(side, i, a.inputs));
+    a.slices.push_back(verify::OpenSlice(side.inputs.at(i), slice));
+  }
+  return a;
+}
+
+}  // namespace vt::node

@@ -1,0 +1,48 @@
+#pragma once
+// A party's moves at the element level of a game (docs/referee.md,
+// "How the referee plays them"), packed as the referee's arguments from its
+// side of the disputed node (worker::ElementSide: input tensors, their hash
+// openings, its outputs) and its answers (worker/element_answers.h). The
+// solver and challenger daemons (node/agent.cpp) send exactly these; the
+// referee's scenario harness sends them too, with a test liar's own partial
+// results in place of the honest ones.
+//
+// Invalid "elem-no-input-opening" when a move needs an input the side has
+// no hash opening for (the batch), or the answers' own reasons.
+
+#include <cstdint>
+
+#include "common/result.h"
+#include "crypto/merkle.h"
+#include "referee/messages.h"
+#include "referee/records.h"
+#include "worker/element_answers.h"
+
+namespace vt::node {
+
+// kChunkRoots: the root and top of the output's chunk tree (OutputChunkTree).
+referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id);
+// kChunkReveal: the chunk where level 4 ended.
+Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side, std::uint64_t game_id,
+                                                 std::uint32_t slot, std::uint64_t chunk);
+// kPartialsRoots: the root over the value's partial results and its end proofs.
+referee::PartialsRootArgs PartialsRootMove(const worker::PartialsAnswer& mine, std::uint64_t game_id);
+referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id);
+// kStepReveal: where the walk over the partial results ended (e.step_leaf =
+// m+1); `node_root_of` names the party whose node root the producers'
+// proofs in `side.openings` are against (the sender's own: 0 solver, 1 challenger).
+Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
+                                               const worker::PartialsAnswer& mine,
+                                               const referee::ElementGame& e, std::uint64_t game_id,
+                                               std::uint8_t node_root_of);
+Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::ElementSide& side,
+                                                           const worker::ReducePartialsAnswer& mine,
+                                                           const referee::ElementGame& e,
+                                                           std::uint64_t game_id, std::uint8_t node_root_of);
+// kOpenElement: the value's input slices (pointwise/row rule) or the bias
+// value of a dot epilogue.
+Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
+                                                 const referee::ElementGame& e, std::uint64_t game_id,
+                                                 std::uint8_t node_root_of);
+
+}  // namespace vt::node
