@@ -191,11 +191,20 @@ std::string Describe(const std::string& topic, const Json& d) {
     const std::uint64_t idx = d["index"];
     if (level == "checkpoint") return fmt::format("bisection over checkpoints -> first disputed checkpoint #{}", idx);
     if (level == "step") return fmt::format("bisection over the interval's steps -> disputed STEP {}", idx);
-    return fmt::format("bisection over the step's operator graph -> disputed OPERATOR node {}", idx);
+    if (level == "node") return fmt::format("bisection over the step's operator graph -> disputed OPERATOR node {}", idx);
+    if (level == "chunk") return fmt::format("bisection over the operator's output chunks -> disputed chunk #{}", idx);
+    return fmt::format("bisection over the value's partial sums -> disputed arithmetic step {}", idx);
   }
-  if (topic == "game-resolved")
-    return fmt::format("referee re-executed that one operator: {} ({})", d["result"].get<std::string>(),
-                       d["reason"].get<std::string>());
+  if (topic == "element-disputed")
+    return fmt::format("the two outputs first differ at VALUE {} of output {}", d["value"].get<std::int64_t>(),
+                       d["slot"].get<std::uint64_t>());
+  if (topic == "game-resolved") {
+    const std::string reason = d["reason"];
+    const char* what = reason == "arbitration"          ? "referee re-executed that one operator"
+                       : reason.rfind("element-", 0) == 0 ? "referee re-checked that one value"
+                                                          : "game decided";
+    return fmt::format("{}: {} ({})", what, d["result"].get<std::string>(), reason);
+  }
   if (topic == "bounty-finalized") return "bounty FINALIZED: reward and bond paid to the solver";
   if (topic == "bounty-failed") return "bounty FAILED: the solver is slashed, the reward goes back to the client";
   if (topic == "bounty-refunded") return "bounty refunded";

@@ -109,9 +109,10 @@ Json EventToJson(const vm::Event& e) {
       j["decoded"] = {{"game_id", ev->game_id}, {"bounty_id", ev->bounty_id}};
   } else if (e.topic == t::kWalkDone) {
     if (auto ev = DecodeExact<referee::WalkDoneEvent>(e.data); ev.ok()) {
-      static constexpr const char* kLevels[] = {"checkpoint", "step", "node"};
+      static constexpr const char* kLevels[] = {"checkpoint", "step", "node", "chunk", "partials"};
+      const auto level = static_cast<std::size_t>(ev->level);
       j["decoded"] = {{"game_id", ev->game_id},
-                      {"level", kLevels[static_cast<int>(ev->level) % 3]},
+                      {"level", level < std::size(kLevels) ? kLevels[level] : "unknown"},
                       {"index", ev->index}};
     }
   } else if (e.topic == t::kGameResolved) {

@@ -130,9 +130,18 @@ int main(int argc, char** argv) {
   auto p1 = node::FollowBounty(c, *b1, next_height, g_t0, Event);
   if (!p1.ok()) return fail(p1.status());
   auto game = c.Call("get_dispute", Json::array({0}));
-  if (game.ok() && game->contains("step"))
-    Line(fmt::format("caught at step {}, operator node {} (the cheat was planted at {})",
-                     (*game)["step"].get<std::uint64_t>(), (*game)["node_index"].get<std::uint64_t>(), adversary));
+  if (game.ok() && game->contains("step")) {
+    // Where the element level ended, when a party descended into the node.
+    std::string value;
+    auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+    if (disputed.ok() && !(*disputed)["events"].empty()) {
+      const Json& d = (*disputed)["events"][0]["decoded"];
+      value = fmt::format(", output {} value {}", d["slot"].get<std::uint64_t>(), d["value"].get<std::int64_t>());
+    }
+    Line(fmt::format("caught at step {}, operator node {}{} by {} (the cheat was planted at {})",
+                     (*game)["step"].get<std::uint64_t>(), (*game)["node_index"].get<std::uint64_t>(), value,
+                     (*game)["reason"].get<std::string>(), adversary));
+  }
 
   std::cout << "\n== balances (change since the start; fees included) ==\n";
   for (const auto& [name, addr] : who) {
