@@ -194,6 +194,7 @@ Result<ArbitrationCost> WorstArbitrationCost(const Arbiter& arbiter, const proto
     }
     worst.max_record_bytes = std::max(worst.max_record_bytes, c.record_bytes);
   }
+  VT_ASSIGN_OR_RETURN(worst.descent, verify::BoundDescent(job.mode, graph));
   return worst;
 }
 

@@ -18,6 +18,7 @@
 #include "contract_vm/gas.h"
 #include "contract_vm/node_spec.h"
 #include "protocol/types.h"
+#include "verify/element_game.h"
 
 namespace vt::vm {
 
@@ -42,6 +43,7 @@ struct ArbitrationCost {
   std::uint64_t max_payload_bytes = 0;  // the worst node's payload size …
   std::uint64_t max_payload_node = 0;   // … and which node it is
   std::uint64_t max_record_bytes = 0;   // the largest node record of the step
+  verify::DescentBound descent;         // the element level's longest game (verify::BoundDescent)
 };
 
 // The worst node of the job's step graph. Node shapes, kinds and flop counts

@@ -41,7 +41,7 @@ Result<vm::Amount> MinimumBond(const protocol::JobSpec& job, const vm::ChainPara
   vm::Arbiter arbiter(graphs);
   vm::GasMeter unmetered(std::numeric_limits<std::uint64_t>::max());
   VT_ASSIGN_OR_RETURN(referee::BondTerms t, referee::ComputeBondTerms(arbiter, job, params,
-                                                                      referee::RefereeParams{}.winner_share_bps,
+                                                                      referee::RefereeParams{},
                                                                       unmetered));
   return t.minimum;
 }

@@ -4,6 +4,7 @@
 
 #include "contract_vm/arbitration_cost.h"
 #include "crypto/merkle.h"
+#include "verify/element_game.h"
 
 namespace vt::referee {
 namespace {
@@ -28,7 +29,8 @@ Status Overflow() { return Status::Invalid("bounty-bad-bond", "bond minimum over
 }  // namespace
 
 Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::JobSpec& job,
-                                   const vm::ChainParams& params, std::uint32_t winner_share_bps, vm::GasMeter& gas) {
+                                   const vm::ChainParams& params, const RefereeParams& referee, vm::GasMeter& gas) {
+  const std::uint32_t winner_share_bps = referee.winner_share_bps;
   if (winner_share_bps == 0 || winner_share_bps > vm::kBpsDenominator)
     return Status::Invalid("bounty-bad-bond", "the winner's share must be in (0, 10000] bps");
   VT_ASSIGN_OR_RETURN(vm::ArbitrationCost arb, vm::WorstArbitrationCost(arbiter, job, gas));
@@ -69,6 +71,58 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
                                     GasMeter::Add(v, GasMeter::Mul(3, vm::ProofGas(h))));
   t.move_gas = v;
   t.moves = h_checkpoints + h_steps + h_nodes + 5;
+
+  // The element level (repops; docs/referee.md "Element-level descent"): up
+  // to descent.moves more moves of a party, each opening at most four
+  // chunks, three partial results and four inputs by hash (a reduction
+  // step's reveal; the other moves open fewer), on top of the loads, writes
+  // and walk checks of a move; the deciding move opens at most
+  // kMaxOpenedChunks chunks and kMaxOpenedInputs inputs and re-executes one
+  // value from them. Priced like V and A, from the same gas functions.
+  const verify::DescentBound& d = arb.descent;
+  if (referee.element_level && d.moves > 0) {
+    constexpr auto kChunkBytes = static_cast<std::uint64_t>(verify::kChunkValues) * 4;
+    const std::uint64_t chunk_bytes = GasMeter::Add(kChunkBytes + 64, ProofBytes(d.chunk_height));
+    const std::uint64_t chunk_gas =
+        GasMeter::Add(vm::ProofGas(d.chunk_height), vm::HashGas(kChunkBytes + 64));
+    const std::uint64_t leaf_bytes = ProofBytes(d.partials_height) + 4;
+    const std::uint64_t opening_bytes = GasMeter::Add(64 + record, ProofBytes(d.opening_height));
+    const std::uint64_t opening_gas = GasMeter::Add(vm::ProofGas(d.opening_height), vm::HashGas(record));
+    const std::uint64_t state_bytes =
+        GasMeter::Add(GasMeter::Add(kElementStateFixedBytes + d.shape_bytes, GasMeter::Mul(2, chunk_bytes)),
+                      GasMeter::Mul(4, leaf_bytes));
+    const std::uint64_t h_walk = std::max(d.chunk_height, d.partials_height);
+    // What every element move may pay besides its own openings.
+    std::uint64_t base = 0;
+    for (std::uint64_t g : {vm::HashGas(job_bytes), vm::GraphGas(arb.node_count), vm::HashGas(game_bytes),
+                            vm::HashGas(kBountyBytes), vm::HashGas(transcript_bytes), vm::HashGas(state_bytes),
+                            vm::MerkleGas(2 + 2 * h_walk),
+                            GasMeter::Mul(vm::kGas.state_byte,
+                                          GasMeter::Add(GasMeter::Add(game_bytes, transcript_bytes), state_bytes)),
+                            kMoveFixedGas})
+      base = GasMeter::Add(base, g);
+    // A move's openings, charged twice when it completes a claim.
+    const std::uint64_t move_bytes_e =
+        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(4, chunk_bytes)),
+                      GasMeter::Add(GasMeter::Mul(3, leaf_bytes), GasMeter::Mul(4, opening_bytes)));
+    const std::uint64_t openings_gas =
+        GasMeter::Add(GasMeter::Add(GasMeter::Mul(4, chunk_gas), GasMeter::Mul(3, vm::ProofGas(d.partials_height))),
+                      GasMeter::Mul(4, opening_gas));
+    const std::uint64_t v_e =
+        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base), GasMeter::Mul(2, openings_gas));
+    const std::uint64_t final_bytes =
+        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_bytes)),
+                      GasMeter::Mul(verify::kMaxOpenedInputs, opening_bytes));
+    const auto values = static_cast<std::uint64_t>(verify::kMaxOpenedChunks * verify::kChunkValues);
+    const std::uint64_t a_e = GasMeter::Add(
+        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
+                      GasMeter::Add(GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_gas),
+                                    GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
+        GasMeter::Add(GasMeter::Mul(2, openings_gas), vm::FlopsGas(GasMeter::Mul(values, kElementFlopsPerValue))));
+    t.move_gas = std::max(t.move_gas, v_e);
+    t.arbitration_gas = std::max(t.arbitration_gas, a_e);
+    t.moves = GasMeter::Add(t.moves, d.moves);
+  }
 
   auto allowance = vm::CheckedMul(t.arbitration_gas, params.min_gas_price);
   if (!allowance.ok()) return Overflow();

@@ -23,6 +23,7 @@
 #include "contract_vm/gas.h"
 #include "contract_vm/vm.h"
 #include "protocol/types.h"
+#include "referee/referee.h"
 
 namespace vt::vm {
 class Arbiter;
@@ -51,6 +52,13 @@ inline constexpr std::uint64_t kMoveEnvelopeBytes = 512;
 // the longest referee call (Resolve on a game: release, burn, refund, two
 // saves, two events), above what is sized by records and transcripts.
 inline constexpr std::uint64_t kMoveFixedGas = 6'000;
+// The element level's re-execution of one value: at most this many flops a
+// value read (open-element; AdamW, the costliest element-wise update, takes
+// fewer).
+inline constexpr std::uint64_t kElementFlopsPerValue = 64;
+// Bytes of the element state around its shapes, chunk openings and proofs
+// (slot, counts, roots, tops, values, flags, rounds).
+inline constexpr std::uint64_t kElementStateFixedBytes = 1024;
 
 struct BondTerms {
   std::uint64_t arbitration_gas = 0;       // A
@@ -62,10 +70,12 @@ struct BondTerms {
   vm::Amount minimum = 0;                  // the smallest bond PostBounty accepts
 };
 
+// For a chain whose referee runs with `referee` (its winner's share, and
+// whether the element level is played: its moves are then priced in).
 // Invalid "bounty-bad-bond" when winner_share_bps is 0 (no share could pay
 // anyone) or an amount overflows; the arbiter's reasons for a job it cannot
 // build. Charges `gas` for building and evaluating the step graph first.
 Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::JobSpec& job,
-                                   const vm::ChainParams& params, std::uint32_t winner_share_bps, vm::GasMeter& gas);
+                                   const vm::ChainParams& params, const RefereeParams& referee, vm::GasMeter& gas);
 
 }  // namespace vt::referee

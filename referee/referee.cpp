@@ -57,7 +57,6 @@ const Bytes kNextGameKey = {'n', '/', 'g'};
 // The pointwise/row rule's operator, priced per input value it reads (AdamW,
 // the costliest pointwise formula, is ≤ 64 flops a value; a row operator
 // touches each value of its row a few times).
-constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 constexpr Party kSolver = Party::kSolver;
 constexpr Party kChallenger = Party::kChallenger;
@@ -302,7 +301,7 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   // bonds must pay for a whole game (referee/bonds.h).
   VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
   VT_ASSIGN_OR_RETURN(BondTerms terms,
-                      ComputeBondTerms(*arbiter, a.job, m_ctx.params(), m_params.winner_share_bps, m_ctx.gas()));
+                      ComputeBondTerms(*arbiter, a.job, m_ctx.params(), m_params, m_ctx.gas()));
   if (terms.arbitration_tx_bytes > m_ctx.params().max_tx_bytes)
     return Status::Invalid("bounty-job-too-large",
                            "arbitrating node " + std::to_string(terms.arbitration_node) + " may need a " +

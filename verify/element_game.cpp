@@ -119,6 +119,47 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
   return d;
 }
 
+Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph) {
+  DescentBound bound;
+  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops)) return bound;
+  // Levels above `leaves` leaves (none for an empty tensor: nothing to walk or open).
+  const auto height = [](std::uint64_t leaves) -> std::uint64_t {
+    if (leaves == 0) return 0;
+    return crypto::MerkleShape::IsValidLeafCount(leaves) ? crypto::MerkleShape(leaves).height() : 64;
+  };
+  for (const NodeSpec& node : graph.nodes) {
+    VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
+    for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
+      auto choice = ChooseElementRule(node.op_kind, node.attrs, slot, 0, node.inputs, shapes);
+      if (!choice.ok()) continue;
+      const std::uint64_t chunks = ChunkCountOf(node.output_shapes[slot]);
+      if (chunks == 0) continue;
+      std::uint64_t partials = 0;  // terms + 1 leaves, for the rules with partial results
+      if (choice->kind == ElementKind::kDot) {
+        VT_ASSIGN_OR_RETURN(DotElement el, DotElementAt(node.op_kind, node.attrs, slot, 0, shapes));
+        partials = static_cast<std::uint64_t>(el.k) + 1;
+      } else if (choice->kind == ElementKind::kReduce) {
+        VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(node.op_kind, node.attrs, slot, 0, shapes));
+        partials = el.Steps() + 1;
+      }
+      const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
+      bound.moves = std::max(bound.moves, 4 + hc + hp);
+      bound.chunk_height = std::max(bound.chunk_height, hc);
+      bound.partials_height = std::max(bound.partials_height, hp);
+      std::uint64_t shape_bytes = 0;
+      for (const Shape& in : shapes) {
+        bound.chunk_height = std::max(bound.chunk_height, height(ChunkCountOf(in)));
+        shape_bytes += 8 * (in.size() + 1);
+      }
+      for (const Shape& out : node.output_shapes) shape_bytes += 8 * (out.size() + 1);
+      bound.shape_bytes = std::max(bound.shape_bytes, shape_bytes + 8 * (node.output_shapes[slot].size() + 1));
+    }
+  }
+  if (bound.moves > 0)
+    bound.opening_height = std::max(height(std::uint64_t{graph.num_state_tensors} + 1), height(graph.nodes.size() + 1));
+  return bound;
+}
+
 Status CheckChunkRoot(const Hash256& output_hash, const Shape& shape, const Hash256& root) {
   if (kernels::TensorHashFromRoot(shape, root) != output_hash)
     return Status::Invalid("elem-bad-chunk-root", "not the root of the record's output hash");

@@ -105,6 +105,23 @@ struct DescentStart {
 Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
                                   const protocol::NodeRecord& a, const protocol::NodeRecord& b);
 
+// The longest element level a game over this step graph can play, for the
+// bond minimum (referee/bonds.h): one party's moves from the descent to its
+// last move — chunk root, the chunk walk (at most the output's chunk-tree
+// height), chunk reveal, partial-results root, their walk (at most that
+// tree's height), step reveal or open-element — over every node and output
+// slot where StartDescent can start (a rule for value 0; the rules depend on
+// the slot, not on the value), and the deepest trees its moves open leaves
+// of. All zero when no node can be descended into (or the job is not repops).
+struct DescentBound {
+  std::uint64_t moves = 0;
+  std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
+  std::uint64_t partials_height = 0;  // the deepest partial-results tree
+  std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
+  std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
+};
+Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
+
 // A party's chunk root of an output: its record's output hash must be
 // TensorHashFromRoot(shape, root). Invalid "elem-bad-chunk-root". Charge:
 // hashing the header and the root.

@@ -31,8 +31,8 @@ using referee::Level;
 using referee::Method;
 
 constexpr vm::Amount kReward = 1'000'000;
-constexpr vm::Amount kSolverBond = 800'000;
-constexpr vm::Amount kChallengerBond = 400'000;
+const vm::Amount kSolverBond = ScenarioConfig{}.solver_bond;
+const vm::Amount kChallengerBond = ScenarioConfig{}.challenger_bond;
 constexpr vm::Amount Share(vm::Amount a) { return a / 2; }  // winner share 50%
 vm::Amount WinnerGets(vm::Amount bond, const referee::Game& g) { return g.reimbursement + Share(bond - g.reimbursement); }
 
@@ -56,12 +56,18 @@ void ExpectWalks(const GameReport& g, std::uint64_t checkpoint, std::uint64_t st
 }
 
 TEST(CertifiedScenario, TheCertifiedBondPricesTheExactPath) {
-  // The same job in both modes: certified arbitration costs more gas (the
-  // exact path's flops and per-output price), so its minimum bond is larger.
+  // The same job in both modes, arbitrated node by node (a repops game may
+  // also descend to the element level, priced in on a chain that plays it):
+  // certified arbitration costs more gas (the exact path's flops and
+  // per-output price), so its minimum bond is larger.
   const TinyJob repops = MakeTinyJob(10, 3, kernels::Mode::kRepops);
   const TinyJob certified = MakeTinyJob(10, 3, kernels::Mode::kCertified);
-  const vm::Amount repops_min = MinimumBond(repops.job), certified_min = MinimumBond(certified.job);
+  referee::RefereeParams whole;
+  whole.element_level = false;
+  const vm::Amount repops_min = MinimumBond(repops.job, whole), certified_min = MinimumBond(certified.job);
   EXPECT_GT(certified_min, repops_min);
+  EXPECT_EQ(MinimumBond(certified.job, whole), certified_min) << "certified nodes are arbitrated whole";
+  EXPECT_GT(MinimumBond(repops.job), repops_min) << "the element level's moves are priced in";
   EXPECT_LT(certified_min, kChallengerBond) << "the scenarios' bonds must stay above the minimum";
   std::printf("tiny MLP minimum bond: repops %llu, certified %llu\n", static_cast<unsigned long long>(repops_min),
               static_cast<unsigned long long>(certified_min));

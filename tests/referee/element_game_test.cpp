@@ -9,12 +9,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <random>
 #include <string>
 
 #include "kernels/ops/registry.h"
+#include "contract_vm/arbitration.h"
+#include "contract_vm/graph_source.h"
+#include "referee/bonds.h"
+#include "referee/referee.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "tests/contract_vm/test_chain.h"
@@ -475,6 +480,68 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
+}
+
+// The bond minimum covers the element level (referee/bonds.h): in the
+// longest games of every rule (sums made up from the first step, so both
+// walks run to the end) every move of the honest party but the deciding one
+// costs at most V, the deciding one at most A (it is reimbursed up to the
+// allowance), and the honest party makes at most R moves besides it.
+TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
+  vm::KernelsGraphSource graphs;
+  vm::Arbiter arbiter(graphs);
+  vm::GasMeter meter(std::uint64_t{1} << 40);
+  auto terms = referee::ComputeBondTerms(arbiter, WideJob().job, vm::ChainParams{},
+                                         referee::RefereeParams{}, meter);
+  ASSERT_TRUE(terms.ok()) << terms.status().ToString();
+  std::uint64_t max_moves = 0, max_move_gas = 0, max_final_gas = 0;
+  for (const Target& t : kTargets) {
+    for (SumsLie sums : {SumsLie::kHonest, SumsLie::kMadeUp}) {
+      SCOPED_TRACE(std::string(t.name) + (sums == SumsLie::kHonest ? " honest sums" : " made-up sums"));
+      ScenarioConfig c = WideConfig();
+      c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, ReachingValue(t, 0)}};
+      c.solver.element_level = true;
+      c.solver.sums = {sums, 1};
+      AgentPlan honest;
+      honest.element_level = true;
+      c.challengers = {honest};
+      ScenarioDriver d(c);
+      const ScenarioReport r = d.Run();
+      ASSERT_EQ(r.games.size(), 1u);
+      ASSERT_TRUE(r.games[0].element.has_value()) << r.games[0].game.reason;
+      EXPECT_EQ(r.games[0].game.result, GameResult::kChallengerWon) << r.games[0].game.reason;
+      const crypto::Address honest_address = d.key(2).address();
+      std::uint64_t moves = 0;
+      std::size_t k = 0;
+      for (const vm::Block& b : d.chain().blocks()) {
+        for (const vm::Transaction& tx : b.txs) {
+          const vm::Receipt& rc = d.chain().all_receipts()[k++];
+          auto from = vm::TxSenderAddress(tx);
+          if (!from.ok() || *from != honest_address || !rc.success) continue;
+          const bool resolving = std::any_of(rc.events.begin(), rc.events.end(), [](const vm::Event& e) {
+            return e.topic == referee::topics::kGameResolved;
+          });
+          if (resolving) {
+            EXPECT_LE(rc.gas_used, terms->arbitration_gas) << "the deciding move";
+            max_final_gas = std::max(max_final_gas, rc.gas_used);
+            continue;
+          }
+          const auto method = static_cast<Method>(std::get<vm::CallPayload>(tx.payload).method);
+          EXPECT_LE(rc.gas_used, terms->move_gas) << referee::MethodName(method);
+          max_move_gas = std::max(max_move_gas, rc.gas_used);
+          ++moves;
+        }
+      }
+      EXPECT_LE(moves, terms->moves);
+      max_moves = std::max(max_moves, moves);
+    }
+  }
+  std::printf("[element-game] bond terms: R = %llu moves (the honest party made at most %llu), V = %llu gas "
+              "(largest move %llu), A = %llu gas (largest deciding move %llu)\n",
+              static_cast<unsigned long long>(terms->moves), static_cast<unsigned long long>(max_moves),
+              static_cast<unsigned long long>(terms->move_gas), static_cast<unsigned long long>(max_move_gas),
+              static_cast<unsigned long long>(terms->arbitration_gas),
+              static_cast<unsigned long long>(max_final_gas));
 }
 
 // Random cheats (target, value, liar's side, sums): the honest party always

@@ -18,6 +18,7 @@
 #include "kernels/mode.h"
 #include "referee/messages.h"
 #include "referee/records.h"
+#include "referee/referee.h"
 #include "tests/referee/element_agent.h"
 #include "tests/referee/history.h"
 
@@ -46,9 +47,10 @@ struct ScenarioConfig {
   bool solver_claims = true;
   bool solver_commits = true;
   vm::Amount reward = 1'000'000;
-  // Above the tiny job's minimum bond (318 143, referee/bonds.h).
-  vm::Amount solver_bond = 800'000;
-  vm::Amount challenger_bond = 400'000;
+  // Above the tiny job's minimum bond (referee/bonds.h; about 1.2 M with
+  // the element level's moves).
+  vm::Amount solver_bond = 3'000'000;
+  vm::Amount challenger_bond = 2'000'000;
   std::uint64_t solve_window = 20;
   std::uint64_t challenge_window = 8;
   std::uint64_t clock_budget = 6;
@@ -88,7 +90,7 @@ ScenarioReport RunScenario(const ScenarioConfig& config);
 
 // The smallest bond PostBounty accepts for `job` on a chain with default
 // parameters (referee/bonds.h), for tests that post their own bounties.
-vm::Amount MinimumBond(const protocol::JobSpec& job);
+vm::Amount MinimumBond(const protocol::JobSpec& job, const referee::RefereeParams& referee = {});
 
 // The driver behind RunScenario, for tests that stop a game at a chosen
 // phase and poke at it.

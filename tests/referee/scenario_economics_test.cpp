@@ -37,7 +37,7 @@ referee::BondTerms Terms(const protocol::JobSpec& job, const vm::ChainParams& pa
   vm::KernelsGraphSource graphs;
   vm::Arbiter arbiter(graphs);
   vm::GasMeter meter(std::uint64_t{1} << 40);
-  auto t = referee::ComputeBondTerms(arbiter, job, params, referee::RefereeParams{}.winner_share_bps, meter);
+  auto t = referee::ComputeBondTerms(arbiter, job, params, referee::RefereeParams{}, meter);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
   return t.value_or(referee::BondTerms{});
 }

@@ -18,8 +18,8 @@ using referee::GameResult;
 using referee::Level;
 
 constexpr vm::Amount kReward = 1'000'000;
-constexpr vm::Amount kSolverBond = 800'000;
-constexpr vm::Amount kChallengerBond = 400'000;
+const vm::Amount kSolverBond = ScenarioConfig{}.solver_bond;
+const vm::Amount kChallengerBond = ScenarioConfig{}.challenger_bond;
 constexpr vm::Amount Share(vm::Amount a) { return a / 2; }  // winner share 50%
 // A loser's bond: the arbitration's submitter is reimbursed first (the winner
 // here: it holds the right record), the winner gets its share of the rest,

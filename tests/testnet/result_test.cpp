@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
+const node::BountyTerms kTerms{1'000'000, 3'000'000, 2'000'000, 300, 12, 40};
 
 TEST(TestnetResult, ClientFetchesTheModelAndFineTunesFromItInANextBounty) {
   const fs::path job_file = fs::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json";

@@ -26,7 +26,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
 // Short windows: a challenge window of 12 blocks, 40 blocks on each clock.
-const node::BountyTerms kTerms{1'000'000, 800'000, 400'000, 300, 12, 40};
+const node::BountyTerms kTerms{1'000'000, 3'000'000, 2'000'000, 300, 12, 40};
 
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
