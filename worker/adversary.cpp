@@ -29,7 +29,8 @@ constexpr std::uint32_t kPoisonStream = 0xFFFF0020u;
 
 // The (node, slot) that produces state tensor `k` of the next state.
 std::optional<graph::NodeInput> Producer(const graph::StepGraph& g, std::size_t k) {
-  if (k >= g.next_state.size() || g.next_state[k].source != graph::NodeInputSource::kNode) return std::nullopt;
+  if (k >= g.next_state.size() || g.next_state[k].source != graph::NodeInputSource::kNode)
+    return std::nullopt;
   return g.next_state[k];
 }
 
@@ -51,7 +52,8 @@ bool IsLrNode(const graph::StepGraph& g, std::size_t node) {
 class PoisonLabels final : public Adversary {
  public:
   PoisonLabels(AdversarySpec spec, const Dataset& honest) : Adversary(std::move(spec)) {
-    m_data = Dataset(honest.name() + "+poisoned", honest.input_shape(), honest.target_shape(), honest.num_classes());
+    m_data = Dataset(honest.name() + "+poisoned", honest.input_shape(), honest.target_shape(),
+                     honest.num_classes());
     m_data.Reserve(honest.size());
     const std::uint64_t classes = honest.num_classes() > 1 ? honest.num_classes() : 256;
     // Poison example i when its uniform draw falls below the fraction: a
@@ -64,7 +66,8 @@ class PoisonLabels final : public Adversary {
       target.assign(t.begin(), t.end());
       if (next < poisoned.size() && poisoned[next] == i) {
         ++next;
-        if (!target.empty()) target[0] = static_cast<float>((static_cast<std::uint64_t>(target[0]) + 1) % classes);
+        if (!target.empty())
+          target[0] = static_cast<float>((static_cast<std::uint64_t>(target[0]) + 1) % classes);
       }
       m_data.Add(honest.input(i), target);
     }
@@ -82,7 +85,8 @@ class PoisonLabels final : public Adversary {
 
 class TamperWeight final : public Adversary {
  public:
-  TamperWeight(AdversarySpec spec, std::size_t tensor_index) : Adversary(std::move(spec)), m_tensor(tensor_index) {}
+  TamperWeight(AdversarySpec spec, std::size_t tensor_index)
+      : Adversary(std::move(spec)), m_tensor(tensor_index) {}
   bool ActsIn(std::uint64_t step) const override { return step == m_spec.step; }
   Status OnNode(const StepView& view, std::size_t node, std::span<kernels::Tensor> outputs) override {
     const auto producer = Producer(view.graph, m_tensor);
@@ -175,8 +179,8 @@ class ForgeLog final : public Adversary {
     options.tau_table = view.tau_table;
     options.replay_logs = replay_logs != nullptr ? &probe_logs : nullptr;
     options.keep_outputs = true;
-    VT_ASSIGN_OR_RETURN(graph::StepResult honest, graph::ExecuteStep(view.config, view.graph, view.state, view.batch,
-                                                                       options));
+    VT_ASSIGN_OR_RETURN(graph::StepResult honest,
+                        graph::ExecuteStep(view.config, view.graph, view.state, view.batch, options));
     const std::vector<const kernels::Tensor*> inputs =
         graph::NodeInputTensors(view.graph, i, view.state, view.batch, honest.outputs);
     // The positions a replayer would accept an entry at (within 4w of a
@@ -226,10 +230,9 @@ class ForgeLog final : public Adversary {
   void AfterStep(const StepView&, std::vector<kernels::RoundingLog>& logs) override {
     auto& entries = logs[m_spec.node].entries;
     const kernels::LogEntry forged{m_position, true};
-    auto it = std::lower_bound(entries.begin(), entries.end(), forged,
-                               [](const kernels::LogEntry& a, const kernels::LogEntry& b) {
-                                 return a.position < b.position;
-                               });
+    auto it = std::lower_bound(
+        entries.begin(), entries.end(), forged,
+        [](const kernels::LogEntry& a, const kernels::LogEntry& b) { return a.position < b.position; });
     if (it != entries.end() && it->position == m_position) {
       *it = forged;
     } else {
@@ -345,9 +348,9 @@ Result<AdversarySpec> ParseAdversarySpec(std::string_view text) {
   const std::size_t colon = text.find(':');
   const std::string_view kind = text.substr(0, colon);
   bool found = false;
-  for (AdversaryKind k : {AdversaryKind::kPoisonLabels, AdversaryKind::kTamperWeight, AdversaryKind::kSkipSteps,
-                          AdversaryKind::kWrongLr, AdversaryKind::kForgeLog, AdversaryKind::kWrongOutput,
-                          AdversaryKind::kSteerLog}) {
+  for (AdversaryKind k : {AdversaryKind::kPoisonLabels, AdversaryKind::kTamperWeight,
+                          AdversaryKind::kSkipSteps, AdversaryKind::kWrongLr, AdversaryKind::kForgeLog,
+                          AdversaryKind::kWrongOutput, AdversaryKind::kSteerLog}) {
     if (AdversaryKindName(k) == kind) {
       spec.kind = k;
       found = true;
@@ -401,7 +404,8 @@ std::string DescribeAdversary(const AdversarySpec& s) {
     case AdversaryKind::kPoisonLabels:
       return out + ":fraction=" + std::to_string(s.fraction) + ",seed=" + std::to_string(s.seed);
     case AdversaryKind::kTamperWeight:
-      return out + ":step=" + std::to_string(s.step) + ",tensor=" + s.tensor + ",element=" + std::to_string(s.element);
+      return out + ":step=" + std::to_string(s.step) + ",tensor=" + s.tensor +
+             ",element=" + std::to_string(s.element);
     case AdversaryKind::kSkipSteps:
       return out + ":step=" + std::to_string(s.step) + ",count=" + std::to_string(s.count);
     case AdversaryKind::kWrongLr:
@@ -417,7 +421,8 @@ std::string DescribeAdversary(const AdversarySpec& s) {
   return out;
 }
 
-Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, const Job& job, const Dataset& dataset) {
+Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, const Job& job,
+                                                 const Dataset& dataset) {
   const bool acts_in_steps = spec.kind != AdversaryKind::kPoisonLabels;
   if (acts_in_steps && spec.step >= job.spec.num_steps) {
     return BadSpec("step " + std::to_string(spec.step) + " is not below the job's " +
@@ -429,8 +434,8 @@ Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, cons
                         graph::BatchShapes(job.model, static_cast<std::int64_t>(job.spec.batch_size)));
     VT_ASSIGN_OR_RETURN(nodes, graph::NodeCount(job.model, job.optimizer, spec.step, shapes));
     if (spec.node >= nodes) {
-      return BadSpec("node " + std::to_string(spec.node) + " is not below the step's " + std::to_string(nodes) +
-                     " nodes");
+      return BadSpec("node " + std::to_string(spec.node) + " is not below the step's " +
+                     std::to_string(nodes) + " nodes");
     }
   }
   switch (spec.kind) {
