@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "common/philox.h"
 #include "common/random.h"
@@ -144,6 +145,23 @@ class WrongOutput final : public Adversary {
   Status OnNode(const StepView&, std::size_t node, std::span<kernels::Tensor> outputs) override {
     if (node != m_spec.node || outputs.empty()) return Status::Ok();
     for (float& v : outputs[0].values()) v += 1.0f;
+    return Status::Ok();
+  }
+};
+
+// ---- wrong-value --------------------------------------------------------------------
+
+class WrongValue final : public Adversary {
+ public:
+  explicit WrongValue(AdversarySpec spec) : Adversary(std::move(spec)) {}
+  bool ActsIn(std::uint64_t step) const override { return step == m_spec.step; }
+  Status OnNode(const StepView&, std::size_t node, std::span<kernels::Tensor> outputs) override {
+    if (node != m_spec.node) return Status::Ok();
+    if (m_spec.slot >= outputs.size() ||
+        m_spec.element >= static_cast<std::uint64_t>(outputs[m_spec.slot].numel()))
+      return BadSpec("node " + std::to_string(node) + " has no output " + std::to_string(m_spec.slot) +
+                     " with an element " + std::to_string(m_spec.element));
+    outputs[m_spec.slot].values()[m_spec.element] += 1.0f;
     return Status::Ok();
   }
 };
@@ -323,23 +341,19 @@ std::vector<std::uint64_t> PoisonedExamples(const AdversarySpec& spec, std::uint
   return out;
 }
 
+namespace {
+// Every kind with its text name (CLI, DescribeAdversary).
+constexpr std::pair<AdversaryKind, std::string_view> kKindNames[] = {
+    {AdversaryKind::kPoisonLabels, "poison-labels"}, {AdversaryKind::kTamperWeight, "tamper-weight"},
+    {AdversaryKind::kSkipSteps, "skip-steps"},       {AdversaryKind::kWrongLr, "wrong-lr"},
+    {AdversaryKind::kForgeLog, "forge-log"},         {AdversaryKind::kWrongOutput, "wrong-output"},
+    {AdversaryKind::kSteerLog, "steer-log"},         {AdversaryKind::kWrongValue, "wrong-value"},
+};
+}  // namespace
+
 std::string_view AdversaryKindName(AdversaryKind kind) {
-  switch (kind) {
-    case AdversaryKind::kPoisonLabels:
-      return "poison-labels";
-    case AdversaryKind::kTamperWeight:
-      return "tamper-weight";
-    case AdversaryKind::kSkipSteps:
-      return "skip-steps";
-    case AdversaryKind::kWrongLr:
-      return "wrong-lr";
-    case AdversaryKind::kForgeLog:
-      return "forge-log";
-    case AdversaryKind::kWrongOutput:
-      return "wrong-output";
-    case AdversaryKind::kSteerLog:
-      return "steer-log";
-  }
+  for (const auto& [k, name] : kKindNames)
+    if (k == kind) return name;
   return "unknown";
 }
 
@@ -348,19 +362,15 @@ Result<AdversarySpec> ParseAdversarySpec(std::string_view text) {
   const std::size_t colon = text.find(':');
   const std::string_view kind = text.substr(0, colon);
   bool found = false;
-  for (AdversaryKind k : {AdversaryKind::kPoisonLabels, AdversaryKind::kTamperWeight,
-                          AdversaryKind::kSkipSteps, AdversaryKind::kWrongLr, AdversaryKind::kForgeLog,
-                          AdversaryKind::kWrongOutput, AdversaryKind::kSteerLog}) {
-    if (AdversaryKindName(k) == kind) {
+  std::string known;
+  for (const auto& [k, name] : kKindNames) {
+    known += (known.empty() ? "" : ", ") + std::string(name);
+    if (name == kind) {
       spec.kind = k;
       found = true;
     }
   }
-  if (!found) {
-    return BadSpec("unknown adversary '" + std::string(kind) +
-                   "' (known: poison-labels, tamper-weight, skip-steps, wrong-lr, forge-log, wrong-output, "
-                   "steer-log)");
-  }
+  if (!found) return BadSpec("unknown adversary '" + std::string(kind) + "' (known: " + known + ")");
   std::string_view rest = colon == std::string_view::npos ? std::string_view() : text.substr(colon + 1);
   while (!rest.empty()) {
     const std::size_t comma = rest.find(',');
@@ -380,6 +390,8 @@ Result<AdversarySpec> ParseAdversarySpec(std::string_view text) {
       VT_ASSIGN_OR_RETURN(spec.position, ParseU64(key, value));
     } else if (key == "element") {
       VT_ASSIGN_OR_RETURN(spec.element, ParseU64(key, value));
+    } else if (key == "slot") {
+      VT_ASSIGN_OR_RETURN(spec.slot, ParseU64(key, value));
     } else if (key == "seed") {
       VT_ASSIGN_OR_RETURN(spec.seed, ParseU64(key, value));
     } else if (key == "tensor") {
@@ -417,6 +429,9 @@ std::string DescribeAdversary(const AdversarySpec& s) {
       return out + ":step=" + std::to_string(s.step) + ",node=" + std::to_string(s.node);
     case AdversaryKind::kSteerLog:
       return out + ":step=" + std::to_string(s.step);
+    case AdversaryKind::kWrongValue:
+      return out + ":step=" + std::to_string(s.step) + ",node=" + std::to_string(s.node) +
+             ",slot=" + std::to_string(s.slot) + ",element=" + std::to_string(s.element);
   }
   return out;
 }
@@ -429,7 +444,8 @@ Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, cons
                    std::to_string(job.spec.num_steps) + " steps");
   }
   std::size_t nodes = 0;
-  if (spec.kind == AdversaryKind::kForgeLog || spec.kind == AdversaryKind::kWrongOutput) {
+  if (spec.kind == AdversaryKind::kForgeLog || spec.kind == AdversaryKind::kWrongOutput ||
+      spec.kind == AdversaryKind::kWrongValue) {
     VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes,
                         graph::BatchShapes(job.model, static_cast<std::int64_t>(job.spec.batch_size)));
     VT_ASSIGN_OR_RETURN(nodes, graph::NodeCount(job.model, job.optimizer, spec.step, shapes));
@@ -466,6 +482,8 @@ Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, cons
       return std::unique_ptr<Adversary>(new ForgeLog(spec));
     case AdversaryKind::kWrongOutput:
       return std::unique_ptr<Adversary>(new WrongOutput(spec));
+    case AdversaryKind::kWrongValue:
+      return std::unique_ptr<Adversary>(new WrongValue(spec));
     case AdversaryKind::kSteerLog:
       if (job.mode() != kernels::Mode::kRounded) return BadSpec("steer-log needs a rounded-mode job");
       return std::unique_ptr<Adversary>(new SteerLog(spec));

@@ -33,6 +33,9 @@
 //                                          rounds that value the wrong way (one grid step up)
 //   wrong-output    step=T node=I          node I of step T reports (and passes on) an
 //                                          output with 1 added to every element of output 0
+//   wrong-value     step=T node=I slot=S element=E   the same for one value: 1 added to
+//                                          element E of output S only (the element level's
+//                                          walks then end inside the output, not at its start)
 //   steer-log       step=T                 rounded mode, from step T on: every node is
 //                                          computed as the canonical reference and every
 //                                          value within w of its rounding boundary takes
@@ -69,6 +72,7 @@ enum class AdversaryKind : std::uint8_t {
   kForgeLog,
   kWrongOutput,
   kSteerLog,
+  kWrongValue,
 };
 
 std::string_view AdversaryKindName(AdversaryKind kind);
@@ -77,9 +81,10 @@ struct AdversarySpec {
   AdversaryKind kind = AdversaryKind::kTamperWeight;
   std::uint64_t step = 0;
   std::uint64_t count = 1;       // skip-steps
-  std::uint64_t node = 0;        // forge-log, wrong-output
+  std::uint64_t node = 0;        // forge-log, wrong-output, wrong-value
   std::uint64_t position = 0;    // forge-log
-  std::uint64_t element = 0;     // tamper-weight
+  std::uint64_t element = 0;     // tamper-weight, wrong-value
+  std::uint64_t slot = 0;        // wrong-value
   std::string tensor;            // tamper-weight; empty = the first parameter
   double fraction = 0.1;         // poison-labels
   std::uint64_t seed = 1;        // poison-labels

@@ -5,12 +5,15 @@
 // validator is killed and restarted; the restarted solver still answers
 // before its clock runs out.
 #include <algorithm>
+#include <cstdio>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 
 #include "kernels/ops/registry.h"
 #include "node/bounty_flow.h"
+#include "tests/support/test_seed.h"
 #include "tests/testnet/testnet_util.h"
 #include "verify/graph_source.h"
 #include "worker/job.h"
@@ -145,6 +148,95 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
     partials += m["method"] == "post-partials-root" && m["success"].get<bool>();
   }
   EXPECT_EQ(partials, 2u) << "both daemons post the value's partial sums";
+}
+
+// Randomized one-value cheats through the real daemons (repops): a solver
+// daemon adds 1 to one random value of one random output of one random node
+// at a random step (wrong-value). The property: the cheat never pays — the
+// game ends against the solver at the planted step and node and, where the
+// element level is played, at the planted output slot and value — and every
+// transaction of every game fits 64 KiB. A cheat absorbed before the next
+// checkpoint changes nothing committed (the replay agrees, no game).
+TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
+  ScopedTestnet t("values",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
+  ASSERT_TRUE(t.ok());
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  ASSERT_TRUE(t.net().Up().ok());
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  ASSERT_TRUE(client.ok());
+  std::mt19937_64 rng(TestSeed());
+  const std::uint64_t steps = loaded->job.spec.num_steps;
+  std::size_t caught = 0, element_level = 0;
+  for (std::uint64_t bounty = 0; bounty < 3; ++bounty) {
+    const std::uint64_t step = 1 + rng() % (steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    const std::uint64_t node = rng() % graph->nodes.size();
+    const verify::NodeSpec& spec = graph->nodes[node];
+    const std::uint64_t slot = rng() % spec.output_shapes.size();
+    std::uint64_t numel = 1;
+    for (std::int64_t d : spec.output_shapes[slot]) numel *= static_cast<std::uint64_t>(d);
+    const std::uint64_t element = rng() % numel;
+    const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
+                              ",slot=" + std::to_string(slot) + ",element=" + std::to_string(element);
+    SCOPED_TRACE(cheat);
+    t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", cheat});
+    ASSERT_TRUE(t.net().Stop("solver").ok());
+    ASSERT_TRUE(t.net().Start("solver").ok());
+    auto id = node::PostBounty(c, *client, *loaded, kTerms);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_EQ(*id, bounty);
+    std::string state;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          state = BountyState(c, bounty).value_or("");
+          return state == "failed" || state == "finalized";
+        },
+        90s))
+        << "bounty " << bounty << ": " << state;
+    auto games = c.BountyGames(bounty);
+    ASSERT_TRUE(games.ok());
+    if (state == "finalized") {
+      EXPECT_TRUE(games->empty()) << "a game over a bounty that finalized";
+      continue;
+    }
+    ASSERT_EQ(games->size(), 1u);
+    const std::uint64_t gid = games->front();
+    auto game = c.Call("get_dispute", Json::array({gid}));
+    ASSERT_TRUE(game.ok());
+    EXPECT_EQ((*game)["result"], "challenger-won");
+    EXPECT_EQ((*game)["step"], step);
+    EXPECT_EQ((*game)["node_index"], node);
+    const std::string reason = (*game)["reason"];
+    if (reason.rfind("element-", 0) == 0) {
+      ++element_level;
+      auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+      ASSERT_TRUE(disputed.ok());
+      bool found = false;
+      for (const Json& e : (*disputed)["events"]) {
+        if (e["decoded"]["game_id"] != gid) continue;
+        found = true;
+        EXPECT_EQ(e["decoded"]["slot"], slot);
+        EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(element));
+      }
+      EXPECT_TRUE(found) << "the element level was played without naming its value";
+    } else {
+      EXPECT_EQ(reason, "arbitration");
+    }
+    auto moves = c.Call("get_game_moves", Json::array({gid}));
+    ASSERT_TRUE(moves.ok()) << moves.status().ToString();
+    for (const Json& m : (*moves)["moves"])
+      EXPECT_LE(m["bytes"].get<std::uint64_t>(), 64u * 1024) << m.dump();
+    ++caught;
+  }
+  EXPECT_GE(caught, 1u) << "no cheat reached a checkpoint";
+  std::printf("[ values ] %zu of 3 random one-value cheats caught, %zu at the element level\n", caught,
+              element_level);
 }
 
 // Rounded mode end to end: the solver daemon publishes its rounding logs as

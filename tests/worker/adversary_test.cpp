@@ -73,6 +73,7 @@ Expected Expect(const Job& job, const Dataset& dataset, const AdversarySpec& spe
       break;
     case AdversaryKind::kForgeLog:
     case AdversaryKind::kWrongOutput:
+    case AdversaryKind::kWrongValue:
       e.node = spec.node;
       break;
     case AdversaryKind::kSteerLog:
@@ -268,6 +269,7 @@ std::vector<Case> Cases() {
       {Family::kGpt, "rounded", "forge-log:step=5,node=0"},
       {Family::kGpt, "rounded", "tamper-weight:step=1"},
       {Family::kMlp, "native", "wrong-output:step=3,node=" + pick_of(mlp_nodes)},
+      {Family::kMlp, "repops", "wrong-value:step=" + pick(8) + ",node=" + pick_of(mlp_nodes) + ",element=" + pick(8)},
       // Certified mode: no logs; the solver trains with 1 thread, the
       // challenger with 2, and the referee re-executes with the exact path.
       {Family::kMlp, "certified", "wrong-output:step=" + pick(8) + ",node=0"},
@@ -298,6 +300,15 @@ TEST(AdversarySpecTest, ParsesAndRejects) {
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("steer-log:step=1"), j.job, j.dataset).status().reason(),
             "adversary-bad-spec");  // not a rounded job
   EXPECT_EQ(DescribeAdversary(*ParseAdversarySpec("steer-log:step=2")), "steer-log:step=2");
+  const std::string wrong_value = "wrong-value:step=2,node=3,slot=1,element=17";
+  auto wv = ParseAdversarySpec(wrong_value);
+  ASSERT_TRUE(wv.ok()) << wv.status().ToString();
+  EXPECT_EQ(wv->kind, AdversaryKind::kWrongValue);
+  EXPECT_EQ(wv->slot, 1u);
+  EXPECT_EQ(wv->element, 17u);
+  EXPECT_EQ(DescribeAdversary(*wv), wrong_value);
+  EXPECT_NE(ParseAdversarySpec("steal:step=1").status().detail().find("wrong-value"), std::string::npos)
+      << "the error lists every kind";
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("tamper-weight:step=1,tensor=nope"), j.job, j.dataset).status().reason(),
             "adversary-bad-spec");
   EXPECT_EQ(MakeAdversary(*ParseAdversarySpec("wrong-output:step=1,node=999"), j.job, j.dataset).status().reason(),
