@@ -193,6 +193,13 @@ Result<ArbitrationCost> WorstArbitrationCost(const Arbiter& arbiter, const proto
       worst.max_payload_node = i;
     }
     worst.max_record_bytes = std::max(worst.max_record_bytes, c.record_bytes);
+    if (!verify::ElementCoversNode(job.mode, graph, i)) {
+      worst.max_whole_gas = std::max(worst.max_whole_gas, c.gas);
+      if (c.payload_bytes > worst.max_whole_payload_bytes) {
+        worst.max_whole_payload_bytes = c.payload_bytes;
+        worst.max_whole_payload_node = i;
+      }
+    }
   }
   VT_ASSIGN_OR_RETURN(worst.descent, verify::BoundDescent(job.mode, graph));
   return worst;

@@ -43,6 +43,11 @@ struct ArbitrationCost {
   std::uint64_t max_payload_bytes = 0;  // the worst node's payload size …
   std::uint64_t max_payload_node = 0;   // … and which node it is
   std::uint64_t max_record_bytes = 0;   // the largest node record of the step
+  // The same over the nodes a repops game may have to arbitrate whole: not
+  // verify::ElementCoversNode (the assemble node, nodes without a rule).
+  std::uint64_t max_whole_gas = 0;
+  std::uint64_t max_whole_payload_bytes = 0;
+  std::uint64_t max_whole_payload_node = 0;
   verify::DescentBound descent;         // the element level's longest game (verify::BoundDescent)
 };
 

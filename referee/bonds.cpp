@@ -63,14 +63,21 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
   // bookkeeping of a move (loads, the log proofs' checks, the resolution).
   const bool rounded = job.mode == kModeRounded;
   const std::uint64_t log_proofs = rounded ? GasMeter::Add(1 + 64, GasMeter::Mul(3, ProofBytes(h))) : 1;
+  const auto tx_bytes = [&](std::uint64_t payload) {
+    return GasMeter::Add(GasMeter::Add(payload, kArbitrateEnvelopeBytes), log_proofs);
+  };
+  const auto arbitration_gas = [&](std::uint64_t node_gas, std::uint64_t tx) {
+    return GasMeter::Add(GasMeter::Add(node_gas, vm::IntrinsicGas(tx)),
+                         GasMeter::Add(v, GasMeter::Mul(3, vm::ProofGas(h))));
+  };
   BondTerms t;
-  t.arbitration_tx_bytes =
-      GasMeter::Add(GasMeter::Add(arb.max_payload_bytes, kArbitrateEnvelopeBytes), log_proofs);
+  t.arbitration_tx_bytes = tx_bytes(arb.max_payload_bytes);
   t.arbitration_node = arb.max_gas_node;
-  t.arbitration_gas = GasMeter::Add(GasMeter::Add(arb.max_gas, vm::IntrinsicGas(t.arbitration_tx_bytes)),
-                                    GasMeter::Add(v, GasMeter::Mul(3, vm::ProofGas(h))));
+  t.arbitration_gas = arbitration_gas(arb.max_gas, t.arbitration_tx_bytes);
   t.move_gas = v;
   t.moves = h_checkpoints + h_steps + h_nodes + 5;
+  t.required_tx_bytes = t.arbitration_tx_bytes;
+  t.required_node = arb.max_payload_node;
 
   // The element level (repops; docs/referee.md "Element-level descent"): up
   // to descent.moves more moves of a party, each opening at most four
@@ -120,8 +127,15 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
                                     GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
         GasMeter::Add(GasMeter::Mul(2, openings_gas), vm::FlopsGas(GasMeter::Mul(values, kElementFlopsPerValue))));
     t.move_gas = std::max(t.move_gas, v_e);
-    t.arbitration_gas = std::max(t.arbitration_gas, a_e);
     t.moves = GasMeter::Add(t.moves, d.moves);
+    // The nodes the element level covers are never arbitrated whole by an
+    // honest party (verify::ElementCoversNode): the allowance and the
+    // largest required transaction are those of the other nodes' whole
+    // arbitration and of the element level's deciding move.
+    const std::uint64_t whole_tx = tx_bytes(arb.max_whole_payload_bytes);
+    t.arbitration_gas = std::max(arbitration_gas(arb.max_whole_gas, whole_tx), a_e);
+    t.required_tx_bytes = std::max(whole_tx, std::max(final_bytes, move_bytes_e));
+    t.required_node = arb.max_whole_payload_node;
   }
 
   auto allowance = vm::CheckedMul(t.arbitration_gas, params.min_gas_price);

@@ -61,9 +61,19 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 inline constexpr std::uint64_t kElementStateFixedBytes = 1024;
 
 struct BondTerms {
-  std::uint64_t arbitration_gas = 0;       // A
+  // A: on a chain that plays the element level, over the nodes it does not
+  // cover and its deciding move (an honest party never arbitrates a covered
+  // node whole; one that chooses to is reimbursed up to A only).
+  std::uint64_t arbitration_gas = 0;
   std::uint64_t arbitration_tx_bytes = 0;  // the worst node's Arbitrate transaction, encoded
   std::uint64_t arbitration_node = 0;      // which node is the costliest to arbitrate
+  // The largest transaction an honest party may have to send: the worst
+  // Arbitrate transaction over the nodes it may have to arbitrate whole (on
+  // a chain that plays the element level: the nodes verify::ElementCoversNode
+  // does not cover) and the element level's deciding move. PostBounty refuses
+  // a job whose required_tx_bytes exceeds the chain's max_tx_bytes.
+  std::uint64_t required_tx_bytes = 0;
+  std::uint64_t required_node = 0;         // the node of that Arbitrate transaction
   std::uint64_t move_gas = 0;              // V
   std::uint64_t moves = 0;                 // R
   vm::Amount arbitration_allowance = 0;    // A · p_min

@@ -160,6 +160,20 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   return bound;
 }
 
+bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index) {
+  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops) || node_index >= graph.nodes.size()) return false;
+  const NodeSpec& node = graph.nodes[node_index];
+  auto shapes = NodeInputShapes(graph, node);
+  if (!shapes.ok() || node.output_shapes.empty()) return false;
+  for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
+    const std::int64_t numel = kernels::NumElements(node.output_shapes[slot]);
+    if (numel <= 0) return false;
+    for (std::int64_t e : {std::int64_t{0}, numel - 1})
+      if (!ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes).ok()) return false;
+  }
+  return true;
+}
+
 Status CheckChunkRoot(const Hash256& output_hash, const Shape& shape, const Hash256& root) {
   if (kernels::TensorHashFromRoot(shape, root) != output_hash)
     return Status::Invalid("elem-bad-chunk-root", "not the root of the record's output hash");

@@ -122,6 +122,16 @@ struct DescentBound {
 };
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
 
+// Whether node `node_index` can always be settled at the element level: a
+// repops job, and a rule for the first and the last value of every output
+// (the rules depend on the slot, and their openings grow, if at all, towards
+// the last value — attention's causal rows), so whichever slot a liar makes
+// differ and whichever value the walk ends at, the honest party descends
+// and never has to send the node's inputs whole. PostBounty then does not
+// need the node's arbitration transaction to fit a block
+// (referee/bonds.h, BondTerms::required_tx_bytes).
+bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index);
+
 // A party's chunk root of an output: its record's output hash must be
 // TensorHashFromRoot(shape, root). Invalid "elem-bad-chunk-root". Charge:
 // hashing the header and the root.

@@ -16,10 +16,6 @@
 #include <string>
 
 #include "kernels/ops/registry.h"
-#include "contract_vm/arbitration.h"
-#include "contract_vm/graph_source.h"
-#include "referee/bonds.h"
-#include "referee/referee.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "tests/contract_vm/test_chain.h"
@@ -488,12 +484,7 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
 // costs at most V, the deciding one at most A (it is reimbursed up to the
 // allowance), and the honest party makes at most R moves besides it.
 TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
-  vm::KernelsGraphSource graphs;
-  vm::Arbiter arbiter(graphs);
-  vm::GasMeter meter(std::uint64_t{1} << 40);
-  auto terms = referee::ComputeBondTerms(arbiter, WideJob().job, vm::ChainParams{},
-                                         referee::RefereeParams{}, meter);
-  ASSERT_TRUE(terms.ok()) << terms.status().ToString();
+  const referee::BondTerms terms = BondTermsOf(WideJob().job);
   std::uint64_t max_moves = 0, max_move_gas = 0, max_final_gas = 0;
   for (const Target& t : kTargets) {
     for (SumsLie sums : {SumsLie::kHonest, SumsLie::kMadeUp}) {
@@ -522,25 +513,25 @@ TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
             return e.topic == referee::topics::kGameResolved;
           });
           if (resolving) {
-            EXPECT_LE(rc.gas_used, terms->arbitration_gas) << "the deciding move";
+            EXPECT_LE(rc.gas_used, terms.arbitration_gas) << "the deciding move";
             max_final_gas = std::max(max_final_gas, rc.gas_used);
             continue;
           }
           const auto method = static_cast<Method>(std::get<vm::CallPayload>(tx.payload).method);
-          EXPECT_LE(rc.gas_used, terms->move_gas) << referee::MethodName(method);
+          EXPECT_LE(rc.gas_used, terms.move_gas) << referee::MethodName(method);
           max_move_gas = std::max(max_move_gas, rc.gas_used);
           ++moves;
         }
       }
-      EXPECT_LE(moves, terms->moves);
+      EXPECT_LE(moves, terms.moves);
       max_moves = std::max(max_moves, moves);
     }
   }
   std::printf("[element-game] bond terms: R = %llu moves (the honest party made at most %llu), V = %llu gas "
               "(largest move %llu), A = %llu gas (largest deciding move %llu)\n",
-              static_cast<unsigned long long>(terms->moves), static_cast<unsigned long long>(max_moves),
-              static_cast<unsigned long long>(terms->move_gas), static_cast<unsigned long long>(max_move_gas),
-              static_cast<unsigned long long>(terms->arbitration_gas),
+              static_cast<unsigned long long>(terms.moves), static_cast<unsigned long long>(max_moves),
+              static_cast<unsigned long long>(terms.move_gas), static_cast<unsigned long long>(max_move_gas),
+              static_cast<unsigned long long>(terms.arbitration_gas),
               static_cast<unsigned long long>(max_final_gas));
 }
 

@@ -451,13 +451,18 @@ const History& ScenarioDriver::history(std::size_t agent) const { return m_impl-
 const crypto::SecretKey& ScenarioDriver::key(std::size_t agent) const { return m_impl->m_agents[agent].key; }
 const std::vector<std::uint64_t>& ScenarioDriver::game_ids() const { return m_impl->m_game_ids; }
 
-vm::Amount MinimumBond(const protocol::JobSpec& job, const referee::RefereeParams& referee) {
+referee::BondTerms BondTermsOf(const protocol::JobSpec& job, const vm::ChainParams& params,
+                               const referee::RefereeParams& referee) {
   vm::KernelsGraphSource graphs;
   vm::Arbiter arbiter(graphs);
   vm::GasMeter meter(std::uint64_t{1} << 40);
-  auto t = referee::ComputeBondTerms(arbiter, job, vm::ChainParams{}, referee, meter);
+  auto t = referee::ComputeBondTerms(arbiter, job, params, referee, meter);
   EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return t.ok() ? t->minimum : 0;
+  return t.value_or(referee::BondTerms{});
+}
+
+vm::Amount MinimumBond(const protocol::JobSpec& job, const referee::RefereeParams& referee) {
+  return BondTermsOf(job, vm::ChainParams{}, referee).minimum;
 }
 
 ScenarioReport RunScenario(const ScenarioConfig& config) {

@@ -18,6 +18,7 @@
 #include "kernels/mode.h"
 #include "referee/messages.h"
 #include "referee/records.h"
+#include "referee/bonds.h"
 #include "referee/referee.h"
 #include "tests/referee/element_agent.h"
 #include "tests/referee/history.h"
@@ -90,6 +91,10 @@ ScenarioReport RunScenario(const ScenarioConfig& config);
 
 // The smallest bond PostBounty accepts for `job` on a chain with default
 // parameters (referee/bonds.h), for tests that post their own bounties.
+// The job's bond terms (referee::ComputeBondTerms, unmetered) on a chain
+// with these parameters, and its minimum bond.
+referee::BondTerms BondTermsOf(const protocol::JobSpec& job, const vm::ChainParams& params = {},
+                               const referee::RefereeParams& referee = {});
 vm::Amount MinimumBond(const protocol::JobSpec& job, const referee::RefereeParams& referee = {});
 
 // The driver behind RunScenario, for tests that stop a game at a chosen

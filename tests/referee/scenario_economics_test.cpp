@@ -34,12 +34,7 @@ constexpr vm::Amount Share(vm::Amount a) { return a / 2; }  // winner share 50%
 
 // The minimum bonds of a job on a chain with `params`, as PostBounty computes them.
 referee::BondTerms Terms(const protocol::JobSpec& job, const vm::ChainParams& params = {}) {
-  vm::KernelsGraphSource graphs;
-  vm::Arbiter arbiter(graphs);
-  vm::GasMeter meter(std::uint64_t{1} << 40);
-  auto t = referee::ComputeBondTerms(arbiter, job, params, referee::RefereeParams{}, meter);
-  EXPECT_TRUE(t.ok()) << t.status().ToString();
-  return t.value_or(referee::BondTerms{});
+  return BondTermsOf(job, params);
 }
 
 // The receipt of the transaction that resolved game `game_id`, and its size.
@@ -345,6 +340,8 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
   kernels::graph::ModelSpec model;
   if (std::string_view(p.model) == "fashion-mlp-32") {
     model.arch = kernels::graph::MlpSpec{784, {32}, 10, kernels::graph::Activation::kRelu};
+  } else if (std::string_view(p.model) == "mlp-64-2048-2048-10") {
+    model.arch = kernels::graph::MlpSpec{64, {2048, 2048}, 10, kernels::graph::Activation::kRelu};
   } else {
     auto preset = kernels::graph::ModelPreset(p.model);
     EXPECT_TRUE(preset.ok()) << p.model;
@@ -401,12 +398,27 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   };
 
   const PresetJob accepted[] = {{"mlp-tiny", 8, 64}, {"fashion-mlp-32", 16, 512}, {"gpt-tiny", 8, 512}};
+  // Accepted in repops mode only, where the element level covers its SGD
+  // updates (their whole arbitration carries three copies of a 128 × 784 weight).
+  const PresetJob mlp_fashion{"mlp-fashion", 16, 512};
+  {
+    const protocol::JobSpec job = PresetSpec(mlp_fashion, kernels::Mode::kRepops);
+    const referee::BondTerms t = Terms(job, params);
+    EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_GT(t.arbitration_tx_bytes, params.max_tx_bytes);
+    EXPECT_TRUE(post(job, t.minimum).success);
+    const protocol::JobSpec rounded = PresetSpec(mlp_fashion, kernels::Mode::kRounded);
+    EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
+    std::cout << "[ posting ] mlp-fashion repops B=16: whole-node arbitration up to " << t.arbitration_tx_bytes
+              << " bytes, required " << t.required_tx_bytes << " bytes (node " << t.required_node
+              << "); accepted, minimum bond " << t.minimum << "\n";
+  }
   for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
     for (const PresetJob& p : accepted) {
       SCOPED_TRACE(std::string(p.model) + " " + std::string(kernels::ModeName(mode)));
       const protocol::JobSpec job = PresetSpec(p, mode);
       const referee::BondTerms t = Terms(job, params);
-      EXPECT_LE(t.arbitration_tx_bytes, params.max_tx_bytes);
+      EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
       const vm::Receipt r = post(job, t.minimum);
       EXPECT_TRUE(r.success) << r.reason;
       std::cout << "[ posting ] " << p.model << " " << kernels::ModeName(mode) << " B=" << p.batch
@@ -414,22 +426,46 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
                 << " gas (node " << t.arbitration_node << "); minimum bond " << t.minimum << "\n";
     }
   }
-  const PresetJob refused[] = {{"gpt2-small", 1, 512}, {"mlp-fashion", 16, 512}, {"cnn-fashion", 16, 512}};
+  const PresetJob refused[] = {{"gpt2-small", 1, 512}, {"cnn-fashion", 16, 512}};
   for (const PresetJob& p : refused) {
     SCOPED_TRACE(p.model);
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
-    EXPECT_GT(t.arbitration_tx_bytes, params.max_tx_bytes);
+    EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
     const vm::Receipt r = post(big, t.minimum);
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason, "bounty-job-too-large");
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
-    std::cout << "[ posting ] " << p.model << " B=" << p.batch << ": worst arbitration " << t.arbitration_tx_bytes
-              << " bytes (node " << t.arbitration_node << "), refused; PostBounty used " << r.gas_used << " gas\n";
+    std::cout << "[ posting ] " << p.model << " B=" << p.batch << ": worst arbitration " << t.required_tx_bytes
+              << " bytes (node " << t.required_node << "), refused; PostBounty used " << r.gas_used << " gas\n";
   }
   EXPECT_GT(Terms(PresetSpec(refused[0], kernels::Mode::kRepops), params).arbitration_tx_bytes,
             std::uint64_t{300} << 20)
       << "GPT-2 small's lm_head.backward carries hundreds of MB";
+
+  // A 2048 × 2048 hidden layer (16 MiB of weights): its forward, backward
+  // and update nodes would need ~50 MB arbitration transactions, but the
+  // element level covers every value of them, so a repops job is accepted
+  // on a chain that plays it (its largest required transaction: the
+  // element level's deciding move or a batch-reading node); rounded mode,
+  // or a chain without the element level, refuses it.
+  const PresetJob wide{"mlp-64-2048-2048-10", 8, 64};
+  const protocol::JobSpec wide_repops = PresetSpec(wide, kernels::Mode::kRepops);
+  const referee::BondTerms covered = Terms(wide_repops, params);
+  EXPECT_GT(covered.arbitration_tx_bytes, std::uint64_t{16} << 20) << "the whole-node transaction is still priced";
+  EXPECT_LE(covered.required_tx_bytes, params.max_tx_bytes);
+  const vm::Receipt accepted_wide = post(wide_repops, covered.minimum);
+  EXPECT_TRUE(accepted_wide.success) << accepted_wide.reason;
+  referee::RefereeParams whole;
+  whole.element_level = false;
+  EXPECT_GT(BondTermsOf(wide_repops, params, whole).required_tx_bytes, params.max_tx_bytes);
+  const protocol::JobSpec wide_rounded = PresetSpec(wide, kernels::Mode::kRounded);
+  const vm::Receipt refused_rounded = post(wide_rounded, Terms(wide_rounded, params).minimum);
+  EXPECT_EQ(refused_rounded.reason, "bounty-job-too-large");
+  std::cout << "[ posting ] " << wide.model << " repops B=" << wide.batch << ": whole-node arbitration up to "
+            << covered.arbitration_tx_bytes << " bytes (node " << covered.arbitration_node
+            << "), required " << covered.required_tx_bytes << " bytes (node " << covered.required_node
+            << "); accepted, minimum bond " << covered.minimum << "\n";
 }
 
 // The size bound is an upper bound node by node: the real payload of every

@@ -248,6 +248,13 @@ std::vector<Case> Cases() {
   };
   const std::vector<std::uint64_t> mlp_nodes = ConsumedForwardNodes(Family::kMlp);
   const std::vector<std::uint64_t> cnn_nodes = ConsumedForwardNodes(Family::kCnn);
+  // One random value of a consumed forward output.
+  const std::string value_node = pick_of(mlp_nodes);
+  const graph::StepGraph mlp_graph = test::GraphOf(test::MakeJob(Family::kMlp, "repops").job, 0);
+  const auto value_numel = static_cast<std::uint64_t>(
+      kernels::NumElements(mlp_graph.nodes[std::stoull(value_node)].output_shapes.at(0)));
+  const std::string wrong_value =
+      "wrong-value:step=" + pick(8) + ",node=" + value_node + ",element=" + pick(value_numel);
   return {
       {Family::kMlp, "repops", "wrong-lr:step=4,factor=10"},
       {Family::kMlp, "repops", "tamper-weight:step=" + pick(8)},
@@ -269,7 +276,7 @@ std::vector<Case> Cases() {
       {Family::kGpt, "rounded", "forge-log:step=5,node=0"},
       {Family::kGpt, "rounded", "tamper-weight:step=1"},
       {Family::kMlp, "native", "wrong-output:step=3,node=" + pick_of(mlp_nodes)},
-      {Family::kMlp, "repops", "wrong-value:step=" + pick(8) + ",node=" + pick_of(mlp_nodes) + ",element=" + pick(8)},
+      {Family::kMlp, "repops", wrong_value},
       // Certified mode: no logs; the solver trains with 1 thread, the
       // challenger with 2, and the referee re-executes with the exact path.
       {Family::kMlp, "certified", "wrong-output:step=" + pick(8) + ",node=0"},
