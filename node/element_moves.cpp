@@ -25,6 +25,12 @@ Status AddOpening(const worker::ElementSide& side, std::uint32_t input,
   return Status::Ok();
 }
 
+// m, where the walk over the partial results ended (leaf m+1 disputed, leaf m agreed).
+Result<std::uint64_t> StepOf(const referee::ElementGame& e) {
+  if (e.step_leaf == 0) return Status::Invalid("elem-bad-step", "the walk has not ended");
+  return e.step_leaf - 1;
+}
+
 }  // namespace
 
 referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id) {
@@ -52,8 +58,7 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
                                                const worker::PartialsAnswer& mine,
                                                const referee::ElementGame& e, std::uint64_t game_id,
                                                std::uint8_t node_root_of) {
-  if (e.step_leaf == 0) return Status::Invalid("elem-bad-step", "the walk has not ended");
-  const std::uint64_t m = e.step_leaf - 1;
+  VT_ASSIGN_OR_RETURN(const std::uint64_t m, StepOf(e));
   const worker::StepReveal reveal = worker::AnswerStepReveal(mine, m);
   const worker::FactorOpenings factors = worker::AnswerFactors(side, mine.element, m);
   referee::RevealStepArgs a;
@@ -75,8 +80,7 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
                                                            const worker::ReducePartialsAnswer& mine,
                                                            const referee::ElementGame& e,
                                                            std::uint64_t game_id, std::uint8_t node_root_of) {
-  if (e.step_leaf == 0) return Status::Invalid("elem-bad-step", "the walk has not ended");
-  const std::uint64_t m = e.step_leaf - 1;
+  VT_ASSIGN_OR_RETURN(const std::uint64_t m, StepOf(e));
   const worker::StepReveal reveal = worker::AnswerReduceReveal(mine, m);
   VT_ASSIGN_OR_RETURN(worker::ReduceOperands ops, worker::AnswerReduceOperands(side, mine, m));
   VT_ASSIGN_OR_RETURN(verify::ReduceStep step, verify::ReduceStepAt(mine.element, m + 1));

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernels/ops/registry.h"
 #include "node/bounty_flow.h"
@@ -31,13 +32,34 @@ using Json = nlohmann::json;
 // Short windows: a challenge window of 12 blocks, 40 blocks on each clock.
 const node::BountyTerms kTerms{1'000'000, 3'000'000, 2'000'000, 300, 12, 40};
 
+// The solver daemon's arguments: polling every 100 ms, cheating (TEST ONLY) when named.
+std::vector<std::string> SolverArgs(const std::string& adversary = "") {
+  std::vector<std::string> args{"--poll-ms", "100"};
+  if (!adversary.empty()) args.insert(args.end(), {"--adversary", adversary});
+  return args;
+}
+
+// Both daemons polling every 100 ms; the testnet up.
+testing::AssertionResult UpWithDaemons(ScopedTestnet& t) {
+  if (!t.ok()) return testing::AssertionFailure() << "no testnet";
+  t.net().SetWorkerArgs("solver", SolverArgs());
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  if (Status s = t.net().Up(); !s.ok()) return testing::AssertionFailure() << s.ToString();
+  return testing::AssertionSuccess();
+}
+
+// The solver daemon restarted as a cheater.
+testing::AssertionResult RestartSolverCheating(ScopedTestnet& t, const std::string& adversary) {
+  t.net().SetWorkerArgs("solver", SolverArgs(adversary));
+  if (Status s = t.net().Stop("solver"); !s.ok()) return testing::AssertionFailure() << s.ToString();
+  if (Status s = t.net().Start("solver"); !s.ok()) return testing::AssertionFailure() << s.ToString();
+  return testing::AssertionSuccess();
+}
+
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
-  ASSERT_TRUE(t.ok());
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
-  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
-  ASSERT_TRUE(t.net().Up().ok());
+  ASSERT_TRUE(UpWithDaemons(t));
 
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
@@ -59,9 +81,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_GT(solver_after, solver_before + 900'000) << "reward paid (minus fees)";
 
   // 2. Cheating: wrong output of node 1 at step 5.
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=5,node=1"});
-  ASSERT_TRUE(t.net().Stop("solver").ok());
-  ASSERT_TRUE(t.net().Start("solver").ok());
+  ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=5,node=1"));
   post();
   ASSERT_TRUE(WaitFor(
       [&] {
@@ -124,10 +144,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
     if (n.op_kind == static_cast<std::uint16_t>(kernels::OpKind::kLinearBackward) && !batch) dot_node = i;
   }
   ASSERT_TRUE(dot_node.has_value());
-  t.net().SetWorkerArgs(
-      "solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=6,node=" + std::to_string(*dot_node)});
-  ASSERT_TRUE(t.net().Stop("solver").ok());
-  ASSERT_TRUE(t.net().Start("solver").ok());
+  ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=6,node=" + std::to_string(*dot_node)));
   post();
   EXPECT_TRUE(WaitFor([&] { return BountyState(c, 2).value_or("") == "failed"; }, 90s))
       << "cheating bounty: " << BountyState(c, 2).value_or("?");
@@ -160,10 +177,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
   ScopedTestnet t("values",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
-  ASSERT_TRUE(t.ok());
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
-  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
-  ASSERT_TRUE(t.net().Up().ok());
+  ASSERT_TRUE(UpWithDaemons(t));
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
@@ -185,9 +199,7 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
     const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
                               ",slot=" + std::to_string(slot) + ",element=" + std::to_string(element);
     SCOPED_TRACE(cheat);
-    t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", cheat});
-    ASSERT_TRUE(t.net().Stop("solver").ok());
-    ASSERT_TRUE(t.net().Start("solver").ok());
+    ASSERT_TRUE(RestartSolverCheating(t, cheat));
     auto id = node::PostBounty(c, *client, *loaded, kTerms);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
     ASSERT_EQ(*id, bounty);
@@ -247,10 +259,7 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ScopedTestnet t(
       "rounded",
       DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
-  ASSERT_TRUE(t.ok());
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100"});
-  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
-  ASSERT_TRUE(t.net().Up().ok());
+  ASSERT_TRUE(UpWithDaemons(t));
 
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
@@ -278,9 +287,7 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ASSERT_TRUE(blob.ok()) << blob.status().ToString();
   EXPECT_GT(blob->size(), 64u);
 
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", "wrong-output:step=5,node=1"});
-  ASSERT_TRUE(t.net().Stop("solver").ok());
-  ASSERT_TRUE(t.net().Start("solver").ok());
+  ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=5,node=1"));
   post();
   EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("") == "failed"; }, 120s))
       << "cheating rounded bounty: " << BountyState(c, 1).value_or("?");
