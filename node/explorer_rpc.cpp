@@ -11,6 +11,7 @@
 #include <array>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "common/encoding.h"
 #include "contract_vm/node_spec.h"
@@ -63,47 +64,33 @@ std::optional<T> DecodeArgs(const RefereeCall& c) {
   return std::move(v).value();
 }
 
-// The game a call moves in, if it is a game move.
-std::optional<std::uint64_t> GameOfCall(const RefereeCall& c) {
-  auto id = [](const auto& a) -> std::optional<std::uint64_t> {
-    if (!a) return std::nullopt;
-    return a->game_id;
-  };
+// `get` of a call's arguments, decoded as its method's type from the
+// referee's method table, when that type has what `get` reads (nullopt
+// otherwise, or when the arguments do not decode).
+template <class Get>
+std::optional<std::uint64_t> FromArgs(const RefereeCall& c, Get get) {
   switch (c.method()) {
-    case Method::kRevealChildren: return id(DecodeArgs<referee::RevealChildrenArgs>(c));
-    case Method::kPostStepRoot: return id(DecodeArgs<referee::StepRootArgs>(c));
-    case Method::kPostNodeRoot: return id(DecodeArgs<referee::NodeRootArgs>(c));
-    case Method::kRevealRecord: return id(DecodeArgs<referee::RevealRecordArgs>(c));
-    case Method::kArbitrate: return id(DecodeArgs<referee::ArbitrateArgs>(c));
-    case Method::kClaimTimeout: return id(DecodeArgs<referee::GameIdArgs>(c));
-    case Method::kCloseGame: return id(DecodeArgs<referee::GameIdArgs>(c));
-    case Method::kPostChunkRoot: return id(DecodeArgs<referee::ChunkRootArgs>(c));
-    case Method::kRevealChunk: return id(DecodeArgs<referee::RevealChunkArgs>(c));
-    case Method::kPostPartialsRoot: return id(DecodeArgs<referee::PartialsRootArgs>(c));
-    case Method::kRevealStep: return id(DecodeArgs<referee::RevealStepArgs>(c));
-    case Method::kOpenElement: return id(DecodeArgs<referee::OpenElementArgs>(c));
-    case Method::kRevealReduceStep: return id(DecodeArgs<referee::RevealReduceStepArgs>(c));
-    default: return std::nullopt;
+#define VT_FROM_ARGS(enumerator, id, name, Args, handler)                  \
+  case Method::enumerator:                                                  \
+    if constexpr (std::is_invocable_v<Get, const referee::Args&>) {         \
+      if (auto a = DecodeArgs<referee::Args>(c)) return get(*a);            \
+    }                                                                       \
+    return std::nullopt;
+    VT_REFEREE_METHODS(VT_FROM_ARGS)
+#undef VT_FROM_ARGS
   }
+  return std::nullopt;
+}
+
+// The game a call moves in, if it is a game move (its arguments name one).
+std::optional<std::uint64_t> GameOfCall(const RefereeCall& c) {
+  return FromArgs(c, [](const auto& a) -> decltype(a.game_id) { return a.game_id; });
 }
 
 // The bounty a call names in its arguments (post-bounty names none: its id
 // is in its event).
 std::optional<std::uint64_t> BountyOfCall(const RefereeCall& c) {
-  switch (c.method()) {
-    case Method::kClaim:
-    case Method::kRefund:
-    case Method::kFinalize:
-      if (auto a = DecodeArgs<referee::BountyIdArgs>(c)) return a->bounty_id;
-      return std::nullopt;
-    case Method::kCommit:
-      if (auto a = DecodeArgs<referee::CommitArgs>(c)) return a->bounty_id;
-      return std::nullopt;
-    case Method::kOpenGame:
-      if (auto a = DecodeArgs<referee::OpenGameArgs>(c)) return a->bounty_id;
-      return std::nullopt;
-    default: return std::nullopt;
-  }
+  return FromArgs(c, [](const auto& a) -> decltype(a.bounty_id) { return a.bounty_id; });
 }
 
 Json CallSummary(const RefereeCall& c) {

@@ -144,8 +144,13 @@ cublasHandle_t Handle() {
 }  // namespace
 
 bool CudaAvailable() {
-  int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  // Asked once per process: every offloaded GEMM checks it (Require), and
+  // the device count does not change while the process runs.
+  static const bool available = [] {
+    int count = 0;
+    return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  }();
+  return available;
 }
 
 std::string CudaDescription() {
