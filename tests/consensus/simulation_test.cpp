@@ -166,6 +166,7 @@ class Sim {
     std::vector<Vote> saved_votes;
     std::vector<Committed> committed; // committed[h-1]; survives too (the block store)
     std::vector<Proposal> early;      // proposals for the next height
+    std::vector<Vote> cert;           // the certificate being applied (OnCommitCertificate)
     std::uint64_t last_catchup_ms = 0;
     std::set<std::pair<std::uint64_t, std::uint32_t>> byz_acted;  // (height, round)
     std::map<std::pair<std::uint64_t, std::uint32_t>, std::vector<Hash256>> byz_seen;
@@ -323,7 +324,7 @@ class Sim {
     }
     const auto [it, inserted] = m_decided.emplace(c.height, c.block);
     ASSERT_EQ(it->second, c.block) << "agreement violated at height " << c.height << " by validator " << i;
-    nd.committed.push_back(Committed{c.round, c.block, c.precommits});
+    nd.committed.push_back(Committed{c.round, c.block, c.precommits.empty() ? nd.cert : c.precommits});
     ++m_commit_count;
   }
 
@@ -380,7 +381,7 @@ class Sim {
       case Msg::Kind::kCertRequest:
         if (msg.height >= 1 && msg.height <= nd.committed.size()) {
           const Committed& c = nd.committed[msg.height - 1];
-          if (c.precommits.empty()) return;  // learnt from a certificate itself; others will answer
+          if (c.precommits.empty()) return;  // every commit keeps its votes or its certificate
           Msg reply;
           reply.kind = Msg::Kind::kCert;
           reply.height = msg.height;
@@ -398,7 +399,12 @@ class Sim {
           if (v.type == VoteType::kPrecommit && v.height == msg.height && v.round == msg.round && v.block == msg.block)
             signers.insert(v.validator);
         if (signers.size() < m_set.quorum() || !ValidBlock(msg.block)) return;
+        // A node that commits from a certificate keeps it, so that it can
+        // answer others' requests as a real node serves its stored
+        // certificates.
+        nd.cert = msg.precommits;
         Apply(i, nd.m->OnCommitCertificate(msg.height, msg.round, msg.block));
+        nd.cert.clear();
         if (msg.from < m_cfg.n) CatchUp(i, msg.from);  // more to fetch?
         return;
       }
