@@ -248,13 +248,19 @@ std::vector<Case> Cases() {
   };
   const std::vector<std::uint64_t> mlp_nodes = ConsumedForwardNodes(Family::kMlp);
   const std::vector<std::uint64_t> cnn_nodes = ConsumedForwardNodes(Family::kCnn);
-  // One random value of a consumed forward output.
-  const std::string value_node = pick_of(mlp_nodes);
+  // One random value of a random state tensor's new value, where the
+  // node that produces it writes it (a value of an intermediate output may
+  // be absorbed downstream — a relu, a rounding — and never reach a
+  // checkpoint; one written to the next state always does).
   const graph::StepGraph mlp_graph = test::GraphOf(test::MakeJob(Family::kMlp, "repops").job, 0);
+  std::vector<graph::NodeInput> produced;
+  for (const graph::NodeInput& in : mlp_graph.next_state)
+    if (in.source == graph::NodeInputSource::kNode) produced.push_back(in);
+  const graph::NodeInput target = produced[std::uniform_int_distribution<std::size_t>(0, produced.size() - 1)(rng)];
   const auto value_numel = static_cast<std::uint64_t>(
-      kernels::NumElements(mlp_graph.nodes[std::stoull(value_node)].output_shapes.at(0)));
-  const std::string wrong_value =
-      "wrong-value:step=" + pick(8) + ",node=" + value_node + ",element=" + pick(value_numel);
+      kernels::NumElements(mlp_graph.nodes[target.index].output_shapes.at(target.slot)));
+  const std::string wrong_value = "wrong-value:step=" + pick(8) + ",node=" + std::to_string(target.index) +
+                                  ",slot=" + std::to_string(target.slot) + ",element=" + pick(value_numel);
   return {
       {Family::kMlp, "repops", "wrong-lr:step=4,factor=10"},
       {Family::kMlp, "repops", "tamper-weight:step=" + pick(8)},
