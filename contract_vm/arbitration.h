@@ -70,8 +70,10 @@ class Arbiter {
   // arbitration costs from it.
   Result<StepGraph> BuildGraph(const protocol::JobSpec& job, std::uint64_t step, GasMeter& gas) const;
 
- private:
+  // The graph source, for the element level's batch openings (verify/batch_opening.h).
+  const StepGraphSource& graphs() const { return m_graphs; }
 
+ private:
   const StepGraphSource& m_graphs;
 };
 

@@ -53,6 +53,35 @@ struct Trees {
   std::uint64_t data_siblings;   // the dataset commitment
 };
 
+// The batch's pieces (verify/batch_opening.h, the rules whole arbitration
+// shares): the header of h_t with its proof, the data order — charged per
+// permutation word before it is built, most with the cursor on an epoch's
+// last example — and one example: its leaf and its proof in the dataset.
+struct BatchCost {
+  std::uint64_t header_bytes = 0, header_gas = 0, order_gas = 0, example_bytes = 0, example_gas = 0;
+};
+BatchCost BatchCostOf(const protocol::JobSpec& job, const StepGraph& graph, const Trees& trees) {
+  BatchCost c;
+  const protocol::StateHeader header{kMax, kMax, kMax, kMax, graph.state_names};
+  c.header_bytes = Add(protocol::EncodeStateHeader(header).size(), ProofBytes(trees.state_siblings));
+  c.header_gas = ProofGas(trees.state_siblings);
+  const std::uint64_t last = job.dataset_size > 0 ? job.dataset_size - 1 : 0;
+  c.order_gas =
+      Mul(kGas.data_order_element, protocol::BatchIndicesWork(job.dataset_size, last, job.batch_size));
+  auto per_example = [&](const Dims& d) {
+    return TensorBytes(Dims(d.begin() + (d.empty() ? 0 : 1), d.end()));
+  };
+  const std::uint64_t leaf = Add(per_example(graph.batch_shapes[0]), per_example(graph.batch_shapes[1]));
+  c.example_bytes = Add(BytesField(leaf), ProofBytes(trees.data_siblings));
+  c.example_gas = Add(HashGas(leaf), ProofGas(trees.data_siblings));
+  return c;
+}
+
+Trees TreesOf(const protocol::JobSpec& job, const StepGraph& graph) {
+  return Trees{ProofSiblings(std::uint64_t{graph.num_state_tensors} + 1),
+               ProofSiblings(graph.nodes.size() + 1), ProofSiblings(job.dataset_size)};
+}
+
 }  // namespace
 
 Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, const StepGraph& graph,
@@ -62,8 +91,8 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
   if (graph.state_shapes.size() != graph.num_state_tensors || graph.state_names.size() != graph.num_state_tensors ||
       graph.batch_shapes.size() != 2)
     return Bad("the step graph lacks its declared sizes");
-  const Trees trees{ProofSiblings(std::uint64_t{graph.num_state_tensors} + 1), ProofSiblings(nodes + 1),
-                    ProofSiblings(job.dataset_size)};
+  const Trees trees = TreesOf(job, graph);
+  const BatchCost batch = BatchCostOf(job, graph, trees);
   const NodeSpec spec = NodeSpecAt(graph, index);
   const bool assemble = index == nodes;
 
@@ -96,9 +125,8 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
   cost.record_bytes = record_bytes(spec);
 
   // The header of h_t, opened against h_t (Arbitrate: VerifyStateHeader).
-  protocol::StateHeader header{kMax, kMax, kMax, kMax, graph.state_names};
-  cost.payload_bytes = Add(protocol::EncodeStateHeader(header).size(), ProofBytes(trees.state_siblings));
-  cost.gas = Add(GraphGas(nodes), ProofGas(trees.state_siblings));
+  cost.payload_bytes = batch.header_bytes;
+  cost.gas = Add(GraphGas(nodes), batch.header_gas);
 
   // The inputs, each opened in h_t or through its producer's record.
   bool reads_batch = false;
@@ -129,16 +157,8 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
   // The batch's examples, each opened in the dataset commitment.
   cost.payload_bytes = Add(cost.payload_bytes, VarintSize(reads_batch ? job.batch_size : 0));
   if (reads_batch) {
-    auto per_example = [&](const Dims& d) { return TensorBytes(Dims(d.begin() + (d.empty() ? 0 : 1), d.end())); };
-    const std::uint64_t leaf = Add(per_example(graph.batch_shapes[0]), per_example(graph.batch_shapes[1]));
-    cost.payload_bytes =
-        Add(cost.payload_bytes, Mul(job.batch_size, Add(BytesField(leaf), ProofBytes(trees.data_siblings))));
-    cost.gas = Add(cost.gas, Mul(job.batch_size, Add(HashGas(leaf), ProofGas(trees.data_siblings))));
-    // The data order, charged per permutation element before it is built;
-    // its work is largest with the cursor on the epoch's last example.
-    const std::uint64_t last = job.dataset_size > 0 ? job.dataset_size - 1 : 0;
-    cost.gas = Add(cost.gas, Mul(kGas.data_order_element,
-                                 protocol::BatchIndicesWork(job.dataset_size, last, job.batch_size)));
+    cost.payload_bytes = Add(cost.payload_bytes, Mul(job.batch_size, batch.example_bytes));
+    cost.gas = Add(Add(cost.gas, Mul(job.batch_size, batch.example_gas)), batch.order_gas);
   }
 
   if (assemble) {
@@ -202,6 +222,14 @@ Result<ArbitrationCost> WorstArbitrationCost(const Arbiter& arbiter, const proto
     }
   }
   VT_ASSIGN_OR_RETURN(worst.descent, verify::BoundDescent(job.mode, graph));
+  if (worst.descent.batch_examples > 0) {
+    // The batch opening of the element level's deciding move (its positions: one word each).
+    const BatchCost batch = BatchCostOf(job, graph, TreesOf(job, graph));
+    const std::uint64_t n = worst.descent.batch_examples;
+    worst.batch_opening_bytes =
+        Add(Add(batch.header_bytes, VarintSize(n)), Mul(n, Add(batch.example_bytes, 8 + VarintSize(n))));
+    worst.batch_opening_gas = Add(Add(batch.header_gas, batch.order_gas), Mul(n, batch.example_gas));
+  }
   return worst;
 }
 

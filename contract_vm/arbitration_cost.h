@@ -49,6 +49,10 @@ struct ArbitrationCost {
   std::uint64_t max_whole_payload_bytes = 0;
   std::uint64_t max_whole_payload_node = 0;
   verify::DescentBound descent;         // the element level's longest game (verify::BoundDescent)
+  // The batch opening of its deciding move (verify/batch_opening.h: the
+  // header of h_t, the data order and descent.batch_examples examples), at most.
+  std::uint64_t batch_opening_bytes = 0;
+  std::uint64_t batch_opening_gas = 0;
 };
 
 // The worst node of the job's step graph. Node shapes, kinds and flop counts

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "verify/batch_opening.h"
 #include "verify/element_game.h"
 
 namespace vt::node {
@@ -118,15 +119,29 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
   }
   VT_ASSIGN_OR_RETURN(verify::ElementPlan plan,
                       verify::PlanElement(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
-  // One chunk list per read slice (own outputs from the party's agreed
-  // outputs), one hash opening per read input.
+  // One chunk list per read slice not of the batch (own outputs from the
+  // party's agreed outputs), one hash opening per read input, and the
+  // examples the batch slices read.
+  const std::vector<std::uint64_t> positions = verify::PlanBatchPositions(plan, side.refs, e.input_shapes);
+  if (!positions.empty()) {
+    if (side.examples.empty())
+      return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
+    a.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
+  }
   for (std::uint32_t i = 0; i < plan.inputs.size(); ++i) {
-    const verify::InputSlice& slice = plan.inputs[i];
+    verify::InputSlice slice = plan.inputs[i];
     if (slice.count == 0) continue;
     if (slice.output_slot >= 0) {
       a.slices.push_back(
           verify::OpenSlice(side.outputs.at(static_cast<std::size_t>(slice.output_slot)), slice));
       continue;
+    }
+    if (side.refs.at(i).source == protocol::InputSource::kBatch) continue;
+    if (slice.row_from >= 0) {
+      // The row a read value names (embedding's index, read from this side's batch).
+      const verify::InputSlice& from = plan.inputs.at(static_cast<std::size_t>(slice.row_from));
+      const kernels::Tensor& rows_from = side.inputs.at(static_cast<std::size_t>(slice.row_from));
+      VT_ASSIGN_OR_RETURN(slice, verify::ResolveSlice(slice, rows_from[from.first]));
     }
     VT_TRY(AddOpening(side, i, a.inputs));
     a.slices.push_back(verify::OpenSlice(side.inputs.at(i), slice));

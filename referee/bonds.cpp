@@ -117,15 +117,21 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
                       GasMeter::Mul(4, opening_gas));
     const std::uint64_t v_e =
         GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base), GasMeter::Mul(2, openings_gas));
-    const std::uint64_t final_bytes =
-        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_bytes)),
-                      GasMeter::Mul(verify::kMaxOpenedInputs, opening_bytes));
+    // The deciding move may also open examples of the batch (verify/batch_opening.h).
+    const std::uint64_t final_bytes = GasMeter::Add(
+        GasMeter::Add(
+            GasMeter::Add(kMoveEnvelopeBytes,
+                          GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_bytes)),
+            GasMeter::Mul(verify::kMaxOpenedInputs, opening_bytes)),
+        arb.batch_opening_bytes);
     const auto values = static_cast<std::uint64_t>(verify::kMaxOpenedChunks * verify::kChunkValues);
     const std::uint64_t a_e = GasMeter::Add(
-        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
-                      GasMeter::Add(GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_gas),
-                                    GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
-        GasMeter::Add(GasMeter::Mul(2, openings_gas), vm::FlopsGas(GasMeter::Mul(values, kElementFlopsPerValue))));
+        GasMeter::Add(
+            GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
+            GasMeter::Add(GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_gas),
+                          GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
+        GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, openings_gas), arb.batch_opening_gas),
+                      vm::FlopsGas(GasMeter::Mul(values, kElementFlopsPerValue))));
     t.move_gas = std::max(t.move_gas, v_e);
     t.moves = GasMeter::Add(t.moves, d.moves);
     // The nodes the element level covers are never arbitrated whole by an

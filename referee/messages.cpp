@@ -300,6 +300,7 @@ void Encode(Writer& w, const OpenElementArgs& v) {
   w.PutVector(v.slices, [](Writer& out, const std::vector<verify::ChunkOpening>& chunks) {
     out.PutVector(chunks, [](Writer& o, const verify::ChunkOpening& c) { verify::EncodeChunk(o, c); });
   });
+  w.PutOptional(v.batch, [](Writer& out, const verify::BatchOpening& b) { verify::Encode(out, b); });
 }
 Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   OpenElementArgs v;
@@ -311,6 +312,9 @@ Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
                                       return rr.GetVector<verify::ChunkOpening>(verify::DecodeChunk, kMaxSliceChunks);
                                     },
                                     kMaxElementInputs));
+  VT_ASSIGN_OR_RETURN(v.batch, r.GetOptional<verify::BatchOpening>([](Reader& rr) {
+    return verify::Decode(rr, DecodeAs<verify::BatchOpening>{});
+  }));
   return v;
 }
 

@@ -16,6 +16,7 @@
 #include "contract_vm/amount.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
+#include "verify/batch_opening.h"
 #include "verify/element_game.h"
 #include "verify/wire.h"
 
@@ -239,7 +240,8 @@ struct OpenElementArgs {
   std::uint64_t game_id = 0;
   std::uint8_t node_root_of = 0;
   std::vector<verify::InputHashOpening> inputs;
-  std::vector<std::vector<verify::ChunkOpening>> slices;  // one per read slice
+  std::vector<std::vector<verify::ChunkOpening>> slices;  // one per read slice not of the batch
+  std::optional<verify::BatchOpening> batch;              // the examples the batch slices read
   bool operator==(const OpenElementArgs&) const = default;
 };
 

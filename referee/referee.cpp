@@ -1096,6 +1096,7 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     // The epilogue: p_K is agreed; the bias value decides.
     VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
     if (!el.bias_input) return Status::Error("game-inconsistent", "an epilogue without a bias");
+    if (a.batch) return Status::Invalid("elem-bad-batch", "a bias reads no batch");
     if (a.inputs.size() != 1 || a.slices.size() != 1 || a.inputs[0].input != *el.bias_input)
       return Status::Invalid("elem-bad-inputs", "open the bias input " + std::to_string(*el.bias_input));
     VT_ASSIGN_OR_RETURN(Hash256 hash, OpenInputHash(g, l.b, a.node_root_of, a.inputs[0]));
@@ -1104,19 +1105,56 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     VT_TRY(ResolveElement(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], bias[0], e.y[0], e.y[1]), "element-epilogue"));
   } else {
     // One chunk list per slice the plan reads, in the plan's order (an
-    // unread input — count 0 — has none; the node's own agreed outputs come
-    // last, opened against the records' common hash), and one hash opening
-    // per read input, in input order.
+    // unread input — count 0 — and a slice of the batch have none; the
+    // node's own agreed outputs come last, opened against the records'
+    // common hash), one hash opening per read input, in input order, and
+    // the batch's examples the batch slices read (verify/batch_opening.h).
     VT_ASSIGN_OR_RETURN(verify::ElementPlan plan, PlanOf(rec, e));
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+    const std::vector<std::uint64_t> positions = verify::PlanBatchPositions(plan, rec.inputs, e.input_shapes);
+    std::optional<verify::OpenedBatch> batch;
+    if (positions.empty() != !a.batch || (a.batch && a.batch->positions != positions))
+      return Status::Invalid("elem-bad-batch", "open exactly the " + std::to_string(positions.size()) +
+                                                   " examples the value reads");
+    if (a.batch) {
+      VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+      vm::GasCosts costs(m_ctx.gas());
+      const verify::BatchCase at{&job, g.step, g.agreed_state, e.num_state_tensors};
+      VT_ASSIGN_OR_RETURN(batch, verify::VerifyBatchOpening(arbiter->graphs(), at, *a.batch, costs));
+    }
     std::vector<std::vector<float>> slices;
     std::uint64_t values = 0;
     std::size_t opened = 0, read = 0;
     for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
-      const verify::InputSlice& slice = plan.inputs[i];
+      verify::InputSlice slice = plan.inputs[i];
       Hash256 hash;
       verify::Shape shape;
       if (slice.count == 0) {
         slices.emplace_back();
+        continue;
+      }
+      if (slice.row_from >= 0) {
+        // A gathered slice: its row is a value read before it (embedding's index).
+        const auto from = static_cast<std::size_t>(slice.row_from);
+        if (from >= i || slices[from].size() != 1)
+          return Status::Error("game-inconsistent", "gathered slice");
+        auto resolved = verify::ResolveSlice(slice, slices[from][0]);
+        if (!resolved.ok()) {
+          // The operator fails on agreed inputs: neither value can be right.
+          VT_TRY(Resolve(g, l.b, true, true, "element-op-failed", true));
+          VT_TRY(Save(l.b));
+          return Save(g);
+        }
+        slice = *resolved;
+      }
+      if (slice.output_slot < 0 && rec.inputs[i].source == protocol::InputSource::kBatch) {
+        std::vector<float> v;
+        for (std::int64_t k = 0; k < slice.count; ++k) {
+          VT_ASSIGN_OR_RETURN(float x, batch->Value(rec.inputs[i].index, e.input_shapes[i], slice.first + k));
+          v.push_back(x);
+        }
+        values += v.size();
+        slices.push_back(std::move(v));
         continue;
       }
       if (read >= a.slices.size()) return Status::Invalid("elem-bad-inputs", "one chunk list per read slice");
@@ -1142,7 +1180,6 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(vm::GasMeter::Mul(values, kElementFlopsPerValue))));
     // An operator that draws from the node's RNG stream (dropout's keep)
     // re-executes at the executor's address: job seed, step t, node i.
-    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
     const verify::RngAddress rng{job.seed, g.step, g.node_index};
     auto value = verify::ReexecuteElement(rec.op_kind, rec.attrs, e.slot, plan, slices, rng);
     if (!value.ok()) {

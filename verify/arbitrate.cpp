@@ -11,6 +11,7 @@
 #include "kernels/tensor_codec.h"
 #include "protocol/data_order.h"
 #include "protocol/state.h"
+#include "verify/batch_opening.h"
 #include "verify/certified_price.h"
 #include "verify/descent.h"
 #include "verify/graph_source.h"
@@ -73,12 +74,8 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
 
   // The header of h_t: its position tells the tensor count, its fields the
   // step and the data cursor.
-  VT_TRY(ChargeProof(meter, payload.header_proof));
-  if (Status s = protocol::VerifyStateHeader(c.state_hash, payload.header, payload.header_proof); !s.ok())
-    return Bad("arb-bad-header", s);
-  if (payload.header.tensor_names.size() != graph.num_state_tensors)
-    return Status::Invalid("arb-bad-header", "tensor count differs from the step graph");
-  if (payload.header.step != c.step) return Status::Invalid("arb-header-step-mismatch");
+  VT_TRY(CheckStateHeader(BatchCase{&job, c.step, c.state_hash, graph.num_state_tensors}, payload.header,
+                          payload.header_proof, meter));
 
   if (payload.inputs.size() != spec.inputs.size()) return Status::Invalid("arb-bad-input-count");
 
@@ -86,25 +83,15 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
   for (const auto& ref : spec.inputs) reads_batch |= ref.source == protocol::InputSource::kBatch;
   std::vector<kernels::Tensor> batch;
   if (reads_batch) {
-    // The batch's indices come from whole-epoch permutations (dataset_size
-    // words each): paid for before they are built.
-    VT_TRY(meter.Charge(Cost::kDataOrderElements, protocol::BatchIndicesWork(job.dataset_size,
-                                                                             payload.header.data_offset,
-                                                                             job.batch_size)));
-    auto indices = graphs.BatchIndices(job, payload.header);
-    if (!indices.ok()) return Bad("arb-bad-examples", indices.status());
-    if (payload.examples.size() != indices->size()) return Status::Invalid("arb-bad-examples", "wrong example count");
+    VT_ASSIGN_OR_RETURN(std::vector<std::uint64_t> indices,
+                        ChargedBatchIndices(graphs, job, payload.header, meter));
+    if (payload.examples.size() != indices.size())
+      return Status::Invalid("arb-bad-examples", "wrong example count");
     std::vector<Bytes> leaves;
-    leaves.reserve(indices->size());
-    for (std::size_t k = 0; k < indices->size(); ++k) {
-      const ExampleOpening& ex = payload.examples[k];
-      VT_TRY(meter.Charge(Cost::kHashBytes, ex.leaf.size()));
-      VT_TRY(ChargeProof(meter, ex.proof));
-      if (ex.proof.leaf_index != (*indices)[k] || ex.proof.leaf_count != job.dataset_size)
-        return Status::Invalid("arb-bad-examples", "example " + std::to_string(k) + " is not at its batch position");
-      if (Status s = crypto::VerifyMerkleProof(job.dataset_root, crypto::MerkleLeafHash(ex.leaf), ex.proof); !s.ok())
-        return Bad("arb-bad-examples", s);
-      leaves.push_back(ex.leaf);
+    leaves.reserve(indices.size());
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      VT_TRY(CheckExampleAt(job, k, indices[k], payload.examples[k], meter));
+      leaves.push_back(payload.examples[k].leaf);
     }
     auto assembled = graphs.AssembleBatch(job, leaves);
     if (!assembled.ok()) return Bad("arb-bad-examples", assembled.status());

@@ -5,6 +5,7 @@
 
 #include "common/detmath.h"
 #include "kernels/mode.h"
+#include "verify/batch_opening.h"
 #include "verify/element.h"
 
 namespace vt::verify {
@@ -46,13 +47,22 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       if (s.count == 0) continue;  // not read: nothing opened
       if (s.output_slot >= 0) {
         choice.own_slots.push_back(static_cast<std::uint32_t>(s.output_slot));
+      } else if (i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch) {
+        // Values of the batch: its examples, no chunks (PlanBatchPositions).
+        if (s.row_from >= 0) return Status::Invalid("elem-no-rule", "a gathered batch slice");
+        choice.batch_inputs.push_back(i);
+        continue;
       } else {
         choice.opened_inputs.push_back(i);
       }
       chunks += SliceChunks(s);
     }
-    if (chunks > kMaxOpenedChunks || choice.opened_inputs.size() + choice.own_slots.size() > kMaxOpenedInputs)
-      return Status::Invalid("elem-too-wide", std::to_string(chunks) + " chunks to open");
+    choice.batch_examples = static_cast<std::int64_t>(PlanBatchPositions(*plan, inputs, input_shapes).size());
+    if (chunks > kMaxOpenedChunks || choice.batch_examples > kMaxOpenedExamples ||
+        choice.opened_inputs.size() + choice.own_slots.size() + choice.batch_inputs.size() > kMaxOpenedInputs)
+      return Status::Invalid(
+          "elem-too-wide",
+          std::to_string(chunks) + " chunks, " + std::to_string(choice.batch_examples) + " examples to open");
   } else {
     return Status::Invalid("elem-no-rule", plan.status().ToString());
   }
@@ -66,6 +76,20 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       return Status::Invalid("elem-batch-input", "input " + std::to_string(i));
   }
   return choice;
+}
+
+std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
+                                              std::span<const protocol::InputRef> inputs,
+                                              std::span<const Shape> input_shapes) {
+  std::vector<std::uint64_t> positions;
+  for (std::size_t i = 0; i < plan.inputs.size() && i < inputs.size() && i < input_shapes.size(); ++i) {
+    const InputSlice& s = plan.inputs[i];
+    if (s.count == 0 || s.output_slot >= 0 || inputs[i].source != protocol::InputSource::kBatch) continue;
+    for (std::uint64_t k : BatchPositionsOf(input_shapes[i], s.first, s.count)) positions.push_back(k);
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  return positions;
 }
 
 std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input) {
@@ -142,6 +166,10 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
         VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(node.op_kind, node.attrs, slot, 0, shapes));
         partials = el.Steps() + 1;
       }
+      // How many examples a value's slices span depends on where they start:
+      // bounded by what ChooseElementRule lets a final move open.
+      if (!choice->batch_inputs.empty())
+        bound.batch_examples = static_cast<std::uint64_t>(kMaxOpenedExamples);
       const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
       bound.moves = std::max(bound.moves, 4 + hc + hp);
       bound.chunk_height = std::max(bound.chunk_height, hc);

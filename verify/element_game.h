@@ -48,24 +48,30 @@ enum class ElementKind : std::uint8_t { kDot = 0, kPlan = 1, kReduce = 2 };
 // level ("elem-too-wide": its node is arbitrated whole), so an honest party
 // can never be steered to a final move it cannot send.
 inline constexpr std::int64_t kMaxOpenedChunks = 48;
-// Likewise the most inputs one final move opens.
+// Likewise the most inputs one final move opens, and the most examples of
+// the batch (verify/batch_opening.h) it opens.
 inline constexpr std::size_t kMaxOpenedInputs = 32;
+inline constexpr std::int64_t kMaxOpenedExamples = 4;
 
 // The rule of (op, attrs, slot, e) — the attribute overloads of
 // DotElementAt and PlanElement — and the node inputs it opens by their
-// tensor hashes (each must have one: a state tensor or an earlier node's
-// output — never the batch). Not among them: a dot factor or plan slice of
-// the node's own output (kOwnOutput + s, output_slot ≥ 0: opened against the
-// records' common output hash of slot s, which SlotWalkOrder makes agreed)
-// and a plan slice with count 0 (the input is not read). Invalid
-// "elem-no-rule" when neither rule accepts the value, "elem-batch-input"
-// when the rule would open the batch, "elem-too-wide" when its slices span
-// more than kMaxOpenedChunks chunks (or it opens more than kMaxOpenedInputs
-// inputs).
+// tensor hashes (each has one: a state tensor or an earlier node's output)
+// or, for the pointwise/row rule, from the batch (batch_inputs: examples
+// opened against the dataset commitment). Not among them: a dot factor or
+// plan slice of the node's own output (kOwnOutput + s, output_slot ≥ 0:
+// opened against the records' common output hash of slot s, which
+// SlotWalkOrder makes agreed) and a plan slice with count 0 (the input is
+// not read). Invalid "elem-no-rule" when neither rule accepts the value,
+// "elem-batch-input" when the dot or reduction rule would read the batch,
+// "elem-too-wide" when its slices span more than kMaxOpenedChunks chunks
+// (or it opens more than kMaxOpenedInputs inputs or kMaxOpenedExamples
+// examples).
 struct ElementChoice {
   ElementKind kind = ElementKind::kDot;
   std::vector<std::uint32_t> opened_inputs;  // increasing node input indices
   std::vector<std::uint32_t> own_slots;      // the node's own output slots read, increasing
+  std::vector<std::uint32_t> batch_inputs;   // increasing node input indices of the batch read
+  std::int64_t batch_examples = 0;           // examples the final move opens
 };
 Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                         std::span<const protocol::InputRef> inputs,
@@ -73,6 +79,12 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
 
 // The own output slot a dot factor index names (kOwnOutput + s), if it does.
 std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input);
+
+// The batch positions (examples) the plan's batch slices read, merged and
+// increasing: what a final move's verify::BatchOpening must open, exactly.
+std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
+                                              std::span<const protocol::InputRef> inputs,
+                                              std::span<const Shape> input_shapes);
 
 // The declared shapes of a node's inputs (state, batch, earlier outputs) in
 // its input order, from the step graph. Error "graph-invalid" on a
@@ -119,6 +131,8 @@ struct DescentBound {
   std::uint64_t partials_height = 0;  // the deepest partial-results tree
   std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
+  std::uint64_t batch_examples =
+      0;  // examples of the batch a deciding move may open (kMaxOpenedExamples, or 0)
 };
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
 

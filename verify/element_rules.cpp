@@ -8,6 +8,7 @@
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/elementwise.h"
+#include "kernels/ops/embedding.h"
 #include "kernels/ops/optim.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
@@ -49,6 +50,15 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
       plan.inputs.push_back(InputSlice{n == numel ? e : 0, 1, {1}});
     }
     plan.out_offset = 0;
+    return plan;
+  }
+  if (Is(op_kind, {OpKind::kEmbedding}) && slot == 0 && input_shapes.size() == 2 &&
+      input_shapes[1].size() == 2) {
+    // y[p, j] = weight[idx[p], j]: the index, then the one weight value its row holds.
+    const std::int64_t rows = input_shapes[1][0], d = input_shapes[1][1];
+    if (d < 1 || e < 0 || e >= numel * d) return Status::Invalid("elem-bad-index");
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{e / d, 1, {1}}, InputSlice{e % d, 1, {1}, -1, 0, d, rows}};
     return plan;
   }
   if (Is(op_kind, {OpKind::kLayerNormBackward}) && slot == 0 && input_shapes.size() == 5) {
@@ -111,6 +121,16 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     return plan;
   }
   return Status::Invalid("elem-no-rule");
+}
+
+Result<InputSlice> ResolveSlice(const InputSlice& slice, float row_value) {
+  if (slice.row_from < 0) return slice;
+  if (!kernels::IsRowIndex(row_value, slice.rows))
+    return Status::Invalid("bad-index", "index " + std::to_string(row_value) + " is not a row of the table");
+  InputSlice s = slice;
+  s.first = static_cast<std::int64_t>(row_value) * slice.row_stride + slice.first;
+  s.row_from = -1;
+  return s;
 }
 
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
@@ -247,6 +267,15 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
     if (plan.inputs[i].output_slot >= 0 || plan.inputs[i].count == 0)
       return Status::Invalid("elem-bad-slice", "the operator reads every input");
     tensors.emplace_back(plan.inputs[i].shape, slice_values[i]);
+  }
+  if (*kind == OpKind::kEmbedding) {
+    // A copy of the gathered weight value (its row was checked when the
+    // slice was resolved; the kernel's repops cast float → float).
+    if (tensors.size() != 2 || tensors[1].numel() != 1 || slot != 0)
+      return Status::Invalid("elem-bad-slice", "embedding");
+    if (!kernels::IsRowIndex(tensors[0][0], plan.inputs[1].rows))
+      return Status::Invalid("bad-index", "embedding index");
+    return tensors[1][0];
   }
   if (*kind == OpKind::kReshape) {
     // A copy: value e of the output is value e of the input (the node's

@@ -32,12 +32,23 @@ enum class ElementRule : std::uint8_t { kPointwise = 0, kRow = 1 };
 // A slice with `output_slot` ≥ 0 is of the node's own output of that slot
 // instead of an input: a value the level-4 walk agreed on before (see
 // SlotWalkOrder). Such slices come after the inputs' slices.
+// A gathered slice (`row_from` ≥ 0: embedding's weight) starts at
+// row·row_stride + first, where row is the value the plan's slice
+// `row_from` read — an index into a table of `rows` rows (ResolveSlice).
 struct InputSlice {
   std::int64_t first = 0;
   std::int64_t count = 0;  // 0: the input is not read
   kernels::Shape shape;
   std::int32_t output_slot = -1;
+  std::int32_t row_from = -1;
+  std::int64_t row_stride = 0, rows = 0;
 };
+
+// A gathered slice with its row read: an ordinary slice. Invalid
+// "bad-index" (the kernel's reason: the operator fails on its inputs) when
+// the value is not a row of the table (kernels::IsRowIndex); every other
+// slice is returned as it is.
+Result<InputSlice> ResolveSlice(const InputSlice& slice, float row_value);
 
 struct ElementPlan {
   ElementRule rule = ElementRule::kPointwise;
@@ -52,6 +63,8 @@ struct ElementPlan {
 //              clip_grad_norm's g'_i (g_i at e and the node's own norm: after it in SlotWalkOrder),
 //              dropout's y (x at e and the node's own keep at e: dropout_backward's expression),
 //              dropout's keep (no input read; ReexecuteElement with the node's RNG address)
+//   gather:    embedding's y[p, j] (indices, weight [V, D]): the index at p (of the
+//              batch: verify/batch_opening.h) and weight[index, j] (a gathered slice)
 //   row:       softmax, softmax_backward (slot 0), layernorm (y, mean, rstd),
 //              layernorm_backward dx (slot 0: the rows of dy and x, gamma, the row's mean and rstd)
 // Invalid "elem-no-rule" otherwise, "elem-bad-index" for e outside the output.

@@ -92,7 +92,8 @@ Result<std::vector<std::uint64_t>> KernelsGraphSource::BatchIndices(const protoc
 Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const protocol::JobSpec& job,
                                                                        std::span<const Bytes> examples) const {
   VT_ASSIGN_OR_RETURN(std::vector<kernels::Shape> shapes, BatchShapesOf(job));
-  if (examples.size() != job.batch_size) return Status::Invalid("batch-shape-mismatch", "wrong example count");
+  if (examples.empty() || examples.size() > job.batch_size)
+    return Status::Invalid("batch-shape-mismatch", "wrong example count");
   if (shapes.size() != 2) return Status::Invalid("batch-shape-mismatch", "a batch is inputs and targets");
   // Decode and shape-check every example before allocating the [B, …]
   // tensors: their size then follows from bytes the caller paid for, never
@@ -111,6 +112,7 @@ Result<std::vector<kernels::Tensor>> KernelsGraphSource::AssembleBatch(const pro
   }
   std::vector<kernels::Tensor> batch;
   for (std::size_t k = 0; k < 2; ++k) {
+    shapes[k][0] = static_cast<std::int64_t>(examples.size());
     batch.emplace_back(shapes[k]);
     auto out = batch[k].values().begin();
     for (const kernels::Tensor& t : parts[k]) out = std::copy(t.values().begin(), t.values().end(), out);

@@ -56,7 +56,9 @@ class StepGraphSource {
                                                           const protocol::StateHeader& header) const = 0;
 
   // The batch tensors (InputSource::kBatch 0 = inputs, 1 = targets) from the
-  // examples' dataset-commitment leaf bytes, in BatchIndices order.
+  // examples' dataset-commitment leaf bytes, stacked in the given order:
+  // [n, …] for n examples, 1 ≤ n ≤ B (all B in BatchIndices order: the
+  // step's batch; fewer: the examples a batch opening reads).
   virtual Result<std::vector<kernels::Tensor>> AssembleBatch(const protocol::JobSpec& job,
                                                              std::span<const Bytes> examples) const = 0;
 };

@@ -342,6 +342,7 @@ Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uin
     for (std::uint64_t idx : indices) {
       out.examples.push_back(ExampleOpening{party.dataset->EncodeExample(idx), data_tree.Prove(idx)});
     }
+    c.batch = {rs.batch.inputs, rs.batch.targets};
   }
   if (rounded && !assemble) {
     // The committed log of the node, and its chain up to the log root.

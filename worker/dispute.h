@@ -124,6 +124,7 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
 struct NodeCase {
   NodeInputs inputs;
   std::vector<kernels::Tensor> outputs;
+  std::vector<kernels::Tensor> batch;  // the step's batch (inputs, targets) when the node reads it
 };
 Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uint64_t node);
 

@@ -44,11 +44,17 @@ Result<ElementSide> ElementSideOf(const NodeCase& c) {
   ElementSide side;
   side.op_kind = n.record.op_kind;
   side.attrs = n.record.attrs;
+  side.refs = n.record.inputs;
   side.outputs = c.outputs;
+  side.header = n.header;
+  side.header_proof = n.header_proof;
+  side.examples = n.examples;
   for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
     const verify::InputOpening& in = n.inputs[i];
-    if (n.record.inputs[i].source == protocol::InputSource::kBatch) {
-      side.inputs.emplace_back();
+    if (const protocol::InputRef& ref = n.record.inputs[i]; ref.source == protocol::InputSource::kBatch) {
+      if (ref.index >= c.batch.size())
+        return Status::Invalid("elem-no-input-tensor", "the export has no batch");
+      side.inputs.push_back(c.batch[ref.index]);
       side.openings.emplace_back();
       continue;
     }

@@ -25,14 +25,17 @@
 #include <span>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/result.h"
 #include "crypto/merkle.h"
 #include "kernels/chunk_tree.h"
 #include "kernels/tensor.h"
-#include "common/bytes.h"
+#include "protocol/state.h"
+#include "protocol/types.h"
 #include "verify/descent.h"
 #include "verify/element_game.h"
 #include "verify/reduce_rule.h"
+#include "verify/wire.h"
 
 namespace vt::worker {
 
@@ -41,13 +44,20 @@ struct NodeCase;
 // What a party holds of the disputed node.
 struct ElementSide {
   std::uint16_t op_kind = 0;
-  std::vector<kernels::Tensor> inputs;   // the node's input tensors, in its input order (the batch: empty)
+  std::vector<protocol::InputRef> refs;  // the record's inputs (where each comes from)
+  std::vector<kernels::Tensor> inputs;  // the node's input tensors, in its input order (the batch's included)
   std::vector<kernels::Tensor> outputs;  // the party's outputs (an honest party's: the op's)
   Bytes attrs;  // the node's canonical attributes (conv2d's stride and padding, matmul's transposes)
   // Each input opened by its tensor hash (verify::VerifyInputHash: a state
   // tensor in h_t, an earlier node's output through its record), in input
   // order; nullopt for the batch, which has no tensor hash.
   std::vector<std::optional<verify::InputHashOpening>> openings;
+  // The step's batch, when the node reads it: the header of h_t with its
+  // proof and every example's opening, from which a final move opens the
+  // examples a value reads (verify::OpenBatch).
+  protocol::StateHeader header;
+  crypto::MerkleProof header_proof;
+  std::vector<verify::ExampleOpening> examples;
 };
 
 // A party's side of node `node` from its export (AnswerNodeCase): the input

@@ -22,11 +22,9 @@ namespace {
 // Validates every index and returns them as integers.
 Status ReadIndices(const Tensor& indices, std::int64_t vocab, std::vector<std::int64_t>* out) {
   out->resize(static_cast<std::size_t>(indices.numel()));
-  const double limit = static_cast<double>(vocab);
   for (std::int64_t p = 0; p < indices.numel(); ++p) {
     const float v = indices[p];
-    // NaN fails both comparisons; fractions fail the floor test.
-    if (!(v >= 0.0f && static_cast<double>(v) < limit) || std::floor(v) != v) {
+    if (!IsRowIndex(v, vocab)) {
       return BadIndex("index " + std::to_string(v) + " at position " + std::to_string(p) + " is not in [0, " +
                       std::to_string(vocab) + ")");
     }
@@ -36,6 +34,11 @@ Status ReadIndices(const Tensor& indices, std::int64_t vocab, std::vector<std::i
 }
 
 }  // namespace
+
+bool IsRowIndex(float v, std::int64_t rows) {
+  // NaN fails both comparisons; fractions fail the floor test.
+  return v >= 0.0f && static_cast<double>(v) < static_cast<double>(rows) && std::floor(v) == v;
+}
 
 Status EmbeddingForward(const OpContext& ctx, const Tensor& indices, const Tensor& weight, Tensor& y) {
   VT_TRY(CheckInput(indices, "embedding indices"));

@@ -13,6 +13,11 @@
 
 namespace vt::kernels {
 
+// Whether `v` names a row of a table of `rows` rows: an integer value in
+// [0, rows) exactly (the check every index passes; the element rule of
+// embedding reads one index with it, verify/element_rules.h).
+bool IsRowIndex(float v, std::int64_t rows);
+
 // indices [...], weight [V, D] → y [..., D].
 Status EmbeddingForward(const OpContext& ctx, const Tensor& indices, const Tensor& weight, Tensor& y);
 // dy [..., D], indices [...] → dweight [V, D] with V = num_embeddings (an

@@ -43,9 +43,10 @@ TEST_P(DescentCoverage, RuledOutputsFitOneTransaction) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, DescentCoverage,
-                         ::testing::Values(Expected{"gpt-tiny", 8, 222, 216}, Expected{"mlp-fashion", 16, 31, 29},
+                         ::testing::Values(Expected{"gpt-tiny", 8, 222, 217},
+                                           Expected{"mlp-fashion", 16, 31, 29},
                                            Expected{"cnn-fashion", 8, 157, 125},
-                                           Expected{"gpt2-small", 1, 1132, 1104}));
+                                           Expected{"gpt2-small", 1, 1132, 1105}));
 
 }  // namespace
 }  // namespace vt::referee_bench

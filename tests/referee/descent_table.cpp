@@ -18,6 +18,9 @@
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
 #include "kernels/ops/registry.h"
+#include "kernels/tensor_codec.h"
+#include "protocol/state.h"
+#include "verify/batch_opening.h"
 #include "verify/descent.h"
 #include "verify/element_rules.h"
 #include "verify/reduce_rule.h"
@@ -228,8 +231,27 @@ struct Implemented {
 
 // The output's worst sampled value under the implemented rule, or nullopt
 // where verify/ has no rule for it yet.
-std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::vector<Shape>& in, std::size_t slot,
-                                            std::uint64_t out_numel) {
+// What opening one example of the batch costs a final move (verify/
+// batch_opening.h): the header of h_t with its proof, the example's leaf and
+// its proof in a dataset of up to 2^32 examples.
+struct BatchPrice {
+  std::uint64_t header = 0, example = 0;
+};
+
+BatchPrice BatchPriceOf(const graph::StepGraph& g) {
+  const protocol::StateHeader header{~0ull, ~0ull, ~0ull, ~0ull, g.state_names};
+  const auto proof = [](std::uint64_t siblings) { return 16 + 32 * siblings; };
+  BatchPrice p;
+  p.header = protocol::EncodeStateHeader(header).size() + proof(std::bit_width(g.state_names.size() + 1));
+  for (const Shape& b : g.batch_shapes)
+    p.example += kernels::EncodeTensor(kernels::Tensor(Shape(b.begin() + 1, b.end()))).size();
+  p.example += proof(32);
+  return p;
+}
+
+std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::vector<Shape>& in,
+                                            std::size_t slot, std::uint64_t out_numel,
+                                            const BatchPrice& batch) {
   std::optional<Implemented> worst;
   const std::uint16_t kind = static_cast<std::uint16_t>(node.kind);
   const Opened chunk_reveal = OpenSlice(out_numel, 0, 1);  // level 4 ends with each party's chunk
@@ -247,6 +269,11 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
         own_output = own_output || is.output_slot >= 0;
         slice_shapes.push_back(is.shape);
         if (is.count == 0) continue;
+        if (is.output_slot < 0 && node.inputs.at(i).source == graph::NodeInputSource::kBatch) {
+          all.bytes +=
+              batch.header + verify::BatchPositionsOf(in[i], is.first, is.count).size() * batch.example;
+          continue;
+        }
         const std::uint64_t of = is.output_slot >= 0
                                      ? Numel(node.output_shapes.at(static_cast<std::size_t>(is.output_slot)))
                                      : Numel(in[i]);
@@ -385,13 +412,14 @@ Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t
   VT_ASSIGN_OR_RETURN(auto shapes, graph::BatchShapes(model, batch));
   VT_ASSIGN_OR_RETURN(graph::StepGraph g, graph::BuildStepGraph(model, opt, 0, shapes));
   RuleCoverage c;
+  const BatchPrice batch_price = BatchPriceOf(g);
   for (std::size_t i = 0; i < g.nodes.size(); ++i) {
     const graph::Node& node = g.nodes[i];
     const std::vector<Shape> in = graph::NodeInputShapes(g, i);
     for (std::size_t s = 0; s < node.num_outputs(); ++s) {
       ++c.outputs;
       const std::uint64_t n = Numel(node.output_shapes[s]);
-      const auto p = n == 0 ? std::nullopt : ImplementedPrice(node, in, s, n);
+      const auto p = n == 0 ? std::nullopt : ImplementedPrice(node, in, s, n, batch_price);
       if (!p) {
         // clip_grad_norm has one output per gradient: counted together.
         const std::string slot_key = node.num_outputs() > 8 ? "/*" : "/" + std::to_string(s);

@@ -45,6 +45,7 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
   const protocol::NodeRecord& rec = h.records[step][node];
   side.op_kind = rec.op_kind;
   side.attrs = rec.attrs;
+  side.refs = rec.inputs;
   for (const protocol::InputRef& ref : rec.inputs) {
     const auto input = static_cast<std::uint32_t>(side.inputs.size());
     switch (ref.source) {

@@ -55,6 +55,13 @@ Tensor Keep(std::mt19937_64& rng, kernels::Shape shape) {
   return t;
 }
 
+// Embedding indices: integer values in [0, rows).
+Tensor Indices(std::mt19937_64& rng, kernels::Shape shape, std::int64_t rows) {
+  Tensor t(std::move(shape));
+  for (float& v : t.values()) v = static_cast<float>(rng() % static_cast<std::uint64_t>(rows));
+  return t;
+}
+
 struct Node {
   std::string name;
   OpKind kind;
@@ -123,6 +130,8 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
       // att (slot 1); y is the dot rule's (worker_element_dot_ops_test).
       {"attention", OpKind::kAttention, kernels::AttentionAttrs(2),
        {RandomTensor(rng, {2, std::min<std::int64_t>(rows + 3, 8), 2 * 3 * 4})}, {}, 0, 1},
+      // A table of 37 rows read at random rows (the rows may repeat).
+      {"embedding", OpKind::kEmbedding, {}, {Indices(rng, {rows, 3}, 37), RandomTensor(rng, {37, c})}, {}},
       // Cosine schedule (kind 1) at a step past warmup: detmath Cos.
       {"lr_schedule", OpKind::kLrSchedule,
        {{1, static_cast<std::int64_t>(rng() % 100), 10, 100}, {f(3e-4f), f(1e-5f)}}, {}, {}},
@@ -155,13 +164,21 @@ std::vector<float> Slice(const Tensor& t, const InputSlice& s) {
   return {t.values().begin() + s.first, t.values().begin() + s.first + s.count};
 }
 
+// A gathered slice resolved by the value its row comes from (read before it).
+InputSlice Resolved(const InputSlice& s, const std::vector<std::vector<float>>& read) {
+  if (s.row_from < 0) return s;
+  auto r = ResolveSlice(s, read.at(static_cast<std::size_t>(s.row_from)).at(0));
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : s;
+}
+
 // The slices as the final transaction carries them: each slice's chunks
 // opened against the input's tensor hash (every value checked through
 // VerifyValue), with their bytes counted.
 Result<std::vector<std::vector<float>>> OpenSlices(const Node& n, const ElementPlan& plan, std::size_t& bytes) {
   std::vector<std::vector<float>> out;
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
-    const InputSlice& s = plan.inputs[i];
+    const InputSlice s = Resolved(plan.inputs[i], out);
     const Tensor& t = SliceSource(n, s, i);
     const Hash256 h = t.Hash();
     std::vector<float> values;
@@ -203,8 +220,10 @@ TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
             }
           }
           std::vector<std::vector<float>> slices;
-          for (std::size_t i = 0; i < plan->inputs.size(); ++i)
-            slices.push_back(Slice(SliceSource(n, plan->inputs[i], i), plan->inputs[i]));
+          for (std::size_t i = 0; i < plan->inputs.size(); ++i) {
+            const InputSlice is = Resolved(plan->inputs[i], slices);
+            slices.push_back(Slice(SliceSource(n, is, i), is));
+          }
           auto v = ReexecuteElement(static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, slices, kRng);
           ASSERT_TRUE(v.ok()) << n.name << ": " << v.status().ToString();
           ASSERT_TRUE(SameBits(*v, n.outputs[slot][e]))
@@ -295,6 +314,38 @@ TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {
   }
   EXPECT_GT(differ, 0u);
   EXPECT_EQ(ReexecuteElement(kind, attrs, 1, *plan, none, {1, 1ull << 32, 0}).status().reason(), "bad-rng-address");
+}
+
+TEST(VerifyElementRules, AnEmbeddingIndexOutsideTheTableFailsTheOperator) {
+  // The rule reads the one index at the value's position, by the kernel's own
+  // check: a fraction, a negative value, NaN or a row past the table fail it
+  // as they fail the kernel, and a valid index gathers exactly its row.
+  const std::vector<kernels::Shape> shapes{{2, 3}, {5, 4}};
+  const std::uint16_t op = static_cast<std::uint16_t>(OpKind::kEmbedding);
+  auto plan = PlanElement(op, 0, 4 * 4 + 2, shapes);  // position 4 (row 1, column 1), value 2 of its row
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  ASSERT_EQ(plan->inputs.size(), 2u);
+  EXPECT_EQ(plan->inputs[0].first, 4);
+  EXPECT_EQ(plan->inputs[1].row_from, 0);
+  for (float bad : {-1.0f, 5.0f, 1.5f, NAN, INFINITY}) {
+    auto r = ResolveSlice(plan->inputs[1], bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().reason(), "bad-index") << bad;
+    Tensor idx({2, 3}, {0, 1, 2, 3, bad, 4});
+    Tensor w({5, 4});
+    std::vector<Tensor> out;
+    kernels::ExecConfig config;
+    config.mode = kernels::Mode::kRepops;
+    const std::vector<const Tensor*> in{&idx, &w};
+    EXPECT_EQ(kernels::RunOp(kernels::OpContext(config), OpKind::kEmbedding, {}, in, out).reason(),
+              "bad-index")
+        << bad;
+  }
+  auto r = ResolveSlice(plan->inputs[1], 3.0f);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->first, 3 * 4 + 2);
+  EXPECT_EQ(r->row_from, -1);
+  EXPECT_EQ(PlanElement(op, 0, 6 * 4, shapes).status().reason(), "elem-bad-index");
 }
 
 }  // namespace
