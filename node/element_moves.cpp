@@ -92,13 +92,13 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
   a.next_proof = reveal.next_proof;
   a.left = ops.left;
   a.left_proof = ops.left_proof;
-  if (step.combine) {
-    a.right = std::make_pair(ops.right, ops.right_proof);
-    return a;
-  }
+  if (step.reads_right) a.right = std::make_pair(ops.right, ops.right_proof);
   a.reads = ops.reads;
-  for (const auto& [input, index] : verify::TermReads(mine.element, step.segment, step.term))
+  a.batch = ops.batch;
+  for (const auto& [input, index] : verify::StepReads(mine.element, step)) {
+    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) continue;
     VT_TRY(AddOpening(side, input, a.inputs));
+  }
   return a;
 }
 

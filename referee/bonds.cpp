@@ -108,15 +108,18 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
                                           GasMeter::Add(GasMeter::Add(game_bytes, transcript_bytes), state_bytes)),
                             kMoveFixedGas})
       base = GasMeter::Add(base, g);
-    // A move's openings, charged twice when it completes a claim.
-    const std::uint64_t move_bytes_e =
+    // A move's openings, charged twice when it completes a claim; a step
+    // that reads the batch also opens its example (checked once a move).
+    const std::uint64_t move_bytes_e = GasMeter::Add(
         GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(4, chunk_bytes)),
-                      GasMeter::Add(GasMeter::Mul(3, leaf_bytes), GasMeter::Mul(4, opening_bytes)));
+                      GasMeter::Add(GasMeter::Mul(3, leaf_bytes), GasMeter::Mul(4, opening_bytes))),
+        arb.batch_opening_bytes);
     const std::uint64_t openings_gas =
         GasMeter::Add(GasMeter::Add(GasMeter::Mul(4, chunk_gas), GasMeter::Mul(3, vm::ProofGas(d.partials_height))),
                       GasMeter::Mul(4, opening_gas));
-    const std::uint64_t v_e =
-        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base), GasMeter::Mul(2, openings_gas));
+    const std::uint64_t v_e = GasMeter::Add(
+        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base), arb.batch_opening_gas),
+        GasMeter::Mul(2, openings_gas));
     // The deciding move may also open examples of the batch (verify/batch_opening.h).
     const std::uint64_t final_bytes = GasMeter::Add(
         GasMeter::Add(

@@ -293,6 +293,19 @@ Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
   return v;
 }
 
+namespace {
+
+// A final move's batch opening (verify/batch_opening.h), when it reads the batch.
+void PutBatch(Writer& w, const std::optional<verify::BatchOpening>& b) {
+  w.PutOptional(b, [](Writer& out, const verify::BatchOpening& v) { verify::Encode(out, v); });
+}
+Result<std::optional<verify::BatchOpening>> GetBatch(Reader& r) {
+  return r.GetOptional<verify::BatchOpening>(
+      [](Reader& rr) { return verify::Decode(rr, DecodeAs<verify::BatchOpening>{}); });
+}
+
+}  // namespace
+
 void Encode(Writer& w, const OpenElementArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);
@@ -300,7 +313,7 @@ void Encode(Writer& w, const OpenElementArgs& v) {
   w.PutVector(v.slices, [](Writer& out, const std::vector<verify::ChunkOpening>& chunks) {
     out.PutVector(chunks, [](Writer& o, const verify::ChunkOpening& c) { verify::EncodeChunk(o, c); });
   });
-  w.PutOptional(v.batch, [](Writer& out, const verify::BatchOpening& b) { verify::Encode(out, b); });
+  PutBatch(w, v.batch);
 }
 Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   OpenElementArgs v;
@@ -312,9 +325,7 @@ Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
                                       return rr.GetVector<verify::ChunkOpening>(verify::DecodeChunk, kMaxSliceChunks);
                                     },
                                     kMaxElementInputs));
-  VT_ASSIGN_OR_RETURN(v.batch, r.GetOptional<verify::BatchOpening>([](Reader& rr) {
-    return verify::Decode(rr, DecodeAs<verify::BatchOpening>{});
-  }));
+  VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
   return v;
 }
 
@@ -334,6 +345,7 @@ void Encode(Writer& w, const RevealReduceStepArgs& v) {
   });
   w.PutVector(v.reads, [](Writer& out, const verify::ValueOpening& o) { verify::Encode(out, o); });
   PutInputHashes(w, v.inputs);
+  PutBatch(w, v.batch);
 }
 Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
   RevealReduceStepArgs v;
@@ -351,6 +363,7 @@ Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
   }));
   VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, kMaxTermReads));
   VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxTermReads));
+  VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
   return v;
 }
 

@@ -257,9 +257,10 @@ struct RevealReduceStepArgs {
   crypto::MerkleProof next_proof;
   float left = 0.0f;
   crypto::MerkleProof left_proof;
-  std::optional<std::pair<float, crypto::MerkleProof>> right;  // combination steps only
-  std::vector<verify::ValueOpening> reads;                      // term steps only
+  std::optional<std::pair<float, crypto::MerkleProof>> right;  // the steps that read a second leaf
+  std::vector<verify::ValueOpening> reads;                     // verify::StepReads' hashed reads
   std::vector<verify::InputHashOpening> inputs;
+  std::optional<verify::BatchOpening> batch;  // the example a batch value read comes from
   bool operator==(const RevealReduceStepArgs&) const = default;
 };
 

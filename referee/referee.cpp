@@ -1022,19 +1022,39 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   const std::uint64_t m = e.step_leaf - 1;
   auto step = verify::ReduceStepAt(el, m + 1);
   if (!step.ok()) return Status::Error("game-inconsistent", step.status().ToString());
-  // The inputs the term reads, by their hashes, in TermReads order, once each.
+  // The inputs the step reads, by their hashes, in StepReads order, once
+  // each; a value of the batch from the example that holds it.
   std::vector<std::uint32_t> want;
-  if (!step->combine)
-    for (const auto& [input, index] : verify::TermReads(el, step->segment, step->term))
-      if (std::find(want.begin(), want.end(), input) == want.end()) want.push_back(input);
-  VT_TRY(CheckOpenedInputs(a.inputs, want, "term's"));
+  std::vector<std::uint64_t> positions;
   std::vector<verify::InputTensor> inputs(e.input_shapes.size());
-  for (std::size_t i = 0; i < want.size(); ++i) {
-    if (want[i] >= inputs.size())
-      return Status::Invalid("elem-bad-inputs", "open the term's input " + std::to_string(want[i]));
-    VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
-    inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]]};
+  for (const auto& [input, index] : verify::StepReads(el, *step)) {
+    if (input >= inputs.size()) return Status::Error("game-inconsistent", "a read beyond the node's inputs");
+    if (const protocol::InputRef& ref = rec.inputs[input]; ref.source == protocol::InputSource::kBatch) {
+      for (std::uint64_t k : verify::BatchPositionsOf(e.input_shapes[input], index, 1))
+        positions.push_back(k);
+      inputs[input] = verify::InputTensor{{}, e.input_shapes[input], ref.index};
+    } else if (std::find(want.begin(), want.end(), input) == want.end()) {
+      want.push_back(input);
+    }
   }
+  VT_TRY(CheckOpenedInputs(a.inputs, want, "step's"));
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
+    inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]], std::nullopt};
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  if (positions.empty() != !a.batch || (a.batch && a.batch->positions != positions))
+    return Status::Invalid("elem-bad-batch", "open exactly the examples the step reads");
+  std::optional<verify::OpenedBatch> batch;
+  if (a.batch) {
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+    vm::GasCosts costs(m_ctx.gas());
+    const verify::BatchCase at{&job, g.step, g.agreed_state, e.num_state_tensors};
+    VT_ASSIGN_OR_RETURN(batch, verify::VerifyBatchOpening(arbiter->graphs(), at, *a.batch, costs));
+  }
+  const verify::OpenedBatch* opened = batch ? &*batch : nullptr;
   // The poster's own reveal must check out on its own (its root on both
   // sides): a bad one never blocks the other party.
   VT_TRY(ChargeProof(a.next_proof));
@@ -1051,7 +1071,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   claim.next = {a.next, a.next};
   claim.next_proof = {a.next_proof, a.next_proof};
   const Hash256& own = e.partials_root[me];
-  VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {own, own}, claim).status());
+  VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {own, own}, claim, opened).status());
   e.p_m[me] = a.left;  // kept only as the mark of the reveal; the verdict uses this move's operands
   e.p_m_proof[me] = a.left_proof;
   e.next[me] = a.next;
@@ -1070,7 +1090,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
     claim.next = {e.next[me], e.next[other]};
     claim.next_proof = {e.next_proof[me], e.next_proof[other]};
-    auto verdict = verify::JudgeReduceStepClaim(el, inputs, {own, e.partials_root[other]}, claim);
+    auto verdict = verify::JudgeReduceStepClaim(el, inputs, {own, e.partials_root[other]}, claim, opened);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     const verify::StepVerdict v = me == 0 ? *verdict : verify::StepVerdict{verdict->b_right, verdict->a_right};
     return SettleElement(l, v, "element-step");

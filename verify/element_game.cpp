@@ -32,12 +32,25 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
     add(dot->b_input);
     if (dot->bias_input) add(*dot->bias_input);
   } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
-    // Any term may be disputed: every input an operand reads (one per
-    // segment when the segments read consecutive inputs: clip's norm).
+    // Any step may be disputed: every input an operand reads (one per
+    // segment when the segments read consecutive inputs: clip's norm), the
+    // running max's and the final step's. A batch input is read through
+    // one example a step.
     choice.kind = ElementKind::kReduce;
+    std::vector<std::uint32_t> reads;
     for (const TermOperand& op : reduce->operands) {
       const std::size_t n = reduce->per_segment_input ? reduce->segments.size() : 1;
-      for (std::size_t s = 0; s < n; ++s) add(op.input + static_cast<std::uint32_t>(s));
+      for (std::size_t s = 0; s < n; ++s) reads.push_back(op.input + static_cast<std::uint32_t>(s));
+    }
+    if (reduce->max_count > 0) reads.push_back(reduce->max_of.input);
+    for (const TermOperand& op : reduce->final_reads) reads.push_back(op.input);
+    for (std::uint32_t i : reads) {
+      if (i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch) {
+        choice.batch_inputs.push_back(i);
+        choice.batch_examples = 1;
+      } else {
+        add(i);
+      }
     }
   } else if (auto plan = PlanElement(op_kind, attrs, slot, e, input_shapes); plan.ok()) {
     choice.kind = ElementKind::kPlan;
@@ -66,7 +79,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
   } else {
     return Status::Invalid("elem-no-rule", plan.status().ToString());
   }
-  for (auto* list : {&choice.opened_inputs, &choice.own_slots}) {
+  for (auto* list : {&choice.opened_inputs, &choice.own_slots, &choice.batch_inputs}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
   }

@@ -7,9 +7,12 @@
 
 #include "common/detmath.h"
 #include "common/encoding.h"
+#include "kernels/ops/embedding.h"
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
+#include "kernels/ops/softmax.h"
+#include "verify/batch_opening.h"
 #include "verify/element.h"
 
 namespace vt::verify {
@@ -63,7 +66,7 @@ struct HalvingTree {
 
 // Where segment s's leaves start (its first term step), and the leaf of its sum.
 std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
-  std::uint64_t start = 1;
+  std::uint64_t start = 1 + static_cast<std::uint64_t>(el.max_count);
   for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i]);
   return start;
 }
@@ -84,7 +87,7 @@ ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTer
 std::uint64_t ReduceElement::Steps() const {
   std::uint64_t steps = segments.empty() ? 0 : segments.size() - 1;
   for (std::int64_t n : segments) steps += SegmentSteps(n);
-  return steps;
+  return steps + static_cast<std::uint64_t>(max_count) + (final != ReduceFinal::kNone ? 1 : 0);
 }
 
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
@@ -158,6 +161,21 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.divisor = nb * hw;
     return el;
   }
+  if (Is(op_kind, OpKind::kCrossEntropyBackward) && slot == 0 && in.size() == 3 && in[1].size() >= 2) {
+    // (dloss, logits [..., K], labels [...]): dlogits[r, k] from row r's
+    // running max, its TreeSum of Exp(x − max) and the final expression.
+    const std::int64_t k = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, k);
+    if (bad_index(numel(1)) || numel(2) != rows || numel(0) != 1) return Status::Invalid("elem-bad-index");
+    const std::int64_t r = e / k;
+    ReduceElement el = Plain(k, {TermOperand{1, r * k, 1}}, ReduceTerm::kExpShifted);
+    el.max_count = k;
+    el.max_of = TermOperand{1, r * k, 1};
+    el.final = ReduceFinal::kCrossEntropyGrad;
+    el.final_reads = {TermOperand{1, e, 0}, TermOperand{2, r, 0}, TermOperand{0, 0, 0}};
+    el.final_class = e % k;
+    el.divisor = rows;
+    return el;
+  }
   if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
     // norm = sqrt(halving tree over s_i), s_i = TreeSum over tensor i of g².
     if (e != 0) return Status::Invalid("elem-bad-index");
@@ -174,7 +192,24 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
-  std::uint64_t start = 1;
+  const auto max_leaves = static_cast<std::uint64_t>(el.max_count);
+  if (leaf <= max_leaves) {  // the running max: leaf `leaf` after x_{leaf−1}
+    ReduceStep st;
+    st.kind = ReduceStepKind::kMax;
+    st.term = static_cast<std::int64_t>(leaf - 1);
+    st.left = leaf - 1;
+    return st;
+  }
+  if (el.final != ReduceFinal::kNone && leaf == el.Steps()) {  // the output from the max and the sum
+    ReduceStep st;
+    st.kind = ReduceStepKind::kFinal;
+    st.reads_right = true;
+    st.left = max_leaves;
+    st.right = leaf - 1;
+    return st;
+  }
+  const bool shifted = el.term == ReduceTerm::kExpShifted;
+  std::uint64_t start = 1 + max_leaves;
   for (std::size_t s = 0; s < el.segments.size(); ++s) {
     const std::int64_t n = el.segments[s];
     const std::uint64_t steps = SegmentSteps(n);
@@ -188,6 +223,8 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
     if (local < static_cast<std::uint64_t>(n)) {  // a term step: the block's previous leaf (or +0) + term
       st.term = static_cast<std::int64_t>(local);
       st.left = st.term % kTreeBlock == 0 ? 0 : leaf - 1;
+      st.reads_right = shifted;
+      st.right = shifted ? max_leaves : 0;
       return st;
     }
     // A combination of this segment's block sums.
@@ -195,14 +232,16 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
     const auto block_sum = [&](std::int64_t b) {
       return start + static_cast<std::uint64_t>(std::min((b + 1) * kTreeBlock, n)) - 1;
     };
-    st.combine = true;
+    st.kind = ReduceStepKind::kCombine;
+    st.combine = st.reads_right = true;
     std::tie(st.left, st.right) = tree.Node(local - static_cast<std::uint64_t>(n), block_sum);
     return st;
   }
   // A combination of the segments' sums.
   const HalvingTree tree{start, static_cast<std::int64_t>(el.segments.size())};
   ReduceStep st;
-  st.combine = true;
+  st.kind = ReduceStepKind::kCombine;
+  st.combine = st.reads_right = true;
   std::tie(st.left, st.right) =
       tree.Node(leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
   return st;
@@ -216,7 +255,24 @@ std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElemen
   return reads;
 }
 
-float TermValue(ReduceTerm term, std::span<const float> v) {
+std::vector<std::pair<std::uint32_t, std::int64_t>> StepReads(const ReduceElement& el, const ReduceStep& st) {
+  switch (st.kind) {
+    case ReduceStepKind::kTerm:
+      return TermReads(el, st.segment, st.term);
+    case ReduceStepKind::kCombine:
+      return {};
+    case ReduceStepKind::kMax:
+      return {{el.max_of.input, el.max_of.Index(st.term)}};
+    case ReduceStepKind::kFinal: {
+      std::vector<std::pair<std::uint32_t, std::int64_t>> reads;
+      for (const TermOperand& o : el.final_reads) reads.emplace_back(o.input, o.first);
+      return reads;
+    }
+  }
+  return {};
+}
+
+float TermValue(ReduceTerm term, std::span<const float> v, float max) {
   switch (term) {
     case ReduceTerm::kValue:
       return v[0];
@@ -224,8 +280,36 @@ float TermValue(ReduceTerm term, std::span<const float> v) {
       return v[0] * v[0];
     case ReduceTerm::kNormProduct:
       return v[0] * ((v[1] - v[2]) * v[3]);
+    case ReduceTerm::kExpShifted:
+      return kernels::opsdetail::RepopsMath::Exp(v[0] - max);  // the kernels' ExpShifted, one value
   }
   return 0.0f;
+}
+
+Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float left, float right,
+                        std::span<const float> v) {
+  switch (st.kind) {
+    case ReduceStepKind::kTerm:
+      if (v.size() != el.operands.size()) return Status::Invalid("elem-bad-step", "the term's reads");
+      return left + TermValue(el.term, v, right);
+    case ReduceStepKind::kCombine:
+      return left + right;
+    case ReduceStepKind::kMax:
+      if (v.size() != 1) return Status::Invalid("elem-bad-step", "the max step's read");
+      return st.term == 0 ? v[0] : kernels::MaxStep(left, v[0]);
+    case ReduceStepKind::kFinal: {
+      // (x, label, dloss); the label must be a class, as the kernel checks every label.
+      if (el.final != ReduceFinal::kCrossEntropyGrad || v.size() != 3)
+        return Status::Invalid("elem-bad-step", "the final step's reads");
+      if (!kernels::IsRowIndex(v[1], el.max_count))
+        return Status::Invalid("bad-index", "label " + std::to_string(v[1]) + " is not a class");
+      using M = kernels::opsdetail::RepopsMath;
+      const float g = v[2] / static_cast<float>(el.divisor);
+      return kernels::CrossEntropyGradValue(M::Exp(v[0] - left), right,
+                                            v[1] == static_cast<float>(el.final_class), g);
+    }
+  }
+  return Status::Invalid("elem-bad-step");
 }
 
 float ReduceOutput(const ReduceElement& el, float sum) {
@@ -245,21 +329,30 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
   std::vector<float> p;
   p.reserve(steps + 1);
   p.push_back(+0.0f);
+  const auto read = [&](std::uint32_t input, std::int64_t index) -> Result<float> {
+    if (input >= inputs.size() || index < 0 || index >= inputs[input].numel())
+      return Status::Invalid("elem-bad-index",
+                             "input " + std::to_string(input) + " value " + std::to_string(index));
+    return inputs[input][index];
+  };
+  // The running max, then the term steps straight through each segment (a
+  // party answers this for GPT-2's 124 M-term clip norm); only the
+  // combinations and the final step ask ReduceStepAt.
+  for (std::int64_t j = 0; j < el.max_count; ++j) {
+    VT_ASSIGN_OR_RETURN(float x, read(el.max_of.input, el.max_of.Index(j)));
+    p.push_back(j == 0 ? x : kernels::MaxStep(p.back(), x));
+  }
+  const float max = p.back();
   std::vector<float> values(el.operands.size());
-  // Term steps run straight through each segment (a party answers this for
-  // GPT-2's 124 M-term clip norm); only the combinations ask ReduceStepAt.
   for (std::size_t s = 0; s < el.segments.size(); ++s) {
     const std::int64_t n = el.segments[s];
     for (std::int64_t j = 0; j < n; ++j) {
       for (std::size_t i = 0; i < el.operands.size(); ++i) {
         const TermOperand& o = el.operands[i];
         const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
-        const std::int64_t index = o.Index(j);
-        if (input >= inputs.size() || index < 0 || index >= inputs[input].numel())
-          return Status::Invalid("elem-bad-index", "term " + std::to_string(j));
-        values[i] = inputs[input][index];
+        VT_ASSIGN_OR_RETURN(values[i], read(input, o.Index(j)));
       }
-      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values));
+      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values, max));
     }
     for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) {
       VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
@@ -268,13 +361,20 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
   }
   while (p.size() <= steps) {
     VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
-    p.push_back(p[st.left] + p[st.right]);
+    std::vector<float> v;
+    for (const auto& [input, index] : StepReads(el, st)) {
+      VT_ASSIGN_OR_RETURN(float x, read(input, index));
+      v.push_back(x);
+    }
+    VT_ASSIGN_OR_RETURN(float next, StepValue(el, st, p[st.left], p[st.right], v));
+    p.push_back(next);
   }
   return p;
 }
 
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
-                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim) {
+                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
+                                         const OpenedBatch* batch) {
   constexpr std::string_view kReason = "elem-bad-step";
   const std::uint64_t steps = el.Steps();
   if (claim.m >= steps) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
@@ -291,24 +391,33 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<cons
   // Operand leaves precede m + 1: agreed, opened against root A. Leaf 0 is +0 by the posting's end check.
   VT_TRY(check(roots[0], claim.left, claim.left_proof, st.left));
   for (std::size_t side = 0; side < 2; ++side) VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
-  float right = 0.0f;
-  if (st.combine) {
-    if (!claim.reads.empty()) return Status::Invalid(kReason, "a combination reads no input");
-    VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
-    right = claim.right;
-  } else {
-    const auto reads = TermReads(el, st.segment, st.term);
-    if (claim.reads.size() != reads.size()) return Status::Invalid(kReason, "the term's reads");
-    std::vector<float> values;
-    for (std::size_t i = 0; i < reads.size(); ++i) {
-      const auto [input, index] = reads[i];
-      if (input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(input));
-      VT_ASSIGN_OR_RETURN(float v, VerifyValue(inputs[input].hash, inputs[input].shape, index, claim.reads[i]));
-      values.push_back(v);
-    }
-    right = TermValue(el.term, values);
+  // The second operand leaf (a combination's, the row's max for a shifted
+  // term, the sum for the final step) precedes m + 1 too.
+  if (st.reads_right) VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
+  // One value opening per read of a hashed input, in StepReads order; a
+  // value of the batch comes from the examples the move opened instead.
+  const auto reads = StepReads(el, st);
+  std::size_t hashed = 0;
+  for (const auto& [input, index] : reads) {
+    if (input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(input));
+    hashed += inputs[input].batch ? 0 : 1;
   }
-  const float next = claim.left + right;
+  if (claim.reads.size() != hashed) return Status::Invalid(kReason, "the step's reads");
+  std::vector<float> values;
+  std::size_t opened = 0;
+  for (const auto& [input, index] : reads) {
+    const InputTensor& in = inputs[input];
+    if (in.batch) {
+      if (batch == nullptr) return Status::Invalid(kReason, "a batch value comes from the batch opening");
+      VT_ASSIGN_OR_RETURN(float v, batch->Value(*in.batch, in.shape, index));
+      values.push_back(v);
+      continue;
+    }
+    VT_ASSIGN_OR_RETURN(float v, VerifyValue(in.hash, in.shape, index, claim.reads[opened++]));
+    values.push_back(v);
+  }
+  VT_ASSIGN_OR_RETURN(const float next,
+                      StepValue(el, st, claim.left, st.reads_right ? claim.right : 0.0f, values));
   return StepVerdict{SameBits(next, claim.next[0]), SameBits(next, claim.next[1])};
 }
 

@@ -19,11 +19,15 @@
 //
 // Implemented: sum and mean (whole tensor or one axis), linear_backward db,
 // conv2d_backward db, layernorm_backward dγ and dβ, batchnorm2d_backward dγ
-// and dβ, clip_grad_norm's norm (ReduceElementAt). The workers' answers:
+// and dβ, clip_grad_norm's norm, and cross_entropy_backward's dlogits — a
+// softmax row's running max, its TreeSum of Exp(x − max) and a final step
+// that reads the label from the batch (ReduceElementAt). Steps may read the
+// batch (verify/batch_opening.h: one example a step). The workers' answers:
 // worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -35,18 +39,30 @@
 
 namespace vt::verify {
 
+class OpenedBatch;
+
 // What one term of the sum is, from the values it reads (in ReduceElement::operands order).
 enum class ReduceTerm : std::uint8_t {
   kValue = 0,        // v                          (sum, mean, biases' and norms' dβ)
   kSquare = 1,       // v·v                        (clip_grad_norm)
   kNormProduct = 2,  // dy·((x − mean)·rstd)       (layernorm / batch-norm dγ: dy, x, mean, rstd)
+  kExpShifted = 3,   // Exp(x − max), max the row's max scan's last leaf (cross-entropy's s)
 };
 
 // What the output value is, from the sum.
 enum class ReduceEpilogue : std::uint8_t {
-  kNone = 0,    // the sum
+  kNone = 0,    // the sum (or the final step's leaf)
   kDivide = 1,  // sum / divisor (mean)
   kSqrt = 2,    // sqrt(sum)     (clip_grad_norm's norm)
+};
+
+// A last step computing the output from the row's max and sum; the output
+// is then the last leaf (epilogue kNone).
+enum class ReduceFinal : std::uint8_t {
+  kNone = 0,
+  // dlogits[r, k] = kernels::CrossEntropyGradValue(Exp(x − max), sum, label = k, dloss / divisor),
+  // reading (x[r, k], label[r], dloss): final_reads in that order; `final_class` is k.
+  kCrossEntropyGrad = 1,
 };
 
 // Where an operand of term j (0-based within its segment) lies: input
@@ -63,12 +79,21 @@ struct TermOperand {
 };
 
 struct ReduceElement {
+  // A softmax row's running max before the sum (cross-entropy): its
+  // max_count steps come first — leaf 1 = x_0, leaf j+1 = kernels::MaxStep(
+  // leaf j, x_j), x_j at max_of.Index(j) — and a kExpShifted term reads its
+  // last leaf.
+  std::int64_t max_count = 0;
+  TermOperand max_of;
   std::vector<std::int64_t> segments;  // term counts of the TreeSums (one: a plain TreeSum)
   ReduceTerm term = ReduceTerm::kValue;
   std::vector<TermOperand> operands;
   bool per_segment_input = false;  // segment s reads input operands[i].input + s
   ReduceEpilogue epilogue = ReduceEpilogue::kNone;
   std::int64_t divisor = 1;
+  ReduceFinal final = ReduceFinal::kNone;
+  std::vector<TermOperand> final_reads;  // each read at its `first`
+  std::int64_t final_class = 0;
   // Additions in the whole computation: the tree has Steps() + 1 leaves.
   std::uint64_t Steps() const;
   bool operator==(const ReduceElement&) const = default;
@@ -81,15 +106,25 @@ struct ReduceElement {
 //   layernorm_backward slots 1, 2        dγ[c] = TreeSum_r dy·x̂,  dβ[c] = TreeSum_r dy
 //   batchnorm2d_backward slots 1, 2      dγ[c], dβ[c] over (n, h, w)
 //   clip_grad_norm last slot             norm = sqrt(halving tree over s_i), s_i = TreeSum(g_i²)
+//   cross_entropy_backward slot 0        dlogits[r, k]: row r's running max, s = TreeSum Exp(x − max),
+//                                        then the final step (reads x[r, k], label[r] of the batch, dloss)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
 
-// One step of the computation: leaf `leaf` (≥ 1) = leaf `left` + (a combine
-// step) leaf `right`, or (a term step) term `term` of segment `segment`.
+// One step of the computation: leaf `leaf` (≥ 1) from earlier leaves and
+// the values it reads (StepReads):
+//   kTerm     leaf `left` + term `term` of segment `segment` (a kExpShifted
+//             term also reads leaf `right`, the row's max)
+//   kCombine  leaf `left` + leaf `right`
+//   kMax      step `term` of the max scan: x_0 (term 0), else MaxStep(leaf `left`, x_term)
+//   kFinal    the output from leaf `left` (the max) and leaf `right` (the sum)
+enum class ReduceStepKind : std::uint8_t { kTerm = 0, kCombine = 1, kMax = 2, kFinal = 3 };
 struct ReduceStep {
-  bool combine = false;
+  ReduceStepKind kind = ReduceStepKind::kTerm;
+  bool combine = false;      // kind == kCombine
+  bool reads_right = false;  // the step reads leaf `right` too
   std::uint64_t left = 0, right = 0;
   std::uint32_t segment = 0;
   std::int64_t term = 0;
@@ -101,8 +136,17 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& element, std::uint64_t leaf
 // The flat input indices term `term` of segment `segment` reads, one per operand: (input, index).
 std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElement& element, std::uint32_t segment,
                                                               std::int64_t term);
-// The term from the values it reads (fp32, the kernels' expression).
-float TermValue(ReduceTerm term, std::span<const float> values);
+// The values any step reads (none for a combination), as (input, index).
+std::vector<std::pair<std::uint32_t, std::int64_t>> StepReads(const ReduceElement& element,
+                                                              const ReduceStep& step);
+// The term from the values it reads (fp32, the kernels' expression); `max`
+// is the row's max for a kExpShifted term.
+float TermValue(ReduceTerm term, std::span<const float> values, float max = 0.0f);
+// Leaf m+1 of `step` from its operand leaves and the values it reads.
+// Invalid "bad-index" when the final step's label is not a class (the
+// operator fails on its inputs, as the kernel does).
+Result<float> StepValue(const ReduceElement& element, const ReduceStep& step, float left, float right,
+                        std::span<const float> values);
 // The output value from the sum (the epilogue).
 float ReduceOutput(const ReduceElement& element, float sum);
 
@@ -118,29 +162,36 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& element, std::spa
 // against the node's agreed inputs (TermReads order).
 struct ReduceStepClaim {
   std::uint64_t m = 0;
-  float left = 0.0f, right = 0.0f;  // right: combine steps only
+  float left = 0.0f, right = 0.0f;  // right: the steps with reads_right only
   crypto::MerkleProof left_proof, right_proof;
   std::array<float, 2> next{};
   std::array<crypto::MerkleProof, 2> next_proof;
-  std::vector<ValueOpening> reads;  // term steps only
+  std::vector<ValueOpening>
+      reads;  // the step's reads of hashed inputs (StepReads order, the batch's skipped)
   bool operator==(const ReduceStepClaim&) const = default;
 };
 
-// An agreed input of the node, by its tensor hash.
+// An agreed input of the node, by its tensor hash; or a tensor of the
+// batch (`batch`: 0 inputs, 1 targets), whose values come from a batch
+// opening (verify/batch_opening.h).
 struct InputTensor {
   Hash256 hash;
   kernels::Shape shape;
+  std::optional<std::uint32_t> batch;
 };
 
 // The referee's verdict on a ReduceStepClaim, and every worker's prediction
 // of it: the step (ReduceStepAt), its operand leaves against roots[0], both
-// next leaves against their roots, the term's reads (VerifyValue against
-// `inputs`), then the one addition. Charge: up to four proofs of
+// next leaves against their roots, the step's reads (StepReads: VerifyValue
+// against `inputs`, one claim.reads opening per hashed read; for a batch
+// input the value `batch` opened, without an opening), then the one step
+// (StepValue). Charge: up to four proofs of
 // ⌈log₂(Steps()+1)⌉ siblings and up to four value openings. Invalid
 // "elem-bad-step" (a proof that does not check out, m out of range, a wrong
 // number of reads) or VerifyValue's reasons.
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
-                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim);
+                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
+                                         const OpenedBatch* batch = nullptr);
 
 // When both parties' partial results agree to the sum, the disputed step is
 // the epilogue: y = ReduceOutput(sum).

@@ -1,4 +1,5 @@
 #include "worker/element_answers.h"
+#include "verify/batch_opening.h"
 
 #include <algorithm>
 #include <string>
@@ -172,14 +173,27 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
   ReduceOperands o;
   o.left = mine.partials[st.left];
   o.left_proof = mine.tree.Prove(st.left);
-  if (st.combine) {
+  if (st.reads_right) {
     o.right = mine.partials[st.right];
     o.right_proof = mine.tree.Prove(st.right);
-    return o;
   }
-  for (const auto& [input, index] : verify::TermReads(mine.element, st.segment, st.term)) {
+  std::vector<std::uint64_t> positions;
+  for (const auto& [input, index] : verify::StepReads(mine.element, st)) {
     if (input >= side.inputs.size()) return Status::Invalid("elem-bad-index", "no input " + std::to_string(input));
+    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) {
+      // A value of the batch travels in its example, not as a value opening.
+      for (std::uint64_t k : verify::BatchPositionsOf(side.inputs[input].shape(), index, 1))
+        positions.push_back(k);
+      continue;
+    }
     o.reads.push_back(verify::OpenValue(side.inputs[input], index));
+  }
+  if (!positions.empty()) {
+    if (side.examples.empty())
+      return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
+    std::sort(positions.begin(), positions.end());
+    positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+    o.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
   }
   return o;
 }
@@ -201,14 +215,22 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side) {
   std::vector<verify::InputTensor> in;
   in.reserve(side.inputs.size());
-  for (const kernels::Tensor& t : side.inputs) in.push_back({t.Hash(), t.shape()});
+  for (std::size_t i = 0; i < side.inputs.size(); ++i) {
+    const kernels::Tensor& t = side.inputs[i];
+    if (i < side.refs.size() && side.refs[i].source == protocol::InputSource::kBatch) {
+      in.push_back({Hash256{}, t.shape(), side.refs[i].index});
+    } else {
+      in.push_back({t.Hash(), t.shape(), std::nullopt});
+    }
+  }
   return in;
 }
 
 Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
                                               const std::array<Hash256, 2>& roots,
-                                              const verify::ReduceStepClaim& claim) {
-  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim);
+                                              const verify::ReduceStepClaim& claim,
+                                              const verify::OpenedBatch* batch) {
+  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch);
 }
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {

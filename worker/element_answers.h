@@ -32,6 +32,7 @@
 #include "kernels/tensor.h"
 #include "protocol/state.h"
 #include "protocol/types.h"
+#include "verify/batch_opening.h"
 #include "verify/descent.h"
 #include "verify/element_game.h"
 #include "verify/reduce_rule.h"
@@ -132,7 +133,8 @@ StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m)
 struct ReduceOperands {
   float left = 0.0f, right = 0.0f;
   crypto::MerkleProof left_proof, right_proof;
-  std::vector<verify::ValueOpening> reads;
+  std::vector<verify::ValueOpening> reads;    // the hashed inputs' (a batch value travels in `batch`)
+  std::optional<verify::BatchOpening> batch;  // the examples the step's batch values come from
 };
 Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
                                             std::uint64_t m);
@@ -142,7 +144,8 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side);
 Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
                                               const std::array<Hash256, 2>& roots,
-                                              const verify::ReduceStepClaim& claim);
+                                              const verify::ReduceStepClaim& claim,
+                                              const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b);
 
 }  // namespace vt::worker

@@ -27,10 +27,7 @@ namespace {
 template <class T>
 T RowMax(const float* row, std::int64_t k) {
   T m = static_cast<T>(row[0]);
-  for (std::int64_t i = 1; i < k; ++i) {
-    const T v = static_cast<T>(row[i]);
-    if (v > m) m = v;
-  }
+  for (std::int64_t i = 1; i < k; ++i) m = MaxStep(m, static_cast<T>(row[i]));
   return m;
 }
 
@@ -162,10 +159,7 @@ Status CrossEntropyBackward(const OpContext& ctx, const Tensor& dloss, const Ten
         ExpShifted<M>(in, m, out, k);
         const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
         const std::int64_t label = classes[static_cast<std::size_t>(r)];
-        for (std::int64_t i = 0; i < k; ++i) {
-          const T p = out[i] / s;
-          out[i] = (i == label ? p - T(1) : p) * g;
-        }
+        for (std::int64_t i = 0; i < k; ++i) out[i] = CrossEntropyGradValue(out[i], s, i == label, g);
       }
     });
     return outs.Commit(ctx);

@@ -13,6 +13,20 @@ Status SoftmaxForward(const OpContext& ctx, const Tensor& x, Tensor& y);
 // dx = y·(dy − Σ_k dy·y) per row; inputs dy and the forward output y.
 Status SoftmaxBackward(const OpContext& ctx, const Tensor& dy, const Tensor& y, Tensor& dx);
 
+// The per-row expressions of the kernels below, shared with the element
+// rule that re-executes one step of them (verify/reduce_rule.h):
+//   the running max m ← MaxStep(m, v), from m = row[0];
+//   dlogits[k] = CrossEntropyGradValue(Exp(x_k − m), s, k == label, dloss / rows).
+template <class T>
+T MaxStep(T m, T v) {
+  return v > m ? v : m;  // a NaN v never replaces m; a NaN m stays
+}
+template <class T>
+T CrossEntropyGradValue(T e, T s, bool is_label, T g) {
+  const T p = e / s;
+  return (is_label ? p - T(1) : p) * g;
+}
+
 // logits [..., K] (rank ≥ 2), labels [...] (the leading dims of logits):
 // class indices as fp32 integer values in [0, K) (else "bad-index").
 // loss [1] = mean over rows of (logsumexp(row) − row[label]).

@@ -310,13 +310,26 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       // the term's values, and both next leaves; posting: root and two leaves.
       const std::uint64_t steps = red->Steps();
       const Opened leaf = OpenPartialLeaf(steps);
+      // The most any one step reads: a term's values, or the final step's
+      // (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
-      for (const auto& [input, index] : verify::TermReads(*red, 0, 0)) {
-        const Opened o = OpenSlice(Numel(in[input]), static_cast<std::uint64_t>(index), 1);
-        term.bytes += o.bytes;
-        term.sha += o.sha;
+      for (std::uint64_t at_leaf : {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->max_count)}) {
+        auto st = verify::ReduceStepAt(*red, at_leaf);
+        if (!st.ok()) continue;
+        Opened reads;
+        for (const auto& [input, index] : verify::StepReads(*red, *st)) {
+          if (node.inputs.at(input).source == graph::NodeInputSource::kBatch) {
+            reads.bytes += batch.header + batch.example;
+            continue;
+          }
+          const Opened o = OpenSlice(Numel(in[input]), static_cast<std::uint64_t>(index), 1);
+          reads.bytes += o.bytes;
+          reads.sha += o.sha;
+        }
+        if (reads.bytes > term.bytes) term = reads;
       }
-      const Opened operands{std::max(2 * leaf.bytes, leaf.bytes + term.bytes), std::max(2 * leaf.sha, leaf.sha + term.sha)};
+      // At most two operand leaves and the reads (a shifted term or the final step has both).
+      const Opened operands{2 * leaf.bytes + term.bytes, 2 * leaf.sha + term.sha};
       p.tx_bytes = kTxEnvelope + std::max(2 * leaf.bytes + operands.bytes, kHashBytes + 2 * leaf.bytes);
       p.sha = 2 * leaf.sha + operands.sha;
       p.flops = red->term == verify::ReduceTerm::kNormProduct ? 4 : 2;

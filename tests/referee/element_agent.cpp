@@ -10,6 +10,7 @@
 #include "kernels/arith_hd.h"
 #include "verify/element.h"
 #include "verify/element_game.h"
+#include "verify/graph_source.h"
 
 namespace vt::test {
 namespace {
@@ -55,10 +56,22 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
       case protocol::InputSource::kNode:
         side.inputs.push_back(h.outputs[step][ref.index][ref.slot]);
         break;
-      case protocol::InputSource::kBatch:
-        side.inputs.emplace_back();
+      case protocol::InputSource::kBatch: {
+        // The step's batch, assembled from its examples as whole arbitration does.
+        const verify::KernelsGraphSource source;
+        const auto indices = source.BatchIndices(h.job, h.headers[step]).value();
+        std::vector<Bytes> leaves;
+        side.examples.clear();
+        for (std::uint64_t i : indices) {
+          leaves.push_back(h.examples[i]);
+          side.examples.push_back(verify::ExampleOpening{h.examples[i], h.dataset_tree.Prove(i)});
+        }
+        side.inputs.push_back(source.AssembleBatch(h.job, leaves).value().at(ref.index));
         side.openings.emplace_back();
+        side.header = h.headers[step];
+        side.header_proof = StateTreeOf(h, step).Prove(h.states[step].size());
         continue;
+      }
     }
     side.openings.push_back(InputHashOf(h, step, node, input));
   }

@@ -44,13 +44,14 @@ ScenarioConfig WideConfig() {
   return c;
 }
 
-// A cheat target: the first node of the tiny step with this op kind whose
-// inputs are not the batch, and an output slot of it.
+// A cheat target: the first node of the tiny step with this op kind that
+// reads the batch or not, as `reads_batch` says, and an output slot of it.
 struct Target {
   const char* name;
   kernels::OpKind op;
   std::uint32_t slot;
   const char* reason_if_honest_sums;  // the verdict's reason when the liar's sums are the true ones
+  bool reads_batch = false;
 };
 const Target kTargets[] = {
     {"linear.y", kernels::OpKind::kLinear, 0, "element-epilogue"},
@@ -60,6 +61,8 @@ const Target kTargets[] = {
     {"sgd", kernels::OpKind::kSgd, 0, "element-reexecuted"},
     // The reduction rule (a TreeSum over the batch rows).
     {"linear_backward.db", kernels::OpKind::kLinearBackward, 2, "element-epilogue"},
+    // The reduction rule with a running max and a final step that reads the label (the batch).
+    {"cross_entropy_backward", kernels::OpKind::kCrossEntropyBackward, 0, "element-epilogue", true},
 };
 
 const History& HonestHistory() {
@@ -78,7 +81,7 @@ std::uint32_t NodeOf(const Target& t) {
     if (records[n].op_kind != static_cast<std::uint16_t>(t.op)) continue;
     bool batch = false;
     for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
-    if (!batch) return n;
+    if (batch == t.reads_batch) return n;
   }
   ADD_FAILURE() << "no node for " << t.name;
   return 0;
@@ -537,6 +540,23 @@ TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
 
 // Random cheats (target, value, liar's side, sums): the honest party always
 // wins, at the planted value, every transaction ≤ 64 KiB.
+// The cross-entropy gradient's final step reads the row's label, a value
+// of the batch: a liar whose partial results differ only in the last leaf
+// (the output) is refuted at that step, the move carrying the label's
+// example (verify/batch_opening.h) instead of a chunk.
+TEST(ElementGame, TheFinalStepReadsItsLabelFromItsExample) {
+  const Target& t = kTargets[std::size(kTargets) - 1];
+  ASSERT_TRUE(t.reads_batch);
+  const std::int64_t v = ReachingValue(t, 5);
+  for (bool liar_is_solver : {true, false}) {
+    const Game g = Play(t, v, liar_is_solver, SumsPlan{SumsLie::kMadeUp, ~std::uint64_t{0}});
+    SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
+    ExpectCaughtAt(g, t, v, liar_is_solver);
+    ASSERT_FALSE(g.report.games.empty());
+    EXPECT_EQ(g.report.games[0].game.reason, "element-step");
+  }
+}
+
 TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
   std::mt19937_64 rng(20261124);
   std::uint64_t max_tx = 0, games = 0, max_element_txs = 0;

@@ -118,6 +118,8 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
   History h;
   h.job = job;
   h.lies = lies;
+  h.examples = tiny.examples;
+  h.dataset_tree = tiny.dataset_tree;
   protocol::StateHeader header;
   header.tensor_names = init.names;
   h.headers.push_back(header);

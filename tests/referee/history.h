@@ -69,6 +69,9 @@ struct History {
   crypto::MerkleTree log_root_tree;                    // over interval log hashes
   Hash256 log_root;                                    // zero outside rounded mode
   std::vector<Lie> lies;
+  // The dataset (TinyJob's): the examples a batch opening reads.
+  std::vector<Bytes> examples;
+  crypto::MerkleTree dataset_tree;
 
   bool LiedAt(std::uint64_t step, std::uint64_t node) const;
   std::uint64_t num_steps() const { return job.num_steps; }

@@ -251,81 +251,87 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
               element_level);
 }
 
-// A cheat in a GPT's token embedding, which reads the batch: the element
-// level opens the one token id the value gathers by from its example in the
-// dataset commitment (verify/batch_opening.h) and the one weight it names,
-// so the node is settled at the planted value without its inputs being sent
-// whole, every transaction within 64 KiB.
-TEST(TestnetScenario, AGptEmbeddingCheatIsSettledFromOneExampleOfTheBatch) {
-  ScopedTestnet t("embed",
+// Cheats in the two GPT nodes that read the batch: the token embedding
+// (its value gathers one weight row by the token id at its position) and the
+// cross-entropy gradient (its final step reads the row's label). The element
+// level opens the one example that holds the id or label from the dataset
+// commitment (verify/batch_opening.h), so each node is settled at the
+// planted value without its inputs being sent whole, every transaction
+// within 64 KiB.
+TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
+  ScopedTestnet t("batch",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-gpt.json", 3));
   ASSERT_TRUE(UpWithDaemons(t));
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  std::mt19937_64 rng(TestSeed());
-  const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
-  auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  std::uint64_t node = 0;
-  while (node < graph->nodes.size() &&
-         graph->nodes[node].op_kind != static_cast<std::uint16_t>(kernels::OpKind::kEmbedding))
-    ++node;
-  ASSERT_LT(node, graph->nodes.size()) << "no embedding node";
-  std::uint64_t numel = 1;
-  for (std::int64_t d : graph->nodes[node].output_shapes[0]) numel *= static_cast<std::uint64_t>(d);
-  const std::uint64_t element = rng() % numel;
-  const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
-                            ",slot=0,element=" + std::to_string(element);
-  SCOPED_TRACE(cheat);
-  ASSERT_TRUE(RestartSolverCheating(t, cheat));
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
-  const node::BountyTerms terms{1'000'000, 8'000'000, 8'000'000, 300, 12, 40};
-  auto id = node::PostBounty(c, *client, *loaded, terms);
-  ASSERT_TRUE(id.ok()) << id.status().ToString();
-  std::string state;
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        state = BountyState(c, *id).value_or("");
-        return state == "failed" || state == "finalized";
-      },
-      120s))
-      << state;
-  ASSERT_EQ(state, "failed") << "the cheat was not caught";
-  auto games = c.BountyGames(*id);
-  ASSERT_TRUE(games.ok());
-  ASSERT_EQ(games->size(), 1u);
-  const std::uint64_t gid = games->front();
-  auto game = c.Call("get_dispute", Json::array({gid}));
-  ASSERT_TRUE(game.ok());
-  EXPECT_EQ((*game)["result"], "challenger-won");
-  EXPECT_EQ((*game)["step"], step);
-  EXPECT_EQ((*game)["node_index"], node);
-  EXPECT_EQ((*game)["reason"], "element-reexecuted");
-  auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
-  ASSERT_TRUE(disputed.ok());
-  bool found = false;
-  for (const Json& e : (*disputed)["events"]) {
-    if (e["decoded"]["game_id"] != gid) continue;
-    found = true;
-    EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(element));
+  std::mt19937_64 rng(TestSeed());
+  const kernels::OpKind kTargets[] = {kernels::OpKind::kEmbedding, kernels::OpKind::kCrossEntropyBackward};
+  for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
+    const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    std::uint64_t node = 0;
+    while (node < graph->nodes.size() &&
+           graph->nodes[node].op_kind != static_cast<std::uint16_t>(kTargets[bounty]))
+      ++node;
+    ASSERT_LT(node, graph->nodes.size()) << kernels::OpKindName(kTargets[bounty]);
+    std::uint64_t numel = 1;
+    for (std::int64_t d : graph->nodes[node].output_shapes[0]) numel *= static_cast<std::uint64_t>(d);
+    const std::uint64_t element = rng() % numel;
+    const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
+                              ",slot=0,element=" + std::to_string(element);
+    SCOPED_TRACE(cheat);
+    ASSERT_TRUE(RestartSolverCheating(t, cheat));
+    const node::BountyTerms terms{1'000'000, 8'000'000, 8'000'000, 300, 12, 40};
+    auto id = node::PostBounty(c, *client, *loaded, terms);
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    ASSERT_EQ(*id, bounty);
+    std::string state;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          state = BountyState(c, bounty).value_or("");
+          return state == "failed" || state == "finalized";
+        },
+        120s))
+        << state;
+    ASSERT_EQ(state, "failed") << "the cheat was not caught";
+    auto games = c.BountyGames(bounty);
+    ASSERT_TRUE(games.ok());
+    ASSERT_EQ(games->size(), 1u);
+    const std::uint64_t gid = games->front();
+    auto game = c.Call("get_dispute", Json::array({gid}));
+    ASSERT_TRUE(game.ok());
+    EXPECT_EQ((*game)["result"], "challenger-won");
+    EXPECT_EQ((*game)["step"], step);
+    EXPECT_EQ((*game)["node_index"], node);
+    const std::string reason = (*game)["reason"];
+    EXPECT_EQ(reason.rfind("element-", 0), 0u) << reason;
+    auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+    ASSERT_TRUE(disputed.ok());
+    bool found = false;
+    for (const Json& e : (*disputed)["events"]) {
+      if (e["decoded"]["game_id"] != gid) continue;
+      found = true;
+      EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(element));
+    }
+    EXPECT_TRUE(found);
+    auto moves = c.Call("get_game_moves", Json::array({gid}));
+    ASSERT_TRUE(moves.ok()) << moves.status().ToString();
+    std::uint64_t largest = 0;
+    for (const Json& m : (*moves)["moves"]) {
+      largest = std::max(largest, m["bytes"].get<std::uint64_t>());
+      EXPECT_NE(m["method"], "arbitrate") << "the node was arbitrated whole";
+    }
+    EXPECT_LE(largest, 64u * 1024);
+    std::printf(
+        "[ batch ] %s: caught at step %llu node %llu value %llu by %s; largest game transaction %llu B\n",
+        std::string(kernels::OpKindName(kTargets[bounty])).c_str(), static_cast<unsigned long long>(step),
+        static_cast<unsigned long long>(node), static_cast<unsigned long long>(element), reason.c_str(),
+        static_cast<unsigned long long>(largest));
   }
-  EXPECT_TRUE(found);
-  auto moves = c.Call("get_game_moves", Json::array({gid}));
-  ASSERT_TRUE(moves.ok()) << moves.status().ToString();
-  std::uint64_t largest = 0;
-  bool opened = false;
-  for (const Json& m : (*moves)["moves"]) {
-    largest = std::max(largest, m["bytes"].get<std::uint64_t>());
-    opened = opened || m["method"] == "open-element";
-    EXPECT_NE(m["method"], "arbitrate") << "the node was arbitrated whole";
-  }
-  EXPECT_TRUE(opened);
-  EXPECT_LE(largest, 64u * 1024);
-  std::printf("[ embed ] caught at step %llu node %llu value %llu; largest game transaction %llu B\n",
-              static_cast<unsigned long long>(step), static_cast<unsigned long long>(node),
-              static_cast<unsigned long long>(element), static_cast<unsigned long long>(largest));
 }
 
 // Rounded mode end to end: the solver daemon publishes its rounding logs as

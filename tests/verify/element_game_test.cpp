@@ -45,8 +45,17 @@ TEST(ElementGameRules, DotPlanOrNoneAndNeverTheBatch) {
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   EXPECT_EQ(db->kind, ElementKind::kReduce);
   EXPECT_EQ(db->opened_inputs, (std::vector<std::uint32_t>{0}));
-  // … whose dy is the batch: refused.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0, std::vector<InputRef>{Batch(0), Node(1), State(0)},
+  // … whose dy were the batch: read from its examples (verify/batch_opening.h), one a step.
+  auto db_batch = ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0,
+                                    std::vector<InputRef>{Batch(0), Node(1), State(0)},
+                                    std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
+  ASSERT_TRUE(db_batch.ok()) << db_batch.status().ToString();
+  EXPECT_TRUE(db_batch->opened_inputs.empty());
+  EXPECT_EQ(db_batch->batch_inputs, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(db_batch->batch_examples, 1);
+  // The dot rule does not read the batch yet: dx over a batch dy is refused.
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinearBackward), {}, 0, 0,
+                              std::vector<InputRef>{Batch(0), Node(1), State(0)},
                               std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}})
                 .status()
                 .reason(),

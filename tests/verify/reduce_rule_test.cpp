@@ -56,6 +56,13 @@ std::int64_t Pick(std::mt19937_64& rng, std::int64_t lo, std::int64_t hi) {
   return lo + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(hi - lo + 1));
 }
 
+// Class labels: integer values in [0, classes).
+Tensor Labels(std::mt19937_64& rng, kernels::Shape shape, std::int64_t classes) {
+  Tensor t(std::move(shape));
+  for (float& v : t.values()) v = static_cast<float>(rng() % static_cast<std::uint64_t>(classes));
+  return t;
+}
+
 struct Node {
   std::string name;
   OpKind kind;
@@ -78,6 +85,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   for (std::int64_t i = Pick(rng, 1, 7); i > 0; --i) grads.push_back(RandomTensor(rng, {Pick(rng, 1, 900)}));
   const auto clip_slot = static_cast<std::uint32_t>(grads.size());
   const std::int64_t axis = Pick(rng, 0, 2);
+  const std::int64_t classes = Pick(rng, 2, 200);
   std::vector<Node> nodes = {
       {"linear_backward db", OpKind::kLinearBackward, {},
        {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
@@ -99,6 +107,9 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
       {"sum all", OpKind::kSum, kernels::ReduceAttrs(kernels::kReduceAll), {RandomTensor(rng, {rows, c})}, {0}, {}},
       {"sum axis", OpKind::kSum, kernels::ReduceAttrs(axis), {RandomTensor(rng, {nb, rows, c})}, {0}, {}},
       {"mean axis", OpKind::kMean, kernels::ReduceAttrs(axis), {RandomTensor(rng, {rows, nb, c})}, {0}, {}},
+      // Rows of up to 200 classes: a running max, several blocks of Exp terms, the final step.
+      {"cross_entropy_backward", OpKind::kCrossEntropyBackward, {},
+       {RandomTensor(rng, {1}), RandomTensor(rng, {nb, classes}), Labels(rng, {nb}, classes)}, {0}, {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -145,7 +156,7 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
             auto st = ReduceStepAt(*el, leaf);
             ASSERT_TRUE(st.ok());
             ASSERT_LT(st->left, leaf);
-            if (st->combine) {
+            if (st->reads_right) {
               ASSERT_LT(st->right, leaf);
             }
           }
@@ -185,13 +196,9 @@ std::size_t SizeOf(const ReduceStepClaim& c) {
 void FollowTheRule(const ReduceElement& el, const Node& n, std::vector<float>& p, std::uint64_t from) {
   for (std::uint64_t leaf = from; leaf < p.size(); ++leaf) {
     const ReduceStep st = ReduceStepAt(el, leaf).value();
-    if (st.combine) {
-      p[leaf] = p[st.left] + p[st.right];
-      continue;
-    }
     std::vector<float> v;
-    for (const auto& [input, index] : TermReads(el, st.segment, st.term)) v.push_back(n.inputs[input][index]);
-    p[leaf] = p[st.left] + TermValue(el.term, v);
+    for (const auto& [input, index] : StepReads(el, st)) v.push_back(n.inputs[input][index]);
+    p[leaf] = StepValue(el, st, p[st.left], p[st.right], v).value();
   }
 }
 
@@ -231,7 +238,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       const Side honest{honest_out, hp, PartialsTree(hp)};
       const Side liar{liar_out, lp, PartialsTree(lp)};
       std::vector<InputTensor> inputs;
-      for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape()});
+      for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape(), std::nullopt});
 
       for (bool honest_is_a : {true, false}) {
         const Side& a = honest_is_a ? honest : liar;
@@ -272,13 +279,11 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
           claim.m = m;
           claim.left = a.partials[st.left];
           claim.left_proof = a.tree.Prove(st.left);
-          if (st.combine) {
+          if (st.reads_right) {
             claim.right = a.partials[st.right];
             claim.right_proof = a.tree.Prove(st.right);
-          } else {
-            for (const auto& [input, index] : TermReads(el, st.segment, st.term))
-              claim.reads.push_back(OpenValue(n.inputs[input], index));
           }
+          for (const auto& [input, index] : StepReads(el, st)) claim.reads.push_back(OpenValue(n.inputs[input], index));
           claim.next = {a.partials[m + 1], b.partials[m + 1]};
           claim.next_proof = {a.tree.Prove(m + 1), b.tree.Prove(m + 1)};
           max_message = std::max(max_message, SizeOf(claim));
@@ -299,7 +304,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
           EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
           if (!claim.reads.empty()) {
             bad = claim;
-            const auto index = TermReads(el, st.segment, st.term)[0].second;
+            const auto index = StepReads(el, st)[0].second;
             bad.reads[0].chunk.values[static_cast<std::size_t>(index % kernels::kChunkValues)] += 1.0f;
             EXPECT_FALSE(JudgeReduceStepClaim(el, inputs, roots, bad).ok()) << "a forged term value";
             bad.reads.pop_back();
@@ -313,7 +318,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       }
     }
   }
-  EXPECT_EQ(games, 2u * 5u * 9u);
+  EXPECT_EQ(games, 2u * 5u * 10u);
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
