@@ -56,6 +56,85 @@ testing::AssertionResult RestartSolverCheating(ScopedTestnet& t, const std::stri
   return testing::AssertionSuccess();
 }
 
+// A one-value cheat (wrong-value): the solver daemon adds 1 to value
+// `element` of output `slot` of node `node` at step `step`.
+struct OneValueCheat {
+  std::uint64_t step = 0, node = 0, slot = 0, element = 0;
+  std::string Adversary() const {
+    return "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
+           ",slot=" + std::to_string(slot) + ",element=" + std::to_string(element);
+  }
+};
+
+// A random value of output `slot` of node `node` at `step`.
+OneValueCheat RandomValueOf(const verify::StepGraph& graph, std::uint64_t step, std::uint64_t node,
+                            std::uint64_t slot, std::mt19937_64& rng) {
+  std::uint64_t numel = 1;
+  for (std::int64_t d : graph.nodes.at(node).output_shapes.at(slot)) numel *= static_cast<std::uint64_t>(d);
+  return OneValueCheat{step, node, slot, rng() % numel};
+}
+
+// Posts bounty `bounty` and waits until it fails or finalizes: its state.
+std::string PostAndSettle(node::ChainClient& c, const crypto::SecretKey& client, const worker::LoadedJob& job,
+                          const node::BountyTerms& terms, std::uint64_t bounty,
+                          std::chrono::seconds timeout) {
+  auto id = node::PostBounty(c, client, job, terms);
+  EXPECT_TRUE(id.ok()) << id.status().ToString();
+  if (!id.ok()) return "";
+  EXPECT_EQ(*id, bounty);
+  std::string state;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        state = BountyState(c, bounty).value_or("");
+        return state == "failed" || state == "finalized";
+      },
+      timeout))
+      << "bounty " << bounty << ": " << state;
+  return state;
+}
+
+// The game over a caught cheat: the challenger won at its step and node;
+// at the element level the element-disputed event names its slot and value;
+// every move's transaction is within 64 KiB. Returns the verdict's reason
+// and the largest transaction.
+struct CaughtGame {
+  std::string reason;
+  std::uint64_t largest = 0;
+  bool arbitrated_whole = false;
+};
+CaughtGame ExpectCaughtAt(node::ChainClient& c, std::uint64_t gid, const OneValueCheat& cheat) {
+  CaughtGame out;
+  auto game = c.Call("get_dispute", Json::array({gid}));
+  EXPECT_TRUE(game.ok());
+  if (!game.ok()) return out;
+  EXPECT_EQ((*game)["result"], "challenger-won");
+  EXPECT_EQ((*game)["step"], cheat.step);
+  EXPECT_EQ((*game)["node_index"], cheat.node);
+  out.reason = (*game)["reason"];
+  if (out.reason.rfind("element-", 0) == 0) {
+    auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+    EXPECT_TRUE(disputed.ok());
+    bool found = false;
+    for (const Json& e : disputed.ok() ? (*disputed)["events"] : Json::array()) {
+      if (e["decoded"]["game_id"] != gid) continue;
+      found = true;
+      EXPECT_EQ(e["decoded"]["slot"], cheat.slot);
+      EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(cheat.element));
+    }
+    EXPECT_TRUE(found) << "the element level was played without naming its value";
+  } else {
+    EXPECT_EQ(out.reason, "arbitration");
+  }
+  auto moves = c.Call("get_game_moves", Json::array({gid}));
+  EXPECT_TRUE(moves.ok()) << moves.status().ToString();
+  for (const Json& m : moves.ok() ? (*moves)["moves"] : Json::array()) {
+    out.largest = std::max(out.largest, m["bytes"].get<std::uint64_t>());
+    out.arbitrated_whole = out.arbitrated_whole || m["method"] == "arbitrate";
+    EXPECT_LE(m["bytes"].get<std::uint64_t>(), 64u * 1024) << m.dump();
+  }
+  return out;
+}
+
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
@@ -191,59 +270,21 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
     auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
     const std::uint64_t node = rng() % graph->nodes.size();
-    const verify::NodeSpec& spec = graph->nodes[node];
-    const std::uint64_t slot = rng() % spec.output_shapes.size();
-    std::uint64_t numel = 1;
-    for (std::int64_t d : spec.output_shapes[slot]) numel *= static_cast<std::uint64_t>(d);
-    const std::uint64_t element = rng() % numel;
-    const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
-                              ",slot=" + std::to_string(slot) + ",element=" + std::to_string(element);
-    SCOPED_TRACE(cheat);
-    ASSERT_TRUE(RestartSolverCheating(t, cheat));
-    auto id = node::PostBounty(c, *client, *loaded, kTerms);
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    ASSERT_EQ(*id, bounty);
-    std::string state;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          state = BountyState(c, bounty).value_or("");
-          return state == "failed" || state == "finalized";
-        },
-        90s))
-        << "bounty " << bounty << ": " << state;
+    const std::uint64_t slot = rng() % graph->nodes[node].output_shapes.size();
+    const OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
+    SCOPED_TRACE(cheat.Adversary());
+    ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
+    const std::string state = PostAndSettle(c, *client, *loaded, kTerms, bounty, 90s);
     auto games = c.BountyGames(bounty);
     ASSERT_TRUE(games.ok());
     if (state == "finalized") {
       EXPECT_TRUE(games->empty()) << "a game over a bounty that finalized";
       continue;
     }
+    ASSERT_EQ(state, "failed");
     ASSERT_EQ(games->size(), 1u);
-    const std::uint64_t gid = games->front();
-    auto game = c.Call("get_dispute", Json::array({gid}));
-    ASSERT_TRUE(game.ok());
-    EXPECT_EQ((*game)["result"], "challenger-won");
-    EXPECT_EQ((*game)["step"], step);
-    EXPECT_EQ((*game)["node_index"], node);
-    const std::string reason = (*game)["reason"];
-    if (reason.rfind("element-", 0) == 0) {
-      ++element_level;
-      auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
-      ASSERT_TRUE(disputed.ok());
-      bool found = false;
-      for (const Json& e : (*disputed)["events"]) {
-        if (e["decoded"]["game_id"] != gid) continue;
-        found = true;
-        EXPECT_EQ(e["decoded"]["slot"], slot);
-        EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(element));
-      }
-      EXPECT_TRUE(found) << "the element level was played without naming its value";
-    } else {
-      EXPECT_EQ(reason, "arbitration");
-    }
-    auto moves = c.Call("get_game_moves", Json::array({gid}));
-    ASSERT_TRUE(moves.ok()) << moves.status().ToString();
-    for (const Json& m : (*moves)["moves"])
-      EXPECT_LE(m["bytes"].get<std::uint64_t>(), 64u * 1024) << m.dump();
+    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
+    if (g.reason.rfind("element-", 0) == 0) ++element_level;
     ++caught;
   }
   EXPECT_GE(caught, 1u) << "no cheat reached a checkpoint";
@@ -278,59 +319,23 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
            graph->nodes[node].op_kind != static_cast<std::uint16_t>(kTargets[bounty]))
       ++node;
     ASSERT_LT(node, graph->nodes.size()) << kernels::OpKindName(kTargets[bounty]);
-    std::uint64_t numel = 1;
-    for (std::int64_t d : graph->nodes[node].output_shapes[0]) numel *= static_cast<std::uint64_t>(d);
-    const std::uint64_t element = rng() % numel;
-    const std::string cheat = "wrong-value:step=" + std::to_string(step) + ",node=" + std::to_string(node) +
-                              ",slot=0,element=" + std::to_string(element);
-    SCOPED_TRACE(cheat);
-    ASSERT_TRUE(RestartSolverCheating(t, cheat));
+    const OneValueCheat cheat = RandomValueOf(*graph, step, node, 0, rng);
+    SCOPED_TRACE(cheat.Adversary());
+    ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
     const node::BountyTerms terms{1'000'000, 8'000'000, 8'000'000, 300, 12, 40};
-    auto id = node::PostBounty(c, *client, *loaded, terms);
-    ASSERT_TRUE(id.ok()) << id.status().ToString();
-    ASSERT_EQ(*id, bounty);
-    std::string state;
-    ASSERT_TRUE(WaitFor(
-        [&] {
-          state = BountyState(c, bounty).value_or("");
-          return state == "failed" || state == "finalized";
-        },
-        120s))
-        << state;
-    ASSERT_EQ(state, "failed") << "the cheat was not caught";
+    ASSERT_EQ(PostAndSettle(c, *client, *loaded, terms, bounty, 120s), "failed")
+        << "the cheat was not caught";
     auto games = c.BountyGames(bounty);
     ASSERT_TRUE(games.ok());
     ASSERT_EQ(games->size(), 1u);
-    const std::uint64_t gid = games->front();
-    auto game = c.Call("get_dispute", Json::array({gid}));
-    ASSERT_TRUE(game.ok());
-    EXPECT_EQ((*game)["result"], "challenger-won");
-    EXPECT_EQ((*game)["step"], step);
-    EXPECT_EQ((*game)["node_index"], node);
-    const std::string reason = (*game)["reason"];
-    EXPECT_EQ(reason.rfind("element-", 0), 0u) << reason;
-    auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
-    ASSERT_TRUE(disputed.ok());
-    bool found = false;
-    for (const Json& e : (*disputed)["events"]) {
-      if (e["decoded"]["game_id"] != gid) continue;
-      found = true;
-      EXPECT_EQ(e["decoded"]["value"], static_cast<std::int64_t>(element));
-    }
-    EXPECT_TRUE(found);
-    auto moves = c.Call("get_game_moves", Json::array({gid}));
-    ASSERT_TRUE(moves.ok()) << moves.status().ToString();
-    std::uint64_t largest = 0;
-    for (const Json& m : (*moves)["moves"]) {
-      largest = std::max(largest, m["bytes"].get<std::uint64_t>());
-      EXPECT_NE(m["method"], "arbitrate") << "the node was arbitrated whole";
-    }
-    EXPECT_LE(largest, 64u * 1024);
+    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
+    EXPECT_EQ(g.reason.rfind("element-", 0), 0u) << g.reason;
+    EXPECT_FALSE(g.arbitrated_whole) << "the node was arbitrated whole";
     std::printf(
         "[ batch ] %s: caught at step %llu node %llu value %llu by %s; largest game transaction %llu B\n",
         std::string(kernels::OpKindName(kTargets[bounty])).c_str(), static_cast<unsigned long long>(step),
-        static_cast<unsigned long long>(node), static_cast<unsigned long long>(element), reason.c_str(),
-        static_cast<unsigned long long>(largest));
+        static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
+        g.reason.c_str(), static_cast<unsigned long long>(g.largest));
   }
 }
 
