@@ -1025,13 +1025,10 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   // The inputs the step reads, by their hashes, in StepReads order, once
   // each; a value of the batch from the example that holds it.
   std::vector<std::uint32_t> want;
-  std::vector<std::uint64_t> positions;
   std::vector<verify::InputTensor> inputs(e.input_shapes.size());
   for (const auto& [input, index] : verify::StepReads(el, *step)) {
     if (input >= inputs.size()) return Status::Error("game-inconsistent", "a read beyond the node's inputs");
     if (const protocol::InputRef& ref = rec.inputs[input]; ref.source == protocol::InputSource::kBatch) {
-      for (std::uint64_t k : verify::BatchPositionsOf(e.input_shapes[input], index, 1))
-        positions.push_back(k);
       inputs[input] = verify::InputTensor{{}, e.input_shapes[input], ref.index};
     } else if (std::find(want.begin(), want.end(), input) == want.end()) {
       want.push_back(input);
@@ -1042,8 +1039,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
     inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]], std::nullopt};
   }
-  std::sort(positions.begin(), positions.end());
-  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  const std::vector<std::uint64_t> positions =
+      verify::StepBatchPositions(el, *step, rec.inputs, e.input_shapes);
   if (positions.empty() != !a.batch || (a.batch && a.batch->positions != positions))
     return Status::Invalid("elem-bad-batch", "open exactly the examples the step reads");
   std::optional<verify::OpenedBatch> batch;

@@ -105,6 +105,21 @@ std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
   return positions;
 }
 
+std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, const ReduceStep& step,
+                                              std::span<const protocol::InputRef> inputs,
+                                              std::span<const Shape> input_shapes) {
+  std::vector<std::uint64_t> positions;
+  for (const auto& [input, index] : StepReads(element, step)) {
+    if (input >= inputs.size() || input >= input_shapes.size() ||
+        inputs[input].source != protocol::InputSource::kBatch)
+      continue;
+    for (std::uint64_t k : BatchPositionsOf(input_shapes[input], index, 1)) positions.push_back(k);
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  return positions;
+}
+
 std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input) {
   if (factor_input < kOwnOutput) return std::nullopt;
   return factor_input - kOwnOutput;

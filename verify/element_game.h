@@ -86,6 +86,12 @@ std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
                                               std::span<const protocol::InputRef> inputs,
                                               std::span<const Shape> input_shapes);
 
+// The same for one step of the reduction rule: the examples holding the
+// batch values the step reads (verify::StepReads), merged and increasing.
+std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, const ReduceStep& step,
+                                              std::span<const protocol::InputRef> inputs,
+                                              std::span<const Shape> input_shapes);
+
 // The declared shapes of a node's inputs (state, batch, earlier outputs) in
 // its input order, from the step graph. Error "graph-invalid" on a
 // reference outside the graph (ValidateStepGraph rules it out).

@@ -177,22 +177,17 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
     o.right = mine.partials[st.right];
     o.right_proof = mine.tree.Prove(st.right);
   }
-  std::vector<std::uint64_t> positions;
   for (const auto& [input, index] : verify::StepReads(mine.element, st)) {
     if (input >= side.inputs.size()) return Status::Invalid("elem-bad-index", "no input " + std::to_string(input));
-    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) {
-      // A value of the batch travels in its example, not as a value opening.
-      for (std::uint64_t k : verify::BatchPositionsOf(side.inputs[input].shape(), index, 1))
-        positions.push_back(k);
-      continue;
-    }
+    // A value of the batch travels in its example, not as a value opening.
+    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) continue;
     o.reads.push_back(verify::OpenValue(side.inputs[input], index));
   }
+  const std::vector<std::uint64_t> positions =
+      verify::StepBatchPositions(mine.element, st, side.refs, InputShapes(side));
   if (!positions.empty()) {
     if (side.examples.empty())
       return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
-    std::sort(positions.begin(), positions.end());
-    positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
     o.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
   }
   return o;
