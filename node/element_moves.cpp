@@ -95,9 +95,9 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
   if (step.reads_right) a.right = std::make_pair(ops.right, ops.right_proof);
   a.reads = ops.reads;
   a.batch = ops.batch;
-  for (const auto& [input, index] : verify::StepReads(mine.element, step)) {
-    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) continue;
-    VT_TRY(AddOpening(side, input, a.inputs));
+  for (const verify::StepRead& r : verify::StepReads(mine.element, step)) {
+    if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
+    VT_TRY(AddOpening(side, r.input, a.inputs));
   }
   return a;
 }

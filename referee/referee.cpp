@@ -1026,7 +1026,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   // each; a value of the batch from the example that holds it.
   std::vector<std::uint32_t> want;
   std::vector<verify::InputTensor> inputs(e.input_shapes.size());
-  for (const auto& [input, index] : verify::StepReads(el, *step)) {
+  for (const verify::StepRead& read : verify::StepReads(el, *step)) {
+    const std::uint32_t input = read.input;
     if (input >= inputs.size()) return Status::Error("game-inconsistent", "a read beyond the node's inputs");
     if (const protocol::InputRef& ref = rec.inputs[input]; ref.source == protocol::InputSource::kBatch) {
       inputs[input] = verify::InputTensor{{}, e.input_shapes[input], ref.index};

@@ -43,7 +43,13 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       for (std::size_t s = 0; s < n; ++s) reads.push_back(op.input + static_cast<std::uint32_t>(s));
     }
     if (reduce->max_count > 0) reads.push_back(reduce->max_of.input);
-    for (const TermOperand& op : reduce->final_reads) reads.push_back(op.input);
+    for (const TermOperand& op : reduce->final_reads) {
+      // A gathered value of the batch: its example is known only from the value that names it.
+      if (op.gather_from >= 0 && op.input < inputs.size() &&
+          inputs[op.input].source == protocol::InputSource::kBatch)
+        return Status::Invalid("elem-no-rule", "a gathered batch read");
+      reads.push_back(op.input);
+    }
     for (std::uint32_t i : reads) {
       if (i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch) {
         choice.batch_inputs.push_back(i);
@@ -109,11 +115,12 @@ std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, cons
                                               std::span<const protocol::InputRef> inputs,
                                               std::span<const Shape> input_shapes) {
   std::vector<std::uint64_t> positions;
-  for (const auto& [input, index] : StepReads(element, step)) {
-    if (input >= inputs.size() || input >= input_shapes.size() ||
-        inputs[input].source != protocol::InputSource::kBatch)
+  // A batch read is never gathered (ChooseElementRule): its index is known.
+  for (const StepRead& r : StepReads(element, step)) {
+    if (r.input >= inputs.size() || r.input >= input_shapes.size() ||
+        inputs[r.input].source != protocol::InputSource::kBatch)
       continue;
-    for (std::uint64_t k : BatchPositionsOf(input_shapes[input], index, 1)) positions.push_back(k);
+    for (std::uint64_t k : BatchPositionsOf(input_shapes[r.input], r.index, 1)) positions.push_back(k);
   }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());

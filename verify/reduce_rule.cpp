@@ -74,6 +74,67 @@ std::uint64_t SegmentSumLeaf(const ReduceElement& el, std::size_t s) {
   return SegmentStart(el, s) + SegmentSteps(el.segments[s]) - 1;
 }
 
+// Step `local` (0-based) of a TreeSum of n terms whose leaves start at
+// `start`: term step `term` (its left operand the block's previous leaf, or
+// leaf 0 = +0 at a block's start) or a combination of its block sums.
+ReduceStep SegmentStepAt(std::uint64_t start, std::int64_t n, std::uint64_t local) {
+  ReduceStep st;
+  if (local < static_cast<std::uint64_t>(n)) {
+    st.term = static_cast<std::int64_t>(local);
+    st.left = st.term % kTreeBlock == 0 ? 0 : start + local - 1;
+    return st;
+  }
+  const HalvingTree tree{start + static_cast<std::uint64_t>(n), Blocks(n)};
+  const auto block_sum = [&](std::int64_t b) {
+    return start + static_cast<std::uint64_t>(std::min((b + 1) * kTreeBlock, n)) - 1;
+  };
+  st.kind = ReduceStepKind::kCombine;
+  st.combine = st.reads_right = true;
+  std::tie(st.left, st.right) = tree.Node(local - static_cast<std::uint64_t>(n), block_sum);
+  return st;
+}
+
+// Step `leaf` (1 ≤ leaf ≤ BlockSteps()) of row block 0.
+ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
+  const auto max_leaves = static_cast<std::uint64_t>(el.max_count);
+  ReduceStep st;
+  if (leaf <= max_leaves) {  // the running max: leaf `leaf` after x_{leaf−1}
+    st.kind = ReduceStepKind::kMax;
+    st.term = static_cast<std::int64_t>(leaf - 1);
+    st.left = leaf - 1;
+    return st;
+  }
+  if (el.final != ReduceFinal::kNone && leaf == el.BlockSteps()) {  // the block's value from its max and sum
+    st.kind = ReduceStepKind::kFinal;
+    st.reads_right = true;
+    st.left = max_leaves;
+    st.right = leaf - 1;
+    return st;
+  }
+  std::uint64_t start = 1 + max_leaves;
+  for (std::size_t s = 0; s < el.segments.size(); ++s) {
+    const std::uint64_t steps = SegmentSteps(el.segments[s]);
+    if (leaf >= start + steps) {
+      start += steps;
+      continue;
+    }
+    st = SegmentStepAt(start, el.segments[s], leaf - start);
+    st.segment = static_cast<std::uint32_t>(s);
+    if (st.kind == ReduceStepKind::kTerm && el.term == ReduceTerm::kExpShifted) {
+      st.reads_right = true;  // the row's max
+      st.right = max_leaves;
+    }
+    return st;
+  }
+  // A combination of the segments' sums.
+  const HalvingTree tree{start, static_cast<std::int64_t>(el.segments.size())};
+  st.kind = ReduceStepKind::kCombine;
+  st.combine = st.reads_right = true;
+  std::tie(st.left, st.right) = tree.Node(
+      leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
+  return st;
+}
+
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
   ReduceElement el;
   el.segments = {n};
@@ -84,10 +145,14 @@ ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTer
 
 }  // namespace
 
-std::uint64_t ReduceElement::Steps() const {
+std::uint64_t ReduceElement::BlockSteps() const {
   std::uint64_t steps = segments.empty() ? 0 : segments.size() - 1;
   for (std::int64_t n : segments) steps += SegmentSteps(n);
   return steps + static_cast<std::uint64_t>(max_count) + (final != ReduceFinal::kNone ? 1 : 0);
+}
+
+std::uint64_t ReduceElement::Steps() const {
+  return static_cast<std::uint64_t>(rows) * BlockSteps() + (sum_rows ? SegmentSteps(rows) : 0);
 }
 
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
@@ -176,6 +241,25 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.divisor = rows;
     return el;
   }
+  if (Is(op_kind, OpKind::kCrossEntropy) && slot == 0 && in.size() == 2 && in[0].size() >= 2) {
+    // (logits [..., K], labels [...]): loss = TreeSum over the rows r of
+    // l_r, divided by R; row r's block is the backward's running max and
+    // TreeSum of Exp(x − max), then l_r from label[r] and the logit it names.
+    const std::int64_t k = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, k);
+    if (e != 0 || numel(1) != rows) return Status::Invalid("elem-bad-index");
+    const TermOperand row_value{.input = 0, .row_stride = k};
+    ReduceElement el = Plain(k, {row_value}, ReduceTerm::kExpShifted);
+    el.max_count = k;
+    el.max_of = row_value;
+    el.final = ReduceFinal::kCrossEntropyLoss;
+    el.final_reads = {TermOperand{.input = 1, .row_stride = 1},
+                      TermOperand{.input = 0, .row_stride = k, .gather_from = 0, .gather_rows = k}};
+    el.rows = rows;
+    el.sum_rows = true;
+    el.epilogue = ReduceEpilogue::kDivide;
+    el.divisor = rows;
+    return el;
+  }
   if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
     // norm = sqrt(halving tree over s_i), s_i = TreeSum over tensor i of g².
     if (e != 0) return Status::Invalid("elem-bad-index");
@@ -192,84 +276,77 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
-  const auto max_leaves = static_cast<std::uint64_t>(el.max_count);
-  if (leaf <= max_leaves) {  // the running max: leaf `leaf` after x_{leaf−1}
-    ReduceStep st;
-    st.kind = ReduceStepKind::kMax;
-    st.term = static_cast<std::int64_t>(leaf - 1);
-    st.left = leaf - 1;
+  const std::uint64_t block = el.BlockSteps(), in_rows = static_cast<std::uint64_t>(el.rows) * block;
+  if (leaf <= in_rows) {
+    // Row r's block: its steps as for one row, their leaves shifted past
+    // the earlier rows' (leaf 0, +0, is every block's start).
+    const std::uint64_t r = (leaf - 1) / block, base = r * block;
+    ReduceStep st = BlockStepAt(el, leaf - base);
+    if (st.left != 0) st.left += base;
+    if (st.reads_right && st.right != 0) st.right += base;
+    st.row = static_cast<std::int64_t>(r);
     return st;
   }
-  if (el.final != ReduceFinal::kNone && leaf == el.Steps()) {  // the output from the max and the sum
-    ReduceStep st;
-    st.kind = ReduceStepKind::kFinal;
-    st.reads_right = true;
-    st.left = max_leaves;
-    st.right = leaf - 1;
-    return st;
-  }
-  const bool shifted = el.term == ReduceTerm::kExpShifted;
-  std::uint64_t start = 1 + max_leaves;
-  for (std::size_t s = 0; s < el.segments.size(); ++s) {
-    const std::int64_t n = el.segments[s];
-    const std::uint64_t steps = SegmentSteps(n);
-    if (leaf >= start + steps) {
-      start += steps;
-      continue;
-    }
-    const std::uint64_t local = leaf - start;
-    ReduceStep st;
-    st.segment = static_cast<std::uint32_t>(s);
-    if (local < static_cast<std::uint64_t>(n)) {  // a term step: the block's previous leaf (or +0) + term
-      st.term = static_cast<std::int64_t>(local);
-      st.left = st.term % kTreeBlock == 0 ? 0 : leaf - 1;
-      st.reads_right = shifted;
-      st.right = shifted ? max_leaves : 0;
-      return st;
-    }
-    // A combination of this segment's block sums.
-    const HalvingTree tree{start + static_cast<std::uint64_t>(n), Blocks(n)};
-    const auto block_sum = [&](std::int64_t b) {
-      return start + static_cast<std::uint64_t>(std::min((b + 1) * kTreeBlock, n)) - 1;
-    };
+  // The outer TreeSum over the rows' last leaves: a term adds row j's.
+  ReduceStep st = SegmentStepAt(in_rows + 1, el.rows, leaf - in_rows - 1);
+  if (st.kind == ReduceStepKind::kTerm) {
     st.kind = ReduceStepKind::kCombine;
     st.combine = st.reads_right = true;
-    std::tie(st.left, st.right) = tree.Node(local - static_cast<std::uint64_t>(n), block_sum);
-    return st;
+    st.right = static_cast<std::uint64_t>(st.term + 1) * block;
+    st.term = 0;
   }
-  // A combination of the segments' sums.
-  const HalvingTree tree{start, static_cast<std::int64_t>(el.segments.size())};
-  ReduceStep st;
-  st.kind = ReduceStepKind::kCombine;
-  st.combine = st.reads_right = true;
-  std::tie(st.left, st.right) =
-      tree.Node(leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
   return st;
 }
 
-std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElement& el, std::uint32_t segment,
-                                                              std::int64_t term) {
-  std::vector<std::pair<std::uint32_t, std::int64_t>> reads;
-  for (const TermOperand& o : el.operands)
-    reads.emplace_back(o.input + (el.per_segment_input ? segment : 0), o.Index(term));
+std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
+  std::vector<StepRead> reads;
+  const auto at = [&](const TermOperand& o, std::uint32_t input, std::int64_t j) {
+    reads.push_back(StepRead{input, o.Index(j, st.row), o.gather_from, o.gather_rows});
+  };
+  switch (st.kind) {
+    case ReduceStepKind::kTerm:
+      for (const TermOperand& o : el.operands)
+        at(o, o.input + (el.per_segment_input ? st.segment : 0), st.term);
+      break;
+    case ReduceStepKind::kCombine:
+      break;
+    case ReduceStepKind::kMax:
+      at(el.max_of, el.max_of.input, st.term);
+      break;
+    case ReduceStepKind::kFinal:
+      for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
+      break;
+  }
   return reads;
 }
 
-std::vector<std::pair<std::uint32_t, std::int64_t>> StepReads(const ReduceElement& el, const ReduceStep& st) {
-  switch (st.kind) {
-    case ReduceStepKind::kTerm:
-      return TermReads(el, st.segment, st.term);
-    case ReduceStepKind::kCombine:
-      return {};
-    case ReduceStepKind::kMax:
-      return {{el.max_of.input, el.max_of.Index(st.term)}};
-    case ReduceStepKind::kFinal: {
-      std::vector<std::pair<std::uint32_t, std::int64_t>> reads;
-      for (const TermOperand& o : el.final_reads) reads.emplace_back(o.input, o.first);
-      return reads;
+Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const ValueAt& value_at) {
+  std::vector<ReadValue> out;
+  out.reserve(reads.size());
+  for (const StepRead& r : reads) {
+    std::int64_t index = r.index;
+    if (r.gather_from >= 0) {
+      if (static_cast<std::size_t>(r.gather_from) >= out.size())
+        return Status::Invalid("elem-bad-step", "a gathered read before the value it needs");
+      const float row = out[static_cast<std::size_t>(r.gather_from)].value;
+      if (!kernels::IsRowIndex(row, r.gather_rows))
+        return Status::Invalid("bad-index", "index " + std::to_string(row) + " is not a row of " +
+                                                std::to_string(r.gather_rows));
+      index += static_cast<std::int64_t>(row);
     }
+    VT_ASSIGN_OR_RETURN(float v, value_at(r.input, index));
+    out.push_back(ReadValue{r.input, index, v});
   }
-  return {};
+  return out;
+}
+
+ValueAt TensorValues(std::span<const kernels::Tensor> tensors) {
+  return [tensors](std::uint32_t input, std::int64_t index) -> Result<float> {
+    if (input >= tensors.size() || index < 0 || index >= tensors[input].numel())
+      return Status::Invalid("elem-bad-index",
+                             "input " + std::to_string(input) + " value " + std::to_string(index));
+    return tensors[input][index];
+  };
 }
 
 float TermValue(ReduceTerm term, std::span<const float> v, float max) {
@@ -298,12 +375,15 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the max step's read");
       return st.term == 0 ? v[0] : kernels::MaxStep(left, v[0]);
     case ReduceStepKind::kFinal: {
+      using M = kernels::opsdetail::RepopsMath;
+      if (el.final == ReduceFinal::kCrossEntropyLoss &&
+          v.size() == 2)  // (label, x[label]): ReadStep checked the label
+        return kernels::CrossEntropyRowLoss(left, M::Log(right), v[1]);
       // (x, label, dloss); the label must be a class, as the kernel checks every label.
       if (el.final != ReduceFinal::kCrossEntropyGrad || v.size() != 3)
         return Status::Invalid("elem-bad-step", "the final step's reads");
       if (!kernels::IsRowIndex(v[1], el.max_count))
         return Status::Invalid("bad-index", "label " + std::to_string(v[1]) + " is not a class");
-      using M = kernels::opsdetail::RepopsMath;
       const float g = v[2] / static_cast<float>(el.divisor);
       return kernels::CrossEntropyGradValue(M::Exp(v[0] - left), right,
                                             v[1] == static_cast<float>(el.final_class), g);
@@ -325,50 +405,46 @@ float ReduceOutput(const ReduceElement& el, float sum) {
 }
 
 Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs) {
-  const std::uint64_t steps = el.Steps();
+  const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
   std::vector<float> p;
   p.reserve(steps + 1);
   p.push_back(+0.0f);
-  const auto read = [&](std::uint32_t input, std::int64_t index) -> Result<float> {
-    if (input >= inputs.size() || index < 0 || index >= inputs[input].numel())
-      return Status::Invalid("elem-bad-index",
-                             "input " + std::to_string(input) + " value " + std::to_string(index));
-    return inputs[input][index];
-  };
-  // The running max, then the term steps straight through each segment (a
-  // party answers this for GPT-2's 124 M-term clip norm); only the
-  // combinations and the final step ask ReduceStepAt.
-  for (std::int64_t j = 0; j < el.max_count; ++j) {
-    VT_ASSIGN_OR_RETURN(float x, read(el.max_of.input, el.max_of.Index(j)));
-    p.push_back(j == 0 ? x : kernels::MaxStep(p.back(), x));
-  }
-  const float max = p.back();
-  std::vector<float> values(el.operands.size());
-  for (std::size_t s = 0; s < el.segments.size(); ++s) {
-    const std::int64_t n = el.segments[s];
-    for (std::int64_t j = 0; j < n; ++j) {
-      for (std::size_t i = 0; i < el.operands.size(); ++i) {
-        const TermOperand& o = el.operands[i];
-        const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
-        VT_ASSIGN_OR_RETURN(values[i], read(input, o.Index(j)));
-      }
-      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values, max));
-    }
-    for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) {
-      VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
-      p.push_back(p[st.left] + p[st.right]);
-    }
-  }
-  while (p.size() <= steps) {
+  const ValueAt value_at = TensorValues(inputs);
+  // Any step by the rule: combinations, final steps, the outer sum.
+  const auto step = [&]() -> Status {
     VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
+    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
     std::vector<float> v;
-    for (const auto& [input, index] : StepReads(el, st)) {
-      VT_ASSIGN_OR_RETURN(float x, read(input, index));
-      v.push_back(x);
-    }
+    for (const ReadValue& r : reads) v.push_back(r.value);
     VT_ASSIGN_OR_RETURN(float next, StepValue(el, st, p[st.left], p[st.right], v));
     p.push_back(next);
+    return Status::Ok();
+  };
+  // The running max, then the term steps straight through each segment (a
+  // party answers this for GPT-2's 124 M-term clip norm and its 1024 rows
+  // of 50 257 logits).
+  std::vector<float> values(el.operands.size());
+  for (std::int64_t r = 0; r < el.rows; ++r) {
+    for (std::int64_t j = 0; j < el.max_count; ++j) {
+      VT_ASSIGN_OR_RETURN(float x, value_at(el.max_of.input, el.max_of.Index(j, r)));
+      p.push_back(j == 0 ? x : kernels::MaxStep(p.back(), x));
+    }
+    const float max = p.back();
+    for (std::size_t s = 0; s < el.segments.size(); ++s) {
+      const std::int64_t n = el.segments[s];
+      for (std::int64_t j = 0; j < n; ++j) {
+        for (std::size_t i = 0; i < el.operands.size(); ++i) {
+          const TermOperand& o = el.operands[i];
+          const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
+          VT_ASSIGN_OR_RETURN(values[i], value_at(input, o.Index(j, r)));
+        }
+        p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values, max));
+      }
+      for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());
+    }
+    while (p.size() <= static_cast<std::uint64_t>(r + 1) * block) VT_TRY(step());
   }
+  while (p.size() <= steps) VT_TRY(step());
   return p;
 }
 
@@ -396,26 +472,24 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<cons
   if (st.reads_right) VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
   // One value opening per read of a hashed input, in StepReads order; a
   // value of the batch comes from the examples the move opened instead.
-  const auto reads = StepReads(el, st);
+  const std::vector<StepRead> reads = StepReads(el, st);
   std::size_t hashed = 0;
-  for (const auto& [input, index] : reads) {
-    if (input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(input));
-    hashed += inputs[input].batch ? 0 : 1;
+  for (const StepRead& r : reads) {
+    if (r.input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(r.input));
+    hashed += inputs[r.input].batch ? 0 : 1;
   }
   if (claim.reads.size() != hashed) return Status::Invalid(kReason, "the step's reads");
-  std::vector<float> values;
   std::size_t opened = 0;
-  for (const auto& [input, index] : reads) {
-    const InputTensor& in = inputs[input];
-    if (in.batch) {
-      if (batch == nullptr) return Status::Invalid(kReason, "a batch value comes from the batch opening");
-      VT_ASSIGN_OR_RETURN(float v, batch->Value(*in.batch, in.shape, index));
-      values.push_back(v);
-      continue;
-    }
-    VT_ASSIGN_OR_RETURN(float v, VerifyValue(in.hash, in.shape, index, claim.reads[opened++]));
-    values.push_back(v);
-  }
+  VT_ASSIGN_OR_RETURN(const std::vector<ReadValue> read,
+                      ReadStep(reads, [&](std::uint32_t input, std::int64_t index) -> Result<float> {
+                        const InputTensor& in = inputs[input];
+                        if (!in.batch) return VerifyValue(in.hash, in.shape, index, claim.reads[opened++]);
+                        if (batch == nullptr)
+                          return Status::Invalid(kReason, "a batch value comes from the batch opening");
+                        return batch->Value(*in.batch, in.shape, index);
+                      }));
+  std::vector<float> values;
+  for (const ReadValue& r : read) values.push_back(r.value);
   VT_ASSIGN_OR_RETURN(const float next,
                       StepValue(el, st, claim.left, st.reads_right ? claim.right : 0.0f, values));
   return StepVerdict{SameBits(next, claim.next[0]), SameBits(next, claim.next[1])};

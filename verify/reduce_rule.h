@@ -19,14 +19,17 @@
 //
 // Implemented: sum and mean (whole tensor or one axis), linear_backward db,
 // conv2d_backward db, layernorm_backward dγ and dβ, batchnorm2d_backward dγ
-// and dβ, clip_grad_norm's norm, and cross_entropy_backward's dlogits — a
+// and dβ, clip_grad_norm's norm, cross_entropy_backward's dlogits — a
 // softmax row's running max, its TreeSum of Exp(x − max) and a final step
-// that reads the label from the batch (ReduceElementAt). Steps may read the
-// batch (verify/batch_opening.h: one example a step). The workers' answers:
+// that reads the label from the batch — and cross_entropy's loss: that
+// block once per row, its final step the row's loss, then an outer TreeSum
+// over the rows' losses (ReduceElementAt). Steps may read the batch
+// (verify/batch_opening.h: one example a step). The workers' answers:
 // worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <vector>
@@ -56,28 +59,42 @@ enum class ReduceEpilogue : std::uint8_t {
   kSqrt = 2,    // sqrt(sum)     (clip_grad_norm's norm)
 };
 
-// A last step computing the output from the row's max and sum; the output
-// is then the last leaf (epilogue kNone).
+// A last step of the row block computing its value from the row's max and
+// sum (the block's last leaf).
 enum class ReduceFinal : std::uint8_t {
   kNone = 0,
   // dlogits[r, k] = kernels::CrossEntropyGradValue(Exp(x − max), sum, label = k, dloss / divisor),
   // reading (x[r, k], label[r], dloss): final_reads in that order; `final_class` is k.
   kCrossEntropyGrad = 1,
+  // The row's loss l_r = kernels::CrossEntropyRowLoss(max, Log(sum), x[r, label_r]),
+  // reading (label[r], x[r, label_r]): the second read is gathered by the first.
+  kCrossEntropyLoss = 2,
 };
 
-// Where an operand of term j (0-based within its segment) lies: input
-// `input` (+ the segment's index, for clip_grad_norm's one segment per
-// tensor) at first + (j / period)·outer_stride + (j % period)·stride, or
-// first + j·stride when period is 0.
+// Where an operand of term j (0-based within its segment) of row r lies:
+// input `input` (+ the segment's index, for clip_grad_norm's one segment per
+// tensor) at first + r·row_stride + (j / period)·outer_stride + (j % period)·stride,
+// or first + r·row_stride + j·stride when period is 0. A gathered operand
+// (`gather_from` ≥ 0, a final read only) adds the value of the step's read
+// `gather_from`, a row of a table of `gather_rows` (cross-entropy's x[r, label]).
 struct TermOperand {
   std::uint32_t input = 0;
-  std::int64_t first = 0, stride = 1, period = 0, outer_stride = 0;
-  std::int64_t Index(std::int64_t j) const {
-    return period == 0 ? first + j * stride : first + (j / period) * outer_stride + (j % period) * stride;
+  std::int64_t first = 0, stride = 1, period = 0, outer_stride = 0, row_stride = 0;
+  std::int32_t gather_from = -1;
+  std::int64_t gather_rows = 0;
+  std::int64_t Index(std::int64_t j, std::int64_t row = 0) const {
+    const std::int64_t at = first + row * row_stride;
+    return period == 0 ? at + j * stride : at + (j / period) * outer_stride + (j % period) * stride;
   }
   bool operator==(const TermOperand&) const = default;
 };
 
+// The leaves, after leaf 0 = +0: `rows` row blocks, each of
+//   the running max (max_count steps), the segments' term steps and block
+//   combinations, the combinations of the segment sums, the final step;
+// then, with sum_rows, the outer TreeSum whose terms are the blocks' last
+// leaves (its term steps and block combinations). Row r's operands lie at
+// + r·row_stride (TermOperand::Index).
 struct ReduceElement {
   // A softmax row's running max before the sum (cross-entropy): its
   // max_count steps come first — leaf 1 = x_0, leaf j+1 = kernels::MaxStep(
@@ -92,9 +109,13 @@ struct ReduceElement {
   ReduceEpilogue epilogue = ReduceEpilogue::kNone;
   std::int64_t divisor = 1;
   ReduceFinal final = ReduceFinal::kNone;
-  std::vector<TermOperand> final_reads;  // each read at its `first`
+  std::vector<TermOperand> final_reads;  // each read at Index(0, row)
   std::int64_t final_class = 0;
-  // Additions in the whole computation: the tree has Steps() + 1 leaves.
+  std::int64_t rows = 1;  // row blocks
+  bool sum_rows = false;  // then the outer TreeSum over the rows' last leaves
+  // Leaves of one row block.
+  std::uint64_t BlockSteps() const;
+  // Steps of the whole computation: the tree has Steps() + 1 leaves.
   std::uint64_t Steps() const;
   bool operator==(const ReduceElement&) const = default;
 };
@@ -108,18 +129,21 @@ struct ReduceElement {
 //   clip_grad_norm last slot             norm = sqrt(halving tree over s_i), s_i = TreeSum(g_i²)
 //   cross_entropy_backward slot 0        dlogits[r, k]: row r's running max, s = TreeSum Exp(x − max),
 //                                        then the final step (reads x[r, k], label[r] of the batch, dloss)
+//   cross_entropy slot 0                 loss = TreeSum_r l_r / R: per row its max, s and l_r (reads
+//                                        label[r] of the batch and the logit it names, x[r, label[r]])
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
 
 // One step of the computation: leaf `leaf` (≥ 1) from earlier leaves and
-// the values it reads (StepReads):
+// the values it reads (StepReads), in row block `row`:
 //   kTerm     leaf `left` + term `term` of segment `segment` (a kExpShifted
 //             term also reads leaf `right`, the row's max)
-//   kCombine  leaf `left` + leaf `right`
+//   kCombine  leaf `left` + leaf `right` (also a term of the outer sum over
+//             the rows: leaf `right` the row's last leaf)
 //   kMax      step `term` of the max scan: x_0 (term 0), else MaxStep(leaf `left`, x_term)
-//   kFinal    the output from leaf `left` (the max) and leaf `right` (the sum)
+//   kFinal    the block's value from leaf `left` (the max) and leaf `right` (the sum)
 enum class ReduceStepKind : std::uint8_t { kTerm = 0, kCombine = 1, kMax = 2, kFinal = 3 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;
@@ -128,17 +152,40 @@ struct ReduceStep {
   std::uint64_t left = 0, right = 0;
   std::uint32_t segment = 0;
   std::int64_t term = 0;
+  std::int64_t row = 0;
   bool operator==(const ReduceStep&) const = default;
 };
 // Invalid "elem-bad-step" for leaf 0 or past Steps().
 Result<ReduceStep> ReduceStepAt(const ReduceElement& element, std::uint64_t leaf);
 
-// The flat input indices term `term` of segment `segment` reads, one per operand: (input, index).
-std::vector<std::pair<std::uint32_t, std::int64_t>> TermReads(const ReduceElement& element, std::uint32_t segment,
-                                                              std::int64_t term);
-// The values any step reads (none for a combination), as (input, index).
-std::vector<std::pair<std::uint32_t, std::int64_t>> StepReads(const ReduceElement& element,
-                                                              const ReduceStep& step);
+// One value a step reads: input `input` at flat `index`; a gathered read
+// (`gather_from` ≥ 0) at index + v, v the value of the step's earlier read
+// `gather_from`, which must be a row of a table of `gather_rows`.
+struct StepRead {
+  std::uint32_t input = 0;
+  std::int64_t index = 0;
+  std::int32_t gather_from = -1;
+  std::int64_t gather_rows = 0;
+};
+// The values any step reads (none for a combination), in order.
+std::vector<StepRead> StepReads(const ReduceElement& element, const ReduceStep& step);
+
+// A read resolved: where it read and what.
+struct ReadValue {
+  std::uint32_t input = 0;
+  std::int64_t index = 0;
+  float value = 0.0f;
+};
+// Where a party or the referee gets a value: (input, flat index) → value.
+using ValueAt = std::function<Result<float>(std::uint32_t input, std::int64_t index)>;
+// The step's reads in order, each index resolved (a gathered one from the
+// value it names) and its value from `value_at`. Invalid "bad-index" when a
+// gathering value is not a row of its table (kernels::IsRowIndex: the
+// operator fails on these inputs, as the kernel does); `value_at`'s errors.
+Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const ValueAt& value_at);
+// `value_at` over whole tensors (a party's inputs); Invalid "elem-bad-index"
+// outside them.
+ValueAt TensorValues(std::span<const kernels::Tensor> tensors);
 // The term from the values it reads (fp32, the kernels' expression); `max`
 // is the row's max for a kExpShifted term.
 float TermValue(ReduceTerm term, std::span<const float> values, float max = 0.0f);

@@ -177,11 +177,13 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
     o.right = mine.partials[st.right];
     o.right_proof = mine.tree.Prove(st.right);
   }
-  for (const auto& [input, index] : verify::StepReads(mine.element, st)) {
-    if (input >= side.inputs.size()) return Status::Invalid("elem-bad-index", "no input " + std::to_string(input));
+  VT_ASSIGN_OR_RETURN(
+      const std::vector<verify::ReadValue> reads,
+      verify::ReadStep(verify::StepReads(mine.element, st), verify::TensorValues(side.inputs)));
+  for (const verify::ReadValue& r : reads) {
     // A value of the batch travels in its example, not as a value opening.
-    if (input < side.refs.size() && side.refs[input].source == protocol::InputSource::kBatch) continue;
-    o.reads.push_back(verify::OpenValue(side.inputs[input], index));
+    if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
+    o.reads.push_back(verify::OpenValue(side.inputs[r.input], r.index));
   }
   const std::vector<std::uint64_t> positions =
       verify::StepBatchPositions(mine.element, st, side.refs, InputShapes(side));

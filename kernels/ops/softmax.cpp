@@ -129,7 +129,8 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
         } else {
           s = SumOf<M>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
         }
-        row_loss[static_cast<std::size_t>(r)] = (m + M::Log(s)) - static_cast<T>(in[classes[static_cast<std::size_t>(r)]]);
+        row_loss[static_cast<std::size_t>(r)] =
+            CrossEntropyRowLoss(m, M::Log(s), static_cast<T>(in[classes[static_cast<std::size_t>(r)]]));
       }
     });
     lo[0] = MeanOf<M>(rows, [&](std::int64_t r) { return row_loss[static_cast<std::size_t>(r)]; });

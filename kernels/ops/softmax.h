@@ -16,10 +16,15 @@ Status SoftmaxBackward(const OpContext& ctx, const Tensor& dy, const Tensor& y, 
 // The per-row expressions of the kernels below, shared with the element
 // rule that re-executes one step of them (verify/reduce_rule.h):
 //   the running max m ← MaxStep(m, v), from m = row[0];
-//   dlogits[k] = CrossEntropyGradValue(Exp(x_k − m), s, k == label, dloss / rows).
+//   dlogits[k] = CrossEntropyGradValue(Exp(x_k − m), s, k == label, dloss / rows);
+//   the row's loss l = CrossEntropyRowLoss(m, Log(s), x_label).
 template <class T>
 T MaxStep(T m, T v) {
   return v > m ? v : m;  // a NaN v never replaces m; a NaN m stays
+}
+template <class T>
+T CrossEntropyRowLoss(T m, T log_s, T x_label) {
+  return (m + log_s) - x_label;
 }
 template <class T>
 T CrossEntropyGradValue(T e, T s, bool is_label, T g) {

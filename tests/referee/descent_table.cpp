@@ -310,19 +310,20 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       // the term's values, and both next leaves; posting: root and two leaves.
       const std::uint64_t steps = red->Steps();
       const Opened leaf = OpenPartialLeaf(steps);
-      // The most any one step reads: a term's values, or the final step's
+      // The most any one step reads: a term's values, or a final step's
       // (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
-      for (std::uint64_t at_leaf : {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->max_count)}) {
+      for (std::uint64_t at_leaf :
+           {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->max_count), red->BlockSteps()}) {
         auto st = verify::ReduceStepAt(*red, at_leaf);
         if (!st.ok()) continue;
         Opened reads;
-        for (const auto& [input, index] : verify::StepReads(*red, *st)) {
-          if (node.inputs.at(input).source == graph::NodeInputSource::kBatch) {
+        for (const verify::StepRead& r : verify::StepReads(*red, *st)) {
+          if (node.inputs.at(r.input).source == graph::NodeInputSource::kBatch) {
             reads.bytes += batch.header + batch.example;
             continue;
           }
-          const Opened o = OpenSlice(Numel(in[input]), static_cast<std::uint64_t>(index), 1);
+          const Opened o = OpenSlice(Numel(in[r.input]), static_cast<std::uint64_t>(r.index), 1);
           reads.bytes += o.bytes;
           reads.sha += o.sha;
         }

@@ -85,7 +85,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   for (std::int64_t i = Pick(rng, 1, 7); i > 0; --i) grads.push_back(RandomTensor(rng, {Pick(rng, 1, 900)}));
   const auto clip_slot = static_cast<std::uint32_t>(grads.size());
   const std::int64_t axis = Pick(rng, 0, 2);
-  const std::int64_t classes = Pick(rng, 2, 200);
+  const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30);
   std::vector<Node> nodes = {
       {"linear_backward db", OpKind::kLinearBackward, {},
        {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
@@ -110,6 +110,10 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
       // Rows of up to 200 classes: a running max, several blocks of Exp terms, the final step.
       {"cross_entropy_backward", OpKind::kCrossEntropyBackward, {},
        {RandomTensor(rng, {1}), RandomTensor(rng, {nb, classes}), Labels(rng, {nb}, classes)}, {0}, {}},
+      // The loss over up to 150 rows (the outer sum past one block): each
+      // row's block, its loss gathering x[r, label], the mean.
+      {"cross_entropy", OpKind::kCrossEntropy, {},
+       {RandomTensor(rng, {nb, ce_rows, classes}), Labels(rng, {nb, ce_rows}, classes)}, {0}, {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -181,6 +185,33 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
       << "no empty tree";
 }
 
+// The loss's step for a row whose label is not a class: the logit it would
+// gather does not exist, so the step fails as the kernel does ("bad-index"),
+// for a party computing it and for the referee judging it.
+TEST(VerifyReduceRule, ALossLabelThatIsNotAClassFailsLikeTheKernel) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x1a6e1);
+  const std::int64_t rows = 3, classes = 70;
+  for (float label : {70.0f, -1.0f, 2.5f, NAN}) {
+    std::vector<Tensor> in = {RandomTensor(rng, {rows, classes}), Labels(rng, {rows}, classes)};
+    in[1][1] = label;
+    std::vector<Tensor> out;
+    kernels::ExecConfig config;
+    config.mode = kernels::Mode::kRepops;
+    const std::vector<const Tensor*> args = {&in[0], &in[1]};
+    EXPECT_EQ(kernels::RunOp(kernels::OpContext(config), OpKind::kCrossEntropy, {}, args, out).reason(),
+              "bad-index");
+    const std::vector<kernels::Shape> shapes = {in[0].shape(), in[1].shape()};
+    const ReduceElement el =
+        ReduceElementAt(static_cast<std::uint16_t>(OpKind::kCrossEntropy), {}, 0, 0, shapes).value();
+    EXPECT_EQ(ReducePartials(el, in).status().reason(), "bad-index") << label;
+    // Row 1's final step, judged from an opening of everything before it.
+    const ReduceStep st = ReduceStepAt(el, 2 * el.BlockSteps()).value();
+    ASSERT_EQ(st.kind, ReduceStepKind::kFinal);
+    ASSERT_EQ(st.row, 1);
+    EXPECT_EQ(ReadStep(StepReads(el, st), TensorValues(in)).status().reason(), "bad-index");
+  }
+}
+
 // ---- the game -------------------------------------------------------------------------
 
 std::size_t SizeOf(const crypto::MerkleProof& p) { return EncodeToBytes(p).size(); }
@@ -197,7 +228,8 @@ void FollowTheRule(const ReduceElement& el, const Node& n, std::vector<float>& p
   for (std::uint64_t leaf = from; leaf < p.size(); ++leaf) {
     const ReduceStep st = ReduceStepAt(el, leaf).value();
     std::vector<float> v;
-    for (const auto& [input, index] : StepReads(el, st)) v.push_back(n.inputs[input][index]);
+    const std::vector<ReadValue> reads = ReadStep(StepReads(el, st), TensorValues(n.inputs)).value();
+    for (const ReadValue& r : reads) v.push_back(r.value);
     p[leaf] = StepValue(el, st, p[st.left], p[st.right], v).value();
   }
 }
@@ -283,7 +315,8 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
             claim.right = a.partials[st.right];
             claim.right_proof = a.tree.Prove(st.right);
           }
-          for (const auto& [input, index] : StepReads(el, st)) claim.reads.push_back(OpenValue(n.inputs[input], index));
+          const std::vector<ReadValue> reads = ReadStep(StepReads(el, st), TensorValues(n.inputs)).value();
+          for (const ReadValue& r : reads) claim.reads.push_back(OpenValue(n.inputs[r.input], r.index));
           claim.next = {a.partials[m + 1], b.partials[m + 1]};
           claim.next_proof = {a.tree.Prove(m + 1), b.tree.Prove(m + 1)};
           max_message = std::max(max_message, SizeOf(claim));
@@ -304,7 +337,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
           EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
           if (!claim.reads.empty()) {
             bad = claim;
-            const auto index = StepReads(el, st)[0].second;
+            const std::int64_t index = reads[0].index;
             bad.reads[0].chunk.values[static_cast<std::size_t>(index % kernels::kChunkValues)] += 1.0f;
             EXPECT_FALSE(JudgeReduceStepClaim(el, inputs, roots, bad).ok()) << "a forged term value";
             bad.reads.pop_back();
@@ -318,7 +351,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       }
     }
   }
-  EXPECT_EQ(games, 2u * 5u * 10u);
+  EXPECT_EQ(games, 2u * 5u * 11u);
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
