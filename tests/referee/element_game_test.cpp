@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <set>
 #include <string>
 
 #include "kernels/ops/registry.h"
@@ -20,6 +21,7 @@
 #include "referee/records.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/scenario.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::test {
 namespace {
@@ -96,12 +98,12 @@ struct Game {
 
 // A liar (solver or challenger) plants one ulp in value `value` of the
 // target; both sides descend to the element level.
-Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sums,
-          std::optional<GamePhase> liar_silent = std::nullopt,
-          std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
+Game PlayLies(std::vector<Lie> lies, bool liar_is_solver, SumsPlan sums,
+              std::optional<GamePhase> liar_silent = std::nullopt,
+              std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
   ScenarioConfig c = WideConfig();
   AgentPlan liar;
-  liar.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, value}};
+  liar.lies = std::move(lies);
   liar.element_level = element_level;
   liar.sums = sums;
   liar.silent_from = liar_silent;
@@ -114,6 +116,12 @@ Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sum
   g.report = RunScenario(c);
   g.played = !g.report.games.empty();
   return g;
+}
+Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sums,
+          std::optional<GamePhase> liar_silent = std::nullopt,
+          std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
+  return PlayLies({Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, value}}, liar_is_solver, sums,
+                  liar_silent, honest_silent, element_level);
 }
 
 // The first value of the target from `from` whose one-ulp lie changes a
@@ -481,6 +489,17 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
 }
 
+// The loss: consumed by nothing (the backward starts from dloss = 1), so a
+// lie in it alone changes no checkpoint. A liar whose step also differs
+// later (one value of the SGD update) is walked to the loss first.
+const Target kLoss{"cross_entropy", kernels::OpKind::kCrossEntropy, 0, "element-epilogue", true};
+std::vector<Lie> LossLies() {
+  const Target& sgd = kTargets[4];
+  EXPECT_LT(NodeOf(kLoss), NodeOf(sgd));
+  return {Lie{LieKind::kOneValue, kLieStep, NodeOf(kLoss), 0, 0},
+          Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0)}};
+}
+
 // The bond minimum covers the element level (referee/bonds.h): in the
 // longest games of every rule (sums made up from the first step, so both
 // walks run to the end) every move of the honest party but the deciding one
@@ -489,11 +508,17 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
 TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
   const referee::BondTerms terms = BondTermsOf(WideJob().job);
   std::uint64_t max_moves = 0, max_move_gas = 0, max_final_gas = 0;
-  for (const Target& t : kTargets) {
+  // Each target's one-value lie, and the loss's (which needs a later lie to reach a checkpoint).
+  std::vector<std::pair<std::string, std::vector<Lie>>> cheats;
+  for (const Target& t : kTargets)
+    cheats.emplace_back(
+        t.name, std::vector<Lie>{Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, ReachingValue(t, 0)}});
+  cheats.emplace_back("cross_entropy", LossLies());
+  for (const auto& [name, lies] : cheats) {
     for (SumsLie sums : {SumsLie::kHonest, SumsLie::kMadeUp}) {
-      SCOPED_TRACE(std::string(t.name) + (sums == SumsLie::kHonest ? " honest sums" : " made-up sums"));
+      SCOPED_TRACE(name + (sums == SumsLie::kHonest ? " honest sums" : " made-up sums"));
       ScenarioConfig c = WideConfig();
-      c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, ReachingValue(t, 0)}};
+      c.solver.lies = lies;
       c.solver.element_level = true;
       c.solver.sums = {sums, 1};
       AgentPlan honest;
@@ -555,6 +580,40 @@ TEST(ElementGame, TheFinalStepReadsItsLabelFromItsExample) {
     ASSERT_FALSE(g.report.games.empty());
     EXPECT_EQ(g.report.games[0].game.reason, "element-step");
   }
+}
+
+// A lie in the loss (with a later one that reaches the checkpoint: LossLies)
+// is walked to the loss, the first node that differs. Its one value is the
+// mean over the batch rows of each row's (max + Log(TreeSum Exp(x − max)))
+// − x[label] (verify/reduce_rule.h): the walk over its partial results —
+// every row's block, then the outer sum — ends at one step, a row's loss
+// step reading its label from its example and the logit it names; with the
+// true partial results, at the mean.
+TEST(ElementGame, ALieInTheLossIsSettledAtOneStepOfItsRows) {
+  const Target loss = kLoss;
+  const std::vector<Lie> lies = LossLies();
+  // Partial results made up from row 1's loss step (its label from its
+  // example), or only the last (the outer sum's root).
+  const worker::ElementSide side = SideOf(HonestHistory(), kLieStep, NodeOf(loss));
+  const std::vector<kernels::Shape> shapes = {side.inputs.at(0).shape(), side.inputs.at(1).shape()};
+  auto el = verify::ReduceElementAt(static_cast<std::uint16_t>(loss.op), {}, 0, 0, shapes);
+  ASSERT_TRUE(el.ok()) << el.status().ToString();
+  ASSERT_GE(el->rows, 2);
+  std::set<std::string> reasons;
+  for (bool liar_is_solver : {true, false}) {
+    for (SumsPlan sums : {SumsPlan{SumsLie::kHonest, 1}, SumsPlan{SumsLie::kMadeUp, 2 * el->BlockSteps()},
+                          SumsPlan{SumsLie::kMadeUp, ~std::uint64_t{0}}}) {
+      SCOPED_TRACE(std::string(liar_is_solver ? "solver lies" : "challenger lies") + ", sums " +
+                   std::to_string(static_cast<int>(sums.kind)));
+      const Game g = PlayLies(lies, liar_is_solver, sums);
+      ExpectCaughtAt(g, loss, 0, liar_is_solver);
+      ASSERT_FALSE(g.report.games.empty());
+      const std::string& reason = g.report.games[0].game.reason;
+      EXPECT_EQ(reason, sums.kind == SumsLie::kHonest ? "element-epilogue" : "element-step");
+      reasons.insert(reason);
+    }
+  }
+  EXPECT_EQ(reasons.size(), 2u);
 }
 
 TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {

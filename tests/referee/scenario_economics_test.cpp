@@ -14,13 +14,14 @@
 #include "contract_vm/arbitration_cost.h"
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
-#include "verify/certified_price.h"
-#include "verify/node_spec.h"
 #include "kernels/graph/model.h"
+#include "kernels/graph/step_graph.h"
 #include "referee/bonds.h"
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/scenario.h"
+#include "verify/certified_price.h"
+#include "verify/node_spec.h"
 
 namespace vt::test {
 namespace {
@@ -342,6 +343,8 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
     model.arch = kernels::graph::MlpSpec{784, {32}, 10, kernels::graph::Activation::kRelu};
   } else if (std::string_view(p.model) == "mlp-64-2048-2048-10") {
     model.arch = kernels::graph::MlpSpec{64, {2048, 2048}, 10, kernels::graph::Activation::kRelu};
+  } else if (std::string_view(p.model) == "gpt2-vocab") {  // testnet/jobs/gpt2-vocab.json's model
+    model.arch = kernels::graph::GptSpec{50257, 16, 1, 2, 32, 0.0f};
   } else {
     auto preset = kernels::graph::ModelPreset(p.model);
     EXPECT_TRUE(preset.ok()) << p.model;
@@ -352,6 +355,18 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
   job.dataset_size = p.dataset;
   job.mode = static_cast<std::uint8_t>(mode);
   return job;
+}
+
+// The name of node `index` of the job's step graph, for the printed lines.
+std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
+  auto model = kernels::graph::DecodeModelSpec(job.model);
+  auto opt = kernels::graph::DecodeOptimizerSpec(job.optimizer);
+  if (!model.ok() || !opt.ok()) return "?";
+  auto shapes = kernels::graph::BatchShapes(*model, static_cast<std::int64_t>(job.batch_size));
+  if (!shapes.ok()) return "?";
+  auto graph = kernels::graph::BuildStepGraph(*model, *opt, 1, *shapes);
+  if (!graph.ok()) return "?";
+  return index < graph->nodes.size() ? graph->nodes[index].name : "assemble";
 }
 
 // With the network's real limit (1 MiB, gossip's cap, as ChainParams
@@ -436,8 +451,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason, "bounty-job-too-large");
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
-    std::cout << "[ posting ] " << p.model << " B=" << p.batch << ": worst arbitration " << t.required_tx_bytes
-              << " bytes (node " << t.required_node << "), refused; PostBounty used " << r.gas_used << " gas\n";
+    std::cout << "[ posting ] " << p.model << " B=" << p.batch << ": worst arbitration "
+              << t.required_tx_bytes << " bytes (node " << t.required_node << ", "
+              << NodeName(big, t.required_node) << "), refused; PostBounty used " << r.gas_used << " gas\n";
   }
   EXPECT_GT(Terms(PresetSpec(refused[0], kernels::Mode::kRepops), params).arbitration_tx_bytes,
             std::uint64_t{300} << 20)
@@ -466,6 +482,27 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
             << covered.arbitration_tx_bytes << " bytes (node " << covered.arbitration_node
             << "), required " << covered.required_tx_bytes << " bytes (node " << covered.required_node
             << "); accepted, minimum bond " << covered.minimum << "\n";
+
+  // GPT-2's 50 257-token vocabulary on a small body: the loss, its gradient
+  // and the tied head's backward read 32 rows of 50 257 logits (6.4 MB), so
+  // the job is accepted only where the element level covers all three.
+  const PresetJob vocab{"gpt2-vocab", 2, 256};
+  const protocol::JobSpec vocab_repops = PresetSpec(vocab, kernels::Mode::kRepops);
+  const referee::BondTerms vocab_terms = Terms(vocab_repops, params);
+  EXPECT_GT(vocab_terms.arbitration_tx_bytes, std::uint64_t{6} << 20)
+      << "the whole-node transaction is still priced";
+  EXPECT_LE(vocab_terms.required_tx_bytes, params.max_tx_bytes);
+  const vm::Receipt accepted_vocab = post(vocab_repops, vocab_terms.minimum);
+  EXPECT_TRUE(accepted_vocab.success) << accepted_vocab.reason;
+  EXPECT_GT(BondTermsOf(vocab_repops, params, whole).required_tx_bytes, params.max_tx_bytes);
+  const protocol::JobSpec vocab_rounded = PresetSpec(vocab, kernels::Mode::kRounded);
+  EXPECT_EQ(post(vocab_rounded, Terms(vocab_rounded, params).minimum).reason, "bounty-job-too-large");
+  std::cout << "[ posting ] gpt2-vocab repops B=" << vocab.batch << ": whole-node arbitration up to "
+            << vocab_terms.arbitration_tx_bytes << " bytes (node " << vocab_terms.arbitration_node << ", "
+            << NodeName(vocab_repops, vocab_terms.arbitration_node) << "), required "
+            << vocab_terms.required_tx_bytes << " bytes (node " << vocab_terms.required_node << ", "
+            << NodeName(vocab_repops, vocab_terms.required_node) << "); accepted, minimum bond "
+            << vocab_terms.minimum << "\n";
 }
 
 // The size bound is an upper bound node by node: the real payload of every
