@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/graph/step_graph.h"
 #include "kernels/ops/registry.h"
 #include "node/bounty_flow.h"
 #include "tests/support/test_seed.h"
@@ -336,6 +337,69 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
         std::string(kernels::OpKindName(kTargets[bounty])).c_str(), static_cast<unsigned long long>(step),
         static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
         g.reason.c_str(), static_cast<unsigned long long>(g.largest));
+  }
+}
+
+// A GPT-2-shaped job: GPT-2's real vocabulary (50 257 tokens, the head tied
+// to the token embedding) on a small body (testnet/jobs/gpt2-vocab.json:
+// 1 layer, d 32, 16 tokens, batch 2). Its loss, the loss's gradient and the
+// head's backward read 32 rows of 50 257 logits (6.4 MB), which no
+// transaction may carry: the job is accepted only because the element
+// level covers them. A cheat in lm_head.backward's dx (a 50 257-term dot
+// product per value) and one in its dW (a 32-term one) are each caught at
+// the planted value and the solver's bond slashed, every transaction of the
+// game within 64 KiB (read from the blocks: get_game_moves). (A lie in the
+// loss alone changes no checkpoint; ElementGame.ALieInTheLossIsSettledAtOneStepOfItsRows
+// plays one with a later lie.)
+TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach) {
+  ScopedTestnet t("gpt2v",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/gpt2-vocab.json", 3));
+  ASSERT_TRUE(UpWithDaemons(t));
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  auto solver = t.net().Key("solver");
+  ASSERT_TRUE(client.ok() && solver.ok());
+  auto bond = node::MinimumBond(loaded->job.spec);
+  ASSERT_TRUE(bond.ok()) << bond.status().ToString();
+  std::mt19937_64 rng(TestSeed());
+  const std::string kTarget = "lm_head.backward";
+  for (std::uint64_t bounty = 0; bounty < 2; ++bounty) {
+    const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    // The node by its name in the model's step graph (same node order).
+    auto shapes = kernels::graph::BatchShapes(loaded->job.model,
+                                              static_cast<std::int64_t>(loaded->job.spec.batch_size));
+    ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
+    auto names = kernels::graph::BuildStepGraph(loaded->job.model, loaded->job.optimizer, step, *shapes);
+    ASSERT_TRUE(names.ok()) << names.status().ToString();
+    std::uint64_t node = 0;
+    while (node < names->nodes.size() && names->nodes[node].name != kTarget) ++node;
+    ASSERT_LT(node, names->nodes.size()) << kTarget;
+    const std::uint64_t slot = bounty;  // dx, then dW (its db is unused: the head has no bias)
+    const OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
+    SCOPED_TRACE(cheat.Adversary());
+    ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
+    const vm::Amount solver_before = c.Account(solver->address())->balance;
+    const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
+    ASSERT_EQ(PostAndSettle(c, *client, *loaded, terms, bounty, 180s), "failed")
+        << "the cheat was not caught";
+    auto games = c.BountyGames(bounty);
+    ASSERT_TRUE(games.ok());
+    ASSERT_EQ(games->size(), 1u);
+    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
+    EXPECT_EQ(g.reason.rfind("element-", 0), 0u) << g.reason;
+    EXPECT_FALSE(g.arbitrated_whole) << "the node was arbitrated whole";
+    const vm::Amount solver_after = c.Account(solver->address())->balance;
+    EXPECT_LE(solver_after + *bond, solver_before) << "the solver's bond is slashed";
+    std::printf(
+        "[ gpt2-vocab ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game "
+        "transaction %llu B; bond %llu slashed\n",
+        kTarget.c_str(), static_cast<unsigned long long>(cheat.slot), static_cast<unsigned long long>(step),
+        static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
+        g.reason.c_str(), static_cast<unsigned long long>(g.largest), static_cast<unsigned long long>(*bond));
   }
 }
 
