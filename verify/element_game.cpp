@@ -34,7 +34,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
   } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
     // Any step may be disputed: every input an operand reads (one per
     // segment when the segments read consecutive inputs: clip's norm), the
-    // running max's and the final step's. A batch input is read through
+    // scan's and the final step's. A batch input is read through
     // one example a step.
     choice.kind = ElementKind::kReduce;
     std::vector<std::uint32_t> reads;
@@ -42,7 +42,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       const std::size_t n = reduce->per_segment_input ? reduce->segments.size() : 1;
       for (std::size_t s = 0; s < n; ++s) reads.push_back(op.input + static_cast<std::uint32_t>(s));
     }
-    if (reduce->max_count > 0) reads.push_back(reduce->max_of.input);
+    for (const TermOperand& op : reduce->scan_reads) reads.push_back(op.input);
     for (const TermOperand& op : reduce->final_reads) {
       // A gathered value of the batch: its example is known only from the value that names it.
       if (op.gather_from >= 0 && op.input < inputs.size() &&

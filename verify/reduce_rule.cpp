@@ -66,7 +66,7 @@ struct HalvingTree {
 
 // Where segment s's leaves start (its first term step), and the leaf of its sum.
 std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
-  std::uint64_t start = 1 + static_cast<std::uint64_t>(el.max_count);
+  std::uint64_t start = 1 + static_cast<std::uint64_t>(el.scan_count);
   for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i]);
   return start;
 }
@@ -96,10 +96,10 @@ ReduceStep SegmentStepAt(std::uint64_t start, std::int64_t n, std::uint64_t loca
 
 // Step `leaf` (1 ≤ leaf ≤ BlockSteps()) of row block 0.
 ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
-  const auto max_leaves = static_cast<std::uint64_t>(el.max_count);
+  const auto max_leaves = static_cast<std::uint64_t>(el.scan_count);
   ReduceStep st;
-  if (leaf <= max_leaves) {  // the running max: leaf `leaf` after x_{leaf−1}
-    st.kind = ReduceStepKind::kMax;
+  if (leaf <= max_leaves) {  // the scan: leaf `leaf` from leaf − 1 and read leaf − 1
+    st.kind = ReduceStepKind::kScan;
     st.term = static_cast<std::int64_t>(leaf - 1);
     st.left = leaf - 1;
     return st;
@@ -135,6 +135,25 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   return st;
 }
 
+// Scan step j from leaf j (`prev`) and its reads (ReduceScan).
+Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std::span<const float> v) {
+  if (v.size() != el.scan_reads.size()) return Status::Invalid("elem-bad-step", "the scan step's reads");
+  switch (el.scan) {
+    case ReduceScan::kMax:
+      if (v.size() != 1) break;
+      return j == 0 ? v[0] : kernels::MaxStep(prev, v[0]);
+    case ReduceScan::kMaskedSum:
+      if (v.size() != 2) break;
+      if (!kernels::IsRowIndex(v[0], el.key_rows))
+        return Status::Invalid(
+            "bad-index", "index " + std::to_string(v[0]) + " is not a row of " + std::to_string(el.key_rows));
+      return v[0] == static_cast<float>(el.key) ? prev + v[1] : prev;
+    case ReduceScan::kNone:
+      break;
+  }
+  return Status::Invalid("elem-bad-step", "no such scan");
+}
+
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
   ReduceElement el;
   el.segments = {n};
@@ -148,7 +167,7 @@ ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTer
 std::uint64_t ReduceElement::BlockSteps() const {
   std::uint64_t steps = segments.empty() ? 0 : segments.size() - 1;
   for (std::int64_t n : segments) steps += SegmentSteps(n);
-  return steps + static_cast<std::uint64_t>(max_count) + (final != ReduceFinal::kNone ? 1 : 0);
+  return steps + static_cast<std::uint64_t>(scan_count) + (final != ReduceFinal::kNone ? 1 : 0);
 }
 
 std::uint64_t ReduceElement::Steps() const {
@@ -233,8 +252,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     if (bad_index(numel(1)) || numel(2) != rows || numel(0) != 1) return Status::Invalid("elem-bad-index");
     const std::int64_t r = e / k;
     ReduceElement el = Plain(k, {TermOperand{1, r * k, 1}}, ReduceTerm::kExpShifted);
-    el.max_count = k;
-    el.max_of = TermOperand{1, r * k, 1};
+    el.scan = ReduceScan::kMax;
+    el.scan_count = k;
+    el.scan_reads = {TermOperand{1, r * k, 1}};
     el.final = ReduceFinal::kCrossEntropyGrad;
     el.final_reads = {TermOperand{1, e, 0}, TermOperand{2, r, 0}, TermOperand{0, 0, 0}};
     el.final_class = e % k;
@@ -249,8 +269,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     if (e != 0 || numel(1) != rows) return Status::Invalid("elem-bad-index");
     const TermOperand row_value{.input = 0, .row_stride = k};
     ReduceElement el = Plain(k, {row_value}, ReduceTerm::kExpShifted);
-    el.max_count = k;
-    el.max_of = row_value;
+    el.scan = ReduceScan::kMax;
+    el.scan_count = k;
+    el.scan_reads = {row_value};
     el.final = ReduceFinal::kCrossEntropyLoss;
     el.final_reads = {TermOperand{.input = 1, .row_stride = 1},
                       TermOperand{.input = 0, .row_stride = k, .gather_from = 0, .gather_rows = k}};
@@ -258,6 +279,24 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.sum_rows = true;
     el.epilogue = ReduceEpilogue::kDivide;
     el.divisor = rows;
+    return el;
+  }
+  if (Is(op_kind, OpKind::kEmbeddingBackward) && slot == 0 && in.size() == 2 && !in[0].empty()) {
+    // (dy [..., D], idx [...]), num_embeddings V: dW[v, d] = +0 + dy[p, d]
+    // over the positions p with idx[p] = v, left to right — a scan over
+    // every position, each step reading idx[p] and dy[p, d].
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || decoded->ints.size() != 1 || decoded->ints[0] < 1)
+      return Status::Invalid("elem-no-reduce-rule", "embedding_backward attributes");
+    const std::int64_t d = Last(in[0]), positions = numel(1), vocab = decoded->ints[0];
+    if (numel(0) != positions * d || e < 0 || e / d >= vocab) return Status::Invalid("elem-bad-index");
+    ReduceElement el;
+    el.scan = ReduceScan::kMaskedSum;
+    el.scan_count = positions;
+    el.scan_reads = {TermOperand{.input = 1, .first = 0, .stride = 1},
+                     TermOperand{.input = 0, .first = e % d, .stride = d}};
+    el.key = e / d;
+    el.key_rows = vocab;
     return el;
   }
   if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
@@ -310,8 +349,8 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
       break;
     case ReduceStepKind::kCombine:
       break;
-    case ReduceStepKind::kMax:
-      at(el.max_of, el.max_of.input, st.term);
+    case ReduceStepKind::kScan:
+      for (const TermOperand& o : el.scan_reads) at(o, o.input, st.term);
       break;
     case ReduceStepKind::kFinal:
       for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
@@ -371,9 +410,8 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       return left + TermValue(el.term, v, right);
     case ReduceStepKind::kCombine:
       return left + right;
-    case ReduceStepKind::kMax:
-      if (v.size() != 1) return Status::Invalid("elem-bad-step", "the max step's read");
-      return st.term == 0 ? v[0] : kernels::MaxStep(left, v[0]);
+    case ReduceStepKind::kScan:
+      return ScanValue(el, st.term, left, v);
     case ReduceStepKind::kFinal: {
       using M = kernels::opsdetail::RepopsMath;
       if (el.final == ReduceFinal::kCrossEntropyLoss &&
@@ -382,7 +420,7 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       // (x, label, dloss); the label must be a class, as the kernel checks every label.
       if (el.final != ReduceFinal::kCrossEntropyGrad || v.size() != 3)
         return Status::Invalid("elem-bad-step", "the final step's reads");
-      if (!kernels::IsRowIndex(v[1], el.max_count))
+      if (!kernels::IsRowIndex(v[1], el.scan_count))
         return Status::Invalid("bad-index", "label " + std::to_string(v[1]) + " is not a class");
       const float g = v[2] / static_cast<float>(el.divisor);
       return kernels::CrossEntropyGradValue(M::Exp(v[0] - left), right,
@@ -420,14 +458,19 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
     p.push_back(next);
     return Status::Ok();
   };
-  // The running max, then the term steps straight through each segment (a
-  // party answers this for GPT-2's 124 M-term clip norm and its 1024 rows
-  // of 50 257 logits).
-  std::vector<float> values(el.operands.size());
+  // The scan, then the term steps straight through each segment (a party
+  // answers this for GPT-2's 124 M-term clip norm and its 1024 rows of
+  // 50 257 logits).
+  std::vector<float> values(std::max(el.operands.size(), el.scan_reads.size()));
   for (std::int64_t r = 0; r < el.rows; ++r) {
-    for (std::int64_t j = 0; j < el.max_count; ++j) {
-      VT_ASSIGN_OR_RETURN(float x, value_at(el.max_of.input, el.max_of.Index(j, r)));
-      p.push_back(j == 0 ? x : kernels::MaxStep(p.back(), x));
+    for (std::int64_t j = 0; j < el.scan_count; ++j) {
+      for (std::size_t i = 0; i < el.scan_reads.size(); ++i) {
+        const TermOperand& o = el.scan_reads[i];
+        VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
+      }
+      VT_ASSIGN_OR_RETURN(
+          float next, ScanValue(el, j, p.back(), std::span<const float>(values).first(el.scan_reads.size())));
+      p.push_back(next);
     }
     const float max = p.back();
     for (std::size_t s = 0; s < el.segments.size(); ++s) {
@@ -438,7 +481,8 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
           const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
           VT_ASSIGN_OR_RETURN(values[i], value_at(input, o.Index(j, r)));
         }
-        p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + TermValue(el.term, values, max));
+        const float term = TermValue(el.term, std::span<const float>(values).first(el.operands.size()), max);
+        p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + term);
       }
       for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());
     }

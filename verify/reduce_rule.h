@@ -23,7 +23,8 @@
 // softmax row's running max, its TreeSum of Exp(x − max) and a final step
 // that reads the label from the batch — and cross_entropy's loss: that
 // block once per row, its final step the row's loss, then an outer TreeSum
-// over the rows' losses (ReduceElementAt). Steps may read the batch
+// over the rows' losses — and embedding_backward's dW, a masked sequential
+// scan over the positions (ReduceElementAt). Steps may read the batch
 // (verify/batch_opening.h: one example a step). The workers' answers:
 // worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
 
@@ -89,19 +90,31 @@ struct TermOperand {
   bool operator==(const TermOperand&) const = default;
 };
 
+// A sequential scan, the row block's first scan_count steps (step j reads
+// scan_reads at Index(j, row)):
+enum class ReduceScan : std::uint8_t {
+  kNone = 0,
+  // A softmax row's running max: leaf 1 = x_0, leaf j+1 = kernels::MaxStep(
+  // leaf j, x_j); a kExpShifted term reads its last leaf (cross-entropy).
+  kMax = 1,
+  // The positions whose index is `key`, summed left to right from +0
+  // (embedding_backward): leaf j+1 = idx_j == key ? leaf j + x_j : leaf j,
+  // reading (idx_j, x_j). Every idx_j must be a row of `key_rows`
+  // (kernels::IsRowIndex), as the kernel checks every index.
+  kMaskedSum = 2,
+};
+
 // The leaves, after leaf 0 = +0: `rows` row blocks, each of
-//   the running max (max_count steps), the segments' term steps and block
+//   the scan (scan_count steps), the segments' term steps and block
 //   combinations, the combinations of the segment sums, the final step;
 // then, with sum_rows, the outer TreeSum whose terms are the blocks' last
 // leaves (its term steps and block combinations). Row r's operands lie at
 // + r·row_stride (TermOperand::Index).
 struct ReduceElement {
-  // A softmax row's running max before the sum (cross-entropy): its
-  // max_count steps come first — leaf 1 = x_0, leaf j+1 = kernels::MaxStep(
-  // leaf j, x_j), x_j at max_of.Index(j) — and a kExpShifted term reads its
-  // last leaf.
-  std::int64_t max_count = 0;
-  TermOperand max_of;
+  ReduceScan scan = ReduceScan::kNone;
+  std::int64_t scan_count = 0;
+  std::vector<TermOperand> scan_reads;
+  std::int64_t key = 0, key_rows = 0;  // kMaskedSum
   std::vector<std::int64_t> segments;  // term counts of the TreeSums (one: a plain TreeSum)
   ReduceTerm term = ReduceTerm::kValue;
   std::vector<TermOperand> operands;
@@ -131,6 +144,8 @@ struct ReduceElement {
 //                                        then the final step (reads x[r, k], label[r] of the batch, dloss)
 //   cross_entropy slot 0                 loss = TreeSum_r l_r / R: per row its max, s and l_r (reads
 //                                        label[r] of the batch and the logit it names, x[r, label[r]])
+//   embedding_backward slot 0            dW[v, d] = the masked scan over the positions p: + dy[p, d]
+//                                        where idx[p] = v (idx read from the batch, one example a step)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
@@ -142,9 +157,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //             term also reads leaf `right`, the row's max)
 //   kCombine  leaf `left` + leaf `right` (also a term of the outer sum over
 //             the rows: leaf `right` the row's last leaf)
-//   kMax      step `term` of the max scan: x_0 (term 0), else MaxStep(leaf `left`, x_term)
+//   kScan     step `term` of the scan (ReduceScan) from leaf `left`
 //   kFinal    the block's value from leaf `left` (the max) and leaf `right` (the sum)
-enum class ReduceStepKind : std::uint8_t { kTerm = 0, kCombine = 1, kMax = 2, kFinal = 3 };
+enum class ReduceStepKind : std::uint8_t { kTerm = 0, kCombine = 1, kScan = 2, kFinal = 3 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;
   bool combine = false;      // kind == kCombine

@@ -314,7 +314,7 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       // (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
       for (std::uint64_t at_leaf :
-           {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->max_count), red->BlockSteps()}) {
+           {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->scan_count), red->BlockSteps()}) {
         auto st = verify::ReduceStepAt(*red, at_leaf);
         if (!st.ok()) continue;
         Opened reads;

@@ -293,13 +293,14 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
               element_level);
 }
 
-// Cheats in the two GPT nodes that read the batch: the token embedding
-// (its value gathers one weight row by the token id at its position) and the
-// cross-entropy gradient (its final step reads the row's label). The element
-// level opens the one example that holds the id or label from the dataset
-// commitment (verify/batch_opening.h), so each node is settled at the
-// planted value without its inputs being sent whole, every transaction
-// within 64 KiB.
+// Cheats in the GPT nodes that read the batch: the token embedding (its
+// value gathers one weight row by the token id at its position), the
+// cross-entropy gradient (its final step reads the row's label) and the
+// embedding's backward (each step of its scan over the positions reads the
+// token id there). The element level opens the one example that holds the
+// id or label from the dataset commitment (verify/batch_opening.h), so each
+// node is settled at the planted value without its inputs being sent whole,
+// every transaction within 64 KiB.
 TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
   ScopedTestnet t("batch",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-gpt.json", 3));
@@ -310,7 +311,8 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
   std::mt19937_64 rng(TestSeed());
-  const kernels::OpKind kTargets[] = {kernels::OpKind::kEmbedding, kernels::OpKind::kCrossEntropyBackward};
+  const kernels::OpKind kTargets[] = {kernels::OpKind::kEmbedding, kernels::OpKind::kCrossEntropyBackward,
+                                      kernels::OpKind::kEmbeddingBackward};
   for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
     const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
     auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
@@ -346,9 +348,10 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
 // head's backward read 32 rows of 50 257 logits (6.4 MB), which no
 // transaction may carry: the job is accepted only because the element
 // level covers them. A cheat in lm_head.backward's dx (a 50 257-term dot
-// product per value) and one in its dW (a 32-term one) are each caught at
-// the planted value and the solver's bond slashed, every transaction of the
-// game within 64 KiB (read from the blocks: get_game_moves). (A lie in the
+// product per value), one in its dW (a 32-term one) and one in the
+// embedding's backward (a 50 257 × 32 scatter: a scan over the 32 positions)
+// are each caught at the planted value and the solver's bond slashed, every
+// transaction of the game within 64 KiB (read from the blocks: get_game_moves). (A lie in the
 // loss alone changes no checkpoint; ElementGame.ALieInTheLossIsSettledAtOneStepOfItsRows
 // plays one with a later lie.)
 TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach) {
@@ -364,8 +367,11 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
   auto bond = node::MinimumBond(loaded->job.spec);
   ASSERT_TRUE(bond.ok()) << bond.status().ToString();
   std::mt19937_64 rng(TestSeed());
-  const std::string kTarget = "lm_head.backward";
-  for (std::uint64_t bounty = 0; bounty < 2; ++bounty) {
+  // lm_head.backward's dx and dW (its db is unused: the head has no bias), wte.backward's dW.
+  const std::pair<std::string, std::uint64_t> kTargets[] = {
+      {"lm_head.backward", 0}, {"lm_head.backward", 1}, {"wte.backward", 0}};
+  for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
+    const auto& [target, slot] = kTargets[bounty];
     const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
     auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
@@ -376,9 +382,8 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
     auto names = kernels::graph::BuildStepGraph(loaded->job.model, loaded->job.optimizer, step, *shapes);
     ASSERT_TRUE(names.ok()) << names.status().ToString();
     std::uint64_t node = 0;
-    while (node < names->nodes.size() && names->nodes[node].name != kTarget) ++node;
-    ASSERT_LT(node, names->nodes.size()) << kTarget;
-    const std::uint64_t slot = bounty;  // dx, then dW (its db is unused: the head has no bias)
+    while (node < names->nodes.size() && names->nodes[node].name != target) ++node;
+    ASSERT_LT(node, names->nodes.size()) << target;
     const OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
     SCOPED_TRACE(cheat.Adversary());
     ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
@@ -397,7 +402,7 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
     std::printf(
         "[ gpt2-vocab ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game "
         "transaction %llu B; bond %llu slashed\n",
-        kTarget.c_str(), static_cast<unsigned long long>(cheat.slot), static_cast<unsigned long long>(step),
+        target.c_str(), static_cast<unsigned long long>(cheat.slot), static_cast<unsigned long long>(step),
         static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
         g.reason.c_str(), static_cast<unsigned long long>(g.largest), static_cast<unsigned long long>(*bond));
   }

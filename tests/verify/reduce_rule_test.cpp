@@ -85,7 +85,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   for (std::int64_t i = Pick(rng, 1, 7); i > 0; --i) grads.push_back(RandomTensor(rng, {Pick(rng, 1, 900)}));
   const auto clip_slot = static_cast<std::uint32_t>(grads.size());
   const std::int64_t axis = Pick(rng, 0, 2);
-  const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30);
+  const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30), vocab = Pick(rng, 1, 20);
   std::vector<Node> nodes = {
       {"linear_backward db", OpKind::kLinearBackward, {},
        {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
@@ -114,6 +114,9 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
       // row's block, its loss gathering x[r, label], the mean.
       {"cross_entropy", OpKind::kCrossEntropy, {},
        {RandomTensor(rng, {nb, ce_rows, classes}), Labels(rng, {nb, ce_rows}, classes)}, {0}, {}},
+      // Up to 150 positions over a small table (rows hit several times, or never: +0).
+      {"embedding_backward", OpKind::kEmbeddingBackward, kernels::EmbeddingBackwardAttrs(vocab),
+       {RandomTensor(rng, {nb, ce_rows, c}), Labels(rng, {nb, ce_rows}, vocab)}, {0}, {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -164,7 +167,10 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
               ASSERT_LT(st->right, leaf);
             }
           }
-          multi_block += el->Steps() > static_cast<std::uint64_t>(el->segments.size()) * 64 ? 1 : 0;
+          const bool multi = el->sum_rows ? el->rows > 64
+                                          : std::any_of(el->segments.begin(), el->segments.end(),
+                                                        [](std::int64_t terms) { return terms > 64; });
+          multi_block += multi ? 1 : 0;
           ++checked;
         }
         EXPECT_EQ(ElementOf(n, slot, out.numel()).status().reason(), "elem-bad-index") << n.name;
@@ -185,30 +191,49 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
       << "no empty tree";
 }
 
-// The loss's step for a row whose label is not a class: the logit it would
-// gather does not exist, so the step fails as the kernel does ("bad-index"),
-// for a party computing it and for the referee judging it.
-TEST(VerifyReduceRule, ALossLabelThatIsNotAClassFailsLikeTheKernel) {
+// An index that is not a row of its table — a loss label that is not a
+// class (the logit it would gather does not exist), an embedding_backward
+// index past the vocabulary — fails the step as the kernel fails
+// ("bad-index"), for a party computing it and for the referee judging it.
+TEST(VerifyReduceRule, AnIndexThatIsNotARowFailsLikeTheKernel) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x1a6e1);
   const std::int64_t rows = 3, classes = 70;
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  const kernels::OpContext ctx(config);
   for (float label : {70.0f, -1.0f, 2.5f, NAN}) {
+    SCOPED_TRACE(label);
     std::vector<Tensor> in = {RandomTensor(rng, {rows, classes}), Labels(rng, {rows}, classes)};
     in[1][1] = label;
     std::vector<Tensor> out;
-    kernels::ExecConfig config;
-    config.mode = kernels::Mode::kRepops;
     const std::vector<const Tensor*> args = {&in[0], &in[1]};
-    EXPECT_EQ(kernels::RunOp(kernels::OpContext(config), OpKind::kCrossEntropy, {}, args, out).reason(),
-              "bad-index");
+    EXPECT_EQ(kernels::RunOp(ctx, OpKind::kCrossEntropy, {}, args, out).reason(), "bad-index");
     const std::vector<kernels::Shape> shapes = {in[0].shape(), in[1].shape()};
     const ReduceElement el =
         ReduceElementAt(static_cast<std::uint16_t>(OpKind::kCrossEntropy), {}, 0, 0, shapes).value();
-    EXPECT_EQ(ReducePartials(el, in).status().reason(), "bad-index") << label;
+    EXPECT_EQ(ReducePartials(el, in).status().reason(), "bad-index");
     // Row 1's final step, judged from an opening of everything before it.
     const ReduceStep st = ReduceStepAt(el, 2 * el.BlockSteps()).value();
     ASSERT_EQ(st.kind, ReduceStepKind::kFinal);
     ASSERT_EQ(st.row, 1);
     EXPECT_EQ(ReadStep(StepReads(el, st), TensorValues(in)).status().reason(), "bad-index");
+
+    // embedding_backward: the bad index at position 1 of 3, over a table of 70 rows.
+    std::vector<Tensor> emb = {RandomTensor(rng, {rows, 4}), in[1]};
+    const kernels::OpAttrs attrs = kernels::EmbeddingBackwardAttrs(classes);
+    const std::vector<const Tensor*> emb_args = {&emb[0], &emb[1]};
+    EXPECT_EQ(kernels::RunOp(ctx, OpKind::kEmbeddingBackward, attrs, emb_args, out).reason(), "bad-index");
+    const std::vector<kernels::Shape> emb_shapes = {emb[0].shape(), emb[1].shape()};
+    const ReduceElement scan = ReduceElementAt(static_cast<std::uint16_t>(OpKind::kEmbeddingBackward),
+                                               EncodeToBytes(attrs), 0, 5, emb_shapes)
+                                   .value();
+    EXPECT_EQ(ReducePartials(scan, emb).status().reason(), "bad-index");
+    const ReduceStep at1 = ReduceStepAt(scan, 2).value();
+    ASSERT_EQ(at1.kind, ReduceStepKind::kScan);
+    std::vector<float> v;
+    const std::vector<ReadValue> reads = ReadStep(StepReads(scan, at1), TensorValues(emb)).value();
+    for (const ReadValue& r : reads) v.push_back(r.value);
+    EXPECT_EQ(StepValue(scan, at1, 0.0f, 0.0f, v).status().reason(), "bad-index");
   }
 }
 
@@ -351,7 +376,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       }
     }
   }
-  EXPECT_EQ(games, 2u * 5u * 11u);
+  EXPECT_EQ(games, 2u * 5u * 12u);
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
