@@ -134,7 +134,7 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
             GasMeter::Add(GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_gas),
                           GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
         GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, openings_gas), arb.batch_opening_gas),
-                      vm::FlopsGas(GasMeter::Mul(values, kElementFlopsPerValue))));
+                      vm::FlopsGas(GasMeter::Mul(values, verify::kElementFlopsPerValue))));
     t.move_gas = std::max(t.move_gas, v_e);
     t.moves = GasMeter::Add(t.moves, d.moves);
     // The nodes the element level covers are never arbitrated whole by an

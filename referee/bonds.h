@@ -52,10 +52,6 @@ inline constexpr std::uint64_t kMoveEnvelopeBytes = 512;
 // the longest referee call (Resolve on a game: release, burn, refund, two
 // saves, two events), above what is sized by records and transcripts.
 inline constexpr std::uint64_t kMoveFixedGas = 6'000;
-// The element level's re-execution of one value: at most this many flops a
-// value read (open-element; AdamW, the costliest element-wise update, takes
-// fewer).
-inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 // Bytes of the element state around its shapes, chunk openings and proofs
 // (slot, counts, roots, tops, values, flags, rounds).
 inline constexpr std::uint64_t kElementStateFixedBytes = 1024;

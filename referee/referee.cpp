@@ -1194,8 +1194,9 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     }
     if (opened != a.inputs.size() || read != a.slices.size())
       return Status::Invalid("elem-bad-inputs", "open only the read inputs and slices");
-    // The operator on the slices: at most kElementFlopsPerValue flops a value read.
-    VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(vm::GasMeter::Mul(values, kElementFlopsPerValue))));
+    // The operator on the slices: at most verify::kElementFlopsPerValue flops
+    // a value read (PlanElement refuses a costlier row plan).
+    VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(vm::GasMeter::Mul(values, verify::kElementFlopsPerValue))));
     // An operator that draws from the node's RNG stream (dropout's keep)
     // re-executes at the executor's address: job seed, step t, node i.
     const verify::RngAddress rng{job.seed, g.step, g.node_index};

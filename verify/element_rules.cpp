@@ -133,34 +133,61 @@ Result<InputSlice> ResolveSlice(const InputSlice& slice, float row_value) {
   return s;
 }
 
-Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
-                                std::span<const kernels::Shape> input_shapes) {
+namespace {
+
+Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                  std::span<const kernels::Shape> input_shapes) {
   const bool pool = Is(op_kind, {OpKind::kMaxPool2d, OpKind::kAvgPool2d});
   const bool pool_back = Is(op_kind, {OpKind::kMaxPool2dBackward, OpKind::kAvgPool2dBackward});
   const bool sum_back = Is(op_kind, {OpKind::kSumBackward});
   const bool att = Is(op_kind, {OpKind::kAttention}) && slot == 1;
-  if (!att && ((!pool && !pool_back && !sum_back) || slot != 0)) return PlanElement(op_kind, slot, e, input_shapes);
+  const bool att_back = Is(op_kind, {OpKind::kAttentionBackward});
+  if (!att && ((!pool && !pool_back && !sum_back && !att_back) || slot != 0))
+    return PlanElement(op_kind, slot, e, input_shapes);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok()) return Status::Invalid("elem-no-rule", "attributes");
   const std::vector<std::int64_t>& ints = decoded->ints;
   ElementPlan plan;
   if (att) {
-    // att[b, h, t, u] (causal): row t reads qkv rows 0..t of image b only, so
-    // it is re-executed on qkv[b, 0..r], r = max(t, u) (u > t: the mask's
-    // +0). Refused when that run is wider than kMaxRowPlanValues (GPT-2's
-    // T = 1024 rows need a level-5b walk over the row's statistics: not yet).
+    // att[b, h, t, u] above the diagonal (u > t) is the causal mask's +0,
+    // read from nothing; at u ≤ t it is a reduction (verify/reduce_rule.h:
+    // the scores' walk and their softmax).
     if (ints.size() != 1 || input_shapes.size() != 1 || input_shapes[0].size() != 3)
       return Status::Invalid("elem-no-rule", "attention");
     const kernels::Shape& qkv = input_shapes[0];
-    const std::int64_t nb = qkv[0], t_count = qkv[1], c3 = qkv[2], heads = ints[0];
-    if (heads < 1 || t_count < 1 || c3 < 3) return Status::Invalid("elem-no-rule", "attention");
+    const std::int64_t nb = qkv[0], t_count = qkv[1], heads = ints[0];
+    if (heads < 1 || t_count < 1) return Status::Invalid("elem-no-rule", "attention");
     if (e < 0 || e >= nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
-    const std::int64_t b = e / (heads * t_count * t_count), h = (e / (t_count * t_count)) % heads;
-    const std::int64_t t = (e / t_count) % t_count, u = e % t_count, rows = std::max(t, u) + 1;
-    if (rows * c3 > kMaxRowPlanValues) return Status::Invalid("elem-no-rule", "attention row too wide");
+    if (e % t_count <= (e / t_count) % t_count)
+      return Status::Invalid("elem-no-rule", "the reduction rule's");
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{0, 0, qkv}};
+    return plan;
+  }
+  if (att_back) {
+    // dqkv[b, ., .] (dq and dk read dS, which no tensor commits): image b's
+    // whole backward — dy[b], qkv[b] and att[b] — re-executed as a batch of
+    // one (its (b, h) items are independent), when that fits one move
+    // (gpt-tiny: 10 240 values; GPT-2 small's T = 1 024 does not: not yet).
+    if (ints.size() != 1 || input_shapes.size() != 3 || input_shapes[1].size() != 3)
+      return Status::Invalid("elem-no-rule", "attention_backward");
+    const kernels::Shape& dy = input_shapes[0];
+    const kernels::Shape& qkv = input_shapes[1];
+    const kernels::Shape& a = input_shapes[2];
+    const std::int64_t nb = qkv[0], t_count = qkv[1], c3 = qkv[2], heads = ints[0];
+    if (heads < 1 || nb < 1 || t_count < 1 || c3 < 3 || dy != kernels::Shape{nb, t_count, c3 / 3} ||
+        a != kernels::Shape{nb, heads, t_count, t_count})
+      return Status::Invalid("elem-no-rule", "attention_backward");
+    if (e < 0 || e >= nb * t_count * c3) return Status::Invalid("elem-bad-index");
+    const std::int64_t b = e / (t_count * c3), dy_image = t_count * (c3 / 3),
+                       att_image = heads * t_count * t_count;
+    if (dy_image + t_count * c3 + att_image > kMaxRowPlanValues)
+      return Status::Invalid("elem-no-rule", "attention_backward image too wide");
     plan.rule = ElementRule::kRow;
-    plan.inputs = {InputSlice{b * t_count * c3, rows * c3, {1, rows, c3}}};
-    plan.out_offset = (h * rows + t) * rows + u;
+    plan.inputs = {InputSlice{b * dy_image, dy_image, {1, t_count, c3 / 3}},
+                   InputSlice{b * t_count * c3, t_count * c3, {1, t_count, c3}},
+                   InputSlice{b * att_image, att_image, {1, heads, t_count, t_count}}};
+    plan.out_offset = e % (t_count * c3);
     return plan;
   }
   if (sum_back) {
@@ -200,6 +227,30 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint
   if (pool_back) plan.inputs.push_back(InputSlice{plane * oh * ow, oh * ow, {1, 1, oh, ow}});
   plan.inputs.push_back(InputSlice{plane * h * w, h * w, {1, 1, h, w}});
   plan.out_offset = e % plane_out;
+  return plan;
+}
+
+}  // namespace
+
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
+  if (plan.rule != ElementRule::kRow) return plan;
+  // The re-execution runs the operator on the slices' shapes: its flops
+  // must stay within what the referee charges for the values read.
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  auto kind = kernels::OpKindFromValue(op_kind);
+  if (!decoded.ok() || !kind.ok()) return Status::Invalid("elem-no-rule", "attributes");
+  std::vector<kernels::Shape> shapes;
+  std::uint64_t values = 0;
+  for (const InputSlice& s : plan.inputs) {
+    shapes.push_back(s.shape);
+    values += static_cast<std::uint64_t>(s.count);
+  }
+  const std::uint64_t flops = kernels::OpFlops(*kind, *decoded, shapes);
+  if (flops > kElementFlopsPerValue * values)
+    return Status::Invalid("elem-too-costly",
+                           std::to_string(flops) + " flops for " + std::to_string(values) + " values read");
   return plan;
 }
 
@@ -247,6 +298,12 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
         slot >= plan.inputs.size() - 1 || plan.inputs[slot].count != 1)
       return Status::Invalid("elem-bad-slice", "clip_grad_norm");
     return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
+  }
+  if (*kind == OpKind::kAttention && slot == 1) {
+    // Above the diagonal: the kernel writes +0 whatever qkv holds.
+    if (plan.inputs.size() != 1 || plan.inputs[0].count != 0)
+      return Status::Invalid("elem-bad-slice", "attention");
+    return +0.0f;
   }
   if (*kind == OpKind::kDropout && slot == 0) {
     // The forward's y is dropout_backward's expression on (x, keep): run that kernel on the two values.

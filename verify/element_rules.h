@@ -80,15 +80,23 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs);
 
 // The widest input run a plan may name where the width grows with the
-// sequence (attention's att): 48 chunks, what one final move may open.
+// sequence (attention's backward): 48 chunks, what one final move may open.
 inline constexpr std::int64_t kMaxRowPlanValues = 48 * 256;
+// What the referee charges a plan's re-execution: this many flops a value
+// read (open-element; AdamW, the costliest element-wise update, takes
+// fewer). A row plan whose operator costs more on its slices
+// (kernels::OpFlops) is refused, so the charge always covers the work.
+inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 // The same with the node's canonical attributes, which these rules also need:
 //   row:       max/avg pool2d (the (n, c) plane of x) and their backwards
-//              (the planes of dy and x); attention's att (slot 1: qkv rows
-//              0..max(t, u) of the image, at most kMaxRowPlanValues values)
+//              (the planes of dy and x); attention_backward's dqkv (image b
+//              of dy, qkv and att, at most kMaxRowPlanValues values in all)
+//   pointwise: attention's att above the diagonal (u > t: the mask's +0,
+//              nothing read; below it, the reduction rule's)
 //   pointwise: sum_backward (dy at the reduced position)
-// Every other operator: as above.
+// Every other operator: as above. Invalid "elem-too-costly" for a row plan
+// whose operator takes more than kElementFlopsPerValue flops a value read.
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
 

@@ -7,6 +7,8 @@
 
 #include "common/detmath.h"
 #include "common/encoding.h"
+#include "kernels/arith_hd.h"
+#include "kernels/ops/attention.h"
 #include "kernels/ops/embedding.h"
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/reduce.h"
@@ -89,7 +91,7 @@ ReduceStep SegmentStepAt(std::uint64_t start, std::int64_t n, std::uint64_t loca
     return start + static_cast<std::uint64_t>(std::min((b + 1) * kTreeBlock, n)) - 1;
   };
   st.kind = ReduceStepKind::kCombine;
-  st.combine = st.reads_right = true;
+  st.reads_right = true;
   std::tie(st.left, st.right) = tree.Node(local - static_cast<std::uint64_t>(n), block_sum);
   return st;
 }
@@ -129,7 +131,7 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   // A combination of the segments' sums.
   const HalvingTree tree{start, static_cast<std::int64_t>(el.segments.size())};
   st.kind = ReduceStepKind::kCombine;
-  st.combine = st.reads_right = true;
+  st.reads_right = true;
   std::tie(st.left, st.right) = tree.Node(
       leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
   return st;
@@ -148,6 +150,9 @@ Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std
         return Status::Invalid(
             "bad-index", "index " + std::to_string(v[0]) + " is not a row of " + std::to_string(el.key_rows));
       return v[0] == static_cast<float>(el.key) ? prev + v[1] : prev;
+    case ReduceScan::kDot:
+      if (v.size() != 2) break;
+      return kernels::hd::RepopsStep(prev, v[0], v[1]);  // the repops GEMM's own step
     case ReduceScan::kNone:
       break;
   }
@@ -171,7 +176,16 @@ std::uint64_t ReduceElement::BlockSteps() const {
 }
 
 std::uint64_t ReduceElement::Steps() const {
-  return static_cast<std::uint64_t>(rows) * BlockSteps() + (sum_rows ? SegmentSteps(rows) : 0);
+  const std::uint64_t in_rows = static_cast<std::uint64_t>(rows) * BlockSteps();
+  switch (outer) {
+    case ReduceOuter::kNone:
+      return in_rows;
+    case ReduceOuter::kSum:
+      return in_rows + SegmentSteps(rows);
+    case ReduceOuter::kSoftmax:  // the max, the exponentials, their TreeSum, the quotient
+      return in_rows + 2 * static_cast<std::uint64_t>(rows) + SegmentSteps(rows) + 1;
+  }
+  return in_rows;
 }
 
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
@@ -276,7 +290,7 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.final_reads = {TermOperand{.input = 1, .row_stride = 1},
                       TermOperand{.input = 0, .row_stride = k, .gather_from = 0, .gather_rows = k}};
     el.rows = rows;
-    el.sum_rows = true;
+    el.outer = ReduceOuter::kSum;
     el.epilogue = ReduceEpilogue::kDivide;
     el.divisor = rows;
     return el;
@@ -297,6 +311,34 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
                      TermOperand{.input = 0, .first = e % d, .stride = d}};
     el.key = e / d;
     el.key_rows = vocab;
+    return el;
+  }
+  if (Is(op_kind, OpKind::kAttention) && slot == 1 && in.size() == 1 && in[0].size() == 3) {
+    // att[b, h, t, u], u ≤ t: row block j ≤ t is the score s_j = (q_t·k_j)·scale
+    // (a D-step dot from +0, the kernel's GEMM element, then the scale),
+    // and the outer softmax over s_0..s_t gives the value at u.
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || decoded->ints.size() != 1)
+      return Status::Invalid("elem-no-reduce-rule", "attention");
+    const std::int64_t nb = in[0][0], t_count = in[0][1], c3 = in[0][2], heads = decoded->ints[0];
+    if (heads < 1 || c3 % 3 != 0 || (c3 / 3) % heads != 0)
+      return Status::Invalid("elem-no-reduce-rule", "heads");
+    if (e < 0 || e >= nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
+    const std::int64_t c = c3 / 3, d = c / heads;
+    const std::int64_t b = e / (heads * t_count * t_count), h = (e / (t_count * t_count)) % heads;
+    const std::int64_t t = (e / t_count) % t_count, u = e % t_count;
+    if (u > t) return Status::Invalid("elem-no-reduce-rule", "above the diagonal: the mask's +0");
+    const std::int64_t image = b * t_count * c3;
+    ReduceElement el;
+    el.scan = ReduceScan::kDot;
+    el.scan_count = d;
+    el.scan_reads = {TermOperand{.input = 0, .first = image + t * c3 + h * d},
+                     TermOperand{.input = 0, .first = image + c + h * d, .row_stride = c3}};
+    el.final = ReduceFinal::kAttentionScale;
+    el.scale_dim = d;
+    el.rows = t + 1;
+    el.outer = ReduceOuter::kSoftmax;
+    el.pick = u;
     return el;
   }
   if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
@@ -326,12 +368,43 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
     st.row = static_cast<std::int64_t>(r);
     return st;
   }
-  // The outer TreeSum over the rows' last leaves: a term adds row j's.
-  ReduceStep st = SegmentStepAt(in_rows + 1, el.rows, leaf - in_rows - 1);
+  // The outer stage over the rows' last leaves x_j = leaf (j+1)·block.
+  const auto rows = static_cast<std::uint64_t>(el.rows);
+  const auto row_leaf = [&](std::uint64_t j) { return (j + 1) * block; };
+  ReduceStep st;
+  st.reads_right = true;
+  std::uint64_t local = leaf - in_rows - 1, sum_start = in_rows + 1;
+  if (el.outer == ReduceOuter::kSoftmax) {
+    const std::uint64_t max_leaf = in_rows + rows, exp_start = max_leaf + 1;
+    sum_start = exp_start + rows;
+    if (local < rows) {  // the running max over the x_j
+      st.kind = ReduceStepKind::kLeafMax;
+      st.term = static_cast<std::int64_t>(local);
+      st.left = leaf - 1;
+      st.right = row_leaf(local);
+      return st;
+    }
+    if (local < 2 * rows) {  // e_j = Exp(x_j − m)
+      st.kind = ReduceStepKind::kLeafExp;
+      st.left = max_leaf;
+      st.right = row_leaf(local - rows);
+      return st;
+    }
+    if (leaf == el.Steps()) {  // e_pick / z
+      st.kind = ReduceStepKind::kLeafDiv;
+      st.left = exp_start + static_cast<std::uint64_t>(el.pick);
+      st.right = leaf - 1;
+      return st;
+    }
+    local -= 2 * rows;
+  }
+  // A TreeSum whose term j adds the leaf of x_j (kSum) or of e_j (kSoftmax).
+  st = SegmentStepAt(sum_start, el.rows, local);
   if (st.kind == ReduceStepKind::kTerm) {
     st.kind = ReduceStepKind::kCombine;
-    st.combine = st.reads_right = true;
-    st.right = static_cast<std::uint64_t>(st.term + 1) * block;
+    st.reads_right = true;
+    const auto j = static_cast<std::uint64_t>(st.term);
+    st.right = el.outer == ReduceOuter::kSoftmax ? in_rows + rows + 1 + j : row_leaf(j);
     st.term = 0;
   }
   return st;
@@ -348,6 +421,9 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
         at(o, o.input + (el.per_segment_input ? st.segment : 0), st.term);
       break;
     case ReduceStepKind::kCombine:
+    case ReduceStepKind::kLeafMax:
+    case ReduceStepKind::kLeafExp:
+    case ReduceStepKind::kLeafDiv:
       break;
     case ReduceStepKind::kScan:
       for (const TermOperand& o : el.scan_reads) at(o, o.input, st.term);
@@ -412,10 +488,18 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       return left + right;
     case ReduceStepKind::kScan:
       return ScanValue(el, st.term, left, v);
+    case ReduceStepKind::kLeafMax:
+      return st.term == 0 ? right : kernels::MaxStep(left, right);
+    case ReduceStepKind::kLeafExp:
+      return kernels::opsdetail::RepopsMath::Exp(right - left);
+    case ReduceStepKind::kLeafDiv:
+      return left / right;
     case ReduceStepKind::kFinal: {
       using M = kernels::opsdetail::RepopsMath;
-      if (el.final == ReduceFinal::kCrossEntropyLoss &&
-          v.size() == 2)  // (label, x[label]): ReadStep checked the label
+      if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
+        return left * kernels::AttentionScale<M>(el.scale_dim);
+      // (label, x[label]): ReadStep checked the label.
+      if (el.final == ReduceFinal::kCrossEntropyLoss && v.size() == 2)
         return kernels::CrossEntropyRowLoss(left, M::Log(right), v[1]);
       // (x, label, dloss); the label must be a class, as the kernel checks every label.
       if (el.final != ReduceFinal::kCrossEntropyGrad || v.size() != 3)
@@ -468,8 +552,10 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
         const TermOperand& o = el.scan_reads[i];
         VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
       }
-      VT_ASSIGN_OR_RETURN(
-          float next, ScanValue(el, j, p.back(), std::span<const float>(values).first(el.scan_reads.size())));
+      // Every block's scan starts from leaf 0 (+0), as ReduceStepAt has it.
+      const float prev = j == 0 ? +0.0f : p.back();
+      VT_ASSIGN_OR_RETURN(float next,
+                          ScanValue(el, j, prev, std::span<const float>(values).first(el.scan_reads.size())));
       p.push_back(next);
     }
     const float max = p.back();

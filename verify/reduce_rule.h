@@ -70,6 +70,8 @@ enum class ReduceFinal : std::uint8_t {
   // The row's loss l_r = kernels::CrossEntropyRowLoss(max, Log(sum), x[r, label_r]),
   // reading (label[r], x[r, label_r]): the second read is gathered by the first.
   kCrossEntropyLoss = 2,
+  // An attention score: the scan's dot times kernels::AttentionScale(scale_dim).
+  kAttentionScale = 3,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
@@ -102,14 +104,28 @@ enum class ReduceScan : std::uint8_t {
   // reading (idx_j, x_j). Every idx_j must be a row of `key_rows`
   // (kernels::IsRowIndex), as the kernel checks every index.
   kMaskedSum = 2,
+  // A repops GEMM element from +0: leaf j+1 = leaf j + a_j·b_j, reading
+  // (a_j, b_j) (attention's scores q_t·k_u).
+  kDot = 3,
+};
+
+// After the row blocks (ReduceElement::outer):
+enum class ReduceOuter : std::uint8_t {
+  kNone = 0,
+  // A TreeSum whose terms are the blocks' last leaves (cross-entropy's loss).
+  kSum = 1,
+  // A softmax over the blocks' last leaves x_j (attention's att[t, u] over
+  // the scores x_j, j ≤ t): their running max m (MaxStep), the leaves
+  // e_j = Exp(x_j − m), the TreeSum z of the e_j, and e_pick / z.
+  kSoftmax = 2,
 };
 
 // The leaves, after leaf 0 = +0: `rows` row blocks, each of
 //   the scan (scan_count steps), the segments' term steps and block
 //   combinations, the combinations of the segment sums, the final step;
-// then, with sum_rows, the outer TreeSum whose terms are the blocks' last
-// leaves (its term steps and block combinations). Row r's operands lie at
-// + r·row_stride (TermOperand::Index).
+// then the outer stage over the blocks' last leaves (ReduceOuter: a TreeSum,
+// or a softmax's max, exponentials, TreeSum and quotient). Row r's operands
+// lie at + r·row_stride (TermOperand::Index).
 struct ReduceElement {
   ReduceScan scan = ReduceScan::kNone;
   std::int64_t scan_count = 0;
@@ -125,7 +141,9 @@ struct ReduceElement {
   std::vector<TermOperand> final_reads;  // each read at Index(0, row)
   std::int64_t final_class = 0;
   std::int64_t rows = 1;  // row blocks
-  bool sum_rows = false;  // then the outer TreeSum over the rows' last leaves
+  ReduceOuter outer = ReduceOuter::kNone;
+  std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
+  std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
   // Steps of the whole computation: the tree has Steps() + 1 leaves.
@@ -144,6 +162,9 @@ struct ReduceElement {
 //                                        then the final step (reads x[r, k], label[r] of the batch, dloss)
 //   cross_entropy slot 0                 loss = TreeSum_r l_r / R: per row its max, s and l_r (reads
 //                                        label[r] of the batch and the logit it names, x[r, label[r]])
+//   attention slot 1, u ≤ t              att[b, h, t, u]: per j ≤ t the score q_t·k_j (a D-step dot)
+//                                        times the scale, then the softmax over the scores at u
+//                                        (u > t: the mask's +0, verify/element_rules.h)
 //   embedding_backward slot 0            dW[v, d] = the masked scan over the positions p: + dy[p, d]
 //                                        where idx[p] = v (idx read from the batch, one example a step)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
@@ -159,10 +180,20 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //             the rows: leaf `right` the row's last leaf)
 //   kScan     step `term` of the scan (ReduceScan) from leaf `left`
 //   kFinal    the block's value from leaf `left` (the max) and leaf `right` (the sum)
-enum class ReduceStepKind : std::uint8_t { kTerm = 0, kCombine = 1, kScan = 2, kFinal = 3 };
+//   kLeafMax  the outer softmax's max: leaf `right` (term 0), else MaxStep(leaf `left`, leaf `right`)
+//   kLeafExp  Exp(leaf `right` − leaf `left`) (a score less the max)
+//   kLeafDiv  leaf `left` / leaf `right` (e_pick / z)
+enum class ReduceStepKind : std::uint8_t {
+  kTerm = 0,
+  kCombine = 1,
+  kScan = 2,
+  kFinal = 3,
+  kLeafMax = 4,
+  kLeafExp = 5,
+  kLeafDiv = 6,
+};
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;
-  bool combine = false;      // kind == kCombine
   bool reads_right = false;  // the step reads leaf `right` too
   std::uint64_t left = 0, right = 0;
   std::uint32_t segment = 0;

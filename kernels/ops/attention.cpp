@@ -101,7 +101,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
     T* ao = outs.Bind(att);
     std::vector<T> qs;
     const T* qa = Operand<T>(qkv, qs);
-    const T scale = T(1) / M::Sqrt(static_cast<T>(g.d));
+    const T scale = AttentionScale<M>(g.d);
     const std::int64_t t_count = g.t, c3 = 3 * g.c;
     ForEachItem<M>(ctx, g.b * g.h, [&](const ExecConfig& cfg, int, std::int64_t item) {
       const std::int64_t b = item / g.h, h = item % g.h;
@@ -159,7 +159,7 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
     const T* qa = Operand<T>(qkv, qs);
     const T* dya = Operand<T>(dy, dys);
     const T* aa = Operand<T>(att, as);
-    const T scale = T(1) / M::Sqrt(static_cast<T>(g.d));
+    const T scale = AttentionScale<M>(g.d);
     const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
     const std::int64_t items = g.b * g.h;
     std::vector<T> scratch(static_cast<std::size_t>(ItemSlots<M>(ctx, items, 2 * tt) * tt * 2));

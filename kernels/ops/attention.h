@@ -17,6 +17,15 @@
 
 namespace vt::kernels {
 
+// The score scale 1/√D of a head of width D in the math policy's T (IEEE
+// sqrt and division), shared with the element rule that re-executes one
+// score (verify/reduce_rule.h).
+template <class M>
+typename M::T AttentionScale(std::int64_t d) {
+  using T = typename M::T;
+  return T(1) / M::Sqrt(static_cast<T>(d));
+}
+
 // Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the
 // softmax probabilities, zero above the diagonal; saved for the backward).
 Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att);

@@ -310,11 +310,12 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       // the term's values, and both next leaves; posting: root and two leaves.
       const std::uint64_t steps = red->Steps();
       const Opened leaf = OpenPartialLeaf(steps);
-      // The most any one step reads: a term's values, or a final step's
-      // (cross-entropy's: a logit, dloss and the label from its example).
+      // The most any one step reads: a scan step's values, a term's, or a
+      // final step's (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
       for (std::uint64_t at_leaf :
-           {steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->scan_count), red->BlockSteps()}) {
+           {std::uint64_t{1}, steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->scan_count),
+            red->BlockSteps()}) {
         auto st = verify::ReduceStepAt(*red, at_leaf);
         if (!st.ok()) continue;
         Opened reads;

@@ -348,11 +348,12 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
 // head's backward read 32 rows of 50 257 logits (6.4 MB), which no
 // transaction may carry: the job is accepted only because the element
 // level covers them. A cheat in lm_head.backward's dx (a 50 257-term dot
-// product per value), one in its dW (a 32-term one) and one in the
-// embedding's backward (a 50 257 × 32 scatter: a scan over the 32 positions)
-// are each caught at the planted value and the solver's bond slashed, every
-// transaction of the game within 64 KiB (read from the blocks: get_game_moves). (A lie in the
-// loss alone changes no checkpoint; ElementGame.ALieInTheLossIsSettledAtOneStepOfItsRows
+// product per value), one in its dW (a 32-term one), one in the embedding's
+// backward (a 50 257 × 32 scatter: a scan over the 32 positions), one in the
+// attention's probabilities and one in its backward are each caught at the
+// planted value and the solver's bond slashed, every transaction of the game
+// within 64 KiB (read from the blocks: get_game_moves). (A lie in the loss
+// alone changes no checkpoint; ElementGame.ALieInTheLossIsSettledAtOneStepOfItsRows
 // plays one with a later lie.)
 TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach) {
   ScopedTestnet t("gpt2v",
@@ -367,9 +368,15 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
   auto bond = node::MinimumBond(loaded->job.spec);
   ASSERT_TRUE(bond.ok()) << bond.status().ToString();
   std::mt19937_64 rng(TestSeed());
-  // lm_head.backward's dx and dW (its db is unused: the head has no bias), wte.backward's dW.
-  const std::pair<std::string, std::uint64_t> kTargets[] = {
-      {"lm_head.backward", 0}, {"lm_head.backward", 1}, {"wte.backward", 0}};
+  // lm_head.backward's dx and dW (its db is unused: the head has no bias),
+  // wte.backward's dW, the attention's probabilities att below the diagonal
+  // (a walk over the row's scores) and its backward dqkv (re-executed from
+  // its image's dy, qkv and att).
+  const std::pair<std::string, std::uint64_t> kTargets[] = {{"lm_head.backward", 0},
+                                                            {"lm_head.backward", 1},
+                                                            {"wte.backward", 0},
+                                                            {"h.0.attn", 1},
+                                                            {"h.0.attn.backward", 0}};
   for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
     const auto& [target, slot] = kTargets[bounty];
     const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
@@ -384,7 +391,12 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
     std::uint64_t node = 0;
     while (node < names->nodes.size() && names->nodes[node].name != target) ++node;
     ASSERT_LT(node, names->nodes.size()) << target;
-    const OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
+    OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
+    if (target == "h.0.attn") {  // att below the diagonal: the walk over the row's scores
+      const std::uint64_t t_count = static_cast<std::uint64_t>(graph->nodes[node].output_shapes[1].back());
+      while (cheat.element % t_count > (cheat.element / t_count) % t_count)
+        cheat = RandomValueOf(*graph, step, node, slot, rng);
+    }
     SCOPED_TRACE(cheat.Adversary());
     ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
     const vm::Amount solver_before = c.Account(solver->address())->balance;

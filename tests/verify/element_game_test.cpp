@@ -70,10 +70,13 @@ TEST(ElementGameRules, DotPlanOrNoneAndNeverTheBatch) {
 TEST(ElementGameRules, RowsTooWideForOneMoveAreNotPlayed) {
   // A layernorm row of 768 (GPT-2) opens 3+3+3 chunks: played.
   const std::vector<InputRef> refs = {Node(0), State(0), State(1)};
-  auto ok = ChooseElementRule(K(OpKind::kLayerNorm), {}, 0, 1000, refs, std::vector<Shape>{{4, 768}, {768}, {768}});
+  const Bytes eps = EncodeToBytes(kernels::OpAttrs{{}, {kernels::OpAttrs::Bits(1e-5f)}});
+  auto ok = ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, 1000, refs,
+                              std::vector<Shape>{{4, 768}, {768}, {768}});
   ASSERT_TRUE(ok.ok()) << ok.status().ToString();
   // A row of 8192: 32 + 32 + 32 chunks, more than one 64 KiB move carries.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLayerNorm), {}, 0, 1000, refs, std::vector<Shape>{{2, 8192}, {8192}, {8192}})
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, 1000, refs,
+                              std::vector<Shape>{{2, 8192}, {8192}, {8192}})
                 .status()
                 .reason(),
             "elem-too-wide");
@@ -199,9 +202,16 @@ TEST(ElementGameRules, AttributeRulesOwnOutputsAndUnreadInputsArePlayed) {
   EXPECT_EQ(y->kind, ElementKind::kDot);
   EXPECT_EQ(y->opened_inputs, (std::vector<std::uint32_t>{0}));
   EXPECT_EQ(y->own_slots, (std::vector<std::uint32_t>{1}));
+  // att[0, 0, 1, 1] is a walk over row 1's scores (q and k from qkv);
+  // att[0, 0, 0, 2], above the diagonal, the mask's +0: nothing opened.
   auto a = ChooseElementRule(K(OpKind::kAttention), att, 1, 7, std::vector<InputRef>{Node(0)}, qkv);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
-  EXPECT_EQ(a->kind, ElementKind::kPlan);
+  EXPECT_EQ(a->kind, ElementKind::kReduce);
+  EXPECT_EQ(a->opened_inputs, (std::vector<std::uint32_t>{0}));
+  auto masked = ChooseElementRule(K(OpKind::kAttention), att, 1, 2, std::vector<InputRef>{Node(0)}, qkv);
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  EXPECT_EQ(masked->kind, ElementKind::kPlan);
+  EXPECT_TRUE(masked->opened_inputs.empty() && masked->own_slots.empty());
   // clip_grad_norm's g'_1: g_1 at e and the own norm (slot 3); g_0 and g_2 unread — even the batch.
   const Bytes clip = EncodeToBytes(kernels::ClipGradNormAttrs(1.0f));
   auto g1 = ChooseElementRule(K(OpKind::kClipGradNorm), clip, 1, 2, std::vector<InputRef>{Batch(0), Node(1), Node(2)},

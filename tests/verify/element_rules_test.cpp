@@ -70,7 +70,11 @@ struct Node {
   std::vector<Tensor> outputs;
   std::uint32_t ruled_slots = 0;  // the first slots with a pointwise/row rule; 0: all
   std::uint32_t first_slot = 0;   // … from this one
+  // attention's att [B, H, T, T]: only the values above the diagonal (the
+  // mask's +0) are planned; below it, the reduction rule's (reduce_rule_test).
+  std::int64_t causal_t = 0;
   std::uint32_t Slots() const { return ruled_slots != 0 ? ruled_slots : static_cast<std::uint32_t>(outputs.size()); }
+  bool Planned(std::int64_t e) const { return causal_t == 0 || e % causal_t > (e / causal_t) % causal_t; }
 };
 
 // A random node of each operator in the rule table, run in repops mode.
@@ -92,6 +96,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
   const kernels::Shape pooled{rows, 2, (h + 2 * pool.pad_h - pool.kernel_h) / pool.stride_h + 1,
                               (w + 2 * pool.pad_w - pool.kernel_w) / pool.stride_w + 1};
   const std::int64_t sum_axis = static_cast<std::int64_t>(rng() % 2);
+  const std::int64_t att_t = std::min<std::int64_t>(rows + 3, 8);
   std::vector<Node> nodes = {
       {"relu", OpKind::kRelu, {}, {RandomTensor(rng, x)}, {}},
       {"relu_backward", OpKind::kReluBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
@@ -127,9 +132,14 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
        {RandomTensor(rng, pooled), RandomTensor(rng, x4)}, {}},
       {"sum_backward", OpKind::kSumBackward, kernels::ReduceAttrs(sum_axis),
        {RandomTensor(rng, sum_axis == 0 ? kernels::Shape{c} : kernels::Shape{rows}), RandomTensor(rng, x)}, {}},
-      // att (slot 1); y is the dot rule's (worker_element_dot_ops_test).
+      // att (slot 1) above the diagonal; y is the dot rule's (worker_element_dot_ops_test).
       {"attention", OpKind::kAttention, kernels::AttentionAttrs(2),
-       {RandomTensor(rng, {2, std::min<std::int64_t>(rows + 3, 8), 2 * 3 * 4})}, {}, 0, 1},
+       {RandomTensor(rng, {2, att_t, 2 * 3 * 4})}, {}, 0, 1, att_t},
+      // dqkv of two images, from image b's dy, qkv and att alone.
+      {"attention_backward", OpKind::kAttentionBackward, kernels::AttentionAttrs(2),
+       {RandomTensor(rng, {2, att_t, 2 * 4}), RandomTensor(rng, {2, att_t, 2 * 3 * 4}),
+        RandomTensor(rng, {2, 2, att_t, att_t}, true)},
+       {}},
       // A table of 37 rows read at random rows (the rows may repeat).
       {"embedding", OpKind::kEmbedding, {}, {Indices(rng, {rows, 3}, 37), RandomTensor(rng, {37, c})}, {}},
       // Cosine schedule (kind 1) at a step past warmup: detmath Cos.
@@ -209,6 +219,10 @@ TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
       for (std::uint32_t slot = n.first_slot; slot < n.Slots(); ++slot) {
         for (std::int64_t e = 0; e < n.outputs[slot].numel(); e += 1 + static_cast<std::int64_t>(rng() % 7)) {
           auto plan = PlanElement(static_cast<std::uint16_t>(n.kind), attrs, slot, e, Shapes(n));
+          if (!n.Planned(e)) {
+            EXPECT_EQ(plan.status().reason(), "elem-no-rule") << n.name;
+            continue;
+          }
           ASSERT_TRUE(plan.ok()) << n.name << " slot " << slot << ": " << plan.status().ToString();
           // An own-output slice is of a slot the walk agreed on first.
           const auto order =
@@ -248,7 +262,8 @@ TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
       const std::uint32_t slot = n.first_slot + static_cast<std::uint32_t>(rng() % (n.Slots() - n.first_slot));
       const Tensor& honest = n.outputs[slot];
       Tensor liar = honest;
-      const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest.numel()));
+      std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest.numel()));
+      while (!n.Planned(e)) e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest.numel()));
       liar[e] = std::nextafter(liar[e], rng() % 2 ? INFINITY : -INFINITY);
       // Level 4: the walk over both chunk trees, then both reveal the chunk.
       const auto ta = crypto::MerkleTree::FromLeafHashes(kernels::ChunkLeafHashes(honest.values(), 1));
@@ -289,6 +304,33 @@ TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
   EXPECT_TRUE(SlotWalkOrder(clip, 0).empty());
   EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kDropout), 2), (std::vector<std::uint32_t>{1, 0}));
   EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kAttention), 2), (std::vector<std::uint32_t>{1, 0}));
+}
+
+// The referee charges a re-execution kElementFlopsPerValue flops a value
+// read; a row plan whose operator costs more on its slices is refused, so
+// the charge always covers the work. A pooling window of 11 × 11 over a
+// 16 × 16 plane (stride 1, padding 5) costs 121 flops a value read; 3 × 3
+// costs 9. attention_backward reads att whole (T² values), so even narrow
+// heads stay within it.
+TEST(VerifyElementRules, ARowPlanCostlierThanItsChargeIsRefused) {
+  const auto pool = static_cast<std::uint16_t>(OpKind::kMaxPool2d);
+  const std::vector<kernels::Shape> plane{{1, 1, 16, 16}};
+  kernels::Pool2dParams wide;
+  wide.kernel_h = wide.kernel_w = 11;
+  wide.stride_h = wide.stride_w = 1;
+  wide.pad_h = wide.pad_w = 5;
+  EXPECT_EQ(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(wide)), 0, 7, plane).status().reason(),
+            "elem-too-costly");
+  kernels::Pool2dParams narrow = wide;
+  narrow.kernel_h = narrow.kernel_w = 3;
+  narrow.pad_h = narrow.pad_w = 1;
+  EXPECT_TRUE(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(narrow)), 0, 7, plane).ok());
+  const Bytes one_head = EncodeToBytes(kernels::AttentionAttrs(1));
+  const auto att_back = static_cast<std::uint16_t>(OpKind::kAttentionBackward);
+  const std::vector<kernels::Shape> back{{1, 32, 32}, {1, 32, 96}, {1, 1, 32, 32}};
+  EXPECT_TRUE(PlanElement(att_back, one_head, 0, 5, back).ok());
+  const std::vector<kernels::Shape> narrow_back{{1, 64, 1}, {1, 64, 3}, {1, 1, 64, 64}};
+  EXPECT_TRUE(PlanElement(att_back, one_head, 0, 5, narrow_back).ok());
 }
 
 TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {
