@@ -136,6 +136,26 @@ CaughtGame ExpectCaughtAt(node::ChainClient& c, std::uint64_t gid, const OneValu
   return out;
 }
 
+// Restarts the solver daemon with `cheat`, posts bounty `bounty` with
+// `terms` and checks that it failed over one game, decided at the element
+// level at the cheat's value (ExpectCaughtAt) without arbitrating the node
+// whole.
+CaughtGame ExpectSettledAtItsValue(ScopedTestnet& t, node::ChainClient& c, const crypto::SecretKey& client,
+                                   const worker::LoadedJob& job, const node::BountyTerms& terms,
+                                   std::uint64_t bounty, const OneValueCheat& cheat,
+                                   std::chrono::seconds timeout) {
+  CaughtGame out;
+  EXPECT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
+  EXPECT_EQ(PostAndSettle(c, client, job, terms, bounty, timeout), "failed") << "the cheat was not caught";
+  auto games = c.BountyGames(bounty);
+  EXPECT_TRUE(games.ok() && games->size() == 1u) << "one game over the bounty";
+  if (!games.ok() || games->size() != 1u) return out;
+  out = ExpectCaughtAt(c, games->front(), cheat);
+  EXPECT_EQ(out.reason.rfind("element-", 0), 0u) << out.reason;
+  EXPECT_FALSE(out.arbitrated_whole) << "the node was arbitrated whole";
+  return out;
+}
+
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
@@ -324,16 +344,8 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
     ASSERT_LT(node, graph->nodes.size()) << kernels::OpKindName(kTargets[bounty]);
     const OneValueCheat cheat = RandomValueOf(*graph, step, node, 0, rng);
     SCOPED_TRACE(cheat.Adversary());
-    ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
     const node::BountyTerms terms{1'000'000, 8'000'000, 8'000'000, 300, 12, 40};
-    ASSERT_EQ(PostAndSettle(c, *client, *loaded, terms, bounty, 120s), "failed")
-        << "the cheat was not caught";
-    auto games = c.BountyGames(bounty);
-    ASSERT_TRUE(games.ok());
-    ASSERT_EQ(games->size(), 1u);
-    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
-    EXPECT_EQ(g.reason.rfind("element-", 0), 0u) << g.reason;
-    EXPECT_FALSE(g.arbitrated_whole) << "the node was arbitrated whole";
+    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 120s);
     std::printf(
         "[ batch ] %s: caught at step %llu node %llu value %llu by %s; largest game transaction %llu B\n",
         std::string(kernels::OpKindName(kTargets[bounty])).c_str(), static_cast<unsigned long long>(step),
@@ -398,17 +410,9 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
         cheat = RandomValueOf(*graph, step, node, slot, rng);
     }
     SCOPED_TRACE(cheat.Adversary());
-    ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
     const vm::Amount solver_before = c.Account(solver->address())->balance;
     const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
-    ASSERT_EQ(PostAndSettle(c, *client, *loaded, terms, bounty, 180s), "failed")
-        << "the cheat was not caught";
-    auto games = c.BountyGames(bounty);
-    ASSERT_TRUE(games.ok());
-    ASSERT_EQ(games->size(), 1u);
-    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
-    EXPECT_EQ(g.reason.rfind("element-", 0), 0u) << g.reason;
-    EXPECT_FALSE(g.arbitrated_whole) << "the node was arbitrated whole";
+    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 180s);
     const vm::Amount solver_after = c.Account(solver->address())->balance;
     EXPECT_LE(solver_after + *bond, solver_before) << "the solver's bond is slashed";
     std::printf(
