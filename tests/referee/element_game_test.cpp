@@ -563,8 +563,6 @@ TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
               static_cast<unsigned long long>(max_final_gas));
 }
 
-// Random cheats (target, value, liar's side, sums): the honest party always
-// wins, at the planted value, every transaction ≤ 64 KiB.
 // The cross-entropy gradient's final step reads the row's label, a value
 // of the batch: a liar whose partial results differ only in the last leaf
 // (the output) is refuted at that step, the move carrying the label's
@@ -616,16 +614,29 @@ TEST(ElementGame, ALieInTheLossIsSettledAtOneStepOfItsRows) {
   EXPECT_EQ(reasons.size(), 2u);
 }
 
+// Random cheats (target — the loss among them —, value, liar's side, sums):
+// the honest party always wins, at the planted value, every transaction
+// ≤ 64 KiB.
 TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
   std::mt19937_64 rng(20261124);
-  std::uint64_t max_tx = 0, games = 0, max_element_txs = 0;
-  for (int round = 0; round < 10; ++round) {
-    const Target& t = kTargets[rng() % std::size(kTargets)];
+  std::uint64_t max_tx = 0, games = 0, max_element_txs = 0, loss_games = 0;
+  // The loss's partial results: sums made up from anywhere in its rows.
+  const worker::ElementSide loss_side = SideOf(HonestHistory(), kLieStep, NodeOf(kLoss));
+  const std::vector<kernels::Shape> loss_shapes = {loss_side.inputs.at(0).shape(),
+                                                   loss_side.inputs.at(1).shape()};
+  const std::uint64_t loss_steps =
+      verify::ReduceElementAt(static_cast<std::uint16_t>(kLoss.op), {}, 0, 0, loss_shapes).value().Steps();
+  for (int round = 0; round < 12; ++round) {
+    const std::size_t pick = rng() % (std::size(kTargets) + 1);  // the last: the loss
+    const bool loss = pick == std::size(kTargets);
+    const Target& t = loss ? kLoss : kTargets[pick];
     const std::int64_t v =
-        ReachingValue(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
+        loss ? 0
+             : ReachingValue(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
     const bool liar_is_solver = rng() % 2 == 0;
-    const SumsPlan sums{static_cast<SumsLie>(rng() % 3), 1 + rng() % 8};
-    const Game g = Play(t, v, liar_is_solver, sums);
+    const SumsPlan sums{static_cast<SumsLie>(rng() % 3), 1 + rng() % (loss ? loss_steps : 8)};
+    const Game g = loss ? PlayLies(LossLies(), liar_is_solver, sums) : Play(t, v, liar_is_solver, sums);
+    loss_games += loss ? 1 : 0;
     SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) +
                  (liar_is_solver ? " solver lies" : " challenger lies") + " sums " +
                  std::to_string(static_cast<int>(sums.kind)));
@@ -634,7 +645,8 @@ TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
     max_element_txs = std::max(max_element_txs, g.report.games.at(0).element_txs);
     ++games;
   }
-  EXPECT_EQ(games, 10u);
+  EXPECT_EQ(games, 12u);
+  EXPECT_GT(loss_games, 0u);
   EXPECT_LE(max_tx, kMaxElementTx);
   std::printf("[element-game] %llu random games: largest tx %llu B, at most %llu element-level txs\n",
               static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx),
