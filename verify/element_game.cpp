@@ -43,6 +43,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       for (std::size_t s = 0; s < n; ++s) reads.push_back(op.input + static_cast<std::uint32_t>(s));
     }
     for (const TermOperand& op : reduce->scan_reads) reads.push_back(op.input);
+    if (reduce->attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
     for (const TermOperand& op : reduce->final_reads) {
       // A gathered value of the batch: its example is known only from the value that names it.
       if (op.gather_from >= 0 && op.input < inputs.size() &&

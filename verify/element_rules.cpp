@@ -141,8 +141,7 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   const bool pool_back = Is(op_kind, {OpKind::kMaxPool2dBackward, OpKind::kAvgPool2dBackward});
   const bool sum_back = Is(op_kind, {OpKind::kSumBackward});
   const bool att = Is(op_kind, {OpKind::kAttention}) && slot == 1;
-  const bool att_back = Is(op_kind, {OpKind::kAttentionBackward});
-  if (!att && ((!pool && !pool_back && !sum_back && !att_back) || slot != 0))
+  if (!att && ((!pool && !pool_back && !sum_back) || slot != 0))
     return PlanElement(op_kind, slot, e, input_shapes);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok()) return Status::Invalid("elem-no-rule", "attributes");
@@ -162,32 +161,6 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
       return Status::Invalid("elem-no-rule", "the reduction rule's");
     plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{0, 0, qkv}};
-    return plan;
-  }
-  if (att_back) {
-    // dqkv[b, ., .] (dq and dk read dS, which no tensor commits): image b's
-    // whole backward — dy[b], qkv[b] and att[b] — re-executed as a batch of
-    // one (its (b, h) items are independent), when that fits one move
-    // (gpt-tiny: 10 240 values; GPT-2 small's T = 1 024 does not: not yet).
-    if (ints.size() != 1 || input_shapes.size() != 3 || input_shapes[1].size() != 3)
-      return Status::Invalid("elem-no-rule", "attention_backward");
-    const kernels::Shape& dy = input_shapes[0];
-    const kernels::Shape& qkv = input_shapes[1];
-    const kernels::Shape& a = input_shapes[2];
-    const std::int64_t nb = qkv[0], t_count = qkv[1], c3 = qkv[2], heads = ints[0];
-    if (heads < 1 || nb < 1 || t_count < 1 || c3 < 3 || dy != kernels::Shape{nb, t_count, c3 / 3} ||
-        a != kernels::Shape{nb, heads, t_count, t_count})
-      return Status::Invalid("elem-no-rule", "attention_backward");
-    if (e < 0 || e >= nb * t_count * c3) return Status::Invalid("elem-bad-index");
-    const std::int64_t b = e / (t_count * c3), dy_image = t_count * (c3 / 3),
-                       att_image = heads * t_count * t_count;
-    if (dy_image + t_count * c3 + att_image > kMaxRowPlanValues)
-      return Status::Invalid("elem-no-rule", "attention_backward image too wide");
-    plan.rule = ElementRule::kRow;
-    plan.inputs = {InputSlice{b * dy_image, dy_image, {1, t_count, c3 / 3}},
-                   InputSlice{b * t_count * c3, t_count * c3, {1, t_count, c3}},
-                   InputSlice{b * att_image, att_image, {1, heads, t_count, t_count}}};
-    plan.out_offset = e % (t_count * c3);
     return plan;
   }
   if (sum_back) {

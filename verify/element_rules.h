@@ -79,9 +79,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
 // differ, so every own-output slice a plan names is agreed.
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs);
 
-// The widest input run a plan may name where the width grows with the
-// sequence (attention's backward): 48 chunks, what one final move may open.
-inline constexpr std::int64_t kMaxRowPlanValues = 48 * 256;
 // What the referee charges a plan's re-execution: this many flops a value
 // read (open-element; AdamW, the costliest element-wise update, takes
 // fewer). A row plan whose operator costs more on its slices
@@ -90,8 +87,7 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 // The same with the node's canonical attributes, which these rules also need:
 //   row:       max/avg pool2d (the (n, c) plane of x) and their backwards
-//              (the planes of dy and x); attention_backward's dqkv (image b
-//              of dy, qkv and att, at most kMaxRowPlanValues values in all)
+//              (the planes of dy and x)
 //   pointwise: attention's att above the diagonal (u > t: the mask's +0,
 //              nothing read; below it, the reduction rule's)
 //   pointwise: sum_backward (dy at the reduced position)

@@ -137,6 +137,107 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   return st;
 }
 
+// ---- attention_backward's dq and dk (AttentionGrad) ----
+
+// Leaves of row t's run: its t+1 dot blocks dP_tj, r_t's TreeSum and, for
+// dk, its dS_tu.
+std::uint64_t RowLeaves(const AttentionGrad& g, std::int64_t t) {
+  return static_cast<std::uint64_t>((t + 1) * g.d) + SegmentSteps(t + 1) + (g.dk ? 1 : 0);
+}
+
+std::uint64_t AttentionGradSteps(const AttentionGrad& g) {
+  const auto gemm = static_cast<std::uint64_t>(g.t_count);
+  if (!g.dk) return RowLeaves(g, g.fixed) + static_cast<std::uint64_t>(g.fixed + 1) + gemm;
+  std::uint64_t steps = gemm;
+  for (std::int64_t t = g.fixed; t < g.t_count; ++t) steps += RowLeaves(g, t);
+  return steps;
+}
+
+// The leaf of dP_tj in the run of row t starting at `base`.
+std::uint64_t DotLeaf(const AttentionGrad& g, std::uint64_t base, std::int64_t j) {
+  return base + static_cast<std::uint64_t>((j + 1) * g.d) - 1;
+}
+
+// Step `local` (0-based) of row t's dot blocks and r_t's TreeSum, its run starting at leaf `base`.
+ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base, std::uint64_t local) {
+  const auto dots = static_cast<std::uint64_t>((t + 1) * g.d);
+  ReduceStep st;
+  if (local < dots) {
+    st.kind = ReduceStepKind::kDotStep;
+    st.segment = static_cast<std::uint32_t>(local / static_cast<std::uint64_t>(g.d));
+    st.term = static_cast<std::int64_t>(local % static_cast<std::uint64_t>(g.d));
+    st.left = st.term == 0 ? 0 : base + local - 1;
+  } else {
+    st = SegmentStepAt(base + dots, t + 1, local - dots);
+    if (st.kind == ReduceStepKind::kTerm) {
+      st.kind = ReduceStepKind::kWeightedTerm;
+      st.segment = static_cast<std::uint32_t>(st.term);
+      st.reads_right = true;
+      st.right = DotLeaf(g, base, st.term);
+    }
+  }
+  st.row = t;
+  return st;
+}
+
+// Step `leaf` (1 ≤ leaf ≤ AttentionGradSteps) of the layout in reduce_rule.h.
+ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
+  ReduceStep st;
+  std::uint64_t base = 1;  // the first leaf of the current row's run
+  if (!g.dk) {
+    const std::int64_t t = g.fixed;
+    const std::uint64_t run = RowLeaves(g, t), ds0 = base + run;
+    if (leaf < ds0) return RowStepAt(g, t, base, leaf - base);
+    st.row = t;
+    if (leaf < ds0 + static_cast<std::uint64_t>(t + 1)) {  // dS_tu = (att_tu·(dP_tu − r_t))·scale
+      st.kind = ReduceStepKind::kAttnDs;
+      st.term = static_cast<std::int64_t>(leaf - ds0);
+      st.left = DotLeaf(g, base, st.term);
+      st.reads_right = true;
+      st.right = ds0 - 1;
+      return st;
+    }
+    st.kind = ReduceStepKind::kGemmStep;  // + dS_tu·k_u[i]
+    st.term = static_cast<std::int64_t>(leaf - ds0) - (t + 1);
+    st.left = st.term == 0 ? 0 : leaf - 1;
+    st.reads_right = st.term <= t;
+    st.right = st.reads_right ? ds0 + static_cast<std::uint64_t>(st.term) : 0;
+    return st;
+  }
+  const std::int64_t u = g.fixed;
+  for (std::int64_t t = u; t < g.t_count; ++t) {
+    const std::uint64_t run = RowLeaves(g, t);
+    if (leaf >= base + run) {
+      base += run;
+      continue;
+    }
+    if (leaf + 1 < base + run) return RowStepAt(g, t, base, leaf - base);
+    st.kind = ReduceStepKind::kAttnDs;  // the run's last leaf: dS_tu
+    st.row = t;
+    st.term = u;
+    st.left = DotLeaf(g, base, u);
+    st.reads_right = true;
+    st.right = leaf - 1;
+    return st;
+  }
+  st.kind = ReduceStepKind::kGemmStep;  // + dS_tu·q_t[i]
+  st.row = static_cast<std::int64_t>(leaf - base);
+  st.term = u;
+  st.left = st.row == 0 ? 0 : leaf - 1;
+  st.reads_right = st.row >= u;
+  if (st.reads_right) {  // row t's dS leaf, the last of its run
+    std::uint64_t end = 0;
+    for (std::int64_t t = u; t <= st.row; ++t) end += RowLeaves(g, t);
+    st.right = end;
+  }
+  return st;
+}
+
+// dS_tu from att_tu, dP_tu and r_t: the kernel's expression.
+float AttentionDs(const AttentionGrad& g, float att, float dp, float r) {
+  return kernels::AttentionDsValue(att, dp, r, kernels::AttentionScale<kernels::opsdetail::RepopsMath>(g.d));
+}
+
 // Scan step j from leaf j (`prev`) and its reads (ReduceScan).
 Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std::span<const float> v) {
   if (v.size() != el.scan_reads.size()) return Status::Invalid("elem-bad-step", "the scan step's reads");
@@ -176,6 +277,7 @@ std::uint64_t ReduceElement::BlockSteps() const {
 }
 
 std::uint64_t ReduceElement::Steps() const {
+  if (attention_grad) return AttentionGradSteps(*attention_grad);
   const std::uint64_t in_rows = static_cast<std::uint64_t>(rows) * BlockSteps();
   switch (outer) {
     case ReduceOuter::kNone:
@@ -341,6 +443,43 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.pick = u;
     return el;
   }
+  if (Is(op_kind, OpKind::kAttentionBackward) && slot == 0 && in.size() == 3 && in[1].size() == 3) {
+    // (dy [B, T, C], qkv [B, T, 3C], att [B, H, T, T]) → dqkv[b, t, col]:
+    // dv[u, i] = Σ_t att_tu·dy_t[i], the repops GEMM element (a T-step dot
+    // scan); dq and dk recompute the dS terms they read (AttentionGrad).
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || decoded->ints.size() != 1)
+      return Status::Invalid("elem-no-reduce-rule", "attention_backward");
+    const std::int64_t nb = in[1][0], t_count = in[1][1], c3 = in[1][2], heads = decoded->ints[0];
+    if (heads < 1 || c3 % 3 != 0 || (c3 / 3) % heads != 0)
+      return Status::Invalid("elem-no-reduce-rule", "heads");
+    const std::int64_t c = c3 / 3, d = c / heads;
+    if (in[0] != kernels::Shape{nb, t_count, c} || in[2] != kernels::Shape{nb, heads, t_count, t_count})
+      return Status::Invalid("elem-no-reduce-rule", "attention_backward shapes");
+    if (e < 0 || e >= nb * t_count * c3) return Status::Invalid("elem-bad-index");
+    const std::int64_t b = e / (t_count * c3), t = (e / c3) % t_count, col = e % c3;
+    const std::int64_t part = col / c, h = (col % c) / d, i = col % d;
+    const AttentionGrad g{.dk = part == 1,
+                          .fixed = t,
+                          .t_count = t_count,
+                          .d = d,
+                          .c = c,
+                          .dy_image = b * t_count * c,
+                          .qkv_image = b * t_count * c3,
+                          .att_item = (b * heads + h) * t_count * t_count,
+                          .head = h * d,
+                          .i = i};
+    ReduceElement el;
+    if (part == 2) {  // dv[t, i] over the rows t' of att's column t
+      el.scan = ReduceScan::kDot;
+      el.scan_count = t_count;
+      el.scan_reads = {TermOperand{.input = 2, .first = g.att_item + t, .stride = t_count},
+                       TermOperand{.input = 0, .first = g.dy_image + g.head + i, .stride = c}};
+      return el;
+    }
+    el.attention_grad = g;
+    return el;
+  }
   if (Is(op_kind, OpKind::kClipGradNorm) && !in.empty() && slot == in.size()) {
     // norm = sqrt(halving tree over s_i), s_i = TreeSum over tensor i of g².
     if (e != 0) return Status::Invalid("elem-bad-index");
@@ -357,6 +496,7 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
+  if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf);
   const std::uint64_t block = el.BlockSteps(), in_rows = static_cast<std::uint64_t>(el.rows) * block;
   if (leaf <= in_rows) {
     // Row r's block: its steps as for one row, their leaves shifted past
@@ -410,6 +550,31 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   return st;
 }
 
+namespace {
+
+// The values an AttentionGrad step reads (reduce_rule.h: dy_t and v_j at
+// the dot's i; att_tj; att_tu; k_u[i] or q_t[i]).
+std::vector<StepRead> AttentionGradReads(const AttentionGrad& g, const ReduceStep& st) {
+  const std::int64_t c3 = 3 * g.c, att_row = g.att_item + st.row * g.t_count;
+  switch (st.kind) {
+    case ReduceStepKind::kDotStep:
+      return {
+          StepRead{0, g.dy_image + st.row * g.c + g.head + st.term},
+          StepRead{1, g.qkv_image + static_cast<std::int64_t>(st.segment) * c3 + 2 * g.c + g.head + st.term}};
+    case ReduceStepKind::kWeightedTerm:
+      return {StepRead{2, att_row + static_cast<std::int64_t>(st.segment)}};
+    case ReduceStepKind::kAttnDs:
+      return {StepRead{2, att_row + st.term}};
+    case ReduceStepKind::kGemmStep:
+      return {g.dk ? StepRead{1, g.qkv_image + st.row * c3 + g.head + g.i}
+                   : StepRead{1, g.qkv_image + st.term * c3 + g.c + g.head + g.i}};
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
 std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
   std::vector<StepRead> reads;
   const auto at = [&](const TermOperand& o, std::uint32_t input, std::int64_t j) {
@@ -430,6 +595,12 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
       break;
     case ReduceStepKind::kFinal:
       for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
+      break;
+    case ReduceStepKind::kDotStep:
+    case ReduceStepKind::kWeightedTerm:
+    case ReduceStepKind::kAttnDs:
+    case ReduceStepKind::kGemmStep:
+      if (el.attention_grad) return AttentionGradReads(*el.attention_grad, st);
       break;
   }
   return reads;
@@ -494,6 +665,18 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       return kernels::opsdetail::RepopsMath::Exp(right - left);
     case ReduceStepKind::kLeafDiv:
       return left / right;
+    case ReduceStepKind::kDotStep:  // dP's GEMM element: dy·v
+      if (v.size() != 2) return Status::Invalid("elem-bad-step", "the dot step's reads");
+      return kernels::hd::RepopsStep(left, v[0], v[1]);
+    case ReduceStepKind::kWeightedTerm:  // r_t's TreeSum term att·dP
+      if (v.size() != 1) return Status::Invalid("elem-bad-step", "the term's read");
+      return left + v[0] * right;
+    case ReduceStepKind::kAttnDs:
+      if (v.size() != 1 || !el.attention_grad) return Status::Invalid("elem-bad-step", "the dS step's read");
+      return AttentionDs(*el.attention_grad, v[0], left, right);
+    case ReduceStepKind::kGemmStep:  // dq's dS·k or dk's dS·q, +0 above the diagonal
+      if (v.size() != 1) return Status::Invalid("elem-bad-step", "the GEMM step's read");
+      return kernels::hd::RepopsStep(left, st.reads_right ? right : +0.0f, v[0]);
     case ReduceStepKind::kFinal: {
       using M = kernels::opsdetail::RepopsMath;
       if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
@@ -526,7 +709,92 @@ float ReduceOutput(const ReduceElement& el, float sum) {
   return sum;
 }
 
+namespace {
+
+// AttentionGrad's leaves computed straight through (GPT-2's dk: ~3.4 × 10^7),
+// in AttentionGradStepAt's order with its steps' expressions.
+Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at) {
+  std::vector<float> p;
+  p.reserve(AttentionGradSteps(g) + 1);
+  p.push_back(+0.0f);
+  const auto read = [&](const StepRead& r) { return value_at(r.input, r.index); };
+  // Row t's dot blocks and r_t's TreeSum; returns the run's first leaf.
+  const auto run = [&](std::int64_t t) -> Result<std::uint64_t> {
+    const std::uint64_t base = p.size();
+    ReduceStep st;
+    st.row = t;
+    st.kind = ReduceStepKind::kDotStep;
+    for (std::int64_t j = 0; j <= t; ++j) {
+      st.segment = static_cast<std::uint32_t>(j);
+      for (std::int64_t i = 0; i < g.d; ++i) {
+        st.term = i;
+        const std::vector<StepRead> reads = AttentionGradReads(g, st);
+        VT_ASSIGN_OR_RETURN(float dy, read(reads[0]));
+        VT_ASSIGN_OR_RETURN(float v, read(reads[1]));
+        p.push_back(kernels::hd::RepopsStep(i == 0 ? +0.0f : p.back(), dy, v));
+      }
+    }
+    st.kind = ReduceStepKind::kWeightedTerm;
+    for (std::int64_t j = 0; j <= t; ++j) {
+      st.segment = static_cast<std::uint32_t>(j);
+      VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
+      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + att * p[DotLeaf(g, base, j)]);
+    }
+    const std::uint64_t dots = static_cast<std::uint64_t>((t + 1) * g.d);
+    for (std::int64_t b = 0; b + 1 < Blocks(t + 1); ++b) {
+      const ReduceStep combine = SegmentStepAt(base + dots, t + 1, p.size() - base - dots);
+      p.push_back(p[combine.left] + p[combine.right]);
+    }
+    return base;
+  };
+  const auto ds = [&](std::int64_t t, std::int64_t u, std::uint64_t base) -> Result<float> {
+    ReduceStep st;
+    st.kind = ReduceStepKind::kAttnDs;
+    st.row = t;
+    st.term = u;
+    VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
+    return AttentionDs(g, att, p[DotLeaf(g, base, u)], p.back() /* r_t, the run's last leaf so far */);
+  };
+  std::vector<std::uint64_t> ds_leaf(static_cast<std::size_t>(g.t_count), 0);
+  if (!g.dk) {
+    const std::int64_t t = g.fixed;
+    VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(t));
+    const float r = p.back();
+    for (std::int64_t u = 0; u <= t; ++u) {
+      ReduceStep st;
+      st.kind = ReduceStepKind::kAttnDs;
+      st.row = t;
+      st.term = u;
+      VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
+      p.push_back(AttentionDs(g, att, p[DotLeaf(g, base, u)], r));
+      ds_leaf[static_cast<std::size_t>(u)] = p.size() - 1;
+    }
+  } else {
+    for (std::int64_t t = g.fixed; t < g.t_count; ++t) {
+      VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(t));
+      VT_ASSIGN_OR_RETURN(float d_s, ds(t, g.fixed, base));
+      p.push_back(d_s);
+      ds_leaf[static_cast<std::size_t>(t)] = p.size() - 1;
+    }
+  }
+  // The GEMM element over the K dimension (dq: u; dk: t), +0 where masked.
+  for (std::int64_t k = 0; k < g.t_count; ++k) {
+    ReduceStep st;
+    st.kind = ReduceStepKind::kGemmStep;
+    st.row = g.dk ? k : g.fixed;
+    st.term = g.dk ? g.fixed : k;
+    const bool masked = g.dk ? k < g.fixed : k > g.fixed;
+    VT_ASSIGN_OR_RETURN(float x, read(AttentionGradReads(g, st)[0]));
+    const float d_s = masked ? +0.0f : p[ds_leaf[static_cast<std::size_t>(k)]];
+    p.push_back(kernels::hd::RepopsStep(k == 0 ? +0.0f : p.back(), d_s, x));
+  }
+  return p;
+}
+
+}  // namespace
+
 Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs) {
+  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, TensorValues(inputs));
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
   std::vector<float> p;
   p.reserve(steps + 1);

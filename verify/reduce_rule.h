@@ -120,6 +120,24 @@ enum class ReduceOuter : std::uint8_t {
   kSoftmax = 2,
 };
 
+// attention_backward's dq[t, i] or dk[u, i] of one (b, h) item, whose
+// terms dS_tu = (att_tu·(dP_tu − r_t))·scale no tensor commits: the leaves,
+// after leaf 0 = +0, recompute what each needs (verify/reduce_rule.cpp
+// AttentionGradStepAt):
+//   dq (row t): the dot blocks dP_tj = dy_t·v_j (j ≤ t, D steps each from
+//     +0), r_t = TreeSum_j att_tj·dP_tj, the leaves dS_tu (u ≤ t), then the
+//     GEMM element Σ_u dS_tu·k_u[i] over all u < T (u > t: +0·k_u[i]);
+//   dk (column u): for each row t ≥ u its dot blocks, r_t and dS_tu, then
+//     the GEMM element Σ_t dS_tu·q_t[i] over all t < T (t < u: +0·q_t[i]).
+// Inputs: 0 dy [B, T, C], 1 qkv [B, T, 3C], 2 att [B, H, T, T].
+struct AttentionGrad {
+  bool dk = false;
+  std::int64_t fixed = 0;  // dq: the row t; dk: the column u
+  std::int64_t t_count = 0, d = 0, c = 0;
+  std::int64_t dy_image = 0, qkv_image = 0, att_item = 0, head = 0, i = 0;  // offsets; head = h·D
+  bool operator==(const AttentionGrad&) const = default;
+};
+
 // The leaves, after leaf 0 = +0: `rows` row blocks, each of
 //   the scan (scan_count steps), the segments' term steps and block
 //   combinations, the combinations of the segment sums, the final step;
@@ -144,6 +162,7 @@ struct ReduceElement {
   ReduceOuter outer = ReduceOuter::kNone;
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
+  std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
   // Steps of the whole computation: the tree has Steps() + 1 leaves.
@@ -165,6 +184,8 @@ struct ReduceElement {
 //   attention slot 1, u ≤ t              att[b, h, t, u]: per j ≤ t the score q_t·k_j (a D-step dot)
 //                                        times the scale, then the softmax over the scores at u
 //                                        (u > t: the mask's +0, verify/element_rules.h)
+//   attention_backward slot 0            dqkv: dv[u, i] = Σ_t att_tu·dy_t[i] (a T-step dot scan);
+//                                        dq, dk: AttentionGrad's layout
 //   embedding_backward slot 0            dW[v, d] = the masked scan over the positions p: + dy[p, d]
 //                                        where idx[p] = v (idx read from the batch, one example a step)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
@@ -183,6 +204,11 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //   kLeafMax  the outer softmax's max: leaf `right` (term 0), else MaxStep(leaf `left`, leaf `right`)
 //   kLeafExp  Exp(leaf `right` − leaf `left`) (a score less the max)
 //   kLeafDiv  leaf `left` / leaf `right` (e_pick / z)
+// and for AttentionGrad (`row` the row t, `term` the column u or the dot's i):
+//   kDotStep       leaf `left` + dy_t[term]·v_j[term] (j = `segment`; left +0 at term 0)
+//   kWeightedTerm  leaf `left` + att_tj·leaf `right` (r_t's TreeSum term j = `segment`, right dP_tj)
+//   kAttnDs        (att_tu·(leaf `left` − leaf `right`))·scale (left dP_tu, right r_t)
+//   kGemmStep      leaf `left` + leaf `right`·x (x = k_u[i] or q_t[i]; without `right`, +0·x)
 enum class ReduceStepKind : std::uint8_t {
   kTerm = 0,
   kCombine = 1,
@@ -191,6 +217,10 @@ enum class ReduceStepKind : std::uint8_t {
   kLeafMax = 4,
   kLeafExp = 5,
   kLeafDiv = 6,
+  kDotStep = 7,
+  kWeightedTerm = 8,
+  kAttnDs = 9,
+  kGemmStep = 10,
 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;

@@ -192,7 +192,7 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
         const T* prow = dp + t * t_count;
         T* srow = ds + t * t_count;
         const T r = DotOf<M>(t + 1, [&](std::int64_t u) { return arow[u]; }, [&](std::int64_t u) { return prow[u]; });
-        for (std::int64_t u = 0; u <= t; ++u) srow[u] = (arow[u] * (prow[u] - r)) * scale;
+        for (std::int64_t u = 0; u <= t; ++u) srow[u] = AttentionDsValue(arow[u], prow[u], r, scale);
         for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
         if constexpr (M::kRounded) {
           // δr ≤ Σ att·β_dP; δdS ≤ att·(β_dP + δr)·scale (own rounding: +4 terms below).

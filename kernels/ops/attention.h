@@ -26,6 +26,13 @@ typename M::T AttentionScale(std::int64_t d) {
   return T(1) / M::Sqrt(static_cast<T>(d));
 }
 
+// The backward's dS_tu from att_tu, dP_tu, the row's r_t and the scale
+// (u ≤ t), shared with the element rule that re-executes one.
+template <class T>
+T AttentionDsValue(T att, T dp, T r, T scale) {
+  return (att * (dp - r)) * scale;
+}
+
 // Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the
 // softmax probabilities, zero above the diagonal; saved for the backward).
 Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att);

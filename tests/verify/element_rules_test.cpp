@@ -135,11 +135,6 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
       // att (slot 1) above the diagonal; y is the dot rule's (worker_element_dot_ops_test).
       {"attention", OpKind::kAttention, kernels::AttentionAttrs(2),
        {RandomTensor(rng, {2, att_t, 2 * 3 * 4})}, {}, 0, 1, att_t},
-      // dqkv of two images, from image b's dy, qkv and att alone.
-      {"attention_backward", OpKind::kAttentionBackward, kernels::AttentionAttrs(2),
-       {RandomTensor(rng, {2, att_t, 2 * 4}), RandomTensor(rng, {2, att_t, 2 * 3 * 4}),
-        RandomTensor(rng, {2, 2, att_t, att_t}, true)},
-       {}},
       // A table of 37 rows read at random rows (the rows may repeat).
       {"embedding", OpKind::kEmbedding, {}, {Indices(rng, {rows, 3}, 37), RandomTensor(rng, {37, c})}, {}},
       // Cosine schedule (kind 1) at a step past warmup: detmath Cos.
@@ -310,8 +305,7 @@ TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
 // read; a row plan whose operator costs more on its slices is refused, so
 // the charge always covers the work. A pooling window of 11 × 11 over a
 // 16 × 16 plane (stride 1, padding 5) costs 121 flops a value read; 3 × 3
-// costs 9. attention_backward reads att whole (T² values), so even narrow
-// heads stay within it.
+// costs 9.
 TEST(VerifyElementRules, ARowPlanCostlierThanItsChargeIsRefused) {
   const auto pool = static_cast<std::uint16_t>(OpKind::kMaxPool2d);
   const std::vector<kernels::Shape> plane{{1, 1, 16, 16}};
@@ -325,12 +319,6 @@ TEST(VerifyElementRules, ARowPlanCostlierThanItsChargeIsRefused) {
   narrow.kernel_h = narrow.kernel_w = 3;
   narrow.pad_h = narrow.pad_w = 1;
   EXPECT_TRUE(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(narrow)), 0, 7, plane).ok());
-  const Bytes one_head = EncodeToBytes(kernels::AttentionAttrs(1));
-  const auto att_back = static_cast<std::uint16_t>(OpKind::kAttentionBackward);
-  const std::vector<kernels::Shape> back{{1, 32, 32}, {1, 32, 96}, {1, 1, 32, 32}};
-  EXPECT_TRUE(PlanElement(att_back, one_head, 0, 5, back).ok());
-  const std::vector<kernels::Shape> narrow_back{{1, 64, 1}, {1, 64, 3}, {1, 1, 64, 64}};
-  EXPECT_TRUE(PlanElement(att_back, one_head, 0, 5, narrow_back).ok());
 }
 
 TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {

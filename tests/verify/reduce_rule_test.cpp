@@ -91,6 +91,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   const std::int64_t axis = Pick(rng, 0, 2);
   const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30), vocab = Pick(rng, 1, 20);
   const std::int64_t heads = Pick(rng, 1, 3), head_d = Pick(rng, 1, 40), att_t = Pick(rng, 1, 70);
+  const std::int64_t back_t = Pick(rng, 1, 12), back_d = Pick(rng, 1, 6);
   std::vector<Node> nodes = {
       {"linear_backward db", OpKind::kLinearBackward, {},
        {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
@@ -125,6 +126,11 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
       // Scores over up to 70 rows of up to 3 heads of up to 40 values: a dot per row, then the softmax.
       {"attention att", OpKind::kAttention, kernels::AttentionAttrs(heads),
        {RandomTensor(rng, {nb, att_t, 3 * heads * head_d})}, {1}, {}, att_t},
+      // dqkv: dv a T-step dot, dq and dk the dS terms recomputed (rows of up to 12, heads of up to 6).
+      {"attention_backward", OpKind::kAttentionBackward, kernels::AttentionAttrs(heads),
+       {RandomTensor(rng, {nb, back_t, heads * back_d}), RandomTensor(rng, {nb, back_t, 3 * heads * back_d}),
+        RandomTensor(rng, {nb, heads, back_t, back_t}, true)},
+       {0}, {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -400,7 +406,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       }
     }
   }
-  EXPECT_EQ(games, 2u * 5u * 13u);
+  EXPECT_EQ(games, 2u * 5u * 14u);
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
