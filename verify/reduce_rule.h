@@ -23,8 +23,11 @@
 // softmax row's running max, its TreeSum of Exp(x − max) and a final step
 // that reads the label from the batch — and cross_entropy's loss: that
 // block once per row, its final step the row's loss, then an outer TreeSum
-// over the rows' losses — and embedding_backward's dW, a masked sequential
-// scan over the positions (ReduceElementAt). Steps may read the batch
+// over the rows' losses —, embedding_backward's dW (a masked sequential
+// scan over the positions), attention's probabilities below the diagonal
+// (per key a dot scan and the scale, then a softmax over the scores) and
+// attention_backward's dqkv (dv a dot scan; dq and dk AttentionGrad's
+// layout) (ReduceElementAt). Steps may read the batch
 // (verify/batch_opening.h: one example a step). The workers' answers:
 // worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
 
