@@ -747,34 +747,26 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
     }
     return base;
   };
-  const auto ds = [&](std::int64_t t, std::int64_t u, std::uint64_t base) -> Result<float> {
+  // dS_tu as a leaf, from row t's run starting at `base` and its r_t.
+  std::vector<std::uint64_t> ds_leaf(static_cast<std::size_t>(g.t_count), 0);
+  const auto push_ds = [&](std::int64_t t, std::int64_t u, std::uint64_t base, float r) -> Status {
     ReduceStep st;
     st.kind = ReduceStepKind::kAttnDs;
     st.row = t;
     st.term = u;
     VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-    return AttentionDs(g, att, p[DotLeaf(g, base, u)], p.back() /* r_t, the run's last leaf so far */);
+    p.push_back(AttentionDs(g, att, p[DotLeaf(g, base, u)], r));
+    ds_leaf[static_cast<std::size_t>(g.dk ? t : u)] = p.size() - 1;
+    return Status::Ok();
   };
-  std::vector<std::uint64_t> ds_leaf(static_cast<std::size_t>(g.t_count), 0);
-  if (!g.dk) {
-    const std::int64_t t = g.fixed;
-    VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(t));
+  if (!g.dk) {  // row t's run, then its dS_tu for every u ≤ t
+    VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(g.fixed));
     const float r = p.back();
-    for (std::int64_t u = 0; u <= t; ++u) {
-      ReduceStep st;
-      st.kind = ReduceStepKind::kAttnDs;
-      st.row = t;
-      st.term = u;
-      VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-      p.push_back(AttentionDs(g, att, p[DotLeaf(g, base, u)], r));
-      ds_leaf[static_cast<std::size_t>(u)] = p.size() - 1;
-    }
-  } else {
+    for (std::int64_t u = 0; u <= g.fixed; ++u) VT_TRY(push_ds(g.fixed, u, base, r));
+  } else {  // every row t ≥ u: its run, then its dS_tu
     for (std::int64_t t = g.fixed; t < g.t_count; ++t) {
       VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(t));
-      VT_ASSIGN_OR_RETURN(float d_s, ds(t, g.fixed, base));
-      p.push_back(d_s);
-      ds_leaf[static_cast<std::size_t>(t)] = p.size() - 1;
+      VT_TRY(push_ds(t, g.fixed, base, p.back()));
     }
   }
   // The GEMM element over the K dimension (dq: u; dk: t), +0 where masked.
