@@ -457,75 +457,40 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
               << t.required_tx_bytes << " bytes (node " << t.required_node << ", "
               << NodeName(big, t.required_node) << "), refused; PostBounty used " << r.gas_used << " gas\n";
   }
-  {
-    // GPT-2 small: lm_head.backward's whole arbitration carries hundreds of
-    // MB, but the element level covers every node, so a repops job is
-    // accepted on a chain that plays it; rounded mode, or a chain without
-    // the element level, refuses it.
-    const PresetJob p{"gpt2-small", 1, 512};
-    const protocol::JobSpec gpt2 = PresetSpec(p, kernels::Mode::kRepops);
-    const referee::BondTerms t = Terms(gpt2, params);
-    EXPECT_GT(t.arbitration_tx_bytes, std::uint64_t{300} << 20)
-        << "the whole-node transaction is still priced";
-    EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
-    const vm::Receipt r = post(gpt2, t.minimum);
-    EXPECT_TRUE(r.success) << r.reason;
-    EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
-    referee::RefereeParams whole;
-    whole.element_level = false;
-    EXPECT_GT(BondTermsOf(gpt2, params, whole).required_tx_bytes, params.max_tx_bytes);
-    const protocol::JobSpec rounded = PresetSpec(p, kernels::Mode::kRounded);
-    EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
-    std::cout << "[ posting ] gpt2-small repops B=1: whole-node arbitration up to " << t.arbitration_tx_bytes
-              << " bytes (node " << t.arbitration_node << ", " << NodeName(gpt2, t.arbitration_node)
-              << "), required " << t.required_tx_bytes << " bytes; accepted, minimum bond " << t.minimum
-              << ", PostBounty used " << r.gas_used << " gas\n";
-  }
-
-  // A 2048 × 2048 hidden layer (16 MiB of weights): its forward, backward
-  // and update nodes would need ~50 MB arbitration transactions, but the
-  // element level covers every value of them, so a repops job is accepted
-  // on a chain that plays it (its largest required transaction: the
-  // element level's deciding move or a batch-reading node); rounded mode,
-  // or a chain without the element level, refuses it.
-  const PresetJob wide{"mlp-64-2048-2048-10", 8, 64};
-  const protocol::JobSpec wide_repops = PresetSpec(wide, kernels::Mode::kRepops);
-  const referee::BondTerms covered = Terms(wide_repops, params);
-  EXPECT_GT(covered.arbitration_tx_bytes, std::uint64_t{16} << 20) << "the whole-node transaction is still priced";
-  EXPECT_LE(covered.required_tx_bytes, params.max_tx_bytes);
-  const vm::Receipt accepted_wide = post(wide_repops, covered.minimum);
-  EXPECT_TRUE(accepted_wide.success) << accepted_wide.reason;
+  // Jobs whose big nodes the element level covers: their whole-node
+  // transactions exceed the chain's limit (and stay priced), yet a repops job
+  // is accepted on a chain that plays the element level; rounded mode, or a
+  // chain without it, refuses them. A 2048 × 2048 hidden layer (16 MiB of
+  // weights: ~50 MB whole arbitrations); GPT-2's vocabulary on a small body
+  // (its loss, the loss's gradient and the tied head's backward read 32 rows
+  // of 50 257 logits, 6.4 MB); GPT-2 small (lm_head.backward: ~463 MB).
+  struct Covered {
+    PresetJob job;
+    std::uint64_t whole_at_least;
+  };
+  const Covered covered_jobs[] = {{{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20},
+                                  {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20},
+                                  {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
   referee::RefereeParams whole;
   whole.element_level = false;
-  EXPECT_GT(BondTermsOf(wide_repops, params, whole).required_tx_bytes, params.max_tx_bytes);
-  const protocol::JobSpec wide_rounded = PresetSpec(wide, kernels::Mode::kRounded);
-  const vm::Receipt refused_rounded = post(wide_rounded, Terms(wide_rounded, params).minimum);
-  EXPECT_EQ(refused_rounded.reason, "bounty-job-too-large");
-  std::cout << "[ posting ] " << wide.model << " repops B=" << wide.batch << ": whole-node arbitration up to "
-            << covered.arbitration_tx_bytes << " bytes (node " << covered.arbitration_node
-            << "), required " << covered.required_tx_bytes << " bytes (node " << covered.required_node
-            << "); accepted, minimum bond " << covered.minimum << "\n";
-
-  // GPT-2's 50 257-token vocabulary on a small body: the loss, its gradient
-  // and the tied head's backward read 32 rows of 50 257 logits (6.4 MB), so
-  // the job is accepted only where the element level covers all three.
-  const PresetJob vocab{"gpt2-vocab", 2, 256};
-  const protocol::JobSpec vocab_repops = PresetSpec(vocab, kernels::Mode::kRepops);
-  const referee::BondTerms vocab_terms = Terms(vocab_repops, params);
-  EXPECT_GT(vocab_terms.arbitration_tx_bytes, std::uint64_t{6} << 20)
-      << "the whole-node transaction is still priced";
-  EXPECT_LE(vocab_terms.required_tx_bytes, params.max_tx_bytes);
-  const vm::Receipt accepted_vocab = post(vocab_repops, vocab_terms.minimum);
-  EXPECT_TRUE(accepted_vocab.success) << accepted_vocab.reason;
-  EXPECT_GT(BondTermsOf(vocab_repops, params, whole).required_tx_bytes, params.max_tx_bytes);
-  const protocol::JobSpec vocab_rounded = PresetSpec(vocab, kernels::Mode::kRounded);
-  EXPECT_EQ(post(vocab_rounded, Terms(vocab_rounded, params).minimum).reason, "bounty-job-too-large");
-  std::cout << "[ posting ] gpt2-vocab repops B=" << vocab.batch << ": whole-node arbitration up to "
-            << vocab_terms.arbitration_tx_bytes << " bytes (node " << vocab_terms.arbitration_node << ", "
-            << NodeName(vocab_repops, vocab_terms.arbitration_node) << "), required "
-            << vocab_terms.required_tx_bytes << " bytes (node " << vocab_terms.required_node << ", "
-            << NodeName(vocab_repops, vocab_terms.required_node) << "); accepted, minimum bond "
-            << vocab_terms.minimum << "\n";
+  for (const Covered& c : covered_jobs) {
+    SCOPED_TRACE(c.job.model);
+    const protocol::JobSpec repops = PresetSpec(c.job, kernels::Mode::kRepops);
+    const referee::BondTerms t = Terms(repops, params);
+    EXPECT_GT(t.arbitration_tx_bytes, c.whole_at_least) << "the whole-node transaction is still priced";
+    EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
+    const vm::Receipt r = post(repops, t.minimum);
+    EXPECT_TRUE(r.success) << r.reason;
+    EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
+    EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
+    const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
+    EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
+    std::cout << "[ posting ] " << c.job.model << " repops B=" << c.job.batch
+              << ": whole-node arbitration up to " << t.arbitration_tx_bytes << " bytes (node "
+              << t.arbitration_node << ", " << NodeName(repops, t.arbitration_node) << "), required "
+              << t.required_tx_bytes << " bytes; accepted, minimum bond " << t.minimum << ", PostBounty used "
+              << r.gas_used << " gas\n";
+  }
 }
 
 // The size bound is an upper bound node by node: the real payload of every
