@@ -260,6 +260,21 @@ Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std
   return Status::Invalid("elem-bad-step", "no such scan");
 }
 
+// An attention node's geometry from its attributes (heads) and qkv [B, T, 3C].
+struct Heads {
+  std::int64_t nb = 0, t_count = 0, c3 = 0, heads = 0, c = 0, d = 0;
+};
+Result<Heads> HeadsOf(ByteSpan attrs, const kernels::Shape& qkv) {
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok() || decoded->ints.size() != 1 || qkv.size() != 3)
+    return Status::Invalid("elem-no-reduce-rule", "attention attributes");
+  Heads g{qkv[0], qkv[1], qkv[2], decoded->ints[0], qkv[2] / 3, 0};
+  if (g.heads < 1 || g.c3 % 3 != 0 || g.c % g.heads != 0)
+    return Status::Invalid("elem-no-reduce-rule", "heads");
+  g.d = g.c / g.heads;
+  return g;
+}
+
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
   ReduceElement el;
   el.segments = {n};
@@ -419,14 +434,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // att[b, h, t, u], u ≤ t: row block j ≤ t is the score s_j = (q_t·k_j)·scale
     // (a D-step dot from +0, the kernel's GEMM element, then the scale),
     // and the outer softmax over s_0..s_t gives the value at u.
-    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-    if (!decoded.ok() || decoded->ints.size() != 1)
-      return Status::Invalid("elem-no-reduce-rule", "attention");
-    const std::int64_t nb = in[0][0], t_count = in[0][1], c3 = in[0][2], heads = decoded->ints[0];
-    if (heads < 1 || c3 % 3 != 0 || (c3 / 3) % heads != 0)
-      return Status::Invalid("elem-no-reduce-rule", "heads");
-    if (e < 0 || e >= nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
-    const std::int64_t c = c3 / 3, d = c / heads;
+    VT_ASSIGN_OR_RETURN(const Heads g, HeadsOf(attrs, in[0]));
+    const std::int64_t t_count = g.t_count, c3 = g.c3, heads = g.heads, c = g.c, d = g.d;
+    if (e < 0 || e >= g.nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
     const std::int64_t b = e / (heads * t_count * t_count), h = (e / (t_count * t_count)) % heads;
     const std::int64_t t = (e / t_count) % t_count, u = e % t_count;
     if (u > t) return Status::Invalid("elem-no-reduce-rule", "above the diagonal: the mask's +0");
@@ -447,13 +457,8 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // (dy [B, T, C], qkv [B, T, 3C], att [B, H, T, T]) → dqkv[b, t, col]:
     // dv[u, i] = Σ_t att_tu·dy_t[i], the repops GEMM element (a T-step dot
     // scan); dq and dk recompute the dS terms they read (AttentionGrad).
-    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-    if (!decoded.ok() || decoded->ints.size() != 1)
-      return Status::Invalid("elem-no-reduce-rule", "attention_backward");
-    const std::int64_t nb = in[1][0], t_count = in[1][1], c3 = in[1][2], heads = decoded->ints[0];
-    if (heads < 1 || c3 % 3 != 0 || (c3 / 3) % heads != 0)
-      return Status::Invalid("elem-no-reduce-rule", "heads");
-    const std::int64_t c = c3 / 3, d = c / heads;
+    VT_ASSIGN_OR_RETURN(const Heads hs, HeadsOf(attrs, in[1]));
+    const std::int64_t nb = hs.nb, t_count = hs.t_count, c3 = hs.c3, heads = hs.heads, c = hs.c, d = hs.d;
     if (in[0] != kernels::Shape{nb, t_count, c} || in[2] != kernels::Shape{nb, heads, t_count, t_count})
       return Status::Invalid("elem-no-reduce-rule", "attention_backward shapes");
     if (e < 0 || e >= nb * t_count * c3) return Status::Invalid("elem-bad-index");
