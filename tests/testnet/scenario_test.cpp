@@ -49,6 +49,13 @@ testing::AssertionResult UpWithDaemons(ScopedTestnet& t) {
   return testing::AssertionSuccess();
 }
 
+// The testnet up with both daemons (UpWithDaemons), and its first job loaded with its dataset.
+Result<worker::LoadedJob> UpWithJob(ScopedTestnet& t) {
+  if (testing::AssertionResult up = UpWithDaemons(t); !up)
+    return Status::Invalid("testnet-down", up.message());
+  return worker::LoadJobWithDataset(t.net().spec().jobs.front());
+}
+
 // The solver daemon restarted as a cheater.
 testing::AssertionResult RestartSolverCheating(ScopedTestnet& t, const std::string& adversary) {
   t.net().SetWorkerArgs("solver", SolverArgs(adversary));
@@ -159,9 +166,7 @@ CaughtGame ExpectSettledAtItsValue(ScopedTestnet& t, node::ChainClient& c, const
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
-  ASSERT_TRUE(UpWithDaemons(t));
-
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  auto loaded = UpWithJob(t);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
@@ -277,8 +282,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
   ScopedTestnet t("values",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
-  ASSERT_TRUE(UpWithDaemons(t));
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  auto loaded = UpWithJob(t);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
@@ -324,8 +328,7 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
 TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
   ScopedTestnet t("batch",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-gpt.json", 3));
-  ASSERT_TRUE(UpWithDaemons(t));
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  auto loaded = UpWithJob(t);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
@@ -370,8 +373,7 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
 TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach) {
   ScopedTestnet t("gpt2v",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/gpt2-vocab.json", 3));
-  ASSERT_TRUE(UpWithDaemons(t));
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  auto loaded = UpWithJob(t);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
   auto client = t.net().Key("client");
@@ -432,9 +434,7 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ScopedTestnet t(
       "rounded",
       DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
-  ASSERT_TRUE(UpWithDaemons(t));
-
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  auto loaded = UpWithJob(t);
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   ASSERT_EQ(loaded->job.mode(), kernels::Mode::kRounded);
   auto c = t.Client("v0");
