@@ -222,13 +222,21 @@ Result<ArbitrationCost> WorstArbitrationCost(const Arbiter& arbiter, const proto
     }
   }
   VT_ASSIGN_OR_RETURN(worst.descent, verify::BoundDescent(job.mode, graph));
-  if (worst.descent.batch_examples > 0) {
-    // The batch opening of the element level's deciding move (its positions: one word each).
+  if (worst.descent.batch_examples > 0 || worst.descent.header_opening) {
+    // The batch opening of the element level's deciding move (its positions:
+    // one word each), or the header of h_t alone (the assemble node's walk).
     const BatchCost batch = BatchCostOf(job, graph, TreesOf(job, graph));
     const std::uint64_t n = worst.descent.batch_examples;
     worst.batch_opening_bytes =
         Add(Add(batch.header_bytes, VarintSize(n)), Mul(n, Add(batch.example_bytes, 8 + VarintSize(n))));
-    worst.batch_opening_gas = Add(Add(batch.header_gas, batch.order_gas), Mul(n, batch.example_gas));
+    worst.batch_opening_gas =
+        Add(Add(batch.header_gas, n > 0 ? batch.order_gas : 0), Mul(n, batch.example_gas));
+    if (worst.descent.header_opening) {
+      // verify::TrueStateLeaf hashes the advanced header.
+      const protocol::StateHeader next{kMax, kMax, kMax, kMax, graph.state_names};
+      worst.batch_opening_gas =
+          Add(worst.batch_opening_gas, HashGas(protocol::EncodeStateHeader(next).size()));
+    }
   }
   return worst;
 }

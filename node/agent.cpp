@@ -634,6 +634,12 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
                         verify::KernelsGraphSource().Build(job.loaded.job.spec, g.step));
     auto start =
         verify::StartDescent(job.loaded.job.spec.mode, graph, g.node_index, *g.records[0], *g.records[1]);
+    if (start.ok() && start->assemble) {
+      VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(*arb, job.loaded.job.spec));
+      Say("game " + std::to_string(g.id) + ": walking the " + std::to_string(start->chunks) +
+          " leaves of h_{t+1} at step " + std::to_string(g.step));
+      return SendOnce(descend, gv.height, Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
+    }
     if (start.ok()) {
       if (!arb->side) {
         VT_ASSIGN_OR_RETURN(worker::ElementSide side, worker::ElementSideOf(arb->node_case));
@@ -669,17 +675,38 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   const referee::ElementGame& e = *gv.element;
   VT_ASSIGN_OR_RETURN(Arbitration * found, ArbitrationOf(gv, job, run));
   Arbitration& arb = *found;
-  if (!arb.side) {
-    VT_ASSIGN_OR_RETURN(worker::ElementSide side, worker::ElementSideOf(arb.node_case));
-    arb.side = std::move(side);
-  }
-  const worker::ElementSide& side = *arb.side;
   const std::size_t i = referee::Idx(me);
   const auto node_root_of = static_cast<std::uint8_t>(me);
   const std::string key = "game/" + std::to_string(g.id) + "/elem/" +
                           std::to_string(static_cast<int>(g.phase)) + "/" + std::to_string(e.rounds[0]) +
                           "." + std::to_string(e.rounds[1]);
   auto send = [&](Method method, Bytes args) { return SendOnce(key, gv.height, method, std::move(args)); };
+  if (e.kind == verify::ElementKind::kState) {
+    // The assemble node's walk over h_{t+1}'s leaves (verify/state_walk.h).
+    VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(arb, job.loaded.job.spec));
+    if (g.phase == GamePhase::kOpenElement) {
+      if (!arb.right) return Status::Ok();
+      VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a,
+                          OpenStateLeafMove(arb.node_case.inputs, e.chunk, g.id, node_root_of));
+      Say("game " + std::to_string(g.id) + ": opening leaf " + std::to_string(e.chunk) + " of h_{t+1}");
+      return send(Method::kOpenElement, EncodeToBytes(a));
+    }
+    if (!g.clocks[i].owes) return Status::Ok();
+    if (g.phase == GamePhase::kChunkRoots && !e.chunk_posted[i])
+      return send(Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
+    if (g.phase != GamePhase::kChunkWalk || !gv.walk) return Status::Ok();
+    VT_ASSIGN_OR_RETURN(crypto::MerkleWalk walk, referee::ReplayWalk(*gv.walk));
+    if (walk.HasRevealed(me == Party::kSolver ? crypto::MerkleWalk::Party::kA
+                                              : crypto::MerkleWalk::Party::kB))
+      return Status::Ok();
+    return send(Method::kRevealChildren,
+                EncodeToBytes(referee::RevealChildrenArgs{g.id, tree->Children(walk.current())}));
+  }
+  if (!arb.side) {
+    VT_ASSIGN_OR_RETURN(worker::ElementSide side, worker::ElementSideOf(arb.node_case));
+    arb.side = std::move(side);
+  }
+  const worker::ElementSide& side = *arb.side;
   // The partial results of the disputed value, computed once.
   auto partials = [&]() -> Result<const worker::PartialsAnswer*> {
     if (!arb.partials) {
@@ -763,6 +790,14 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
     default:
       return Status::Ok();
   }
+}
+
+Result<const crypto::MerkleTree*> Agent::StateTreeOf(Arbitration& arb, const protocol::JobSpec& job) {
+  if (!arb.state_tree) {
+    VT_ASSIGN_OR_RETURN(crypto::MerkleTree tree, worker::StateLeafTree(job, arb.node_case.inputs));
+    arb.state_tree = std::move(tree);
+  }
+  return &*arb.state_tree;
 }
 
 Result<const crypto::MerkleTree*> Agent::ChunkTreeOf(Arbitration& arb, std::uint32_t slot) {

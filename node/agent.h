@@ -106,6 +106,7 @@ class Agent {
     std::map<std::uint32_t, crypto::MerkleTree> chunk_trees;  // by output slot
     std::optional<worker::PartialsAnswer> partials;           // of the disputed value
     std::optional<worker::ReducePartialsAnswer> reduce_partials;
+    std::optional<crypto::MerkleTree> state_tree;  // the assemble node's: over h_{t+1}'s leaves
   };
   struct JobRun {
     const worker::Job* job = nullptr;  // the bounty's job (its h_0 included): BountyJob
@@ -146,6 +147,7 @@ class Agent {
   // The element phases (kChunkRoots … kOpenElement).
   Status PlayElement(const GameView& gv, referee::Party me, Served& job, JobRun& run);
   static Result<const crypto::MerkleTree*> ChunkTreeOf(Arbitration& arb, std::uint32_t slot);
+  static Result<const crypto::MerkleTree*> StateTreeOf(Arbitration& arb, const protocol::JobSpec& job);
   Status CloseMootGames(std::uint64_t id);
   // Signs and puts the bounty's note (m_notes) on our node.
   Status PublishNote(std::uint64_t bounty_id);

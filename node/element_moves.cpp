@@ -149,4 +149,16 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
   return a;
 }
 
+Result<referee::OpenElementArgs> OpenStateLeafMove(const verify::ArbitrationPayload& assemble,
+                                                   std::uint64_t leaf, std::uint64_t game_id,
+                                                   std::uint8_t node_root_of) {
+  VT_ASSIGN_OR_RETURN(worker::StateLeafAnswer answer, worker::AnswerStateLeaf(assemble, leaf));
+  referee::OpenElementArgs a;
+  a.game_id = game_id;
+  a.node_root_of = node_root_of;
+  a.inputs = std::move(answer.inputs);
+  a.batch = std::move(answer.header);
+  return a;
+}
+
 }  // namespace vt::node

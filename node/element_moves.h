@@ -45,4 +45,11 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
                                                  const referee::ElementGame& e, std::uint64_t game_id,
                                                  std::uint8_t node_root_of);
 
+// kOpenElement of the assemble node's walk (verify/state_walk.h): what leaf
+// `leaf` of h_{t+1} must be, from the party's arbitration payload of the
+// assemble node (worker::AnswerStateLeaf).
+Result<referee::OpenElementArgs> OpenStateLeafMove(const verify::ArbitrationPayload& assemble,
+                                                   std::uint64_t leaf, std::uint64_t game_id,
+                                                   std::uint8_t node_root_of);
+
 }  // namespace vt::node

@@ -51,11 +51,15 @@ Hash256 StateHeaderHash(const StateHeader& h) {
   return hasher.Hash(EncodeStateHeader(h));
 }
 
-Hash256 StateHashFromLeaves(std::span<const Hash256> tensor_hashes, const StateHeader& header) {
+std::vector<Hash256> StateLeaves(std::span<const Hash256> tensor_hashes, const StateHeader& header) {
   assert(tensor_hashes.size() == header.tensor_names.size());
   std::vector<Hash256> leaves(tensor_hashes.begin(), tensor_hashes.end());
   leaves.push_back(StateHeaderHash(header));
-  return crypto::MerkleRoot(leaves);
+  return leaves;
+}
+
+Hash256 StateHashFromLeaves(std::span<const Hash256> tensor_hashes, const StateHeader& header) {
+  return crypto::MerkleRoot(StateLeaves(tensor_hashes, header));
 }
 
 Status VerifyStateTensor(const Hash256& state_hash, std::uint64_t tensor_count, std::uint64_t tensor_index,

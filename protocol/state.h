@@ -56,8 +56,12 @@ Hash256 StateHeaderHash(const StateHeader& h);
 // increasing and at most kMaxStateTensors of them.
 Status ValidateStateHeader(const StateHeader& h);
 
-// h_t from the tensor hashes (in name order, one per header name).
+// The n+1 leaves of h_t: the tensor hashes (in name order, one per header
+// name), then StateHeaderHash(header). h_t is their Merkle root; the
+// assemble node's walk (verify/state_walk.h) descends it leaf by leaf.
 // Precondition: tensor_hashes.size() == header.tensor_names.size().
+std::vector<Hash256> StateLeaves(std::span<const Hash256> tensor_hashes, const StateHeader& header);
+// h_t from the tensor hashes: the Merkle root of StateLeaves.
 Hash256 StateHashFromLeaves(std::span<const Hash256> tensor_hashes, const StateHeader& header);
 
 // Checks that `tensor_hash` is tensor `tensor_index` of a state with

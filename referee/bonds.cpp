@@ -79,15 +79,23 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
   t.required_tx_bytes = t.arbitration_tx_bytes;
   t.required_node = arb.max_payload_node;
 
-  // The element level (repops; docs/referee.md "Element-level descent"): up
-  // to descent.moves more moves of a party, each opening at most four
-  // chunks, three partial results and four inputs by hash (a reduction
-  // step's reveal; the other moves open fewer), on top of the loads, writes
-  // and walk checks of a move; the deciding move opens at most
+  // The element level (docs/referee.md "Element-level descent"). With value
+  // rules (repops): up to descent.moves more moves of a party, each opening
+  // at most four chunks, three partial results and four inputs by hash (a
+  // reduction step's reveal; the other moves open fewer), on top of the
+  // loads, writes and walk checks of a move; the deciding move opens at most
   // kMaxOpenedChunks chunks and kMaxOpenedInputs inputs and re-executes one
-  // value from them. Priced like V and A, from the same gas functions.
+  // value from them. With only the assemble node's walk (every other mode):
+  // walk reveals, and a deciding move that opens one input by its hash or
+  // the header of h_t (verify/state_walk.h). Priced like V and A, from the
+  // same gas functions.
   const verify::DescentBound& d = arb.descent;
   if (referee.element_level && d.moves > 0) {
+    const bool values = d.value_rules;
+    const std::uint64_t move_chunks = values ? 4 : 0, move_leaves = values ? 3 : 0,
+                        move_openings = values ? 4 : 0;
+    const std::uint64_t final_chunks = values ? static_cast<std::uint64_t>(verify::kMaxOpenedChunks) : 0;
+    const std::uint64_t final_openings = values ? verify::kMaxOpenedInputs : 1;
     constexpr auto kChunkBytes = static_cast<std::uint64_t>(verify::kChunkValues) * 4;
     const std::uint64_t chunk_bytes = GasMeter::Add(kChunkBytes + 64, ProofBytes(d.chunk_height));
     const std::uint64_t chunk_gas =
@@ -111,30 +119,30 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     // A move's openings, charged twice when it completes a claim; a step
     // that reads the batch also opens its example (checked once a move).
     const std::uint64_t move_bytes_e = GasMeter::Add(
-        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(4, chunk_bytes)),
-                      GasMeter::Add(GasMeter::Mul(3, leaf_bytes), GasMeter::Mul(4, opening_bytes))),
-        arb.batch_opening_bytes);
+        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(move_chunks, chunk_bytes)),
+                      GasMeter::Add(GasMeter::Mul(move_leaves, leaf_bytes),
+                                    GasMeter::Mul(move_openings, opening_bytes))),
+        values ? arb.batch_opening_bytes : 0);
     const std::uint64_t openings_gas =
-        GasMeter::Add(GasMeter::Add(GasMeter::Mul(4, chunk_gas), GasMeter::Mul(3, vm::ProofGas(d.partials_height))),
-                      GasMeter::Mul(4, opening_gas));
-    const std::uint64_t v_e = GasMeter::Add(
-        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base), arb.batch_opening_gas),
-        GasMeter::Mul(2, openings_gas));
-    // The deciding move may also open examples of the batch (verify/batch_opening.h).
+        GasMeter::Add(GasMeter::Add(GasMeter::Mul(move_chunks, chunk_gas),
+                                    GasMeter::Mul(move_leaves, vm::ProofGas(d.partials_height))),
+                      GasMeter::Mul(move_openings, opening_gas));
+    const std::uint64_t v_e = GasMeter::Add(GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base),
+                                                          values ? arb.batch_opening_gas : 0),
+                                            GasMeter::Mul(2, openings_gas));
+    // The deciding move may also open examples of the batch (verify/batch_opening.h)
+    // or the header of h_t.
     const std::uint64_t final_bytes = GasMeter::Add(
-        GasMeter::Add(
-            GasMeter::Add(kMoveEnvelopeBytes,
-                          GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_bytes)),
-            GasMeter::Mul(verify::kMaxOpenedInputs, opening_bytes)),
+        GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(final_chunks, chunk_bytes)),
+                      GasMeter::Mul(final_openings, opening_bytes)),
         arb.batch_opening_bytes);
-    const auto values = static_cast<std::uint64_t>(verify::kMaxOpenedChunks * verify::kChunkValues);
+    const std::uint64_t values_read = final_chunks * static_cast<std::uint64_t>(verify::kChunkValues);
     const std::uint64_t a_e = GasMeter::Add(
-        GasMeter::Add(
-            GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
-            GasMeter::Add(GasMeter::Mul(static_cast<std::uint64_t>(verify::kMaxOpenedChunks), chunk_gas),
-                          GasMeter::Mul(verify::kMaxOpenedInputs, opening_gas))),
+        GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
+                      GasMeter::Add(GasMeter::Mul(final_chunks, chunk_gas),
+                                    GasMeter::Mul(final_openings, opening_gas))),
         GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, openings_gas), arb.batch_opening_gas),
-                      vm::FlopsGas(GasMeter::Mul(values, verify::kElementFlopsPerValue))));
+                      vm::FlopsGas(GasMeter::Mul(values_read, verify::kElementFlopsPerValue))));
     t.move_gas = std::max(t.move_gas, v_e);
     t.moves = GasMeter::Add(t.moves, d.moves);
     // The nodes the element level covers are never arbitrated whole by an

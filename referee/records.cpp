@@ -253,6 +253,7 @@ void Encode(Writer& w, const ElementGame& e) {
     crypto::Encode(w, e.next_proof[q]);
   }
   for (std::uint32_t n : e.rounds) w.PutU32(n);
+  PutPair(w, e.leaf);
 }
 
 Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
@@ -272,7 +273,7 @@ Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
   }
   VT_ASSIGN_OR_RETURN(e.value, r.GetI64());
   VT_TRY(GetFloats(r, e.y));
-  VT_ASSIGN_OR_RETURN(e.kind, r.GetEnum(verify::ElementKind::kReduce));
+  VT_ASSIGN_OR_RETURN(e.kind, r.GetEnum(verify::ElementKind::kState));
   VT_ASSIGN_OR_RETURN(e.k, r.GetU64());
   VT_TRY(GetBools(r, e.partials_posted));
   VT_TRY(GetPair(r, e.partials_root));
@@ -290,6 +291,7 @@ Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
   for (std::uint32_t& n : e.rounds) {
     VT_ASSIGN_OR_RETURN(n, r.GetU32());
   }
+  VT_TRY(GetPair(r, e.leaf));
   return e;
 }
 

@@ -79,13 +79,14 @@ enum class GamePhase : std::uint8_t {
   kResolved = 7,
   // The element level (docs/referee.md, "Element-level descent"), entered
   // from kArbitration by a chunk-root post; its state is an ElementGame.
-  kChunkRoots = 8,      // both post the chunk root of the first differing output
-  kChunkWalk = 9,       // level 4: walk over the chunks
+  kChunkRoots = 8,      // both post the chunk root of the first differing output (assemble: h_{t+1}'s top)
+  kChunkWalk = 9,       // level 4: walk over the chunks (assemble: over h_{t+1}'s leaves)
   kChunkReveal = 10,    // both open the disputed chunk: the disputed value e
   kPartialsRoots = 11,  // dot rule: both post the partial sums' root of e
   kPartialsWalk = 12,   // level 5b: walk over the partial sums
   kStepReveal = 13,     // dot rule: both open the disputed step (the final verdict)
-  kOpenElement = 14,    // pointwise/row rule, or the dot epilogue: e's inputs opened (the final verdict)
+  kOpenElement = 14,    // pointwise/row rule, the dot epilogue, or the assemble node's disputed leaf opened
+                        // (the final verdict)
 };
 
 // A per-party chess clock, in blocks. While `owes` is set the party is due to
@@ -167,6 +168,9 @@ struct ElementGame {
   std::array<crypto::MerkleProof, 2> p_m_proof{};
   std::array<crypto::MerkleProof, 2> next_proof{};
   std::array<std::uint32_t, 2> rounds{};                     // walk rounds: chunks, partial sums
+  // The assemble node's walk (kind kState, verify/state_walk.h): the leaf of
+  // h_{t+1} where it ended is `chunk`, and these are each party's hashes there.
+  std::array<Hash256, 2> leaf{};
   bool operator==(const ElementGame&) const = default;
 };
 

@@ -9,11 +9,12 @@
 #include "contract_vm/arbitration.h"
 #include "contract_vm/node_spec.h"
 #include "contract_vm/vm.h"
-#include "verify/arbitrate.h"
-#include "verify/element_game.h"
 #include "crypto/merkle.h"
 #include "protocol/types.h"
 #include "referee/blob_rules.h"
+#include "verify/arbitrate.h"
+#include "verify/element_game.h"
+#include "verify/state_walk.h"
 
 #include "referee/bonds.h"
 #include "referee/messages.h"
@@ -769,6 +770,19 @@ Status Session::StartWalk(Game& g, ElementGame& e, GamePhase walk_phase, std::ui
 Status Session::FinishElementWalk(Game& g, ElementGame& e, const crypto::MerkleWalk& walk) {
   const std::uint64_t leaf = walk.disputed_leaf();
   const WalkDoneEvent event{g.id, LevelOf(g.phase), leaf};
+  if (e.kind == verify::ElementKind::kState) {
+    // The assemble node: the first leaf of h_{t+1} whose hashes differ; what
+    // it must be is opened next (verify/state_walk.h), the solver's duty as
+    // an arbitration is, anyone's to send.
+    e.chunk = leaf;
+    e.leaf = {walk.leaf_hash(WalkParty::kA), walk.leaf_hash(WalkParty::kB)};
+    g.phase = GamePhase::kOpenElement;
+    g.clocks[0].owes = g.clocks[1].owes = false;
+    Owe(g, kSolver);
+    VT_TRY(Emit(topics::kElementDisputed,
+                EncodeToBytes(ElementDisputedEvent{g.id, 0, static_cast<std::int64_t>(leaf)})));
+    return Emit(topics::kWalkDone, EncodeToBytes(event));
+  }
   if (g.phase == GamePhase::kChunkWalk) {
     e.chunk = leaf;
     g.phase = GamePhase::kChunkReveal;
@@ -811,11 +825,12 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
     VT_ASSIGN_OR_RETURN(vm::StepGraph graph, arbiter->BuildGraph(job, g.step, m_ctx.gas()));
     VT_ASSIGN_OR_RETURN(verify::DescentStart start,
                         verify::StartDescent(b.mode, graph, g.node_index, *g.records[0], *g.records[1]));
+    if (start.assemble) e.kind = verify::ElementKind::kState;
     e.slot = start.slot;
     e.num_state_tensors = start.num_state_tensors;
     e.input_shapes = std::move(start.input_shapes);
     e.output_shapes = std::move(start.output_shapes);
-    e.output_shape = e.output_shapes[e.slot];
+    if (!start.assemble) e.output_shape = e.output_shapes[e.slot];
     e.chunks = start.chunks;
     g.phase = GamePhase::kChunkRoots;
     // The solver's duty to send the inputs becomes its duty to post its root
@@ -830,7 +845,13 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
   }
   VT_TRY(CheckTop(e.chunks, a.top, a.root, "elem-bad-top"));
   VT_TRY(m_ctx.ChargeHashing(64 + 8 * e.output_shape.size()));
-  VT_TRY(verify::CheckChunkRoot(g.records[Idx(p)]->output_hashes[e.slot], e.output_shape, a.root));
+  if (e.kind == verify::ElementKind::kState) {
+    // The assemble node's output is h_{t+1} itself, the root walked.
+    if (a.root != g.records[Idx(p)]->output_hashes[0])
+      return Status::Invalid("elem-bad-chunk-root", "not the record's h_{t+1}");
+  } else {
+    VT_TRY(verify::CheckChunkRoot(g.records[Idx(p)]->output_hashes[e.slot], e.output_shape, a.root));
+  }
   e.chunk_root[Idx(p)] = a.root;
   e.chunk_top[Idx(p)] = a.top;
   e.chunk_posted[Idx(p)] = true;
@@ -1104,6 +1125,22 @@ Status Session::OpenElement(const OpenElementArgs& a) {
   if (Expired(g.clocks[Idx(kSolver)])) return Status::Invalid("game-clock-expired");
   VT_ASSIGN_OR_RETURN(ElementGame e, LoadElement(g.id));
   const protocol::NodeRecord& rec = *g.records[0];
+  if (e.kind == verify::ElementKind::kState) {
+    // The assemble node's leaf k: input k by its hash, or the next header.
+    if (a.node_root_of > 1) return Status::Invalid("referee-malformed-args", "node_root_of is 0 or 1");
+    if (!a.slices.empty()) return Status::Invalid("elem-bad-inputs", "a state leaf opens no chunks");
+    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+    const verify::StateLeafCase at{
+        &job,         g.step, g.agreed_state, e.num_state_tensors, g.node_root[a.node_root_of],
+        g.node_count, e.chunk};
+    vm::GasCosts costs(m_ctx.gas());
+    VT_ASSIGN_OR_RETURN(Hash256 truth,
+                        verify::TrueStateLeaf(arbiter->graphs(), at, rec.inputs, a.inputs, a.batch, costs));
+    VT_TRY(ResolveElement(g, l.b, verify::JudgeStateLeaf(truth, e.leaf[0], e.leaf[1]), "element-state-leaf"));
+    VT_TRY(Save(l.b));
+    return Save(g);
+  }
   // Each opened input: its hash (VerifyInputHash), then its slice's chunks.
   const auto open = [&](const Hash256& hash, const verify::Shape& shape, const verify::InputSlice& slice,
                         std::span<const verify::ChunkOpening> chunks) -> Result<std::vector<float>> {

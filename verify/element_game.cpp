@@ -7,6 +7,7 @@
 #include "kernels/mode.h"
 #include "verify/batch_opening.h"
 #include "verify/element.h"
+#include "verify/state_walk.h"
 
 namespace vt::verify {
 namespace {
@@ -163,11 +164,17 @@ Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::
 
 Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
                                   const protocol::NodeRecord& a, const protocol::NodeRecord& b) {
+  DescentStart d;
+  if (node_index >= graph.nodes.size()) {
+    // The assemble node: its walk needs no rule, in any mode (verify/state_walk.h).
+    d.assemble = true;
+    d.num_state_tensors = graph.num_state_tensors;
+    d.chunks = StateLeafCount(graph.num_state_tensors);
+    return d;
+  }
   if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops))
     return Status::Invalid("elem-not-repops", "rounded and certified nodes are arbitrated whole");
-  if (node_index >= graph.nodes.size()) return Status::Invalid("elem-no-rule", "the assemble node");
   const NodeSpec& spec = graph.nodes[node_index];
-  DescentStart d;
   VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
   VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));
   if (d.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
@@ -181,12 +188,18 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
 
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph) {
   DescentBound bound;
-  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops)) return bound;
   // Levels above `leaves` leaves (none for an empty tensor: nothing to walk or open).
   const auto height = [](std::uint64_t leaves) -> std::uint64_t {
     if (leaves == 0) return 0;
     return crypto::MerkleShape::IsValidLeafCount(leaves) ? crypto::MerkleShape(leaves).height() : 64;
   };
+  // The assemble node's walk, in every mode: its root, the walk, the final opening.
+  const std::uint64_t state_height = height(StateLeafCount(graph.num_state_tensors));
+  bound.moves = 2 + state_height;
+  bound.chunk_height = state_height;
+  bound.header_opening = true;
+  bound.opening_height = std::max(state_height, height(graph.nodes.size() + 1));
+  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops)) return bound;
   for (const NodeSpec& node : graph.nodes) {
     VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
     for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
@@ -206,6 +219,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
       // bounded by what ChooseElementRule lets a final move open.
       if (!choice->batch_inputs.empty())
         bound.batch_examples = static_cast<std::uint64_t>(kMaxOpenedExamples);
+      bound.value_rules = true;
       const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
       bound.moves = std::max(bound.moves, 4 + hc + hp);
       bound.chunk_height = std::max(bound.chunk_height, hc);
@@ -219,13 +233,14 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
       bound.shape_bytes = std::max(bound.shape_bytes, shape_bytes + 8 * (node.output_shapes[slot].size() + 1));
     }
   }
-  if (bound.moves > 0)
-    bound.opening_height = std::max(height(std::uint64_t{graph.num_state_tensors} + 1), height(graph.nodes.size() + 1));
   return bound;
 }
 
 bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index) {
-  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops) || node_index >= graph.nodes.size()) return false;
+  if (node_index == graph.nodes.size())
+    return crypto::MerkleShape::IsValidLeafCount(StateLeafCount(graph.num_state_tensors));
+  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops) || node_index > graph.nodes.size())
+    return false;
   const NodeSpec& node = graph.nodes[node_index];
   auto shapes = NodeInputShapes(graph, node);
   if (!shapes.ok() || node.output_shapes.empty()) return false;

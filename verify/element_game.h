@@ -39,8 +39,9 @@ inline constexpr std::int64_t kChunkValues = kernels::kChunkValues;
 // Which rule judges value e of output `slot`: the dot rule (level 5b) when
 // DotElementAt accepts it, else the reduction rule (level 5b over the fixed
 // tree) when ReduceElementAt does, else the pointwise/row rule when
-// PlanElement does.
-enum class ElementKind : std::uint8_t { kDot = 0, kPlan = 1, kReduce = 2 };
+// PlanElement does. The assemble node's output h_{t+1} is walked leaf by
+// leaf instead (kState, verify/state_walk.h).
+enum class ElementKind : std::uint8_t { kDot = 0, kPlan = 1, kReduce = 2, kState = 3 };
 
 // The most chunks the final move of the pointwise/row rule may open, over
 // all its inputs: 48 KiB of values, so that move always fits a 64 KiB
@@ -106,19 +107,21 @@ Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::
                                          const protocol::NodeRecord& b);
 
 // Where the element level of a disputed node starts (docs/referee.md, "How
-// the referee plays them"): the job is repops, the node is not the assemble
-// node, and value 0 of the first differing slot (FirstDifferingSlot) has a
-// rule (ChooseElementRule) over the shapes the step graph declares — never a
-// party's. The referee checks a descent with it; a worker asks it whether
-// to descend or send the whole node's inputs. Invalid "elem-not-repops",
-// "elem-no-rule" (the assemble node, an empty output) or the reasons of
-// FirstDifferingSlot and ChooseElementRule.
+// the referee plays them"). The assemble node, in every mode: the walk over
+// h_{t+1}'s StateLeafCount leaves (`assemble`; verify/state_walk.h). Any
+// other node: the job is repops and value 0 of the first differing slot
+// (FirstDifferingSlot) has a rule (ChooseElementRule) over the shapes the
+// step graph declares — never a party's. The referee checks a descent with
+// it; a worker asks it whether to descend or send the whole node's inputs.
+// Invalid "elem-not-repops", "elem-no-rule" (an empty output) or the
+// reasons of FirstDifferingSlot and ChooseElementRule.
 struct DescentStart {
+  bool assemble = false;
   std::uint32_t slot = 0;
   std::uint32_t num_state_tensors = 0;
   std::vector<Shape> input_shapes;
   std::vector<Shape> output_shapes;  // every slot's
-  std::uint64_t chunks = 0;          // of `slot`
+  std::uint64_t chunks = 0;          // of `slot`; the assemble node: h_{t+1}'s leaves
 };
 Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
                                   const protocol::NodeRecord& a, const protocol::NodeRecord& b);
@@ -130,7 +133,9 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
 // tree's height), step reveal or open-element — over every node and output
 // slot where StartDescent can start (a rule for value 0; the rules depend on
 // the slot, not on the value), and the deepest trees its moves open leaves
-// of. All zero when no node can be descended into (or the job is not repops).
+// of. The assemble node's walk (root, h_{t+1}'s height, the final opening)
+// counts in every mode: its tree is counted in chunk_height, and its final
+// move may open the header of h_t (`header_opening`).
 struct DescentBound {
   std::uint64_t moves = 0;
   std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
@@ -139,11 +144,14 @@ struct DescentBound {
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
   std::uint64_t batch_examples =
       0;  // examples of the batch a deciding move may open (kMaxOpenedExamples, or 0)
+  bool header_opening = false;  // a deciding move may open the header of h_t (the assemble node's walk)
+  bool value_rules = false;  // some node's values can be descended into (repops), not only the assemble node
 };
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
 
-// Whether node `node_index` can always be settled at the element level: a
-// repops job, and a rule for the first and the last value of every output
+// Whether node `node_index` can always be settled at the element level:
+// the assemble node in every mode (its walk), any other in a repops job
+// with a rule for the first and the last value of every output
 // (the rules depend on the slot, and their openings grow, if at all, towards
 // the last value — attention's causal rows), so whichever slot a liar makes
 // differ and whichever value the walk ends at, the honest party descends

@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "kernels/tensor_codec.h"
+#include "protocol/state.h"
 #include "verify/element.h"
+#include "verify/graph_source.h"
 #include "worker/dispute.h"
 
 namespace vt::worker {
@@ -232,6 +234,33 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
+}
+
+Result<crypto::MerkleTree> StateLeafTree(const protocol::JobSpec& job,
+                                         const verify::ArbitrationPayload& assemble) {
+  VT_ASSIGN_OR_RETURN(protocol::StateHeader next,
+                      verify::KernelsGraphSource().NextHeader(job, assemble.header));
+  if (next.tensor_names.size() != assemble.inputs.size())
+    return Status::Invalid("elem-bad-leaf", "the next header names a different tensor count");
+  std::vector<Hash256> hashes;
+  hashes.reserve(assemble.inputs.size());
+  for (const verify::InputOpening& in : assemble.inputs) hashes.push_back(in.tensor_hash);
+  return crypto::MerkleTree::FromLeafHashes(protocol::StateLeaves(hashes, next));
+}
+
+Result<StateLeafAnswer> AnswerStateLeaf(const verify::ArbitrationPayload& assemble, std::uint64_t leaf) {
+  StateLeafAnswer answer;
+  if (leaf == assemble.inputs.size()) {
+    answer.header = verify::BatchOpening{assemble.header, assemble.header_proof, {}, {}};
+    return answer;
+  }
+  if (leaf > assemble.inputs.size()) return Status::Invalid("elem-bad-leaf", "past h_{t+1}'s last leaf");
+  const verify::InputOpening& in = assemble.inputs[leaf];
+  if (!in.proof)
+    return Status::Invalid("elem-no-input-opening", "input " + std::to_string(leaf) + " has no proof");
+  answer.inputs.push_back(
+      verify::InputHashOpening{static_cast<std::uint32_t>(leaf), in.tensor_hash, *in.proof, in.producer});
+  return answer;
 }
 
 }  // namespace vt::worker

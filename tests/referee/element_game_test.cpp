@@ -614,6 +614,69 @@ TEST(ElementGame, ALieInTheLossIsSettledAtOneStepOfItsRows) {
   EXPECT_EQ(reasons.size(), 2u);
 }
 
+// The assemble node's walk (verify/state_walk.h): a liar whose h_{t+1} is a
+// real tree over the honest leaves with one made up — the first tensor's
+// hash, a middle one's, the last one's, the header's — is walked to that
+// leaf of h_{t+1} and loses to its opening (the producer's record or the
+// tensor in h_t by its hash, or the header of h_t advanced), as solver and as
+// challenger, in repops and in rounded mode; no move carries more than one
+// record and a proof (the whole arbitration opens every leaf). A made-up
+// h_{t+1} that is no tree cannot even post its top, and loses by timeout.
+TEST(ElementGame, ALieInTheNextStateIsSettledAtItsLeaf) {
+  std::uint64_t games = 0, max_tx = 0;
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded}) {
+    ScenarioConfig base = WideConfig();
+    base.mode = mode;
+    const TinyJob tiny = MakeTinyJob(base.steps, base.interval, mode, 42, kHidden);
+    base.solver_bond = base.challenger_bond = 2 * MinimumBond(tiny.job);
+    auto honest_history = Train(tiny, {});
+    ASSERT_TRUE(honest_history.ok()) << honest_history.status().ToString();
+    const auto n = static_cast<std::int64_t>(honest_history->states[0].size());
+    const std::uint64_t assemble = honest_history->records[0].size() - 1;
+    for (std::int64_t leaf : {std::int64_t{0}, n / 2, n - 1, n, std::int64_t{-1}}) {
+      for (bool liar_is_solver : {true, false}) {
+        SCOPED_TRACE(std::string(kernels::ModeName(mode)) + " leaf " + std::to_string(leaf) +
+                     (liar_is_solver ? ", solver lies" : ", challenger lies"));
+        // leaf −1: a made-up hash (LieKind::kCheckpoint).
+        const Lie lie = leaf < 0 ? Lie{LieKind::kCheckpoint, 2, 0} : Lie{LieKind::kStateLeaf, 2, 0, 0, leaf};
+        ScenarioConfig c = base;
+        AgentPlan liar, honest;
+        liar.lies = {lie};
+        liar.element_level = honest.element_level = true;
+        c.solver = liar_is_solver ? liar : honest;
+        c.challengers = {liar_is_solver ? honest : liar};
+        const ScenarioReport report = RunScenario(c);
+        ASSERT_EQ(report.games.size(), 1u);
+        const GameReport& gr = report.games[0];
+        EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+            << gr.game.reason;
+        EXPECT_EQ(gr.game.node_index, assemble);
+        EXPECT_EQ(report.bounty.state,
+                  liar_is_solver ? referee::BountyState::kFailed : referee::BountyState::kFinalized);
+        if (leaf < 0) {
+          EXPECT_EQ(gr.game.reason, "timeout");
+          EXPECT_FALSE(gr.element.has_value());
+          continue;
+        }
+        EXPECT_EQ(gr.game.reason, "element-state-leaf");
+        ASSERT_TRUE(gr.element.has_value());
+        EXPECT_EQ(gr.element->value, leaf);
+        bool walked_to_leaf = false;
+        for (const referee::WalkDoneEvent& w : gr.walks)
+          if (w.level == referee::Level::kChunk) walked_to_leaf = w.index == static_cast<std::uint64_t>(leaf);
+        EXPECT_TRUE(walked_to_leaf);
+        EXPECT_TRUE(report.failed_calls.empty()) << report.failed_calls.front();
+        EXPECT_LE(gr.max_tx_bytes, 2048u);
+        max_tx = std::max(max_tx, gr.max_tx_bytes);
+        ++games;
+      }
+    }
+  }
+  EXPECT_EQ(games, 16u);
+  std::printf("assemble walks: %llu games settled at their leaf, largest transaction %llu B\n",
+              static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx));
+}
+
 // Random cheats (target — the loss among them —, value, liar's side, sums):
 // the honest party always wins, at the planted value, every transaction
 // ≤ 64 KiB.

@@ -99,7 +99,8 @@ TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mo
 
 bool History::LiedAt(std::uint64_t step, std::uint64_t node) const {
   for (const Lie& l : lies) {
-    if (l.kind != LieKind::kCheckpoint && l.step == step && l.node == node) return true;
+    const bool at_checkpoint = l.kind == LieKind::kCheckpoint || l.kind == LieKind::kStateLeaf;
+    if (!at_checkpoint && l.step == step && l.node == node) return true;
   }
   return false;
 }
@@ -172,7 +173,7 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
     std::vector<kernels::RoundingLog> bad_logs(sg.nodes.size());
     std::vector<bool> has_bad_log(sg.nodes.size(), false);
     for (const Lie& lie : lies) {
-      if (lie.kind == LieKind::kCheckpoint || lie.step != t) continue;
+      if (lie.kind == LieKind::kCheckpoint || lie.kind == LieKind::kStateLeaf || lie.step != t) continue;
       const kernels::Tensor& out0 = first->outputs[lie.node][0];
       if (lie.kind == LieKind::kOneValue) {
         const kernels::Tensor& out = first->outputs[lie.node][lie.slot];
@@ -245,10 +246,19 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
 
   // A checkpoint lie: a made-up hash at checkpoint j, and the step that
   // claims to produce it.
+  // A state-leaf lie: the same with h the root of the honest leaves, one made up.
   for (const Lie& lie : lies) {
-    if (lie.kind != LieKind::kCheckpoint) continue;
+    if (lie.kind != LieKind::kCheckpoint && lie.kind != LieKind::kStateLeaf) continue;
     const std::uint64_t s = protocol::CheckpointStepAt(job.num_steps, job.checkpoint_interval, lie.step);
-    const Hash256 fake = crypto::TaggedHash("veritrain/test/fake", h.h[s].span());
+    Hash256 fake = crypto::TaggedHash("veritrain/test/fake", h.h[s].span());
+    if (lie.kind == LieKind::kStateLeaf) {
+      std::vector<Hash256> leaves = protocol::StateLeaves(TensorHashes(h.states[s]), h.headers[s]);
+      if (lie.value < 0 || static_cast<std::size_t>(lie.value) >= leaves.size())
+        return Status::Invalid("harness", "no such leaf of h");
+      leaves[static_cast<std::size_t>(lie.value)] = fake;
+      fake = crypto::MerkleRoot(leaves);
+      h.claimed_leaves[s] = std::move(leaves);
+    }
     h.h[s] = fake;
     h.records[s - 1].back().output_hashes = {fake};
   }
@@ -431,6 +441,10 @@ referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, c
   return a;
 }
 
-crypto::MerkleTree StateTreeOf(const History& h, std::uint64_t step) { return StateTree(h.states[step], h.headers[step]); }
+crypto::MerkleTree StateTreeOf(const History& h, std::uint64_t step) {
+  const auto claimed = h.claimed_leaves.find(step);
+  if (claimed != h.claimed_leaves.end()) return crypto::MerkleTree::FromLeafHashes(claimed->second);
+  return StateTree(h.states[step], h.headers[step]);
+}
 
 }  // namespace vt::test

@@ -7,6 +7,7 @@
 // argument from such a history (what a solver/challenger daemon would post).
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -42,6 +43,8 @@ enum class LieKind {
   kLog,         // rounded mode: a log entry outside the logging region at (step, node), output flipped there
   kCheckpoint,  // claim a wrong h at checkpoint index `step` (node unused); everything else honest
   kOneValue,    // one value (`value`) of output `slot` of (step, node) one ulp up; later nodes consume it
+  kStateLeaf,   // kCheckpoint, but the wrong h is a real tree: the honest leaves of h with leaf `value` made
+                // up
 };
 
 struct Lie {
@@ -69,6 +72,8 @@ struct History {
   crypto::MerkleTree log_root_tree;                    // over interval log hashes
   Hash256 log_root;                                    // zero outside rounded mode
   std::vector<Lie> lies;
+  // kStateLeaf lies: the leaves of the claimed h_t, by t.
+  std::map<std::uint64_t, std::vector<Hash256>> claimed_leaves;
   // The dataset (TinyJob's): the examples a batch opening reads.
   std::vector<Bytes> examples;
   crypto::MerkleTree dataset_tree;
@@ -82,7 +87,8 @@ struct History {
 // the first step whose logs do not replay.
 Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History* follow = nullptr);
 
-// The Merkle tree over h_t's state tensor hashes and its header (leaves of h_t).
+// The Merkle tree over h_t's state tensor hashes and its header (leaves of
+// h_t) — or over the claimed leaves of a kStateLeaf lie.
 crypto::MerkleTree StateTreeOf(const History& h, std::uint64_t step);
 
 // ---- call arguments from a history -----------------------------------------------

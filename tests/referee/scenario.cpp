@@ -27,7 +27,7 @@ Bytes Enc(const Args& a) {
 bool LiedAt(const History& h, std::uint64_t step, std::uint64_t node) {
   if (h.LiedAt(step, node)) return true;
   for (const Lie& l : h.lies) {
-    if (l.kind != LieKind::kCheckpoint) continue;
+    if (l.kind != LieKind::kCheckpoint && l.kind != LieKind::kStateLeaf) continue;
     const std::uint64_t s = protocol::CheckpointStepAt(h.job.num_steps, h.job.checkpoint_interval, l.step);
     if (step + 1 == s && node + 1 == h.records[step].size()) return true;
   }
@@ -87,6 +87,7 @@ class ScenarioDriver::Impl {
   void Act(const Agent& agent, Party p, const Game& g);
   // The element phases (docs/referee.md, "Element-level descent").
   void ActElement(const Agent& agent, Party p, const Game& g);
+  void ActStateWalk(const Agent& agent, Party p, const Game& g);
   const crypto::MerkleTree& WalkTree(const History& h, const Game& g) const;
 
   ScenarioConfig m_config;
@@ -187,8 +188,53 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
   }
 }
 
+void ScenarioDriver::Impl::ActStateWalk(const Agent& agent, Party p, const Game& g) {
+  const History& h = agent.history;
+  // The walked tree is the party's claimed h_{t+1}; an honest party's is
+  // also the one worker::StateLeafTree builds from its assemble payload.
+  const crypto::MerkleTree tree = StateTreeOf(h, g.step + 1);
+  const auto node_root_of = static_cast<std::uint8_t>(p);
+  auto payload = [&] {
+    const referee::ArbitrateArgs a = MakeArbitrate(m_tiny, h, h, g.id, node_root_of, g.step, g.node_index);
+    return Must(DecodeExact<vm::ArbitrationPayload>(a.payload));
+  };
+  const bool lied = LiedAt(h, g.step, g.node_index);
+  if (!lied) {
+    EXPECT_EQ(Must(worker::StateLeafTree(h.job, payload())).root(), tree.root());
+  }
+  if (g.phase == GamePhase::kArbitration) {
+    m_in_element = true;
+    Send(agent, Method::kPostChunkRoot, Enc(node::ChunkRootMove(tree, g.id)), g.id);
+    return;
+  }
+  auto loaded = referee::ReadElementGame(m_chain.store(), g.id);
+  ASSERT_TRUE(loaded.ok() && loaded->has_value());
+  const referee::ElementGame& e = **loaded;
+  if (g.phase == GamePhase::kOpenElement) {
+    if (!lied && !m_arbitration_sent[g.id]) {
+      m_arbitration_sent[g.id] = true;
+      Send(agent, Method::kOpenElement,
+           Enc(Must(node::OpenStateLeafMove(payload(), e.chunk, g.id, node_root_of))), g.id);
+    }
+    return;
+  }
+  if (!g.clocks[Idx(p)].owes) return;
+  if (g.phase == GamePhase::kChunkRoots && !e.chunk_posted[Idx(p)])
+    Send(agent, Method::kPostChunkRoot, Enc(node::ChunkRootMove(tree, g.id)), g.id);
+  if (g.phase != GamePhase::kChunkWalk) return;
+  auto t = referee::ReadWalk(m_chain.store(), g.id);
+  ASSERT_TRUE(t.ok() && t->has_value());
+  auto walk = referee::ReplayWalk(**t);
+  ASSERT_TRUE(walk.ok()) << walk.status().ToString();
+  if (walk->HasRevealed(p == Party::kSolver ? crypto::MerkleWalk::Party::kA : crypto::MerkleWalk::Party::kB))
+    return;
+  Send(agent, Method::kRevealChildren, Enc(referee::RevealChildrenArgs{g.id, tree.Children(walk->current())}),
+       g.id);
+}
+
 void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g) {
   const History& h = agent.history;
+  if (g.node_index + 1 == h.records[g.step].size()) return ActStateWalk(agent, p, g);
   const worker::ElementSide side = SideOf(h, g.step, g.node_index);
   const auto node_root_of = static_cast<std::uint8_t>(p);
   if (g.phase == GamePhase::kArbitration) {

@@ -21,6 +21,7 @@
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/scenario.h"
 #include "verify/certified_price.h"
+#include "verify/element_game.h"
 #include "verify/node_spec.h"
 
 namespace vt::test {
@@ -485,6 +486,15 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
+    // The assemble node is walked (verify/state_walk.h), never sent whole.
+    const auto graph = graphs.Build(repops, 0);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    EXPECT_TRUE(verify::ElementCoversNode(repops.mode, *graph, graph->nodes.size()));
+    const auto assemble = vm::NodeArbitrationCostOf(repops, *graph, graph->nodes.size());
+    ASSERT_TRUE(assemble.ok()) << assemble.status().ToString();
+    std::cout << "[ posting ] " << c.job.model << ": the assemble node's whole arbitration ("
+              << graph->num_state_tensors << " next-state hashes) " << assemble->payload_bytes
+              << " bytes, walked instead\n";
     std::cout << "[ posting ] " << c.job.model << " repops B=" << c.job.batch
               << ": whole-node arbitration up to " << t.arbitration_tx_bytes << " bytes (node "
               << t.arbitration_node << ", " << NodeName(repops, t.arbitration_node) << "), required "

@@ -73,7 +73,7 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   auto client = t.net().Key("client");
   ASSERT_TRUE(client.ok());
   // 150 blocks (30 s) on each clock: room to pause the solver mid-game.
-  const node::BountyTerms terms{1'000'000, 800'000, 400'000, 300, 12, 150};
+  const node::BountyTerms terms{1'000'000, 800'000, 700'000, 300, 12, 150};
   auto id = node::PostBounty(c, *client, *loaded, terms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   ASSERT_EQ(*id, 0u);
