@@ -377,6 +377,57 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   EXPECT_EQ(rep.games[0].game.reason, "element-step");
 }
 
+// The assemble node's final move opens exactly what leaf k must be: another
+// input, the header where a tensor's hash is disputed, chunks, or a forged
+// hash are refused and change nothing; the honest opening then decides.
+TEST(ElementGame, MalformedStateLeafOpeningsAreRefused) {
+  ScenarioConfig c = WideConfig();
+  c.clock_budget = 20;  // the refused moves below take blocks
+  constexpr std::int64_t kLeaf = 1;
+  c.solver.lies = {Lie{LieKind::kStateLeaf, 2, 0, 0, kLeaf}};
+  c.solver.element_level = true;
+  AgentPlan honest;
+  honest.element_level = true;
+  c.challengers = {honest};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kOpenElement));
+  const referee::Game g = p.Game();
+  const std::uint64_t id = p.d.game_ids().at(0);
+  auto e = referee::ReadElementGame(p.d.chain().store(), id);
+  ASSERT_TRUE(e.ok() && e->has_value());
+  ASSERT_EQ((*e)->kind, verify::ElementKind::kState);
+  ASSERT_EQ((*e)->chunk, static_cast<std::uint64_t>(kLeaf));
+  const History& h = p.d.history(2);
+  const vm::ArbitrationPayload payload = Must(DecodeExact<vm::ArbitrationPayload>(
+      MakeArbitrate(WideJob(), h, h, id, 1, g.step, g.node_index).payload));
+  const referee::OpenElementArgs right = Must(node::OpenStateLeafMove(payload, kLeaf, id, 1));
+  ASSERT_EQ(right.inputs.size(), 1u);
+  const referee::OpenElementArgs wrong_input = Must(node::OpenStateLeafMove(payload, kLeaf + 1, id, 1));
+  EXPECT_EQ(p.Send(2, Method::kOpenElement, EncodeToBytes(wrong_input)).reason, "elem-bad-inputs");
+  const referee::OpenElementArgs header =
+      Must(node::OpenStateLeafMove(payload, payload.inputs.size(), id, 1));
+  ASSERT_TRUE(header.batch.has_value());
+  referee::OpenElementArgs both = right;
+  both.batch = header.batch;
+  EXPECT_EQ(p.Send(2, Method::kOpenElement, EncodeToBytes(both)).reason, "elem-bad-inputs");
+  referee::OpenElementArgs chunks = right;
+  chunks.slices = {{kernels::OpenChunk(h.states[0][0], 0, 1)}};
+  EXPECT_EQ(p.Send(2, Method::kOpenElement, EncodeToBytes(chunks)).reason, "elem-bad-inputs");
+  referee::OpenElementArgs forged = right;
+  forged.inputs[0].tensor_hash.bytes[0] ^= 1;
+  const vm::Receipt r = p.Send(2, Method::kOpenElement, EncodeToBytes(forged));
+  EXPECT_FALSE(r.success);
+  EXPECT_EQ(r.reason.rfind("arb-bad-", 0), 0u) << r.reason;
+  EXPECT_EQ(p.Game().phase, GamePhase::kOpenElement) << "a refused move changes nothing";
+
+  while (p.d.Step()) {
+  }
+  const ScenarioReport rep = p.d.Finish();
+  ASSERT_EQ(rep.games.size(), 1u);
+  EXPECT_EQ(rep.games[0].game.result, GameResult::kChallengerWon) << rep.games[0].game.reason;
+  EXPECT_EQ(rep.games[0].game.reason, "element-state-leaf");
+}
+
 // The reduction rule's final move: a forged term value or a dot move is
 // refused and changes nothing; the honest moves then decide.
 TEST(ElementGame, ForgedReduceStepsAreRefused) {
