@@ -635,7 +635,7 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
     auto start =
         verify::StartDescent(job.loaded.job.spec.mode, graph, g.node_index, *g.records[0], *g.records[1]);
     if (start.ok() && start->assemble) {
-      VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(*arb, job.loaded.job.spec));
+      VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(*arb, PartyOf(job, run)));
       Say("game " + std::to_string(g.id) + ": walking the " + std::to_string(start->chunks) +
           " leaves of h_{t+1} at step " + std::to_string(g.step));
       return SendOnce(descend, gv.height, Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
@@ -683,7 +683,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   auto send = [&](Method method, Bytes args) { return SendOnce(key, gv.height, method, std::move(args)); };
   if (e.kind == verify::ElementKind::kState) {
     // The assemble node's walk over h_{t+1}'s leaves (verify/state_walk.h).
-    VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(arb, job.loaded.job.spec));
+    VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(arb, PartyOf(job, run)));
     if (g.phase == GamePhase::kOpenElement) {
       if (!arb.right) return Status::Ok();
       VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a,
@@ -792,9 +792,9 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   }
 }
 
-Result<const crypto::MerkleTree*> Agent::StateTreeOf(Arbitration& arb, const protocol::JobSpec& job) {
+Result<const crypto::MerkleTree*> Agent::StateTreeOf(Arbitration& arb, const worker::Party& party) {
   if (!arb.state_tree) {
-    VT_ASSIGN_OR_RETURN(crypto::MerkleTree tree, worker::StateLeafTree(job, arb.node_case.inputs));
+    VT_ASSIGN_OR_RETURN(crypto::MerkleTree tree, worker::AnswerStateTree(party, arb.step));
     arb.state_tree = std::move(tree);
   }
   return &*arb.state_tree;

@@ -147,7 +147,7 @@ class Agent {
   // The element phases (kChunkRoots … kOpenElement).
   Status PlayElement(const GameView& gv, referee::Party me, Served& job, JobRun& run);
   static Result<const crypto::MerkleTree*> ChunkTreeOf(Arbitration& arb, std::uint32_t slot);
-  static Result<const crypto::MerkleTree*> StateTreeOf(Arbitration& arb, const protocol::JobSpec& job);
+  static Result<const crypto::MerkleTree*> StateTreeOf(Arbitration& arb, const worker::Party& party);
   Status CloseMootGames(std::uint64_t id);
   // Signs and puts the bounty's note (m_notes) on our node.
   Status PublishNote(std::uint64_t bounty_id);

@@ -16,6 +16,7 @@
 #include "kernels/graph/executor.h"
 #include "kernels/ops/registry.h"
 #include "worker/job.h"
+#include "worker/state.h"
 
 namespace vt::worker {
 
@@ -164,6 +165,16 @@ class WrongValue final : public Adversary {
     outputs[m_spec.slot].values()[m_spec.element] += 1.0f;
     return Status::Ok();
   }
+};
+
+// ---- wrong-header -------------------------------------------------------------------
+
+class WrongHeader final : public Adversary {
+ public:
+  explicit WrongHeader(AdversarySpec spec) : Adversary(std::move(spec)) {}
+  bool ActsIn(std::uint64_t step) const override { return step == m_spec.step; }
+  Status OnNode(const StepView&, std::size_t, std::span<kernels::Tensor>) override { return Status::Ok(); }
+  void OnNextState(TrainingState& next) override { next.rng_counter += 1; }
 };
 
 // ---- forge-log ----------------------------------------------------------------------
@@ -348,6 +359,7 @@ constexpr std::pair<AdversaryKind, std::string_view> kKindNames[] = {
     {AdversaryKind::kSkipSteps, "skip-steps"},       {AdversaryKind::kWrongLr, "wrong-lr"},
     {AdversaryKind::kForgeLog, "forge-log"},         {AdversaryKind::kWrongOutput, "wrong-output"},
     {AdversaryKind::kSteerLog, "steer-log"},         {AdversaryKind::kWrongValue, "wrong-value"},
+    {AdversaryKind::kWrongHeader, "wrong-header"},
 };
 }  // namespace
 
@@ -428,6 +440,7 @@ std::string DescribeAdversary(const AdversarySpec& s) {
     case AdversaryKind::kWrongOutput:
       return out + ":step=" + std::to_string(s.step) + ",node=" + std::to_string(s.node);
     case AdversaryKind::kSteerLog:
+    case AdversaryKind::kWrongHeader:
       return out + ":step=" + std::to_string(s.step);
     case AdversaryKind::kWrongValue:
       return out + ":step=" + std::to_string(s.step) + ",node=" + std::to_string(s.node) +
@@ -484,6 +497,8 @@ Result<std::unique_ptr<Adversary>> MakeAdversary(const AdversarySpec& spec, cons
       return std::unique_ptr<Adversary>(new WrongOutput(spec));
     case AdversaryKind::kWrongValue:
       return std::unique_ptr<Adversary>(new WrongValue(spec));
+    case AdversaryKind::kWrongHeader:
+      return std::unique_ptr<Adversary>(new WrongHeader(spec));
     case AdversaryKind::kSteerLog:
       if (job.mode() != kernels::Mode::kRounded) return BadSpec("steer-log needs a rounded-mode job");
       return std::unique_ptr<Adversary>(new SteerLog(spec));

@@ -36,6 +36,11 @@
 //   wrong-value     step=T node=I slot=S element=E   the same for one value: 1 added to
 //                                          element E of output S only (the element level's
 //                                          walks then end inside the output, not at its start)
+//   wrong-header    step=T                 every node of step T is honest, but the next
+//                                          state's header is not: its rng_counter is one
+//                                          higher, so h_{T+1} differs from the honest one
+//                                          in its header leaf alone (the assemble node's
+//                                          walk, verify/state_walk.h, ends there)
 //   steer-log       step=T                 rounded mode, from step T on: every node is
 //                                          computed as the canonical reference and every
 //                                          value within w of its rounding boundary takes
@@ -63,6 +68,7 @@
 namespace vt::worker {
 
 struct Job;
+struct TrainingState;
 
 enum class AdversaryKind : std::uint8_t {
   kPoisonLabels,
@@ -73,6 +79,7 @@ enum class AdversaryKind : std::uint8_t {
   kWrongOutput,
   kSteerLog,
   kWrongValue,
+  kWrongHeader,
 };
 
 std::string_view AdversaryKindName(AdversaryKind kind);
@@ -123,6 +130,8 @@ class Adversary {
   virtual Status OnNode(const StepView& view, std::size_t node, std::span<kernels::Tensor> outputs) = 0;
   // After the step: may change the logs it commits to.
   virtual void AfterStep(const StepView& /*view*/, std::vector<kernels::RoundingLog>& /*logs*/) {}
+  // The state the step produced (tensors, step, cursor advanced): may change it.
+  virtual void OnNextState(TrainingState& /*next*/) {}
 
  protected:
   explicit Adversary(AdversarySpec spec) : m_spec(std::move(spec)) {}

@@ -268,6 +268,13 @@ Result<NodeInputs> AnswerNodeInputs(const Party& party, std::uint64_t step, std:
   return std::move(c.inputs);
 }
 
+Result<crypto::MerkleTree> AnswerStateTree(const Party& party, std::uint64_t step) {
+  VT_TRY(CheckParty(party));
+  Recompute rc(party);
+  VT_ASSIGN_OR_RETURN(TrainingState state, rc.StateAt(step + 1));
+  return crypto::MerkleTree::FromLeafHashes(StateLeafHashes(state));
+}
+
 Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uint64_t node) {
   VT_TRY(CheckParty(party));
   const Job& job = *party.job;

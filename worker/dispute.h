@@ -127,6 +127,11 @@ struct NodeCase {
   std::vector<kernels::Tensor> batch;  // the step's batch (inputs, targets) when the node reads it
 };
 Result<NodeCase> AnswerNodeCase(const Party& party, std::uint64_t step, std::uint64_t node);
+// The assemble node's walk (verify/state_walk.h): the Merkle tree over the
+// leaves of this party's h_{t+1} — its state after step t, StateLeafHashes —
+// whose root its assemble record of step t outputs (a cheater's too: the
+// tree it committed to).
+Result<crypto::MerkleTree> AnswerStateTree(const Party& party, std::uint64_t step);
 
 // The referee's ArbitrateArgs::payload bytes.
 Bytes EncodeArbitrationPayload(const NodeInputs& inputs);

@@ -236,18 +236,6 @@ verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, fl
   return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
 }
 
-Result<crypto::MerkleTree> StateLeafTree(const protocol::JobSpec& job,
-                                         const verify::ArbitrationPayload& assemble) {
-  VT_ASSIGN_OR_RETURN(protocol::StateHeader next,
-                      verify::KernelsGraphSource().NextHeader(job, assemble.header));
-  if (next.tensor_names.size() != assemble.inputs.size())
-    return Status::Invalid("elem-bad-leaf", "the next header names a different tensor count");
-  std::vector<Hash256> hashes;
-  hashes.reserve(assemble.inputs.size());
-  for (const verify::InputOpening& in : assemble.inputs) hashes.push_back(in.tensor_hash);
-  return crypto::MerkleTree::FromLeafHashes(protocol::StateLeaves(hashes, next));
-}
-
 Result<StateLeafAnswer> AnswerStateLeaf(const verify::ArbitrationPayload& assemble, std::uint64_t leaf) {
   StateLeafAnswer answer;
   if (leaf == assemble.inputs.size()) {

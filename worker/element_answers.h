@@ -150,16 +150,12 @@ verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, fl
 
 // ---- the assemble node's walk (verify/state_walk.h) ----
 //
-// From the party's arbitration payload of the assemble node (the header of
-// h_t and every next-state input opened by its hash): the tree over the
-// leaves of h_{t+1} (protocol::StateLeaves of the opened hashes and the
-// header the graph source advances) — its root is the honest h_{t+1} — and
-// the final move's pieces for leaf k: input k's hash opening, or the header
-// of h_t alone (k = N). Invalid "elem-no-input-opening" when the payload
-// lacks an opening's proof, "elem-bad-leaf" past the last leaf; the graph
-// source's reasons.
-Result<crypto::MerkleTree> StateLeafTree(const protocol::JobSpec& job,
-                                         const verify::ArbitrationPayload& assemble);
+// The walked tree is the party's own h_{t+1} (worker::AnswerStateTree). The
+// final move's pieces for leaf k, from the party's arbitration payload of
+// the assemble node (the header of h_t and every next-state input opened by
+// its hash): input k's hash opening, or the header of h_t alone (k = N).
+// Invalid "elem-no-input-opening" when the payload lacks an opening's proof,
+// "elem-bad-leaf" past the last leaf.
 struct StateLeafAnswer {
   std::vector<verify::InputHashOpening> inputs;
   std::optional<verify::BatchOpening> header;

@@ -31,11 +31,10 @@ bool TrainingState::BitwiseEqual(const TrainingState& other) const {
 Status ValidateState(const TrainingState& state) { return protocol::ValidateStateHeader(state.Header()); }
 
 std::vector<Hash256> StateLeafHashes(const TrainingState& state) {
-  std::vector<Hash256> leaves;
-  leaves.reserve(state.tensors.size() + 1);
-  for (const auto& [name, t] : state.tensors) leaves.push_back(t.Hash());
-  leaves.push_back(protocol::StateHeaderHash(state.Header()));
-  return leaves;
+  std::vector<Hash256> hashes;
+  hashes.reserve(state.tensors.size());
+  for (const auto& [name, t] : state.tensors) hashes.push_back(t.Hash());
+  return protocol::StateLeaves(hashes, state.Header());
 }
 
 Hash256 StateHash(const TrainingState& state) {

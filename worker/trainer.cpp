@@ -182,6 +182,7 @@ Result<StepOutcome> StepEngine::Step(TrainingState& state, const StepRequest& re
   out.nodes_run = out.graph.nodes.size();
   state.step += 1;
   state.cursor = next_cursor;
+  if (acts) m_adversary->OnNextState(state);
   return out;
 }
 

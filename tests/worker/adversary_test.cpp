@@ -76,6 +76,9 @@ Expected Expect(const Job& job, const Dataset& dataset, const AdversarySpec& spe
     case AdversaryKind::kWrongValue:
       e.node = spec.node;
       break;
+    case AdversaryKind::kWrongHeader:
+      e.node = g.nodes.size();  // the assemble node: only h_{T+1}'s header leaf differs
+      break;
     case AdversaryKind::kSteerLog:
       // Never located: every choice it makes is accepted
       // (Scenario.SteerLogAdversaryIsCaughtOrBounded).
@@ -183,6 +186,29 @@ TEST_P(AdversaryTest, LocatedAtExactlyTheCheckpointStepAndNode) {
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->hashes.back(), summary->manifest.checkpoints[want_checkpoint].state_hash);
 
+  // Each party's tree of h_{t+1} (the assemble node's walk) has the root its
+  // assemble record outputs (where it has one: a strict replay of a forged
+  // log stops before); at a wrong header the two differ in the header leaf alone.
+  std::array<crypto::MerkleTree, 2> trees;
+  std::size_t complete = 0;
+  for (std::size_t side = 0; side < 2; ++side) {
+    const Party& party = side == 0 ? solver : challenger;
+    auto records = AnswerNodeRecords(party, want.step);
+    ASSERT_TRUE(records.ok()) << records.status().ToString();
+    if (!records->complete()) continue;
+    auto tree = AnswerStateTree(party, want.step);
+    ASSERT_TRUE(tree.ok()) << tree.status().ToString();
+    EXPECT_EQ(tree->root(), records->records.back().output_hashes.at(0));
+    trees[side] = std::move(tree).value();
+    ++complete;
+  }
+  if (spec->kind == AdversaryKind::kWrongHeader) {
+    ASSERT_EQ(complete, 2u);
+    const std::uint64_t n = trees[0].leaf_count();
+    for (std::uint64_t leaf = 0; leaf < n; ++leaf)
+      EXPECT_EQ(trees[0].Leaf(leaf) == trees[1].Leaf(leaf), leaf + 1 < n) << "leaf " << leaf;
+  }
+
   if (rounded) {
     // The challenger daemon's way (node/agent.h): follow the solver's logs to
     // the end, skipping entries a strict replay rejects. It has a complete run,
@@ -283,6 +309,8 @@ std::vector<Case> Cases() {
       {Family::kGpt, "rounded", "tamper-weight:step=1"},
       {Family::kMlp, "native", "wrong-output:step=3,node=" + pick_of(mlp_nodes)},
       {Family::kMlp, "repops", wrong_value},
+      {Family::kMlp, "repops", "wrong-header:step=" + pick(8)},
+      {Family::kGpt, "rounded", "wrong-header:step=" + pick(8)},
       // Certified mode: no logs; the solver trains with 1 thread, the
       // challenger with 2, and the referee re-executes with the exact path.
       {Family::kMlp, "certified", "wrong-output:step=" + pick(8) + ",node=0"},
