@@ -322,31 +322,35 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
 // T's assemble node; the daemons walk their h_{t+1} trees leaf by leaf
 // (verify/state_walk.h) to the header leaf, the last, and the challenger
 // daemon opens the header of h_T: it wins without the node's N openings
-// being sent, every transaction within 64 KiB.
+// being sent, every transaction within 64 KiB — in repops and in rounded
+// mode (no arithmetic is judged).
 TEST(TestnetScenario, AWrongNextStateHeaderIsSettledByTheAssembleWalk) {
-  ScopedTestnet t("header",
-                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  ASSERT_TRUE(client.ok());
-  const std::uint64_t step = 1 + TestSeed() % (loaded->job.spec.num_steps - 2);
-  auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
-  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-  // Where it must be caught: the assemble node, its last leaf (the header).
-  const OneValueCheat where{step, graph->nodes.size(), 0, graph->num_state_tensors};
-  const std::string cheat = "wrong-header:step=" + std::to_string(step);
-  SCOPED_TRACE(cheat);
-  ASSERT_TRUE(RestartSolverCheating(t, cheat));
-  ASSERT_EQ(PostAndSettle(c, *client, *loaded, kTerms, 0, 90s), "failed") << "the cheat was not caught";
-  auto games = c.BountyGames(0);
-  ASSERT_TRUE(games.ok() && games->size() == 1u) << "one game over the bounty";
-  const CaughtGame g = ExpectCaughtAt(c, games->front(), where);
-  EXPECT_EQ(g.reason, "element-state-leaf");
-  EXPECT_FALSE(g.arbitrated_whole) << "the assemble node was arbitrated whole";
-  std::printf("[ header ] %s caught at the assemble node's header leaf %u, largest game transaction %llu B\n",
-              cheat.c_str(), graph->num_state_tensors, static_cast<unsigned long long>(g.largest));
+  for (const char* file : {"synthetic-mlp.json", "synthetic-mlp-rounded.json"}) {
+    SCOPED_TRACE(file);
+    ScopedTestnet t("header", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs" / file, 3));
+    auto loaded = UpWithJob(t);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+    auto c = t.Client("v0");
+    auto client = t.net().Key("client");
+    ASSERT_TRUE(client.ok());
+    const std::uint64_t step = 1 + TestSeed() % (loaded->job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    // Where it must be caught: the assemble node, its last leaf (the header).
+    const OneValueCheat where{step, graph->nodes.size(), 0, graph->num_state_tensors};
+    const std::string cheat = "wrong-header:step=" + std::to_string(step);
+    SCOPED_TRACE(cheat);
+    ASSERT_TRUE(RestartSolverCheating(t, cheat));
+    ASSERT_EQ(PostAndSettle(c, *client, *loaded, kTerms, 0, 90s), "failed") << "the cheat was not caught";
+    auto games = c.BountyGames(0);
+    ASSERT_TRUE(games.ok() && games->size() == 1u) << "one game over the bounty";
+    const CaughtGame g = ExpectCaughtAt(c, games->front(), where);
+    EXPECT_EQ(g.reason, "element-state-leaf");
+    EXPECT_FALSE(g.arbitrated_whole) << "the assemble node was arbitrated whole";
+    std::printf(
+        "[ header ] %s, %s: caught at the assemble node's header leaf %u, largest game transaction %llu B\n",
+        file, cheat.c_str(), graph->num_state_tensors, static_cast<unsigned long long>(g.largest));
+  }
 }
 
 // Cheats in the GPT nodes that read the batch: the token embedding (its
