@@ -728,6 +728,55 @@ TEST(ElementGame, ALieInTheNextStateIsSettledAtItsLeaf) {
               static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx));
 }
 
+// The walk's property at the assemble node: whatever leaves of h_{t+1} a
+// liar makes up (one to three, random), on either side, in either mode, the
+// walk ends at the leftmost of them and the honest party wins there.
+TEST(ElementGame, TheAssembleWalkEndsAtTheLeftmostMadeUpLeaf) {
+  std::mt19937_64 rng(20261127);
+  std::uint64_t games = 0, several = 0, rounded = 0;
+  for (int round = 0; round < 8; ++round) {
+    const kernels::Mode mode = rng() % 2 == 0 ? kernels::Mode::kRepops : kernels::Mode::kRounded;
+    ScenarioConfig c = WideConfig();
+    c.mode = mode;
+    const TinyJob tiny = MakeTinyJob(c.steps, c.interval, mode, 42, kHidden);
+    c.solver_bond = c.challenger_bond = 2 * MinimumBond(tiny.job);
+    const std::uint64_t leaves = HonestHistory().states[0].size() + 1;
+    const std::uint64_t checkpoint = 1 + rng() % 3;
+    std::set<std::int64_t> made_up;
+    const std::size_t count = 1 + rng() % 3;
+    while (made_up.size() < count) made_up.insert(static_cast<std::int64_t>(rng() % leaves));
+    AgentPlan liar, honest;
+    for (std::int64_t leaf : made_up) liar.lies.push_back(Lie{LieKind::kStateLeaf, checkpoint, 0, 0, leaf});
+    liar.element_level = honest.element_level = true;
+    const bool liar_is_solver = rng() % 2 == 0;
+    c.solver = liar_is_solver ? liar : honest;
+    c.challengers = {liar_is_solver ? honest : liar};
+    SCOPED_TRACE(std::string(kernels::ModeName(mode)) + " checkpoint " + std::to_string(checkpoint) + ", " +
+                 std::to_string(count) + " leaves from " + std::to_string(*made_up.begin()) +
+                 (liar_is_solver ? ", solver lies" : ", challenger lies"));
+    const ScenarioReport report = RunScenario(c);
+    ASSERT_EQ(report.games.size(), 1u);
+    const GameReport& gr = report.games[0];
+    EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+        << gr.game.reason;
+    EXPECT_EQ(gr.game.reason, "element-state-leaf");
+    ASSERT_TRUE(gr.element.has_value());
+    EXPECT_EQ(gr.element->value, *made_up.begin()) << "not the leftmost made-up leaf";
+    EXPECT_TRUE(report.failed_calls.empty()) << report.failed_calls.front();
+    ++games;
+    several += count > 1 ? 1 : 0;
+    rounded += mode == kernels::Mode::kRounded ? 1 : 0;
+  }
+  EXPECT_EQ(games, 8u);
+  EXPECT_GT(several, 0u);
+  EXPECT_GT(rounded, 0u);
+  std::printf(
+      "assemble walks: %llu random games (%llu with several leaves made up, %llu rounded), each at its "
+      "leftmost\n",
+      static_cast<unsigned long long>(games), static_cast<unsigned long long>(several),
+      static_cast<unsigned long long>(rounded));
+}
+
 // Random cheats (target — the loss among them —, value, liar's side, sums):
 // the honest party always wins, at the planted value, every transaction
 // ≤ 64 KiB.

@@ -252,10 +252,15 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
     const std::uint64_t s = protocol::CheckpointStepAt(job.num_steps, job.checkpoint_interval, lie.step);
     Hash256 fake = crypto::TaggedHash("veritrain/test/fake", h.h[s].span());
     if (lie.kind == LieKind::kStateLeaf) {
-      std::vector<Hash256> leaves = protocol::StateLeaves(TensorHashes(h.states[s]), h.headers[s]);
+      // Several state-leaf lies at one checkpoint make up several leaves.
+      const auto claimed = h.claimed_leaves.find(s);
+      std::vector<Hash256> leaves = claimed != h.claimed_leaves.end()
+                                        ? claimed->second
+                                        : protocol::StateLeaves(TensorHashes(h.states[s]), h.headers[s]);
       if (lie.value < 0 || static_cast<std::size_t>(lie.value) >= leaves.size())
         return Status::Invalid("harness", "no such leaf of h");
-      leaves[static_cast<std::size_t>(lie.value)] = fake;
+      leaves[static_cast<std::size_t>(lie.value)] =
+          crypto::TaggedHash("veritrain/test/fake", leaves[static_cast<std::size_t>(lie.value)].span());
       fake = crypto::MerkleRoot(leaves);
       h.claimed_leaves[s] = std::move(leaves);
     }

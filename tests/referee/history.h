@@ -43,8 +43,9 @@ enum class LieKind {
   kLog,         // rounded mode: a log entry outside the logging region at (step, node), output flipped there
   kCheckpoint,  // claim a wrong h at checkpoint index `step` (node unused); everything else honest
   kOneValue,    // one value (`value`) of output `slot` of (step, node) one ulp up; later nodes consume it
-  kStateLeaf,   // kCheckpoint, but the wrong h is a real tree: the honest leaves of h with leaf `value` made
-                // up
+  // kCheckpoint, but the wrong h is a real tree: the honest leaves of h with
+  // leaf `value` made up (several such lies at one checkpoint: several leaves).
+  kStateLeaf,
 };
 
 struct Lie {
