@@ -232,7 +232,7 @@ Result<ArbitrationCost> WorstArbitrationCost(const Arbiter& arbiter, const proto
     worst.batch_opening_gas =
         Add(Add(batch.header_gas, n > 0 ? batch.order_gas : 0), Mul(n, batch.example_gas));
     if (worst.descent.header_opening) {
-      // verify::TrueStateLeaf hashes the advanced header.
+      // verify::TrueHeaderLeaf hashes the advanced header.
       const protocol::StateHeader next{kMax, kMax, kMax, kMax, graph.state_names};
       worst.batch_opening_gas =
           Add(worst.batch_opening_gas, HashGas(protocol::EncodeStateHeader(next).size()));

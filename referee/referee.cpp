@@ -1127,16 +1127,18 @@ Status Session::OpenElement(const OpenElementArgs& a) {
   const protocol::NodeRecord& rec = *g.records[0];
   if (e.kind == verify::ElementKind::kState) {
     // The assemble node's leaf k: input k by its hash, or the next header.
-    if (a.node_root_of > 1) return Status::Invalid("referee-malformed-args", "node_root_of is 0 or 1");
     if (!a.slices.empty()) return Status::Invalid("elem-bad-inputs", "a state leaf opens no chunks");
-    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-    const verify::StateLeafCase at{
-        &job,         g.step, g.agreed_state, e.num_state_tensors, g.node_root[a.node_root_of],
-        g.node_count, e.chunk};
-    vm::GasCosts costs(m_ctx.gas());
-    VT_ASSIGN_OR_RETURN(Hash256 truth,
-                        verify::TrueStateLeaf(arbiter->graphs(), at, rec.inputs, a.inputs, a.batch, costs));
+    const verify::StateLeafCase at{&job, g.step, g.agreed_state, e.num_state_tensors, e.chunk};
+    VT_TRY(verify::CheckStateLeafPieces(at, a.inputs, a.batch));
+    Hash256 truth;
+    if (a.batch) {
+      VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+      vm::GasCosts costs(m_ctx.gas());
+      VT_ASSIGN_OR_RETURN(truth, verify::TrueHeaderLeaf(arbiter->graphs(), at, *a.batch, costs));
+    } else {
+      VT_ASSIGN_OR_RETURN(truth, OpenInputHash(g, l.b, a.node_root_of, a.inputs[0]));
+    }
     VT_TRY(ResolveElement(g, l.b, verify::JudgeStateLeaf(truth, e.leaf[0], e.leaf[1]), "element-state-leaf"));
     VT_TRY(Save(l.b));
     return Save(g);

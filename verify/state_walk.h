@@ -40,31 +40,30 @@ class StepGraphSource;
 // tensors: N + 1.
 inline std::uint64_t StateLeafCount(std::uint64_t num_state_tensors) { return num_state_tensors + 1; }
 
-// What the walk agreed on: the job, step t, h_t and its tensor count, the
-// node tree the producers are opened in, and the disputed leaf k.
+// What the walk agreed on: the job, step t, h_t and its tensor count, and
+// the disputed leaf k.
 struct StateLeafCase {
   const protocol::JobSpec* job = nullptr;
   std::uint64_t step = 0;
   Hash256 state_hash;  // h_t
   std::uint64_t num_state_tensors = 0;
-  Hash256 node_root;
-  std::uint64_t node_count = 0;  // graph nodes + 1; the assemble node is the last
-  std::uint64_t leaf = 0;        // k, < N + 1
+  std::uint64_t leaf = 0;  // k, < N + 1
 };
 
-// The true leaf k of h_{t+1}, from the final move's pieces: for k < N
-// exactly one opening, of input k (`inputs`, `header` absent); for k = N
-// the header of h_t with its proof and nothing else (`header`: no
-// positions, no examples). `refs` are the assemble record's inputs (the
-// spec's: CheckRecordAgainstSpec). Charged before each piece is checked:
-// the proof's siblings, the producer record's bytes, the header's proof.
-// Invalid "elem-bad-inputs" (the wrong pieces), VerifyInputHash's and
-// CheckStateHeader's reasons; Error "graph-invalid" when the graph source
-// cannot advance the header.
-Result<Hash256> TrueStateLeaf(const StepGraphSource& graphs, const StateLeafCase& c,
-                              std::span<const protocol::InputRef> refs,
-                              std::span<const InputHashOpening> inputs,
-                              const std::optional<BatchOpening>& header, Meter& meter);
+// The pieces the final move for leaf k carries: for k < N exactly one
+// opening, of input k (`inputs`; `header` absent) — its hash is then opened
+// as any input of the disputed node is (verify::VerifyInputHash, the
+// referee's input opening); for k = N the header of h_t with its proof and
+// nothing else (`header`: no positions, no examples). Invalid
+// "elem-bad-inputs" otherwise.
+Status CheckStateLeafPieces(const StateLeafCase& c, std::span<const InputHashOpening> inputs,
+                            const std::optional<BatchOpening>& header);
+
+// Leaf N: the header of h_t opened against h_t (verify::CheckStateHeader,
+// charged first), advanced by the graph source; its StateHeaderHash. Error
+// "graph-invalid" when the graph source cannot advance it.
+Result<Hash256> TrueHeaderLeaf(const StepGraphSource& graphs, const StateLeafCase& c,
+                               const BatchOpening& header, Meter& meter);
 
 // The verdict: which party's leaf k is the true one.
 StepVerdict JudgeStateLeaf(const Hash256& truth, const Hash256& leaf_a, const Hash256& leaf_b);
