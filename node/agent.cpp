@@ -430,9 +430,20 @@ bool Agent::HasCompleteRun(std::uint64_t bounty_id, const Hash256& job_hash) con
   return manifest.ok() && manifest->Complete() && manifest->job_hash == job_hash;
 }
 
+Status Agent::ReplayAhead(std::uint64_t id, const referee::Bounty& b) {
+  if (b.solver == m_key.address() || m_runs.count(id)) return Status::Ok();
+  Served* job = FindJob(b.job_hash);
+  // Rounded mode replays follow the solver's logs, published with its commit.
+  if (job->loaded.job.mode() == kernels::Mode::kRounded) return Status::Ok();
+  VT_ASSIGN_OR_RETURN(JobRun * run, EnsureRun(b, *job, false));
+  if (run != nullptr) Say("bounty " + std::to_string(id) + ": replayed ahead of its commitment");
+  return Status::Ok();
+}
+
 Status Agent::PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height) {
   const crypto::Address me = m_key.address();
   if (b.state == referee::BountyState::kFailed) return CloseMootGames(id);
+  if (b.state == referee::BountyState::kClaimed) return ReplayAhead(id, b);
   if (b.state != referee::BountyState::kCommitted) {
     if (b.state >= referee::BountyState::kFinalized) m_done.insert(id);
     return Status::Ok();

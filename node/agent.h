@@ -138,6 +138,10 @@ class Agent {
   worker::Party PartyOf(Served& job, JobRun& run);
   Status PollSolver(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
   Status PollChallenger(std::uint64_t id, const referee::Bounty& b, std::uint64_t height);
+  // A claimed bounty of a repops or certified job, someone else's: its
+  // replay needs nothing from the solver, so it runs while the solver
+  // trains, and the challenge window never has to hold a replay.
+  Status ReplayAhead(std::uint64_t id, const referee::Bounty& b);
   Status PlayGame(std::uint64_t game_id, referee::Party me, Served& job, JobRun& run);
   // The disputed node of game `gv` (re-executed once), for the arbitration and the element level.
   Result<Arbitration*> ArbitrationOf(const GameView& gv, Served& job, JobRun& run);

@@ -6,6 +6,8 @@
 // before its clock runs out.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <set>
@@ -279,6 +281,43 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 // element level is played, at the planted output slot and value — and every
 // transaction of every game fits 64 KiB. A cheat absorbed before the next
 // checkpoint changes nothing committed (the replay agrees, no game).
+// The challenger daemon does not wait for a commitment to replay a repops
+// job: its replay needs nothing from the solver, so it runs while the solver
+// trains, and the challenge window has to cover only the dispute's opening,
+// never a replay (a window shorter than the replay once let a cheat through).
+// The solver here names its final state in a commit it never publishes, so
+// the bounty stays claimed: the challenger must have replayed it all the
+// same, and opened no game.
+TEST(TestnetScenario, TheChallengerReplaysWhileTheSolverTrains) {
+  ScopedTestnet t("ahead",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
+  ASSERT_TRUE(t.ok());
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--withhold-blobs"});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  ASSERT_TRUE(t.net().Up().ok());
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  ASSERT_TRUE(client.ok());
+  auto id = node::PostBounty(c, *client, *loaded, kTerms);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  const auto challenger_log = [&] {
+    std::ifstream in(t.net().LogPath("challenger"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return challenger_log().find("bounty 0: replayed ahead of its commitment") != std::string::npos;
+      },
+      60s))
+      << challenger_log();
+  EXPECT_EQ(BountyState(c, 0).value_or("?"), "claimed") << "the withheld commit reached a block";
+  auto games = c.BountyGames(0);
+  ASSERT_TRUE(games.ok());
+  EXPECT_TRUE(games->empty()) << "a game over a bounty with no commitment";
+}
+
 TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
   ScopedTestnet t("values",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));

@@ -1,10 +1,13 @@
 #pragma once
 // Helpers for the multi-process testnet tests: a testnet in a temp dir torn
 // down at the end (even when an assertion fails), RPC waits bounded in time.
+// The testnet's directory (the daemons' logs) is kept after a failure, or
+// always when VT_KEEP_TESTNET is set.
 
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <thread>
@@ -30,7 +33,7 @@ class ScopedTestnet {
   }
   ~ScopedTestnet() {
     if (m_net) (void)m_net->Down();
-    if (!HasFailure()) {
+    if (!HasFailure() && std::getenv("VT_KEEP_TESTNET") == nullptr) {
       std::error_code ec;
       std::filesystem::remove_all(m_dir, ec);
     } else {
