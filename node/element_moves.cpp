@@ -97,6 +97,7 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
   a.batch = ops.batch;
   for (const verify::StepRead& r : verify::StepReads(mine.element, step)) {
     if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
+    if (verify::OwnOutputSlot(r.input)) continue;  // the node's own agreed output: no input opened
     VT_TRY(AddOpening(side, r.input, a.inputs));
   }
   return a;

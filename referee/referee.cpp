@@ -1044,11 +1044,17 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   auto step = verify::ReduceStepAt(el, m + 1);
   if (!step.ok()) return Status::Error("game-inconsistent", step.status().ToString());
   // The inputs the step reads, by their hashes, in StepReads order, once
-  // each; a value of the batch from the example that holds it.
+  // each; a value of the batch from the example that holds it; a value of
+  // the node's own agreed output (batch-norm's mean) by the records' hash.
   std::vector<std::uint32_t> want;
-  std::vector<verify::InputTensor> inputs(e.input_shapes.size());
+  std::vector<verify::InputTensor> inputs(e.input_shapes.size()), own(e.output_shapes.size());
   for (const verify::StepRead& read : verify::StepReads(el, *step)) {
     const std::uint32_t input = read.input;
+    if (auto slot = verify::OwnOutputSlot(input)) {
+      VT_ASSIGN_OR_RETURN(Hash256 h, OwnOutputHash(g, e, *slot));
+      own[*slot] = verify::InputTensor{h, e.output_shapes[*slot], std::nullopt};
+      continue;
+    }
     if (input >= inputs.size()) return Status::Error("game-inconsistent", "a read beyond the node's inputs");
     if (const protocol::InputRef& ref = rec.inputs[input]; ref.source == protocol::InputSource::kBatch) {
       inputs[input] = verify::InputTensor{{}, e.input_shapes[input], ref.index};
@@ -1089,8 +1095,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   claim.reads = a.reads;
   claim.next = {a.next, a.next};
   claim.next_proof = {a.next_proof, a.next_proof};
-  const Hash256& own = e.partials_root[me];
-  VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {own, own}, claim, opened).status());
+  const Hash256& mine = e.partials_root[me];
+  VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {mine, mine}, claim, opened, own).status());
   e.p_m[me] = a.left;  // kept only as the mark of the reveal; the verdict uses this move's operands
   e.p_m_proof[me] = a.left_proof;
   e.next[me] = a.next;
@@ -1109,7 +1115,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
     claim.next = {e.next[me], e.next[other]};
     claim.next_proof = {e.next_proof[me], e.next_proof[other]};
-    auto verdict = verify::JudgeReduceStepClaim(el, inputs, {own, e.partials_root[other]}, claim, opened);
+    auto verdict =
+        verify::JudgeReduceStepClaim(el, inputs, {mine, e.partials_root[other]}, claim, opened, own);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     const verify::StepVerdict v = me == 0 ? *verdict : verify::StepVerdict{verdict->b_right, verdict->a_right};
     return SettleElement(l, v, "element-step");

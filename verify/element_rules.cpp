@@ -1,6 +1,7 @@
 #include "verify/element_rules.h"
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
 #include <string>
 
@@ -9,6 +10,7 @@
 #include "kernels/op_context.h"
 #include "kernels/ops/elementwise.h"
 #include "kernels/ops/embedding.h"
+#include "kernels/ops/norm.h"
 #include "kernels/ops/optim.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
@@ -81,6 +83,40 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
       plan.inputs.push_back(i == slot ? InputSlice{e, 1, {1}} : InputSlice{0, 0, {0}});
     plan.inputs.push_back(InputSlice{0, 1, {1}, static_cast<std::int32_t>(input_shapes.size())});
     return plan;
+  }
+  if (Is(op_kind, {OpKind::kBatchNorm2dTrain, OpKind::kBatchNorm2dBackward}) && input_shapes.size() == 5 &&
+      first.size() == 4 && first[1] > 0 && first[2] * first[3] > 0) {
+    // Per channel c = (e / HW) mod C, the channel's statistics read from the
+    // node's own agreed outputs (walked first: SlotWalkOrder):
+    //   train y[e]        x[e], gamma[c], beta[c]; own mean[c], rstd[c] (slots 3, 4)
+    //   train running_mean'[c]   running_mean[c]; own mean[c]
+    //   backward dx[e]    dy[e], x[e], gamma[c], mean[c], rstd[c]; own dγ[c], dβ[c] (slots 1, 2)
+    // (The other slots are the reduction rule's.)
+    const bool train = Is(op_kind, {OpKind::kBatchNorm2dTrain});
+    const std::int64_t ch = first[1], hw = first[2] * first[3];
+    plan.channel_values = first[0] * hw;
+    if (train && plan.channel_values < 2) return Status::Invalid("elem-no-rule", "the kernel refuses this x");
+    const InputSlice none{0, 0, {0}};
+    const auto one = [](std::int64_t at, std::int32_t own = -1) { return InputSlice{at, 1, {1}, own}; };
+    plan.rule = ElementRule::kPointwise;
+    if (train && slot == 0) {
+      if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+      const std::int64_t c = (e / hw) % ch;
+      plan.inputs = {one(e), one(c), one(c), none, none, one(c, 3), one(c, 4)};
+      return plan;
+    }
+    if (train && slot == 1) {
+      if (e < 0 || e >= ch) return Status::Invalid("elem-bad-index");
+      plan.inputs = {none, none, none, one(e), none, one(e, 3)};
+      return plan;
+    }
+    if (!train && slot == 0) {
+      if (e < 0 || e >= numel || input_shapes[1] != first) return Status::Invalid("elem-bad-index");
+      const std::int64_t c = (e / hw) % ch;
+      plan.inputs = {one(e), one(e), one(c), one(c), one(c), one(c, 1), one(c, 2)};
+      return plan;
+    }
+    return Status::Invalid("elem-no-rule", "the reduction rule's");
   }
   if (Is(op_kind, {OpKind::kDropout}) && slot == 1 && input_shapes.size() == 1) {
     // keep[e]: the Philox word at e of the node's stream, no input read
@@ -247,6 +283,9 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
   std::vector<std::uint32_t> order;
   if (Is(op_kind, {OpKind::kClipGradNorm}) && num_outputs > 0) order.push_back(num_outputs - 1);  // the norm first
   if (Is(op_kind, {OpKind::kDropout, OpKind::kAttention}) && num_outputs == 2) order.push_back(1);  // keep, att before y
+  if (Is(op_kind, {OpKind::kBatchNorm2dTrain}) && num_outputs == 5)
+    order = {3, 4};  // mean, rstd before the rest
+  if (Is(op_kind, {OpKind::kBatchNorm2dBackward}) && num_outputs == 3) order = {1, 2};  // dγ, dβ before dx
   for (std::uint32_t s = 0; s < num_outputs; ++s) {
     if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
   }
@@ -271,6 +310,27 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
         slot >= plan.inputs.size() - 1 || plan.inputs[slot].count != 1)
       return Status::Invalid("elem-bad-slice", "clip_grad_norm");
     return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
+  }
+  if (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward) {
+    // The kernels' own expressions on the values read (PlanElement's order).
+    std::vector<float> v;
+    for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+      if (plan.inputs[i].count == 1) v.push_back(slice_values[i][0]);
+    }
+    if (*kind == OpKind::kBatchNorm2dTrain) {
+      // The kernel refuses these attributes: the node has no value.
+      const bool valid = decoded->ints.empty() && decoded->floats.size() == 2 &&
+                         std::isfinite(decoded->Float(0)) && decoded->Float(0) > 0.0f &&
+                         decoded->Float(1) >= 0.0f && decoded->Float(1) <= 1.0f;
+      if (!valid) return Status::Invalid("bad-attribute", "batchnorm eps and momentum");
+      if (slot == 0 && v.size() == 5)
+        return kernels::BatchNormValue(v[0], v[3], v[4], v[1], v[2]);  // x, γ, β, mean, rstd
+      if (slot == 1 && v.size() == 2)
+        return kernels::BatchNormRunning(v[0], v[1], decoded->Float(1));  // running, mean
+    }
+    if (*kind == OpKind::kBatchNorm2dBackward && slot == 0 && v.size() == 7)  // dy, x, γ, mean, rstd, dγ, dβ
+      return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], v[5], v[6], plan.channel_values);
+    return Status::Invalid("elem-bad-slice", "batchnorm");
   }
   if (*kind == OpKind::kAttention && slot == 1) {
     // Above the diagonal: the kernel writes +0 whatever qkv holds.

@@ -54,6 +54,7 @@ struct ElementPlan {
   ElementRule rule = ElementRule::kPointwise;
   std::vector<InputSlice> inputs;  // one per node input, in order, then own-output slices
   std::int64_t out_offset = 0;     // e's position in the re-executed output slot
+  std::int64_t channel_values = 0;  // batch-norm: N·H·W, the values of a channel (dx reads their sums)
 };
 
 // The rule for output `slot`, value `e` of an `op_kind` node with these input
@@ -65,6 +66,10 @@ struct ElementPlan {
 //              dropout's keep (no input read; ReexecuteElement with the node's RNG address)
 //   gather:    embedding's y[p, j] (indices, weight [V, D]): the index at p (of the
 //              batch: verify/batch_opening.h) and weight[index, j] (a gathered slice)
+//   batch-norm: batchnorm2d_train's y (x at e, γ, β at its channel c, the node's own mean
+//              and rstd at c: slots 3, 4, walked first) and running_mean' (running_mean at c,
+//              own mean at c); batchnorm2d_backward's dx (dy, x at e, γ, mean, rstd at c, the
+//              node's own dγ, dβ at c: slots 1, 2) — the kernels' expressions (kernels/ops/norm.h)
 //   row:       softmax, softmax_backward (slot 0), layernorm (y, mean, rstd),
 //              layernorm_backward dx (slot 0: the rows of dy and x, gamma, the row's mean and rstd)
 // Invalid "elem-no-rule" otherwise, "elem-bad-index" for e outside the output.
@@ -74,7 +79,8 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
 // The order in which level 4 looks for the first differing output slot of
 // an `op_kind` node with `num_outputs` outputs: a slot that other slots'
 // element rules read (clip_grad_norm's norm, dropout's keep, attention's att:
-// verify::DotElementAt's kOwnOutput factor) comes before them; otherwise
+// verify::DotElementAt's kOwnOutput factor; batch-norm's mean and rstd, its
+// backward's dγ and dβ) comes before them; otherwise
 // slot order. The referee walks the first slot in this order whose roots
 // differ, so every own-output slice a plan names is agreed.
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs);

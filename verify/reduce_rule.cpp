@@ -1,6 +1,7 @@
 #include "verify/reduce_rule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -10,6 +11,7 @@
 #include "kernels/arith_hd.h"
 #include "kernels/ops/attention.h"
 #include "kernels/ops/embedding.h"
+#include "kernels/ops/norm.h"
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
@@ -275,6 +277,53 @@ Result<Heads> HeadsOf(ByteSpan attrs, const kernels::Shape& qkv) {
   return g;
 }
 
+// conv2d_backward's dx[n, ci, ih, iw] (dy [N, Co, OH, OW], x [N, Ci, H, W],
+// w [Co, Ci, KH, KW]; attributes stride_h, stride_w, pad_h, pad_w): the
+// kernel's col2im adds, from +0 and in increasing tap order r = kh·KW + kw,
+// dcol[ci·KK + r][oh·OW + ow] for each tap whose output position
+// oh·sh − ph + kh = ih, ow·sw − pw + kw = iw exists; each dcol value is the
+// repops GEMM element Σ_co w[co, ci, kh, kw]·dy[n, co, oh, ow] from +0. One
+// row block per such tap (a kDot scan over co), then the outer TreeSum of
+// the rows: with at most kTreeBlock taps, one block summed left to right
+// from +0 — col2im's order. A value no tap reaches (a stride past the
+// kernel) is +0 read from nothing: no rule here.
+Result<ReduceElement> ConvInputGradAt(ByteSpan attrs, std::int64_t e, const kernels::Shape& dy,
+                                      const kernels::Shape& x, const kernels::Shape& w) {
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok() || decoded->ints.size() != 4)
+    return Status::Invalid("elem-no-reduce-rule", "conv2d attributes");
+  const std::int64_t sh = decoded->ints[0], sw = decoded->ints[1], ph = decoded->ints[2],
+                     pw = decoded->ints[3];
+  const std::int64_t nb = x[0], ci_count = x[1], h = x[2], wd = x[3], co = w[0], kh_count = w[2],
+                     kw_count = w[3];
+  if (sh < 1 || sw < 1 || ph < 0 || pw < 0 || w[1] != ci_count || kh_count * kw_count > kTreeBlock)
+    return Status::Invalid("elem-no-reduce-rule", "conv2d geometry");
+  const std::int64_t oh_count = (h + 2 * ph - kh_count) / sh + 1,
+                     ow_count = (wd + 2 * pw - kw_count) / sw + 1;
+  if (dy != kernels::Shape{nb, co, oh_count, ow_count})
+    return Status::Invalid("elem-no-reduce-rule", "conv2d dy");
+  if (e < 0 || e >= kernels::NumElements(x)) return Status::Invalid("elem-bad-index");
+  const std::int64_t n = e / (ci_count * h * wd), ci = (e / (h * wd)) % ci_count, ih = (e / wd) % h,
+                     iw = e % wd;
+  const std::int64_t kk = kh_count * kw_count, ohw = oh_count * ow_count;
+  TermOperand wt{.input = 2, .stride = ci_count * kk}, dyt{.input = 0, .stride = ohw};
+  for (std::int64_t r = 0; r < kk; ++r) {
+    const std::int64_t th = ih + ph - r / kw_count, tw = iw + pw - r % kw_count;
+    if (th < 0 || tw < 0 || th % sh != 0 || tw % sw != 0 || th / sh >= oh_count || tw / sw >= ow_count)
+      continue;
+    wt.row_firsts.push_back(ci * kk + r);
+    dyt.row_firsts.push_back(n * co * ohw + (th / sh) * ow_count + tw / sw);
+  }
+  if (wt.row_firsts.empty()) return Status::Invalid("elem-no-reduce-rule", "no tap reaches this value");
+  ReduceElement el;
+  el.scan = ReduceScan::kDot;
+  el.scan_count = co;
+  el.rows = static_cast<std::int64_t>(wt.row_firsts.size());
+  el.scan_reads = {std::move(wt), std::move(dyt)};
+  el.outer = ReduceOuter::kSum;
+  return el;
+}
+
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
   ReduceElement el;
   el.segments = {n};
@@ -349,6 +398,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     if (bad_index(co)) return Status::Invalid("elem-bad-index");
     return Plain(nb * ohw, {TermOperand{0, e * ohw, 1, ohw, co * ohw}});
   }
+  if (Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[0].size() == 4 &&
+      in[1].size() == 4 && in[2].size() == 4)
+    return ConvInputGradAt(attrs, e, in[0], in[1], in[2]);
   if (Is(op_kind, OpKind::kLayerNormBackward) && (slot == 1 || slot == 2) && in.size() == 5) {
     // (dy, x, gamma, mean, rstd): dγ[c] = TreeSum_r dy[r, c]·x̂[r, c], dβ[c] = TreeSum_r dy[r, c].
     const std::int64_t c = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, c);
@@ -367,13 +419,38 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     x.input = 1;
     return Plain(nb * hw, {at, x, TermOperand{3, e, 0}, TermOperand{4, e, 0}}, ReduceTerm::kNormProduct);
   }
-  if (Is(op_kind, OpKind::kBatchNorm2dTrain) && slot == 3 && in.size() == 5 && in[0].size() == 4) {
-    // saved_mean[c] = TreeSum over j = n·HW + p of x / (N·HW).
-    const std::int64_t nb = in[0][0], ch = in[0][1], hw = in[0][2] * in[0][3];
+  if (Is(op_kind, OpKind::kBatchNorm2dTrain) && (slot == 2 || slot == 3 || slot == 4) && in.size() == 5 &&
+      in[0].size() == 4) {
+    // (x, gamma, beta, running_mean, running_var), per channel c over
+    // j = n·HW + p. saved_mean[c] = TreeSum of x / (N·HW); rstd[c] and
+    // running_var'[c] from ssq = TreeSum of (x − mean)², mean the node's
+    // own agreed slot 3.
+    const std::int64_t nb = in[0][0], ch = in[0][1], hw = in[0][2] * in[0][3], n = nb * hw;
     if (bad_index(ch)) return Status::Invalid("elem-bad-index");
-    ReduceElement el = Plain(nb * hw, {TermOperand{0, e * hw, 1, hw, ch * hw}});
-    el.epilogue = ReduceEpilogue::kDivide;
-    el.divisor = nb * hw;
+    const TermOperand x{0, e * hw, 1, hw, ch * hw};
+    if (slot == 3) {
+      ReduceElement el = Plain(n, {x});
+      el.epilogue = ReduceEpilogue::kDivide;
+      el.divisor = n;
+      return el;
+    }
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 2 || n < 2)
+      return Status::Invalid("elem-no-reduce-rule", "batchnorm attributes");
+    ReduceElement el = Plain(n, {x, TermOperand{kOwnOutput + 3, e, 0}}, ReduceTerm::kSquaredDeviation);
+    el.eps = decoded->Float(0);
+    el.momentum = decoded->Float(1);
+    // The kernel refuses these attributes: the node has no value to judge.
+    if (!(std::isfinite(el.eps) && el.eps > 0.0f && el.momentum >= 0.0f && el.momentum <= 1.0f))
+      return Status::Invalid("elem-no-reduce-rule", "batchnorm attributes");
+    if (slot == 4) {
+      el.epilogue = ReduceEpilogue::kRstd;
+      el.divisor = n;
+    } else {
+      el.final = ReduceFinal::kRunningVar;
+      el.final_reads = {TermOperand{4, e, 0}};
+      el.divisor = n - 1;
+    }
     return el;
   }
   if (Is(op_kind, OpKind::kCrossEntropyBackward) && slot == 0 && in.size() == 3 && in[1].size() >= 2) {
@@ -631,13 +708,22 @@ Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const V
   return out;
 }
 
-ValueAt TensorValues(std::span<const kernels::Tensor> tensors) {
-  return [tensors](std::uint32_t input, std::int64_t index) -> Result<float> {
-    if (input >= tensors.size() || index < 0 || index >= tensors[input].numel())
+ValueAt TensorValues(std::span<const kernels::Tensor> tensors, std::span<const kernels::Tensor> outputs) {
+  return [tensors, outputs](std::uint32_t input, std::int64_t index) -> Result<float> {
+    const bool own = input >= kOwnOutput;
+    const std::span<const kernels::Tensor> from = own ? outputs : tensors;
+    const std::uint32_t i = own ? input - kOwnOutput : input;
+    if (i >= from.size() || index < 0 || index >= from[i].numel())
       return Status::Invalid("elem-bad-index",
                              "input " + std::to_string(input) + " value " + std::to_string(index));
-    return tensors[input][index];
+    return from[i][index];
   };
+}
+
+const InputTensor* TensorOfRead(std::span<const InputTensor> inputs, std::span<const InputTensor> own,
+                                std::uint32_t input) {
+  if (input >= kOwnOutput) return input - kOwnOutput < own.size() ? &own[input - kOwnOutput] : nullptr;
+  return input < inputs.size() ? &inputs[input] : nullptr;
 }
 
 float TermValue(ReduceTerm term, std::span<const float> v, float max) {
@@ -650,6 +736,10 @@ float TermValue(ReduceTerm term, std::span<const float> v, float max) {
       return v[0] * ((v[1] - v[2]) * v[3]);
     case ReduceTerm::kExpShifted:
       return kernels::opsdetail::RepopsMath::Exp(v[0] - max);  // the kernels' ExpShifted, one value
+    case ReduceTerm::kSquaredDeviation: {
+      const float d = v[0] - v[1];  // the batch-norm kernel's dev(j), squared
+      return d * d;
+    }
   }
   return 0.0f;
 }
@@ -686,6 +776,8 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       using M = kernels::opsdetail::RepopsMath;
       if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
         return left * kernels::AttentionScale<M>(el.scale_dim);
+      if (el.final == ReduceFinal::kRunningVar && v.size() == 1)  // (running_var[c]); right: ssq
+        return kernels::BatchNormRunning(v[0], right / static_cast<float>(el.divisor), el.momentum);
       // (label, x[label]): ReadStep checked the label.
       if (el.final == ReduceFinal::kCrossEntropyLoss && v.size() == 2)
         return kernels::CrossEntropyRowLoss(left, M::Log(right), v[1]);
@@ -710,6 +802,9 @@ float ReduceOutput(const ReduceElement& el, float sum) {
       return sum / static_cast<float>(el.divisor);
     case ReduceEpilogue::kSqrt:
       return detmath::Sqrt(sum);  // the repops policy's Sqrt
+    case ReduceEpilogue::kRstd:
+      return kernels::BatchNormRstd<kernels::opsdetail::RepopsMath>(sum / static_cast<float>(el.divisor),
+                                                                    el.eps);
   }
   return sum;
 }
@@ -790,13 +885,14 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
 
 }  // namespace
 
-Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs) {
-  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, TensorValues(inputs));
+Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
+                                          std::span<const kernels::Tensor> outputs) {
+  const ValueAt value_at = TensorValues(inputs, outputs);
+  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at);
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
   std::vector<float> p;
   p.reserve(steps + 1);
   p.push_back(+0.0f);
-  const ValueAt value_at = TensorValues(inputs);
   // Any step by the rule: combinations, final steps, the outer sum.
   const auto step = [&]() -> Status {
     VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
@@ -845,7 +941,7 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
 
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
                                          const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
-                                         const OpenedBatch* batch) {
+                                         const OpenedBatch* batch, std::span<const InputTensor> own) {
   constexpr std::string_view kReason = "elem-bad-step";
   const std::uint64_t steps = el.Steps();
   if (claim.m >= steps) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
@@ -870,14 +966,15 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<cons
   const std::vector<StepRead> reads = StepReads(el, st);
   std::size_t hashed = 0;
   for (const StepRead& r : reads) {
-    if (r.input >= inputs.size()) return Status::Invalid(kReason, "no input " + std::to_string(r.input));
-    hashed += inputs[r.input].batch ? 0 : 1;
+    const InputTensor* in = TensorOfRead(inputs, own, r.input);
+    if (in == nullptr) return Status::Invalid(kReason, "no input " + std::to_string(r.input));
+    hashed += in->batch ? 0 : 1;
   }
   if (claim.reads.size() != hashed) return Status::Invalid(kReason, "the step's reads");
   std::size_t opened = 0;
   VT_ASSIGN_OR_RETURN(const std::vector<ReadValue> read,
                       ReadStep(reads, [&](std::uint32_t input, std::int64_t index) -> Result<float> {
-                        const InputTensor& in = inputs[input];
+                        const InputTensor& in = *TensorOfRead(inputs, own, input);
                         if (!in.batch) return VerifyValue(in.hash, in.shape, index, claim.reads[opened++]);
                         if (batch == nullptr)
                           return Status::Invalid(kReason, "a batch value comes from the batch opening");

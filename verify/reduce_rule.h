@@ -19,7 +19,10 @@
 //
 // Implemented: sum and mean (whole tensor or one axis), linear_backward db,
 // conv2d_backward db, layernorm_backward dγ and dβ, batchnorm2d_backward dγ
-// and dβ, clip_grad_norm's norm, cross_entropy_backward's dlogits — a
+// and dβ, conv2d_backward's dx (col2im over its taps' dot products),
+// batchnorm2d_train's batch mean, rstd and running variance (the
+// sum of squared deviations from the node's own mean), clip_grad_norm's
+// norm, cross_entropy_backward's dlogits — a
 // softmax row's running max, its TreeSum of Exp(x − max) and a final step
 // that reads the label from the batch — and cross_entropy's loss: that
 // block once per row, its final step the row's loss, then an outer TreeSum
@@ -50,10 +53,11 @@ class OpenedBatch;
 
 // What one term of the sum is, from the values it reads (in ReduceElement::operands order).
 enum class ReduceTerm : std::uint8_t {
-  kValue = 0,        // v                          (sum, mean, biases' and norms' dβ)
-  kSquare = 1,       // v·v                        (clip_grad_norm)
-  kNormProduct = 2,  // dy·((x − mean)·rstd)       (layernorm / batch-norm dγ: dy, x, mean, rstd)
-  kExpShifted = 3,   // Exp(x − max), max the row's max scan's last leaf (cross-entropy's s)
+  kValue = 0,             // v                          (sum, mean, biases' and norms' dβ)
+  kSquare = 1,            // v·v                        (clip_grad_norm)
+  kNormProduct = 2,       // dy·((x − mean)·rstd)       (layernorm / batch-norm dγ: dy, x, mean, rstd)
+  kExpShifted = 3,        // Exp(x − max), max the row's max scan's last leaf (cross-entropy's s)
+  kSquaredDeviation = 4,  // (x − mean)·(x − mean)  (batch-norm's ssq: x, mean)
 };
 
 // What the output value is, from the sum.
@@ -61,6 +65,7 @@ enum class ReduceEpilogue : std::uint8_t {
   kNone = 0,    // the sum (or the final step's leaf)
   kDivide = 1,  // sum / divisor (mean)
   kSqrt = 2,    // sqrt(sum)     (clip_grad_norm's norm)
+  kRstd = 3,    // kernels::BatchNormRstd(sum / divisor, eps)  (batch-norm's rstd)
 };
 
 // A last step of the row block computing its value from the row's max and
@@ -75,21 +80,30 @@ enum class ReduceFinal : std::uint8_t {
   kCrossEntropyLoss = 2,
   // An attention score: the scan's dot times kernels::AttentionScale(scale_dim).
   kAttentionScale = 3,
+  // A batch-norm running variance: kernels::BatchNormRunning(running_var[c],
+  // sum / divisor, momentum), reading (running_var[c]); the sum is the
+  // channel's ssq and the divisor n − 1 (the unbiased variance).
+  kRunningVar = 4,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
 // input `input` (+ the segment's index, for clip_grad_norm's one segment per
 // tensor) at first + r·row_stride + (j / period)·outer_stride + (j % period)·stride,
-// or first + r·row_stride + j·stride when period is 0. A gathered operand
-// (`gather_from` ≥ 0, a final read only) adds the value of the step's read
-// `gather_from`, a row of a table of `gather_rows` (cross-entropy's x[r, label]).
+// or first + r·row_stride + j·stride when period is 0. Rows that lie at no
+// common stride (conv2d_backward's dx: one row per kernel tap that reaches
+// the value) name their starts instead: row_firsts[r] replaces
+// first + r·row_stride. A gathered operand (`gather_from` ≥ 0, a final read
+// only) adds the value of the step's read `gather_from`, a row of a table of
+// `gather_rows` (cross-entropy's x[r, label]).
 struct TermOperand {
   std::uint32_t input = 0;
   std::int64_t first = 0, stride = 1, period = 0, outer_stride = 0, row_stride = 0;
   std::int32_t gather_from = -1;
   std::int64_t gather_rows = 0;
+  std::vector<std::int64_t> row_firsts = {};
   std::int64_t Index(std::int64_t j, std::int64_t row = 0) const {
-    const std::int64_t at = first + row * row_stride;
+    const std::int64_t at =
+        row_firsts.empty() ? first + row * row_stride : row_firsts[static_cast<std::size_t>(row)];
     return period == 0 ? at + j * stride : at + (j / period) * outer_stride + (j % period) * stride;
   }
   bool operator==(const TermOperand&) const = default;
@@ -165,6 +179,7 @@ struct ReduceElement {
   ReduceOuter outer = ReduceOuter::kNone;
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
+  float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the batch-norm node's attributes
   std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
@@ -179,6 +194,10 @@ struct ReduceElement {
 //   conv2d_backward slot 2               db[co] = TreeSum over (n, p) of dy[n, co, p]
 //   layernorm_backward slots 1, 2        dγ[c] = TreeSum_r dy·x̂,  dβ[c] = TreeSum_r dy
 //   batchnorm2d_backward slots 1, 2      dγ[c], dβ[c] over (n, h, w)
+//   batchnorm2d_train slot 3             the batch mean[c] = TreeSum over (n, h, w) of x / (N·H·W)
+//   batchnorm2d_train slots 4, 2         rstd[c] and running_var'[c] from ssq = TreeSum of
+//                                        (x − mean)², mean the node's own slot 3 (kOwnOutput + 3,
+//                                        walked first: verify::SlotWalkOrder)
 //   clip_grad_norm last slot             norm = sqrt(halving tree over s_i), s_i = TreeSum(g_i²)
 //   cross_entropy_backward slot 0        dlogits[r, k]: row r's running max, s = TreeSum Exp(x − max),
 //                                        then the final step (reads x[r, k], label[r] of the batch, dloss)
@@ -189,6 +208,11 @@ struct ReduceElement {
 //                                        (u > t: the mask's +0, verify/element_rules.h)
 //   attention_backward slot 0            dqkv: dv[u, i] = Σ_t att_tu·dy_t[i] (a T-step dot scan);
 //                                        dq, dk: AttentionGrad's layout
+//   conv2d_backward slot 0               dx[n, ci, ih, iw]: col2im's sum from +0, in tap order, of
+//                                        dcol[ci·KK + r][p] over the taps r = kh·KW + kw whose output
+//                                        position p exists; each row a kDot scan over co of
+//                                        w[co, ci, kh, kw]·dy[n, co, p] (the repops GEMM element), the
+//                                        outer kSum over the taps (KH·KW ≤ 64: sequential from +0)
 //   embedding_backward slot 0            dW[v, d] = the masked scan over the positions p: + dy[p, d]
 //                                        where idx[p] = v (idx read from the batch, one example a step)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
@@ -262,9 +286,10 @@ using ValueAt = std::function<Result<float>(std::uint32_t input, std::int64_t in
 // gathering value is not a row of its table (kernels::IsRowIndex: the
 // operator fails on these inputs, as the kernel does); `value_at`'s errors.
 Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const ValueAt& value_at);
-// `value_at` over whole tensors (a party's inputs); Invalid "elem-bad-index"
+// `value_at` over whole tensors (a party's inputs, and the node's own
+// outputs for the reads at kOwnOutput + s); Invalid "elem-bad-index"
 // outside them.
-ValueAt TensorValues(std::span<const kernels::Tensor> tensors);
+ValueAt TensorValues(std::span<const kernels::Tensor> tensors, std::span<const kernels::Tensor> outputs = {});
 // The term from the values it reads (fp32, the kernels' expression); `max`
 // is the row's max for a kExpShifted term.
 float TermValue(ReduceTerm term, std::span<const float> values, float max = 0.0f);
@@ -276,10 +301,12 @@ Result<float> StepValue(const ReduceElement& element, const ReduceStep& step, fl
 // The output value from the sum (the epilogue).
 float ReduceOutput(const ReduceElement& element, float sum);
 
-// All Steps() + 1 partial results from the node's input tensors (a party
-// computes these for one value, on demand). Invalid "elem-bad-index" when
-// an operand lies outside its tensor.
-Result<std::vector<float>> ReducePartials(const ReduceElement& element, std::span<const kernels::Tensor> inputs);
+// All Steps() + 1 partial results from the node's input tensors and its own
+// outputs (a party computes these for one value, on demand). Invalid
+// "elem-bad-index" when an operand lies outside its tensor.
+Result<std::vector<float>> ReducePartials(const ReduceElement& element,
+                                          std::span<const kernels::Tensor> inputs,
+                                          std::span<const kernels::Tensor> outputs = {});
 
 // Level 5b's final move for the reduction rule, as one claim: the walk
 // ended at leaf m+1 (leaf m agreed). It carries the step's operand leaves
@@ -299,12 +326,17 @@ struct ReduceStepClaim {
 
 // An agreed input of the node, by its tensor hash; or a tensor of the
 // batch (`batch`: 0 inputs, 1 targets), whose values come from a batch
-// opening (verify/batch_opening.h).
+// opening (verify/batch_opening.h). A read at kOwnOutput + s is of the
+// node's own output slot s: `own[s]` (its records' common hash).
 struct InputTensor {
   Hash256 hash;
   kernels::Shape shape;
   std::optional<std::uint32_t> batch;
 };
+// The tensor a read names: inputs[input], or own[input − kOwnOutput];
+// nullptr when there is none.
+const InputTensor* TensorOfRead(std::span<const InputTensor> inputs, std::span<const InputTensor> own,
+                                std::uint32_t input);
 
 // The referee's verdict on a ReduceStepClaim, and every worker's prediction
 // of it: the step (ReduceStepAt), its operand leaves against roots[0], both
@@ -317,7 +349,8 @@ struct InputTensor {
 // number of reads) or VerifyValue's reasons.
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
                                          const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
-                                         const OpenedBatch* batch = nullptr);
+                                         const OpenedBatch* batch = nullptr,
+                                         std::span<const InputTensor> own = {});
 
 // When both parties' partial results agree to the sum, the disputed step is
 // the epilogue: y = ReduceOutput(sum).

@@ -33,7 +33,7 @@ std::vector<float> Factors(const kernels::Tensor& t, std::int64_t k, const Index
   return v;
 }
 
-// A dot factor's tensor: a node input, or the node's own (agreed) output slot.
+// A dot factor's or a reduction read's tensor: a node input, or the node's own (agreed) output slot.
 const kernels::Tensor& FactorTensor(const ElementSide& side, std::uint32_t index) {
   return index >= verify::kOwnOutput ? side.outputs.at(index - verify::kOwnOutput) : side.inputs.at(index);
 }
@@ -161,7 +161,7 @@ Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteS
                                                   std::int64_t e) {
   const std::vector<kernels::Shape> shapes = InputShapes(side);
   VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::ReduceElementAt(side.op_kind, attrs, slot, e, shapes));
-  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs));
+  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs, side.outputs));
   return ReducePartialsAnswerOf(el, std::move(partials));
 }
 
@@ -181,11 +181,11 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
   }
   VT_ASSIGN_OR_RETURN(
       const std::vector<verify::ReadValue> reads,
-      verify::ReadStep(verify::StepReads(mine.element, st), verify::TensorValues(side.inputs)));
+      verify::ReadStep(verify::StepReads(mine.element, st), verify::TensorValues(side.inputs, side.outputs)));
   for (const verify::ReadValue& r : reads) {
     // A value of the batch travels in its example, not as a value opening.
     if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
-    o.reads.push_back(verify::OpenValue(side.inputs[r.input], r.index));
+    o.reads.push_back(verify::OpenValue(FactorTensor(side, r.input), r.index));
   }
   const std::vector<std::uint64_t> positions =
       verify::StepBatchPositions(mine.element, st, side.refs, InputShapes(side));
@@ -229,7 +229,9 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
                                               const std::array<Hash256, 2>& roots,
                                               const verify::ReduceStepClaim& claim,
                                               const verify::OpenedBatch* batch) {
-  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch);
+  std::vector<verify::InputTensor> own;
+  for (const kernels::Tensor& t : side.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
+  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch, own);
 }
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {

@@ -87,7 +87,6 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
     T* ro = outs.Bind(saved_rstd);
     const float* xd = x.data();
     const T eps = static_cast<T>(params.eps), mom = static_cast<T>(params.momentum);
-    const T one_minus = T(1) - mom;
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
         auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
@@ -106,16 +105,16 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
           var = ssq / static_cast<T>(n);
           var_unbiased = ssq / static_cast<T>(n - 1);
         }
-        const T rstd = T(1) / M::Sqrt(var + eps);
+        const T rstd = BatchNormRstd<M>(var, eps);
         const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
         for (std::int64_t i = 0; i < nb; ++i) {
           const std::int64_t base = (i * c_count + c) * hw;
           for (std::int64_t p = 0; p < hw; ++p) {
-            yo[base + p] = ((static_cast<T>(xd[base + p]) - mean) * rstd) * g + b;
+            yo[base + p] = BatchNormValue(static_cast<T>(xd[base + p]), mean, rstd, g, b);
           }
         }
-        rmo[c] = one_minus * static_cast<T>(running_mean[c]) + mom * mean;
-        rvo[c] = one_minus * static_cast<T>(running_var[c]) + mom * var_unbiased;
+        rmo[c] = BatchNormRunning(static_cast<T>(running_mean[c]), mean, mom);
+        rvo[c] = BatchNormRunning(static_cast<T>(running_var[c]), var_unbiased, mom);
         mo[c] = mean;
         ro[c] = rstd;
       }
@@ -144,11 +143,12 @@ Status BatchNorm2dEval(const OpContext& ctx, const Tensor& x, const Tensor& gamm
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const std::int64_t c = pl % c_count;
         const T mean = static_cast<T>(running_mean[c]);
-        const T rstd = T(1) / M::Sqrt(static_cast<T>(running_var[c]) + eps);
+        const T rstd = BatchNormRstd<M>(static_cast<T>(running_var[c]), eps);
         const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
         const float* in = x.data() + pl * hw;
         T* out = yo + pl * hw;
-        for (std::int64_t p = 0; p < hw; ++p) out[p] = ((static_cast<T>(in[p]) - mean) * rstd) * g + b;
+        for (std::int64_t p = 0; p < hw; ++p)
+          out[p] = BatchNormValue(static_cast<T>(in[p]), mean, rstd, g, b);
       }
     });
     return outs.Commit(ctx);
@@ -184,13 +184,12 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
         const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); });
         const T sum_dy_xhat = DotOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); },
                                        [&](std::int64_t j) { return (static_cast<T>(xd[at(j)]) - mean) * rstd; });
-        const T k = (static_cast<T>(gamma[c]) * rstd) / static_cast<T>(n);
-        const T nt = static_cast<T>(n);
+        const T g = static_cast<T>(gamma[c]);
         for (std::int64_t i = 0; i < nb; ++i) {
           const std::int64_t base = (i * c_count + c) * hw;
           for (std::int64_t p = 0; p < hw; ++p) {
-            const T xhat = (static_cast<T>(xd[base + p]) - mean) * rstd;
-            dxo[base + p] = k * ((nt * static_cast<T>(dyd[base + p]) - sum_dy) - xhat * sum_dy_xhat);
+            dxo[base + p] = BatchNormGradValue(static_cast<T>(dyd[base + p]), static_cast<T>(xd[base + p]), g,
+                                               mean, rstd, sum_dy_xhat, sum_dy, n);
           }
         }
         dgo[c] = sum_dy_xhat;

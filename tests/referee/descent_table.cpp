@@ -22,6 +22,7 @@
 #include "protocol/state.h"
 #include "verify/batch_opening.h"
 #include "verify/descent.h"
+#include "verify/element_game.h"
 #include "verify/element_rules.h"
 #include "verify/reduce_rule.h"
 
@@ -320,11 +321,13 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
         if (!st.ok()) continue;
         Opened reads;
         for (const verify::StepRead& r : verify::StepReads(*red, *st)) {
-          if (node.inputs.at(r.input).source == graph::NodeInputSource::kBatch) {
+          const auto own = verify::OwnOutputSlot(r.input);  // batch-norm's mean
+          if (!own && node.inputs.at(r.input).source == graph::NodeInputSource::kBatch) {
             reads.bytes += batch.header + batch.example;
             continue;
           }
-          const Opened o = OpenSlice(Numel(in[r.input]), static_cast<std::uint64_t>(r.index), 1);
+          const std::uint64_t of = own ? Numel(node.output_shapes.at(*own)) : Numel(in[r.input]);
+          const Opened o = OpenSlice(of, static_cast<std::uint64_t>(r.index), 1);
           reads.bytes += o.bytes;
           reads.sha += o.sha;
         }
@@ -334,7 +337,10 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       const Opened operands{2 * leaf.bytes + term.bytes, 2 * leaf.sha + term.sha};
       p.tx_bytes = kTxEnvelope + std::max(2 * leaf.bytes + operands.bytes, kHashBytes + 2 * leaf.bytes);
       p.sha = 2 * leaf.sha + operands.sha;
-      p.flops = red->term == verify::ReduceTerm::kNormProduct ? 4 : 2;
+      p.flops =
+          red->term == verify::ReduceTerm::kNormProduct || red->term == verify::ReduceTerm::kSquaredDeviation
+              ? 4
+              : 2;
       p.l5 = crypto::MerkleShape(steps + 1).height();
     } else {
       return std::nullopt;

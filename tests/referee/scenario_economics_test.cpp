@@ -373,13 +373,15 @@ std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
 // With the network's real limit (1 MiB, gossip's cap, as ChainParams
 // max_tx_bytes), a job is refused at posting, with the reason, when an
 // honest party may have to send more than that: the whole arbitration of a
-// node the element level does not cover (cnn-fashion's batch norms, up to
-// 1.6 MB), or any node's on a chain or in a mode without the element level
-// (GPT-2 small's lm_head.backward: ~363 MB). The testnet jobs (their MLPs:
-// the synthetic mlp-tiny one and fashion 784-32-10) and the tiny GPT are
-// accepted in every mode with bonds at their minimum; mlp-fashion, a
-// 2048-wide MLP, the GPT-2-vocabulary job and GPT-2 small, whose every node
-// the element level covers, in repops mode only.
+// node the element level does not cover (cnn-fashion's stem convolution
+// backward, which reads the batch, at B = 64: 3.4 MB), or any node's on a
+// chain or in a mode without the element level (GPT-2 small's
+// lm_head.backward: ~363 MB). The testnet jobs (their MLPs: the synthetic
+// mlp-tiny one and fashion 784-32-10) and the tiny GPT are accepted in every
+// mode with bonds at their minimum; mlp-fashion, cnn-fashion at B = 16 (its
+// batch norms' 1.6 MB whole arbitrations covered), a 2048-wide MLP, the
+// GPT-2-vocabulary job and GPT-2 small, whose big nodes the element level
+// covers, in repops mode only.
 TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   vm::ChainParams params;
   params.chain_id = TestChain::kChainId;
@@ -445,8 +447,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     }
   }
   {
-    // cnn-fashion: its batch-norm and conv2d_backward dx have no element rule.
-    const PresetJob p{"cnn-fashion", 16, 512};
+    // cnn-fashion at B = 64: its stem convolution reads the batch, which its
+    // dot rule cannot open, so that node is arbitrated whole — 64 images.
+    const PresetJob p{"cnn-fashion", 64, 512};
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
@@ -469,7 +472,8 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     PresetJob job;
     std::uint64_t whole_at_least;
   };
-  const Covered covered_jobs[] = {{{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20},
+  const Covered covered_jobs[] = {{{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20},
+                                  {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20},
                                   {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20},
                                   {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
   referee::RefereeParams whole;

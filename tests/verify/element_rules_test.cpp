@@ -95,6 +95,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
   const kernels::Shape x4{rows, 2, h, w};
   const kernels::Shape pooled{rows, 2, (h + 2 * pool.pad_h - pool.kernel_h) / pool.stride_h + 1,
                               (w + 2 * pool.pad_w - pool.kernel_w) / pool.stride_w + 1};
+  const kernels::Shape bn{rows, 3, h, w + 1};
   const std::int64_t sum_axis = static_cast<std::int64_t>(rng() % 2);
   const std::int64_t att_t = std::min<std::int64_t>(rows + 3, 8);
   std::vector<Node> nodes = {
@@ -103,43 +104,99 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
       {"gelu", OpKind::kGelu, {}, {RandomTensor(rng, x)}, {}},
       {"gelu_backward", OpKind::kGeluBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
       {"add", OpKind::kAdd, {}, {RandomTensor(rng, x), RandomTensor(rng, x)}, {}},
-      {"sgd", OpKind::kSgd, {{1}, {f(0.9f), f(0.01f)}},
-       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), lr}, {}},
-      {"adamw", OpKind::kAdamW, {{3}, {f(0.9f), f(0.999f), f(1e-8f), f(0.01f)}},
-       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x, true), lr}, {}},
+      {"sgd",
+       OpKind::kSgd,
+       {{1}, {f(0.9f), f(0.01f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), lr},
+       {}},
+      {"adamw",
+       OpKind::kAdamW,
+       {{3}, {f(0.9f), f(0.999f), f(1e-8f), f(0.01f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, x, true), lr},
+       {}},
       {"softmax", OpKind::kSoftmax, {}, {RandomTensor(rng, x)}, {}},
-      {"softmax_backward", OpKind::kSoftmaxBackward, {}, {RandomTensor(rng, x), RandomTensor(rng, x, true)}, {}},
-      {"layernorm", OpKind::kLayerNorm, {{}, {f(1e-5f)}},
-       {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {c})}, {}},
-      {"layernorm_backward", OpKind::kLayerNormBackward, {},
+      {"softmax_backward",
+       OpKind::kSoftmaxBackward,
+       {},
+       {RandomTensor(rng, x), RandomTensor(rng, x, true)},
+       {}},
+      {"layernorm",
+       OpKind::kLayerNorm,
+       {{}, {f(1e-5f)}},
+       {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {c})},
+       {}},
+      {"layernorm_backward",
+       OpKind::kLayerNormBackward,
+       {},
        {RandomTensor(rng, x), RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {rows}),
         RandomTensor(rng, {rows}, true)},
        {},
        1},  // dγ, dβ: the reduction rule (reduce_rule_test)
       {"dropout", OpKind::kDropout, {{}, {f(0.25f)}}, {RandomTensor(rng, x)}, {}},
-      {"dropout_backward", OpKind::kDropoutBackward, {{}, {f(0.1f)}}, {RandomTensor(rng, x), Keep(rng, x)}, {}},
+      {"dropout_backward",
+       OpKind::kDropoutBackward,
+       {{}, {f(0.1f)}},
+       {RandomTensor(rng, x), Keep(rng, x)},
+       {}},
       {"reshape", OpKind::kReshape, {{c, rows}, {}}, {RandomTensor(rng, x)}, {}},
       // The clipped gradients (the norm, last, is the reduction rule's).
-      {"clip_grad_norm", OpKind::kClipGradNorm, {{}, {f(rng() % 2 ? 1.0f : 1e6f)}},
+      {"clip_grad_norm",
+       OpKind::kClipGradNorm,
+       {{}, {f(rng() % 2 ? 1.0f : 1e6f)}},
        {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {3})},
        {},
        3},
       {"maxpool2d", OpKind::kMaxPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
       {"avgpool2d", OpKind::kAvgPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
-      {"maxpool2d_backward", OpKind::kMaxPool2dBackward, kernels::Pool2dAttrs(pool),
-       {RandomTensor(rng, pooled), RandomTensor(rng, x4)}, {}},
-      {"avgpool2d_backward", OpKind::kAvgPool2dBackward, kernels::Pool2dAttrs(pool),
-       {RandomTensor(rng, pooled), RandomTensor(rng, x4)}, {}},
-      {"sum_backward", OpKind::kSumBackward, kernels::ReduceAttrs(sum_axis),
-       {RandomTensor(rng, sum_axis == 0 ? kernels::Shape{c} : kernels::Shape{rows}), RandomTensor(rng, x)}, {}},
+      {"maxpool2d_backward",
+       OpKind::kMaxPool2dBackward,
+       kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, pooled), RandomTensor(rng, x4)},
+       {}},
+      {"avgpool2d_backward",
+       OpKind::kAvgPool2dBackward,
+       kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, pooled), RandomTensor(rng, x4)},
+       {}},
+      {"sum_backward",
+       OpKind::kSumBackward,
+       kernels::ReduceAttrs(sum_axis),
+       {RandomTensor(rng, sum_axis == 0 ? kernels::Shape{c} : kernels::Shape{rows}), RandomTensor(rng, x)},
+       {}},
       // att (slot 1) above the diagonal; y is the dot rule's (worker_element_dot_ops_test).
-      {"attention", OpKind::kAttention, kernels::AttentionAttrs(2),
-       {RandomTensor(rng, {2, att_t, 2 * 3 * 4})}, {}, 0, 1, att_t},
+      {"attention",
+       OpKind::kAttention,
+       kernels::AttentionAttrs(2),
+       {RandomTensor(rng, {2, att_t, 2 * 3 * 4})},
+       {},
+       0,
+       1,
+       att_t},
       // A table of 37 rows read at random rows (the rows may repeat).
       {"embedding", OpKind::kEmbedding, {}, {Indices(rng, {rows, 3}, 37), RandomTensor(rng, {37, c})}, {}},
+      // Batch-norm's y and running mean (mean, rstd, running variance: the
+      // reduction rule's) and its backward's dx (dγ, dβ: the reduction rule's),
+      // over [rows, 3, h, w + 1]: at least two values a channel.
+      {"batchnorm2d_train",
+       OpKind::kBatchNorm2dTrain,
+       {{}, {f(1e-5f), f(0.1f)}},
+       {RandomTensor(rng, bn), RandomTensor(rng, {3}), RandomTensor(rng, {3}), RandomTensor(rng, {3}),
+        RandomTensor(rng, {3}, true)},
+       {},
+       2},
+      {"batchnorm2d_backward",
+       OpKind::kBatchNorm2dBackward,
+       {},
+       {RandomTensor(rng, bn), RandomTensor(rng, bn), RandomTensor(rng, {3}), RandomTensor(rng, {3}),
+        RandomTensor(rng, {3}, true)},
+       {},
+       1},
       // Cosine schedule (kind 1) at a step past warmup: detmath Cos.
-      {"lr_schedule", OpKind::kLrSchedule,
-       {{1, static_cast<std::int64_t>(rng() % 100), 10, 100}, {f(3e-4f), f(1e-5f)}}, {}, {}},
+      {"lr_schedule",
+       OpKind::kLrSchedule,
+       {{1, static_cast<std::int64_t>(rng() % 100), 10, 100}, {f(3e-4f), f(1e-5f)}},
+       {},
+       {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -298,6 +355,10 @@ TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
   EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kLayerNorm), 3), (std::vector<std::uint32_t>{0, 1, 2}));
   EXPECT_TRUE(SlotWalkOrder(clip, 0).empty());
   EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kDropout), 2), (std::vector<std::uint32_t>{1, 0}));
+  EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kBatchNorm2dTrain), 5),
+            (std::vector<std::uint32_t>{3, 4, 0, 1, 2}));
+  EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kBatchNorm2dBackward), 3),
+            (std::vector<std::uint32_t>{1, 2, 0}));
   EXPECT_EQ(SlotWalkOrder(static_cast<std::uint16_t>(OpKind::kAttention), 2), (std::vector<std::uint32_t>{1, 0}));
 }
 

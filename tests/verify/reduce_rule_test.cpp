@@ -84,6 +84,8 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   const kernels::Shape x4{nb, ch, h, w};
   kernels::Conv2dParams cp;
   cp.pad_h = cp.pad_w = 1;
+  kernels::Conv2dParams cp2 = cp;
+  cp2.stride_h = cp2.stride_w = 2;
   const kernels::BatchNormParams bp;
   std::vector<Tensor> grads;
   for (std::int64_t i = Pick(rng, 1, 7); i > 0; --i) grads.push_back(RandomTensor(rng, {Pick(rng, 1, 900)}));
@@ -93,44 +95,96 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   const std::int64_t heads = Pick(rng, 1, 3), head_d = Pick(rng, 1, 40), att_t = Pick(rng, 1, 70);
   const std::int64_t back_t = Pick(rng, 1, 12), back_d = Pick(rng, 1, 6);
   std::vector<Node> nodes = {
-      {"linear_backward db", OpKind::kLinearBackward, {},
-       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})}, {2}, {}},
-      {"layernorm_backward", OpKind::kLayerNormBackward, {},
-       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, c}), RandomTensor(rng, {c}), RandomTensor(rng, {rows}),
-        RandomTensor(rng, {rows}, true)},
-       {1, 2}, {}},
-      {"conv2d_backward db", OpKind::kConv2dBackward, kernels::Conv2dAttrs(cp),
-       {RandomTensor(rng, x4), RandomTensor(rng, {nb, 2, h, w}), RandomTensor(rng, {ch, 2, 3, 3})}, {2}, {}},
-      {"batchnorm2d_backward", OpKind::kBatchNorm2dBackward, {},
+      {"linear_backward db",
+       OpKind::kLinearBackward,
+       {},
+       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, 3}), RandomTensor(rng, {c, 3})},
+       {2},
+       {}},
+      {"layernorm_backward",
+       OpKind::kLayerNormBackward,
+       {},
+       {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, c}), RandomTensor(rng, {c}),
+        RandomTensor(rng, {rows}), RandomTensor(rng, {rows}, true)},
+       {1, 2},
+       {}},
+      // dx (col2im over the taps' dot products) and db.
+      {"conv2d_backward",
+       OpKind::kConv2dBackward,
+       kernels::Conv2dAttrs(cp),
+       {RandomTensor(rng, x4), RandomTensor(rng, {nb, 2, h, w}), RandomTensor(rng, {ch, 2, 3, 3})},
+       {0, 2},
+       {}},
+      // Stride 2: a value receives one, two or four taps.
+      {"conv2d_backward stride 2",
+       OpKind::kConv2dBackward,
+       kernels::Conv2dAttrs(cp2),
+       {RandomTensor(rng, {nb, ch, (h - 1) / 2 + 1, (w - 1) / 2 + 1}), RandomTensor(rng, {nb, 2, h, w}),
+        RandomTensor(rng, {ch, 2, 3, 3})},
+       {0},
+       {}},
+      {"batchnorm2d_backward",
+       OpKind::kBatchNorm2dBackward,
+       {},
        {RandomTensor(rng, x4), RandomTensor(rng, x4), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}),
         RandomTensor(rng, {ch}, true)},
-       {1, 2}, {}},
-      {"batchnorm2d_train mean", OpKind::kBatchNorm2dTrain, kernels::BatchNormAttrs(bp),
+       {1, 2},
+       {}},
+      // The batch mean; rstd and the running variance from the squared deviations from it.
+      {"batchnorm2d_train",
+       OpKind::kBatchNorm2dTrain,
+       kernels::BatchNormAttrs(bp),
        {RandomTensor(rng, x4), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}), RandomTensor(rng, {ch}),
         RandomTensor(rng, {ch}, true)},
-       {3}, {}},
+       {3, 4, 2},
+       {}},
       {"clip_grad_norm", OpKind::kClipGradNorm, kernels::ClipGradNormAttrs(1.0f), grads, {clip_slot}, {}},
-      {"sum all", OpKind::kSum, kernels::ReduceAttrs(kernels::kReduceAll), {RandomTensor(rng, {rows, c})}, {0}, {}},
+      {"sum all",
+       OpKind::kSum,
+       kernels::ReduceAttrs(kernels::kReduceAll),
+       {RandomTensor(rng, {rows, c})},
+       {0},
+       {}},
       {"sum axis", OpKind::kSum, kernels::ReduceAttrs(axis), {RandomTensor(rng, {nb, rows, c})}, {0}, {}},
       {"mean axis", OpKind::kMean, kernels::ReduceAttrs(axis), {RandomTensor(rng, {rows, nb, c})}, {0}, {}},
       // Rows of up to 200 classes: a running max, several blocks of Exp terms, the final step.
-      {"cross_entropy_backward", OpKind::kCrossEntropyBackward, {},
-       {RandomTensor(rng, {1}), RandomTensor(rng, {nb, classes}), Labels(rng, {nb}, classes)}, {0}, {}},
+      {"cross_entropy_backward",
+       OpKind::kCrossEntropyBackward,
+       {},
+       {RandomTensor(rng, {1}), RandomTensor(rng, {nb, classes}), Labels(rng, {nb}, classes)},
+       {0},
+       {}},
       // The loss over up to 150 rows (the outer sum past one block): each
       // row's block, its loss gathering x[r, label], the mean.
-      {"cross_entropy", OpKind::kCrossEntropy, {},
-       {RandomTensor(rng, {nb, ce_rows, classes}), Labels(rng, {nb, ce_rows}, classes)}, {0}, {}},
+      {"cross_entropy",
+       OpKind::kCrossEntropy,
+       {},
+       {RandomTensor(rng, {nb, ce_rows, classes}), Labels(rng, {nb, ce_rows}, classes)},
+       {0},
+       {}},
       // Up to 150 positions over a small table (rows hit several times, or never: +0).
-      {"embedding_backward", OpKind::kEmbeddingBackward, kernels::EmbeddingBackwardAttrs(vocab),
-       {RandomTensor(rng, {nb, ce_rows, c}), Labels(rng, {nb, ce_rows}, vocab)}, {0}, {}},
+      {"embedding_backward",
+       OpKind::kEmbeddingBackward,
+       kernels::EmbeddingBackwardAttrs(vocab),
+       {RandomTensor(rng, {nb, ce_rows, c}), Labels(rng, {nb, ce_rows}, vocab)},
+       {0},
+       {}},
       // Scores over up to 70 rows of up to 3 heads of up to 40 values: a dot per row, then the softmax.
-      {"attention att", OpKind::kAttention, kernels::AttentionAttrs(heads),
-       {RandomTensor(rng, {nb, att_t, 3 * heads * head_d})}, {1}, {}, att_t},
+      {"attention att",
+       OpKind::kAttention,
+       kernels::AttentionAttrs(heads),
+       {RandomTensor(rng, {nb, att_t, 3 * heads * head_d})},
+       {1},
+       {},
+       att_t},
       // dqkv: dv a T-step dot, dq and dk the dS terms recomputed (rows of up to 12, heads of up to 6).
-      {"attention_backward", OpKind::kAttentionBackward, kernels::AttentionAttrs(heads),
+      {"attention_backward",
+       OpKind::kAttentionBackward,
+       kernels::AttentionAttrs(heads),
        {RandomTensor(rng, {nb, back_t, heads * back_d}), RandomTensor(rng, {nb, back_t, 3 * heads * back_d}),
         RandomTensor(rng, {nb, heads, back_t, back_t}, true)},
-       {0}, {}},
+       {0},
+       {}},
   };
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRepops;
@@ -169,7 +223,7 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
           }
           auto el = ElementOf(n, slot, e);
           ASSERT_TRUE(el.ok()) << n.name << " slot " << slot << ": " << el.status().ToString();
-          auto p = ReducePartials(*el, n.inputs);
+          auto p = ReducePartials(*el, n.inputs, n.outputs);
           ASSERT_TRUE(p.ok()) << n.name << ": " << p.status().ToString();
           ASSERT_EQ(p->size(), el->Steps() + 1);
           ASSERT_TRUE(SameBits(p->front(), +0.0f));
@@ -188,7 +242,7 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
               ASSERT_LT(st->right, leaf);
             }
             if (!every_step) continue;
-            auto reads = ReadStep(StepReads(*el, *st), TensorValues(n.inputs));
+            auto reads = ReadStep(StepReads(*el, *st), TensorValues(n.inputs, n.outputs));
             ASSERT_TRUE(reads.ok()) << reads.status().ToString();
             std::vector<float> v;
             for (const ReadValue& r : *reads) v.push_back(r.value);
@@ -282,7 +336,8 @@ void FollowTheRule(const ReduceElement& el, const Node& n, std::vector<float>& p
   for (std::uint64_t leaf = from; leaf < p.size(); ++leaf) {
     const ReduceStep st = ReduceStepAt(el, leaf).value();
     std::vector<float> v;
-    const std::vector<ReadValue> reads = ReadStep(StepReads(el, st), TensorValues(n.inputs)).value();
+    const std::vector<ReadValue> reads =
+        ReadStep(StepReads(el, st), TensorValues(n.inputs, n.outputs)).value();
     for (const ReadValue& r : reads) v.push_back(r.value);
     p[leaf] = StepValue(el, st, p[st.left], p[st.right], v).value();
   }
@@ -304,7 +359,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest_out.numel()));
       while (!n.Covers(e)) e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(honest_out.numel()));
       const ReduceElement el = ElementOf(n, slot, e).value();
-      const std::vector<float> hp = ReducePartials(el, n.inputs).value();
+      const std::vector<float> hp = ReducePartials(el, n.inputs, n.outputs).value();
       // The liar's partial results and value.
       std::vector<float> lp = hp;
       Tensor liar_out = honest_out;
@@ -324,8 +379,9 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       if (SameBits(liar_out[e], honest_out[e])) liar_out[e] = std::nextafter(liar_out[e], INFINITY);
       const Side honest{honest_out, hp, PartialsTree(hp)};
       const Side liar{liar_out, lp, PartialsTree(lp)};
-      std::vector<InputTensor> inputs;
+      std::vector<InputTensor> inputs, own;  // own: the node's agreed outputs (batch-norm's mean)
       for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape(), std::nullopt});
+      for (const Tensor& t : n.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
 
       for (bool honest_is_a : {true, false}) {
         const Side& a = honest_is_a ? honest : liar;
@@ -370,33 +426,41 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
             claim.right = a.partials[st.right];
             claim.right_proof = a.tree.Prove(st.right);
           }
-          const std::vector<ReadValue> reads = ReadStep(StepReads(el, st), TensorValues(n.inputs)).value();
-          for (const ReadValue& r : reads) claim.reads.push_back(OpenValue(n.inputs[r.input], r.index));
+          const std::vector<ReadValue> reads =
+              ReadStep(StepReads(el, st), TensorValues(n.inputs, n.outputs)).value();
+          for (const ReadValue& r : reads)
+            claim.reads.push_back(OpenValue(
+                r.input >= kOwnOutput ? n.outputs[r.input - kOwnOutput] : n.inputs[r.input], r.index));
           claim.next = {a.partials[m + 1], b.partials[m + 1]};
           claim.next_proof = {a.tree.Prove(m + 1), b.tree.Prove(m + 1)};
           max_message = std::max(max_message, SizeOf(claim));
           const std::array<Hash256, 2> roots{a.tree.root(), b.tree.root()};
-          auto verdict = JudgeReduceStepClaim(el, inputs, roots, claim);
+          auto verdict = JudgeReduceStepClaim(el, inputs, roots, claim, nullptr, own);
           ASSERT_TRUE(verdict.ok()) << n.name << ": " << verdict.status().ToString();
           v = *verdict;
           ++step_games;
           // Tampered claims are refused, never judged.
           ReduceStepClaim bad = claim;
           bad.next[1] = std::nextafter(bad.next[1], INFINITY);
-          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad, nullptr, own).status().reason(),
+                    "elem-bad-step");
           bad = claim;
           bad.left = std::nextafter(bad.left, INFINITY);
-          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad, nullptr, own).status().reason(),
+                    "elem-bad-step");
           bad = claim;
           bad.m = k;
-          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+          EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad, nullptr, own).status().reason(),
+                    "elem-bad-step");
           if (!claim.reads.empty()) {
             bad = claim;
             const std::int64_t index = reads[0].index;
             bad.reads[0].chunk.values[static_cast<std::size_t>(index % kernels::kChunkValues)] += 1.0f;
-            EXPECT_FALSE(JudgeReduceStepClaim(el, inputs, roots, bad).ok()) << "a forged term value";
+            EXPECT_FALSE(JudgeReduceStepClaim(el, inputs, roots, bad, nullptr, own).ok())
+                << "a forged term value";
             bad.reads.pop_back();
-            EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad).status().reason(), "elem-bad-step");
+            EXPECT_EQ(JudgeReduceStepClaim(el, inputs, roots, bad, nullptr, own).status().reason(),
+                      "elem-bad-step");
           }
         }
         EXPECT_FALSE(v.a_right && v.b_right);
@@ -406,7 +470,7 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
       }
     }
   }
-  EXPECT_EQ(games, 2u * 5u * 14u);
+  EXPECT_EQ(games, 2u * 5u * RandomNodes(rng).size());
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));

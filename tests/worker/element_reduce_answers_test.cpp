@@ -1,7 +1,9 @@
 // A party's answers for the reduction rule (worker/element_answers.h:
 // AnswerReducePartials … PredictReduceStep) played against each other on
 // random repops reduction nodes — linear_backward's db, layernorm_backward's
-// dγ and dβ, clip_grad_norm's norm over several gradients: the honest party
+// dγ and dβ, clip_grad_norm's norm over several gradients, batch-norm's rstd
+// and running variance (reading the node's own mean), conv2d_backward's dx
+// (a kernel tap's dot product per row): the honest party
 // answers from the op's outputs, the cheater from outputs with one value
 // planted wrong and the partial results that lie needs. Level 4 walks the
 // two chunk trees, level 5b the two partials trees; the claim assembled from
@@ -47,7 +49,9 @@ struct Node {
   std::uint32_t slot = 0;
 };
 
-// which: 0 linear_backward db, 1 layernorm_backward dγ, 2 its dβ, 3 clip_grad_norm's norm.
+// which: 0 linear_backward db, 1 layernorm_backward dγ, 2 its dβ, 3 clip_grad_norm's norm,
+// 4 batchnorm2d_train's rstd, 5 its running variance (both read its own mean),
+// 6 conv2d_backward's dx.
 Node RandomNode(std::mt19937_64& rng, int which) {
   const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 400), c = 1 + static_cast<std::int64_t>(rng() % 30);
   Node node;
@@ -67,6 +71,32 @@ Node RandomNode(std::mt19937_64& rng, int which) {
                           RandomTensor(rng, kValues, {rows}, true)};
       node.slot = which == 1 ? 1 : 2;
       break;
+    case 4:
+    case 5: {  // batch-norm's rstd and running variance: squared deviations from its own mean
+      kind = kernels::OpKind::kBatchNorm2dTrain;
+      attrs = kernels::BatchNormAttrs(kernels::BatchNormParams{});
+      const kernels::Shape x{1 + rows % 4, c % 5 + 1, 2 + rows % 7, 1 + c % 6};
+      const kernels::Shape ch{x[1]};
+      node.side.inputs = {RandomTensor(rng, kValues, x), RandomTensor(rng, kValues, ch),
+                          RandomTensor(rng, kValues, ch), RandomTensor(rng, kValues, ch),
+                          RandomTensor(rng, kValues, ch, true)};
+      node.slot = which == 4 ? 4 : 2;
+      break;
+    }
+    case 6: {  // conv2d_backward's dx: col2im over its taps' dot products
+      kind = kernels::OpKind::kConv2dBackward;
+      kernels::Conv2dParams p;
+      p.stride_h = p.stride_w = 1 + static_cast<std::int64_t>(rng() % 2);
+      p.pad_h = p.pad_w = 1;
+      attrs = kernels::Conv2dAttrs(p);
+      const std::int64_t n = 1 + rows % 3, ci = 1 + c % 3, co = 1 + rows % 40, h = 3 + c % 6,
+                         w = 3 + rows % 6;
+      node.side.inputs = {
+          RandomTensor(rng, kValues, {n, co, (h - 1) / p.stride_h + 1, (w - 1) / p.stride_w + 1}),
+          RandomTensor(rng, kValues, {n, ci, h, w}), RandomTensor(rng, kValues, {co, ci, 3, 3})};
+      node.slot = 0;
+      break;
+    }
     default:
       kind = kernels::OpKind::kClipGradNorm;
       attrs = kernels::ClipGradNormAttrs(1.0f);
@@ -188,8 +218,8 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
 TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
   std::mt19937_64 rng(test::TestSeed());
   std::size_t games = 0, max_message = 0;
-  for (int trial = 0; trial < 40; ++trial) {
-    const Node honest = RandomNode(rng, trial % 4);
+  for (int trial = 0; trial < 42; ++trial) {
+    const Node honest = RandomNode(rng, trial % 7);
     const Cheat cheat = PlantCheat(rng, honest);
     for (bool honest_is_a : {true, false}) {
       const Outcome o = Play(honest, cheat, honest_is_a);
@@ -199,7 +229,7 @@ TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndA
       ++games;
     }
   }
-  EXPECT_EQ(games, 80u);
+  EXPECT_EQ(games, 84u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("largest message: %zu B\n", max_message);
 }
