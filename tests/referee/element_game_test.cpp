@@ -211,6 +211,109 @@ TEST(ElementGame, SumsThatLeaveTheRuleAreCaughtAtTheirStep) {
   }
 }
 
+// ---- The tiny CNN: batch-norm values and a convolution's input gradient ----
+
+TinyJob CnnJob() { return MakeTinyCnnJob(10, 3, kernels::Mode::kRepops); }
+
+const History& CnnHistory() {
+  static const History h = [] {
+    auto r = Train(CnnJob(), {});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    return std::move(r).value();
+  }();
+  return h;
+}
+
+// The first node of the CNN's step with this op kind that does not read the batch.
+std::uint32_t CnnNodeOf(kernels::OpKind op) {
+  const auto& records = CnnHistory().records[kLieStep];
+  for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
+    if (records[n].op_kind != static_cast<std::uint16_t>(op)) continue;
+    bool batch = false;
+    for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
+    if (!batch) return n;
+  }
+  ADD_FAILURE() << "no node of op kind " << static_cast<int>(op);
+  return 0;
+}
+
+// The first value of output `slot` of `node` from `from` whose one-ulp lie changes a checkpoint.
+std::int64_t CnnReachingValue(std::uint32_t node, std::uint32_t slot, std::int64_t from) {
+  const std::int64_t n = CnnHistory().outputs[kLieStep][node][slot].numel();
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 16); ++k) {
+    const std::int64_t v = (from + k) % n;
+    auto h = Train(CnnJob(), {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
+    if (h.ok() && h->checkpoint_tree.root() != CnnHistory().checkpoint_tree.root()) return v;
+  }
+  ADD_FAILURE() << "no value of node " << node << " slot " << slot << " reaches a checkpoint";
+  return 0;
+}
+
+// The rules that read the node's own agreed outputs, through the chain: a
+// batch norm's rstd and running variance (reduction steps reading the
+// node's own mean), its running mean and its backward's dx (re-executions
+// reading the node's own statistics or dγ, dβ), and a convolution's dx
+// (col2im over its taps' dot products). A one-ulp lie, its sums honest or
+// leaving the rule (so that the referee judges one step, reading the own
+// mean), told by the solver and by the challenger: caught at its value, the
+// honest party wins, every transaction within 64 KiB.
+TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
+  struct CnnTarget {
+    const char* name;
+    kernels::OpKind op;
+    std::uint32_t slot;
+    bool reduction;
+  };
+  const CnnTarget targets[] = {{"batchnorm.rstd", kernels::OpKind::kBatchNorm2dTrain, 4, true},
+                               {"batchnorm.running_var", kernels::OpKind::kBatchNorm2dTrain, 2, true},
+                               {"batchnorm.running_mean", kernels::OpKind::kBatchNorm2dTrain, 1, false},
+                               {"batchnorm_backward.dx", kernels::OpKind::kBatchNorm2dBackward, 0, false},
+                               {"conv2d_backward.dx", kernels::OpKind::kConv2dBackward, 0, true}};
+  const vm::Amount bond = 2 * MinimumBond(CnnJob().job);
+  std::uint64_t games = 0, max_tx = 0;
+  for (const CnnTarget& t : targets) {
+    const std::uint32_t node = CnnNodeOf(t.op);
+    const std::int64_t v = CnnReachingValue(node, t.slot, 1);
+    std::vector<SumsLie> sums{SumsLie::kHonest};
+    if (t.reduction) sums = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
+    for (SumsLie kind : sums) {
+      const bool liar_is_solver = games % 2 == 0;
+      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
+                   std::to_string(static_cast<int>(kind)) +
+                   (liar_is_solver ? " solver lies" : " challenger lies"));
+      ScenarioConfig c;
+      c.cnn = true;
+      c.solver_bond = c.challenger_bond = bond;
+      AgentPlan liar, honest;
+      liar.lies = {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}};
+      liar.sums = SumsPlan{kind, 2};
+      liar.element_level = honest.element_level = true;
+      c.solver = liar_is_solver ? liar : honest;
+      c.challengers = {liar_is_solver ? honest : liar};
+      const ScenarioReport rep = RunScenario(c);
+      ASSERT_EQ(rep.games.size(), 1u);
+      const GameReport& gr = rep.games[0];
+      EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+          << gr.game.reason;
+      ASSERT_TRUE(gr.element.has_value()) << "the element level was not played: " << gr.game.reason;
+      EXPECT_EQ(gr.element->slot, t.slot);
+      EXPECT_EQ(gr.element->value, v);
+      EXPECT_EQ(gr.game.node_index, node);
+      EXPECT_EQ(gr.game.reason, !t.reduction               ? "element-reexecuted"
+                                : kind == SumsLie::kHonest ? "element-epilogue"
+                                                           : "element-step");
+      EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
+      EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
+      max_tx = std::max(max_tx, gr.max_tx_bytes);
+      ++games;
+    }
+  }
+  EXPECT_EQ(games, 11u);
+  std::printf(
+      "[element-game] cnn: %llu games over batch-norm and conv2d_backward values, largest tx %llu B\n",
+      static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx));
+}
+
 TEST(ElementGame, LyingChallengerLosesToAnHonestSolver) {
   const Target& dw = kTargets[2];
   const std::int64_t v = ReachingValue(dw, 5);

@@ -54,27 +54,27 @@ kernels::RoundingLog WithEntry(kernels::RoundingLog log, std::uint64_t position,
 
 }  // namespace
 
-TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed,
-                    std::int64_t hidden) {
+namespace {
+
+// A job of `model` (SGD with momentum) on 20 synthetic examples of
+// `example` shape and `classes` labels, batch 4. Values are exact multiples
+// of 2^-23 so they do not depend on any library's float conversion.
+TinyJob MakeJob(const graph::ModelSpec& model, const kernels::Shape& example, std::int64_t classes,
+                std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed) {
   TinyJob t;
-  graph::ModelSpec model;
-  model.arch = graph::MlpSpec{6, {hidden}, 3, graph::Activation::kRelu};
   graph::OptimizerSpec opt;
   opt.kind = graph::OptimizerKind::kSgd;
   opt.lr = 0.05f;
   opt.momentum = 0.5f;
   t.job.model = graph::EncodeModelSpec(model);
   t.job.optimizer = graph::EncodeOptimizerSpec(opt);
-
-  // Synthetic examples; values are exact multiples of 2^-23 so they do not
-  // depend on any library's float conversion.
   std::mt19937_64 rng(seed);
   constexpr int kExamples = 20;
   for (int e = 0; e < kExamples; ++e) {
-    std::vector<float> x(6);
+    std::vector<float> x(static_cast<std::size_t>(kernels::NumElements(example)));
     for (float& v : x) v = static_cast<float>(static_cast<std::int64_t>(rng() >> 40) - (1 << 23)) * 0x1p-23f;
-    const float label = static_cast<float>(rng() % 3);
-    Bytes leaf = kernels::EncodeTensor(kernels::Tensor({6}, x));
+    const float label = static_cast<float>(rng() % static_cast<std::uint64_t>(classes));
+    Bytes leaf = kernels::EncodeTensor(kernels::Tensor(example, x));
     const Bytes target = kernels::EncodeTensor(kernels::Tensor(kernels::Shape{}, {label}));
     leaf.insert(leaf.end(), target.begin(), target.end());
     t.examples.push_back(std::move(leaf));
@@ -95,6 +95,24 @@ TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mo
   header.tensor_names = init->names;
   t.initial_state = protocol::StateHashFromLeaves(TensorHashes(init->tensors), header);
   return t;
+}
+
+}  // namespace
+
+TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed,
+                    std::int64_t hidden) {
+  graph::ModelSpec model;
+  model.arch = graph::MlpSpec{6, {hidden}, 3, graph::Activation::kRelu};
+  return MakeJob(model, {6}, 3, num_steps, interval, mode, seed);
+}
+
+TinyJob MakeTinyCnnJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                       std::uint64_t seed) {
+  auto model = graph::ModelPreset("cnn-tiny");
+  EXPECT_TRUE(model.ok()) << model.status().ToString();
+  const auto& cnn = std::get<graph::CnnSpec>(model->arch);
+  return MakeJob(*model, {cnn.in_channels, cnn.height, cnn.width}, cnn.classes, num_steps, interval, mode,
+                 seed);
 }
 
 bool History::LiedAt(std::uint64_t step, std::uint64_t node) const {

@@ -36,6 +36,11 @@ struct TinyJob {
 // level's chunk walk).
 TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed = 42,
                     std::int64_t hidden = 8);
+// The cnn-tiny preset (an 8×8 image, a stem and one residual block with
+// batch norms, 4 classes) on the same kind of dataset: batch-norm and
+// convolution nodes for the element level.
+TinyJob MakeTinyCnnJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                       std::uint64_t seed = 42);
 
 enum class LieKind {
   kOutput,      // perturb every element of output 0 of (step, node) unevenly; later nodes consume it

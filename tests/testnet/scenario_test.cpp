@@ -20,7 +20,10 @@
 #include "tests/support/test_seed.h"
 #include "tests/testnet/testnet_util.h"
 #include "verify/graph_source.h"
+#include "worker/adversary.h"
+#include "worker/commitment.h"
 #include "worker/job.h"
+#include "worker/trainer.h"
 
 #ifndef VT_SOURCE_DIR
 #error "VT_SOURCE_DIR must name the repository root"
@@ -82,6 +85,18 @@ OneValueCheat RandomValueOf(const verify::StepGraph& graph, std::uint64_t step, 
   std::uint64_t numel = 1;
   for (std::int64_t d : graph.nodes.at(node).output_shapes.at(slot)) numel *= static_cast<std::uint64_t>(d);
   return OneValueCheat{step, node, slot, rng() % numel};
+}
+
+// The index of the node named `name` in the job's step graph at `step`
+// (the model's graph: names; the same node order as the referee's).
+Result<std::uint64_t> NodeNamed(const worker::LoadedJob& job, std::uint64_t step, const std::string& name) {
+  VT_ASSIGN_OR_RETURN(auto shapes, kernels::graph::BatchShapes(
+                                       job.job.model, static_cast<std::int64_t>(job.job.spec.batch_size)));
+  VT_ASSIGN_OR_RETURN(auto graph,
+                      kernels::graph::BuildStepGraph(job.job.model, job.job.optimizer, step, shapes));
+  for (std::uint64_t i = 0; i < graph.nodes.size(); ++i)
+    if (graph.nodes[i].name == name) return i;
+  return Status::Invalid("no-such-node", name);
 }
 
 // Posts bounty `bounty` and waits until it fails or finalizes: its state.
@@ -471,15 +486,9 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
     const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
     auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
-    // The node by its name in the model's step graph (same node order).
-    auto shapes = kernels::graph::BatchShapes(loaded->job.model,
-                                              static_cast<std::int64_t>(loaded->job.spec.batch_size));
-    ASSERT_TRUE(shapes.ok()) << shapes.status().ToString();
-    auto names = kernels::graph::BuildStepGraph(loaded->job.model, loaded->job.optimizer, step, *shapes);
-    ASSERT_TRUE(names.ok()) << names.status().ToString();
-    std::uint64_t node = 0;
-    while (node < names->nodes.size() && names->nodes[node].name != target) ++node;
-    ASSERT_LT(node, names->nodes.size()) << target;
+    auto found = NodeNamed(*loaded, step, target);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    const std::uint64_t node = *found;
     OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
     if (target == "h.0.attn") {  // att below the diagonal: the walk over the row's scores
       const std::uint64_t t_count = static_cast<std::uint64_t>(graph->nodes[node].output_shapes[1].back());
@@ -498,6 +507,83 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
         target.c_str(), static_cast<unsigned long long>(cheat.slot), static_cast<unsigned long long>(step),
         static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
         g.reason.c_str(), static_cast<unsigned long long>(g.largest), static_cast<unsigned long long>(*bond));
+  }
+}
+
+// Whether a one-value cheat changes the run's checkpoints (a lie can be
+// absorbed downstream: behind a relu, or routed nowhere): the job trained
+// here, honestly and cheating, each into its own directory.
+bool ReachesACheckpoint(const worker::LoadedJob& job, const OneValueCheat& cheat,
+                        const std::filesystem::path& dir) {
+  const auto root = [&](worker::Adversary* adversary, const char* name) -> std::optional<Hash256> {
+    std::filesystem::remove_all(dir / name);
+    worker::TrainOptions opts;
+    opts.adversary = adversary;
+    auto run = worker::Train(job.job, job.dataset, dir / name, opts);
+    EXPECT_TRUE(run.ok()) << run.status().ToString();
+    if (!run.ok()) return std::nullopt;
+    return worker::CheckpointTree(run->manifest).root();
+  };
+  auto spec = worker::ParseAdversarySpec(cheat.Adversary());
+  EXPECT_TRUE(spec.ok()) << spec.status().ToString();
+  if (!spec.ok()) return false;
+  auto adversary = worker::MakeAdversary(*spec, job.job, job.dataset);
+  EXPECT_TRUE(adversary.ok()) << adversary.status().ToString();
+  if (!adversary.ok()) return false;
+  const auto honest = root(nullptr, "honest"), cheating = root(adversary->get(), "cheating");
+  return honest && cheating && *honest != *cheating;
+}
+
+// A CNN with batch norms (the cnn-tiny preset: an 8×8 image, a stem and one
+// residual block): one-value cheats in the outputs the element level
+// settles by reading the batch-norm node's own agreed statistics — the
+// batch rstd, the running variance (a reduction over the squared deviations
+// from the node's own mean), the running mean, the backward's dx (the
+// node's own dγ and dβ) — and in a convolution's input gradient (col2im
+// over its taps' dot products) are each caught at the planted value, the
+// solver slashed, every game transaction within 64 KiB. The values are
+// drawn among those whose lie reaches a checkpoint (trained here first).
+TEST(TestnetScenario, CnnBatchNormAndConvolutionGradientCheatsAreSettledAtTheirValue) {
+  ScopedTestnet t("cnn", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-cnn.json", 3));
+  auto loaded = UpWithJob(t);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  auto solver = t.net().Key("solver");
+  ASSERT_TRUE(client.ok() && solver.ok());
+  auto bond = node::MinimumBond(loaded->job.spec);
+  ASSERT_TRUE(bond.ok()) << bond.status().ToString();
+  std::mt19937_64 rng(TestSeed());
+  const std::filesystem::path scratch = t.net().dir() / "cheat-runs";
+  const std::pair<std::string, std::uint64_t> kTargets[] = {{"stem.bn", 4},
+                                                            {"blocks.0.bn1", 2},
+                                                            {"blocks.0.bn2", 1},
+                                                            {"blocks.0.bn1.backward", 0},
+                                                            {"blocks.0.conv2.backward", 0}};
+  for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
+    const auto& [target, slot] = kTargets[bounty];
+    const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    auto found = NodeNamed(*loaded, step, target);
+    ASSERT_TRUE(found.ok()) << found.status().ToString();
+    const std::uint64_t node = *found;
+    OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
+    for (int tries = 0; !ReachesACheckpoint(*loaded, cheat, scratch); ++tries) {
+      ASSERT_LT(tries, 16) << target << ": no value whose lie reaches a checkpoint";
+      cheat = RandomValueOf(*graph, step, node, slot, rng);
+    }
+    SCOPED_TRACE(cheat.Adversary());
+    const vm::Amount solver_before = c.Account(solver->address())->balance;
+    const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
+    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 120s);
+    EXPECT_LE(c.Account(solver->address())->balance + *bond, solver_before) << "the solver's bond is slashed";
+    std::printf(
+        "[ cnn ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game transaction "
+        "%llu B\n",
+        target.c_str(), static_cast<unsigned long long>(slot), static_cast<unsigned long long>(step),
+        static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
+        g.reason.c_str(), static_cast<unsigned long long>(g.largest));
   }
 }
 
