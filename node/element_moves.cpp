@@ -61,7 +61,7 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
                                                std::uint8_t node_root_of) {
   VT_ASSIGN_OR_RETURN(const std::uint64_t m, StepOf(e));
   const worker::StepReveal reveal = worker::AnswerStepReveal(mine, m);
-  const worker::FactorOpenings factors = worker::AnswerFactors(side, mine.element, m);
+  VT_ASSIGN_OR_RETURN(const worker::FactorOpenings factors, worker::AnswerFactors(side, mine.element, m));
   referee::RevealStepArgs a;
   a.game_id = game_id;
   a.node_root_of = node_root_of;
@@ -71,9 +71,13 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
   a.next_proof = reveal.next_proof;
   a.a = factors.a;
   a.b = factors.b;
-  // The factors' inputs, a's then b's, once each; never the node's own output.
-  for (std::uint32_t f : {mine.element.a_input, mine.element.b_input})
-    if (!verify::OwnOutputSlot(f)) VT_TRY(AddOpening(side, f, a.inputs));
+  a.batch = factors.batch;
+  // The factors' inputs, a's then b's, once each; never the node's own
+  // output or the batch (its example travels in `batch`).
+  for (std::uint32_t f : {mine.element.a_input, mine.element.b_input}) {
+    const bool batch = f < side.refs.size() && side.refs[f].source == protocol::InputSource::kBatch;
+    if (!verify::OwnOutputSlot(f) && !batch) VT_TRY(AddOpening(side, f, a.inputs));
+  }
   return a;
 }
 

@@ -268,31 +268,6 @@ Result<PartialsRootArgs> Decode(Reader& r, DecodeAs<PartialsRootArgs>) {
   return v;
 }
 
-void Encode(Writer& w, const RevealStepArgs& v) {
-  w.PutU64(v.game_id);
-  w.PutU8(v.node_root_of);
-  PutFloat(w, v.p_m);
-  PutFloat(w, v.next);
-  crypto::Encode(w, v.p_m_proof);
-  crypto::Encode(w, v.next_proof);
-  verify::Encode(w, v.a);
-  verify::Encode(w, v.b);
-  PutInputHashes(w, v.inputs);
-}
-Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
-  RevealStepArgs v;
-  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
-  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
-  VT_ASSIGN_OR_RETURN(v.p_m, GetFloat(r));
-  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
-  VT_ASSIGN_OR_RETURN(v.p_m_proof, GetProof(r));
-  VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
-  VT_ASSIGN_OR_RETURN(v.a, GetValue(r));
-  VT_ASSIGN_OR_RETURN(v.b, GetValue(r));
-  VT_ASSIGN_OR_RETURN(v.inputs, GetInputHashes(r));
-  return v;
-}
-
 namespace {
 
 // A final move's batch opening (verify/batch_opening.h), when it reads the batch.
@@ -304,7 +279,46 @@ Result<std::optional<verify::BatchOpening>> GetBatch(Reader& r) {
       [](Reader& rr) { return verify::Decode(rr, DecodeAs<verify::BatchOpening>{}); });
 }
 
+// A dot step's factor: its value opening, or none — a padding tap (+0) or
+// a factor of the batch (its example travels in `batch`) opens nothing.
+void PutFactor(Writer& w, const verify::ValueOpening& v) {
+  const std::optional<verify::ValueOpening> opened =
+      v.chunk.values.empty() ? std::nullopt : std::optional<verify::ValueOpening>(v);
+  w.PutOptional(opened, [](Writer& out, const verify::ValueOpening& o) { verify::Encode(out, o); });
+}
+Result<verify::ValueOpening> GetFactor(Reader& r) {
+  VT_ASSIGN_OR_RETURN(std::optional<verify::ValueOpening> v, r.GetOptional<verify::ValueOpening>(GetValue));
+  return v.value_or(verify::ValueOpening{});
+}
+
 }  // namespace
+
+void Encode(Writer& w, const RevealStepArgs& v) {
+  w.PutU64(v.game_id);
+  w.PutU8(v.node_root_of);
+  PutFloat(w, v.p_m);
+  PutFloat(w, v.next);
+  crypto::Encode(w, v.p_m_proof);
+  crypto::Encode(w, v.next_proof);
+  PutFactor(w, v.a);
+  PutFactor(w, v.b);
+  PutInputHashes(w, v.inputs);
+  PutBatch(w, v.batch);
+}
+Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
+  RevealStepArgs v;
+  VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
+  VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
+  VT_ASSIGN_OR_RETURN(v.p_m, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.p_m_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
+  VT_ASSIGN_OR_RETURN(v.a, GetFactor(r));
+  VT_ASSIGN_OR_RETURN(v.b, GetFactor(r));
+  VT_ASSIGN_OR_RETURN(v.inputs, GetInputHashes(r));
+  VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
+  return v;
+}
 
 void Encode(Writer& w, const OpenElementArgs& v) {
   w.PutU64(v.game_id);

@@ -226,8 +226,9 @@ struct RevealStepArgs {
   float next = 0.0f;
   crypto::MerkleProof p_m_proof;
   crypto::MerkleProof next_proof;
-  verify::ValueOpening a, b;
+  verify::ValueOpening a, b;  // a factor of the batch: empty, its value from `batch`
   std::vector<verify::InputHashOpening> inputs;
+  std::optional<verify::BatchOpening> batch;  // the example a factor of the batch comes from
   bool operator==(const RevealStepArgs&) const = default;
 };
 

@@ -235,6 +235,15 @@ class Session {
     bool moot = false;
   };
   Result<Loaded> LoadMove(std::uint64_t game_id, GamePhase phase);
+  // A final move's batch opening: exactly the examples `positions` the move
+  // reads (none: no opening), checked against the disputed step's batch
+  // (verify::VerifyBatchOpening, charged as it goes). nullopt when the move
+  // reads no example. `job`: the bounty's, when the caller has loaded it.
+  // Invalid "elem-bad-batch" or the opening's reasons.
+  Result<std::optional<verify::OpenedBatch>> OpenMoveBatch(const Loaded& l, const ElementGame& e,
+                                                           const std::optional<verify::BatchOpening>& opening,
+                                                           const std::vector<std::uint64_t>& positions,
+                                                           const protocol::JobSpec* job = nullptr);
   // A party's move at the element level: LoadMove, then (unless moot) the
   // sender is one of the game's parties, on time, and the element state.
   struct ElementMove {
@@ -965,6 +974,26 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
   return Save(g);
 }
 
+Result<std::optional<verify::OpenedBatch>> Session::OpenMoveBatch(
+    const Loaded& l, const ElementGame& e, const std::optional<verify::BatchOpening>& opening,
+    const std::vector<std::uint64_t>& positions, const protocol::JobSpec* job) {
+  if (positions.empty() != !opening || (opening && opening->positions != positions))
+    return Status::Invalid("elem-bad-batch", "open exactly the " + std::to_string(positions.size()) +
+                                                 " examples the move reads");
+  if (!opening) return std::optional<verify::OpenedBatch>{};
+  std::optional<protocol::JobSpec> loaded;
+  if (job == nullptr) {
+    VT_ASSIGN_OR_RETURN(loaded, LoadJob(l.b.id));
+    job = &*loaded;
+  }
+  VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
+  vm::GasCosts costs(m_ctx.gas());
+  const verify::BatchCase at{job, l.g.step, l.g.agreed_state, e.num_state_tensors};
+  VT_ASSIGN_OR_RETURN(verify::OpenedBatch batch,
+                      verify::VerifyBatchOpening(arbiter->graphs(), at, *opening, costs));
+  return std::optional<verify::OpenedBatch>(std::move(batch));
+}
+
 Status Session::RevealStep(const RevealStepArgs& a) {
   VT_ASSIGN_OR_RETURN(ElementMove move, LoadElementMove(a.game_id, GamePhase::kStepReveal));
   if (move.l.moot) return Status::Ok();
@@ -979,23 +1008,39 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   // The factors' tensors, by their hashes: the node's own agreed output for
   // a kOwnOutput factor (attention's att), else an input opened by this
   // move — a's then b's, one opening when both come from the same input.
+  // A factor of the batch (the first layer's x) comes from its example.
+  const auto batch_of = [&](std::uint32_t f) -> std::optional<std::uint32_t> {
+    if (verify::OwnOutputSlot(f) || f >= rec.inputs.size() ||
+        rec.inputs[f].source != protocol::InputSource::kBatch)
+      return std::nullopt;
+    return rec.inputs[f].index;
+  };
   std::vector<std::uint32_t> want;
   for (std::uint32_t f : {el.a_input, el.b_input})
-    if (!verify::OwnOutputSlot(f) && std::find(want.begin(), want.end(), f) == want.end()) want.push_back(f);
+    if (!verify::OwnOutputSlot(f) && !batch_of(f) && std::find(want.begin(), want.end(), f) == want.end())
+      want.push_back(f);
   VT_TRY(CheckOpenedInputs(a.inputs, want, "factors'"));
   const auto factor = [&](std::uint32_t f) -> Result<std::pair<Hash256, verify::Shape>> {
     if (auto own = verify::OwnOutputSlot(f)) {
       VT_ASSIGN_OR_RETURN(Hash256 h, OwnOutputHash(g, e, *own));
       return std::make_pair(h, verify::Shape(e.output_shapes[*own]));
     }
+    if (f >= e.input_shapes.size())
+      return Status::Error("game-inconsistent", "a factor beyond the node's inputs");
+    if (batch_of(f)) return std::make_pair(Hash256{}, verify::Shape(e.input_shapes[f]));
     const std::size_t i = static_cast<std::size_t>(std::find(want.begin(), want.end(), f) - want.begin());
     VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
     return std::make_pair(h, verify::Shape(e.input_shapes[f]));
   };
   VT_ASSIGN_OR_RETURN(auto fa, factor(el.a_input));
   VT_ASSIGN_OR_RETURN(auto fb, factor(el.b_input));
-  const verify::DotFactors factors{fa.first, fb.first, fa.second, fb.second};
+  const verify::DotFactors factors{
+      fa.first, fb.first, fa.second, fb.second, batch_of(el.a_input), batch_of(el.b_input)};
   const std::uint64_t m = e.step_leaf - 1;
+  VT_ASSIGN_OR_RETURN(
+      const std::optional<verify::OpenedBatch> batch,
+      OpenMoveBatch(l, e, a.batch, verify::DotStepBatchPositions(el, m, rec.inputs, e.input_shapes)));
+  const verify::OpenedBatch* opened = batch ? &*batch : nullptr;
   // The poster's own reveal must check out on its own (JudgeDotStepClaim
   // with the poster on both sides): a bad one never blocks the other party.
   VT_TRY(ChargeProof(a.p_m_proof));
@@ -1004,7 +1049,7 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   VT_TRY(ChargeChunk(a.b.chunk));
   const Hash256& own = e.partials_root[Idx(p)];
   const verify::DotStepClaim self{m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
-  VT_TRY(verify::JudgeDotStepClaim(el, factors, {own, own}, self).status());
+  VT_TRY(verify::JudgeDotStepClaim(el, factors, {own, own}, self, opened).status());
   e.p_m[Idx(p)] = a.p_m;
   e.next[Idx(p)] = a.next;
   e.p_m_proof[Idx(p)] = a.p_m_proof;
@@ -1021,7 +1066,7 @@ Status Session::RevealStep(const RevealStepArgs& a) {
     VT_TRY(ChargeChunk(a.b.chunk));
     const verify::DotStepClaim claim{m,        e.p_m[0], e.p_m_proof[0], e.next, e.next_proof,
                                      a.a,      a.b};
-    auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim);
+    auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim, opened);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     return SettleElement(l, *verdict, "element-step");
   }
@@ -1067,18 +1112,9 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     VT_ASSIGN_OR_RETURN(Hash256 h, OpenInputHash(g, l.b, a.node_root_of, a.inputs[i]));
     inputs[want[i]] = verify::InputTensor{h, e.input_shapes[want[i]], std::nullopt};
   }
-  const std::vector<std::uint64_t> positions =
-      verify::StepBatchPositions(el, *step, rec.inputs, e.input_shapes);
-  if (positions.empty() != !a.batch || (a.batch && a.batch->positions != positions))
-    return Status::Invalid("elem-bad-batch", "open exactly the examples the step reads");
-  std::optional<verify::OpenedBatch> batch;
-  if (a.batch) {
-    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-    VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
-    vm::GasCosts costs(m_ctx.gas());
-    const verify::BatchCase at{&job, g.step, g.agreed_state, e.num_state_tensors};
-    VT_ASSIGN_OR_RETURN(batch, verify::VerifyBatchOpening(arbiter->graphs(), at, *a.batch, costs));
-  }
+  VT_ASSIGN_OR_RETURN(
+      const std::optional<verify::OpenedBatch> batch,
+      OpenMoveBatch(l, e, a.batch, verify::StepBatchPositions(el, *step, rec.inputs, e.input_shapes)));
   const verify::OpenedBatch* opened = batch ? &*batch : nullptr;
   // The poster's own reveal must check out on its own (its root on both
   // sides): a bad one never blocks the other party.
@@ -1175,17 +1211,9 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     // the batch's examples the batch slices read (verify/batch_opening.h).
     VT_ASSIGN_OR_RETURN(verify::ElementPlan plan, PlanOf(rec, e));
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-    const std::vector<std::uint64_t> positions = verify::PlanBatchPositions(plan, rec.inputs, e.input_shapes);
-    std::optional<verify::OpenedBatch> batch;
-    if (positions.empty() != !a.batch || (a.batch && a.batch->positions != positions))
-      return Status::Invalid("elem-bad-batch", "open exactly the " + std::to_string(positions.size()) +
-                                                   " examples the value reads");
-    if (a.batch) {
-      VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
-      vm::GasCosts costs(m_ctx.gas());
-      const verify::BatchCase at{&job, g.step, g.agreed_state, e.num_state_tensors};
-      VT_ASSIGN_OR_RETURN(batch, verify::VerifyBatchOpening(arbiter->graphs(), at, *a.batch, costs));
-    }
+    VT_ASSIGN_OR_RETURN(
+        const std::optional<verify::OpenedBatch> batch,
+        OpenMoveBatch(l, e, a.batch, verify::PlanBatchPositions(plan, rec.inputs, e.input_shapes), &job));
     std::vector<std::vector<float>> slices;
     std::uint64_t values = 0;
     std::size_t opened = 0, read = 0;

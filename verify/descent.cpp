@@ -1,5 +1,7 @@
 #include "verify/descent.h"
 
+#include "verify/batch_opening.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -248,7 +250,8 @@ Status VerifyInputHash(const InputHashContext& at, const protocol::InputRef& ref
 }
 
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
-                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim) {
+                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim,
+                                      const OpenedBatch* batch) {
   constexpr std::string_view kReason = "elem-bad-step";
   const std::uint64_t k = static_cast<std::uint64_t>(element.k);
   if (claim.m >= k) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
@@ -265,10 +268,21 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
   for (std::size_t side = 0; side < 2; ++side)
     VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
   const auto m = static_cast<std::int64_t>(claim.m);
-  VT_ASSIGN_OR_RETURN(float a_m, VerifyValue(factors.a_hash, factors.a_shape, element.AIndex(m), claim.a));
+  // A factor by its tensor hash, or from the batch's opened example.
+  const auto factor = [&](const Hash256& hash, const kernels::Shape& shape,
+                          const std::optional<std::uint32_t>& of, std::int64_t index,
+                          const ValueOpening& opening) -> Result<float> {
+    if (!of) return VerifyValue(hash, shape, index, opening);
+    if (!opening.chunk.values.empty())
+      return Status::Invalid(kReason, "a factor of the batch is not opened by value");
+    if (batch == nullptr) return Status::Invalid(kReason, "a factor of the batch comes from its example");
+    return batch->Value(*of, shape, index);
+  };
+  VT_ASSIGN_OR_RETURN(float a_m,
+                      factor(factors.a_hash, factors.a_shape, factors.a_batch, element.AIndex(m), claim.a));
   float b_m = +0.0f;  // a padding tap: +0, nothing opened
   if (const std::int64_t bi = element.BIndex(m); bi >= 0) {
-    VT_ASSIGN_OR_RETURN(b_m, VerifyValue(factors.b_hash, factors.b_shape, bi, claim.b));
+    VT_ASSIGN_OR_RETURN(b_m, factor(factors.b_hash, factors.b_shape, factors.b_batch, bi, claim.b));
   } else if (!claim.b.chunk.values.empty()) {
     return Status::Invalid(kReason, "a padding factor is not opened");
   }

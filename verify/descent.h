@@ -28,6 +28,8 @@
 
 namespace vt::verify {
 
+class OpenedBatch;  // verify/batch_opening.h
+
 // One value of a committed tensor: the chunk that holds it, opened.
 struct ValueOpening {
   kernels::ChunkOpening chunk;
@@ -167,18 +169,25 @@ struct DotStepClaim {
 
 // The agreed input tensors a dot element reads, by their hashes (from the
 // node's agreed inputs: h_t's state tensors or producers' output hashes).
+// A factor of the batch (`a_batch`/`b_batch`: 0 inputs, 1 targets — the
+// first layer's x) has no tensor hash: its value comes from the example the
+// move opens (verify/batch_opening.h), and its ValueOpening is empty.
 struct DotFactors {
   Hash256 a_hash, b_hash;
   kernels::Shape a_shape, b_shape;
+  std::optional<std::uint32_t> a_batch, b_batch;
 };
 
 // The referee's verdict on a DotStepClaim, and every worker's prediction of
-// it: each proof checked (index m < K, count K+1), the factors opened, then
-// JudgeDotStep. Charge: three proofs of ⌈log₂(K+1)⌉ siblings and two value
-// openings (VerifyValue). Invalid "elem-bad-step" (a proof that does not
-// check out, m out of range) or VerifyValue's reasons.
+// it: each proof checked (index m < K, count K+1), the factors opened (a
+// factor of the batch read from `batch`), then JudgeDotStep. Charge: three
+// proofs of ⌈log₂(K+1)⌉ siblings and two value openings (VerifyValue).
+// Invalid "elem-bad-step" (a proof that does not check out, m out of range,
+// an opening for a factor of the batch or none for its example) or
+// VerifyValue's reasons.
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
-                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim);
+                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim,
+                                      const OpenedBatch* batch = nullptr);
 
 // When both parties' partial sums agree to p_K (their roots are equal) the
 // disputed step is the epilogue: y = p_K + bias (linear), or p_K.

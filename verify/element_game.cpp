@@ -27,10 +27,21 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       choice.opened_inputs.push_back(input);
     }
   };
+  const auto is_batch = [&](std::uint32_t i) {
+    return i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch;
+  };
   if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes); dot.ok()) {
+    // A factor of the batch (the first layer's x) comes from one example a
+    // step (DotStepBatchPositions); the other factor and the bias by hash.
     choice.kind = ElementKind::kDot;
-    add(dot->a_input);
-    add(dot->b_input);
+    for (std::uint32_t f : {dot->a_input, dot->b_input}) {
+      if (is_batch(f)) {
+        choice.batch_inputs.push_back(f);
+        choice.batch_examples = 1;
+      } else {
+        add(f);
+      }
+    }
     if (dot->bias_input) add(*dot->bias_input);
   } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
     // Any step may be disputed: every input an operand reads (one per
@@ -107,6 +118,23 @@ std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
     const InputSlice& s = plan.inputs[i];
     if (s.count == 0 || s.output_slot >= 0 || inputs[i].source != protocol::InputSource::kBatch) continue;
     for (std::uint64_t k : BatchPositionsOf(input_shapes[i], s.first, s.count)) positions.push_back(k);
+  }
+  std::sort(positions.begin(), positions.end());
+  positions.erase(std::unique(positions.begin(), positions.end()), positions.end());
+  return positions;
+}
+
+std::vector<std::uint64_t> DotStepBatchPositions(const DotElement& element, std::uint64_t m,
+                                                 std::span<const protocol::InputRef> inputs,
+                                                 std::span<const Shape> input_shapes) {
+  std::vector<std::uint64_t> positions;
+  const auto m_index = static_cast<std::int64_t>(m);
+  for (const auto& [input, index] : {std::pair{element.a_input, element.AIndex(m_index)},
+                                     std::pair{element.b_input, element.BIndex(m_index)}}) {
+    if (index < 0 || input >= inputs.size() || input >= input_shapes.size() ||
+        inputs[input].source != protocol::InputSource::kBatch)
+      continue;  // a padding tap, the node's own output or a hashed input
+    for (std::uint64_t k : BatchPositionsOf(input_shapes[input], index, 1)) positions.push_back(k);
   }
   std::sort(positions.begin(), positions.end());
   positions.erase(std::unique(positions.begin(), positions.end()), positions.end());

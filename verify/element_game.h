@@ -57,13 +57,13 @@ inline constexpr std::int64_t kMaxOpenedExamples = 4;
 // The rule of (op, attrs, slot, e) — the attribute overloads of
 // DotElementAt and PlanElement — and the node inputs it opens by their
 // tensor hashes (each has one: a state tensor or an earlier node's output)
-// or, for the pointwise/row rule, from the batch (batch_inputs: examples
+// or from the batch (batch_inputs: examples
 // opened against the dataset commitment). Not among them: a dot factor or
 // plan slice of the node's own output (kOwnOutput + s, output_slot ≥ 0:
 // opened against the records' common output hash of slot s, which
 // SlotWalkOrder makes agreed) and a plan slice with count 0 (the input is
 // not read). Invalid "elem-no-rule" when neither rule accepts the value,
-// "elem-batch-input" when the dot or reduction rule would read the batch,
+// "elem-batch-input" when a rule would open a batch input by its hash,
 // "elem-too-wide" when its slices span more than kMaxOpenedChunks chunks
 // (or it opens more than kMaxOpenedInputs inputs or kMaxOpenedExamples
 // examples).
@@ -86,6 +86,12 @@ std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input);
 std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
                                               std::span<const protocol::InputRef> inputs,
                                               std::span<const Shape> input_shapes);
+
+// The same for step m of the dot rule: the examples holding its factors of
+// the batch (the first layer's x), none when neither factor is of the batch.
+std::vector<std::uint64_t> DotStepBatchPositions(const DotElement& element, std::uint64_t m,
+                                                 std::span<const protocol::InputRef> inputs,
+                                                 std::span<const Shape> input_shapes);
 
 // The same for one step of the reduction rule: the examples holding the
 // batch values the step reads (verify::StepReads), merged and increasing.

@@ -33,6 +33,11 @@ std::vector<float> Factors(const kernels::Tensor& t, std::int64_t k, const Index
   return v;
 }
 
+// Whether node input `f` is of the batch (a factor opened from its example).
+bool IsBatch(const ElementSide& side, std::uint32_t f) {
+  return f < side.refs.size() && side.refs[f].source == protocol::InputSource::kBatch;
+}
+
 // A dot factor's or a reduction read's tensor: a node input, or the node's own (agreed) output slot.
 const kernels::Tensor& FactorTensor(const ElementSide& side, std::uint32_t index) {
   return index >= verify::kOwnOutput ? side.outputs.at(index - verify::kOwnOutput) : side.inputs.at(index);
@@ -112,11 +117,32 @@ StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m) {
   return StepReveal{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m), mine.tree.Prove(m + 1)};
 }
 
-FactorOpenings AnswerFactors(const ElementSide& side, const verify::DotElement& element, std::uint64_t m) {
+Result<FactorOpenings> AnswerFactors(const ElementSide& side, const verify::DotElement& element,
+                                     std::uint64_t m) {
   const auto mi = static_cast<std::int64_t>(m);
-  const std::int64_t bi = element.BIndex(mi);  // −1: a padding tap, +0, nothing opened
-  return FactorOpenings{verify::OpenValue(FactorTensor(side, element.a_input), element.AIndex(mi)),
-                        bi < 0 ? verify::ValueOpening{} : verify::OpenValue(FactorTensor(side, element.b_input), bi)};
+  // −1: a padding tap, +0, nothing opened; a factor of the batch: from its example.
+  const auto opening = [&](std::uint32_t f, std::int64_t index) {
+    if (index < 0 || IsBatch(side, f)) return verify::ValueOpening{};
+    return verify::OpenValue(FactorTensor(side, f), index);
+  };
+  FactorOpenings o{
+      opening(element.a_input, element.AIndex(mi)), opening(element.b_input, element.BIndex(mi)), {}};
+  const std::vector<std::uint64_t> positions =
+      verify::DotStepBatchPositions(element, m, side.refs, InputShapes(side));
+  if (!positions.empty()) {
+    if (side.examples.empty())
+      return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
+    o.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
+  }
+  return o;
+}
+
+std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotElement& element,
+                                     std::uint64_t m) {
+  const auto mi = static_cast<std::int64_t>(m);
+  const std::int64_t bi = element.BIndex(mi);
+  return {FactorTensor(side, element.a_input)[element.AIndex(mi)],
+          bi < 0 ? +0.0f : FactorTensor(side, element.b_input)[bi]};
 }
 
 verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
@@ -135,12 +161,19 @@ verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, 
 verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element) {
   const kernels::Tensor& a = FactorTensor(side, element.a_input);
   const kernels::Tensor& b = FactorTensor(side, element.b_input);
-  return verify::DotFactors{a.Hash(), b.Hash(), a.shape(), b.shape()};
+  const auto batch_of = [&](std::uint32_t f) -> std::optional<std::uint32_t> {
+    if (!IsBatch(side, f)) return std::nullopt;
+    return side.refs[f].index;
+  };
+  return verify::DotFactors{
+      a.Hash(), b.Hash(), a.shape(), b.shape(), batch_of(element.a_input), batch_of(element.b_input)};
 }
 
 Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
-                                           const std::array<Hash256, 2>& roots, const verify::DotStepClaim& claim) {
-  return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim);
+                                           const std::array<Hash256, 2>& roots,
+                                           const verify::DotStepClaim& claim,
+                                           const verify::OpenedBatch* batch) {
+  return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim, batch);
 }
 
 verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b) {

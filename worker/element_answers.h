@@ -97,19 +97,31 @@ struct StepReveal {
   crypto::MerkleProof p_m_proof, next_proof;
 };
 StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m);
+// Step m's factors as the final move opens them: by value against their
+// tensors, or — a factor of the batch (the first layer's x) — empty, its
+// example opened in `batch` (verify::DotStepBatchPositions); a padding tap:
+// empty, +0.
 struct FactorOpenings {
   verify::ValueOpening a, b;
+  std::optional<verify::BatchOpening> batch;
 };
-FactorOpenings AnswerFactors(const ElementSide& side, const verify::DotElement& element, std::uint64_t m);
+Result<FactorOpenings> AnswerFactors(const ElementSide& side, const verify::DotElement& element,
+                                     std::uint64_t m);
+// The two values step m multiplies (a padding tap's b: +0).
+std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotElement& element,
+                                     std::uint64_t m);
 verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
                                           const FactorOpenings& factors);
 
-// The factors' tensors of a dot element (hashes and shapes of the agreed inputs).
+// The factors' tensors of a dot element (hashes and shapes of the agreed
+// inputs; a factor of the batch by which batch tensor it is).
 verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element);
 
 // The verdicts, by the referee's own functions.
 Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
-                                           const std::array<Hash256, 2>& roots, const verify::DotStepClaim& claim);
+                                           const std::array<Hash256, 2>& roots,
+                                           const verify::DotStepClaim& claim,
+                                           const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b);
 
 // ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm) ----

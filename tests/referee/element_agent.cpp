@@ -103,13 +103,9 @@ worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_
   if (lie->kind == SumsLie::kDiverge) {
     p[from] = std::nextafter(p[from], INFINITY);
     for (std::size_t m = from + 1; m < p.size(); ++m) {
-      // The factors as the worker opens them (own outputs, padding taps: +0).
-      const auto mi = static_cast<std::int64_t>(m - 1);
-      const worker::FactorOpenings f = worker::AnswerFactors(side, el, m - 1);
-      const auto at = [](const verify::ValueOpening& o, std::int64_t i) {
-        return i < 0 ? 0.0f : o.chunk.values[static_cast<std::size_t>(i % verify::kChunkValues)];
-      };
-      p[m] = kernels::hd::RepopsStep(p[m - 1], at(f.a, el.AIndex(mi)), at(f.b, el.BIndex(mi)));
+      // The factors the step multiplies (own outputs, the batch, padding taps: +0).
+      const auto [a, b] = worker::FactorValues(side, el, m - 1);
+      p[m] = kernels::hd::RepopsStep(p[m - 1], a, b);
     }
   } else {
     std::uniform_real_distribution<float> d(-4.0f, 4.0f);

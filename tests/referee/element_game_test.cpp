@@ -65,6 +65,9 @@ const Target kTargets[] = {
     {"linear_backward.db", kernels::OpKind::kLinearBackward, 2, "element-epilogue"},
     // The reduction rule with a running max and a final step that reads the label (the batch).
     {"cross_entropy_backward", kernels::OpKind::kCrossEntropyBackward, 0, "element-epilogue", true},
+    // The first layer: the dot rule's factor x read from one example a step (the batch).
+    {"fc.0.y", kernels::OpKind::kLinear, 0, "element-epilogue", true},
+    {"fc.0.backward.dW", kernels::OpKind::kLinearBackward, 1, "element-epilogue", true},
 };
 
 const History& HonestHistory() {
@@ -312,6 +315,39 @@ TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
   std::printf(
       "[element-game] cnn: %llu games over batch-norm and conv2d_backward values, largest tx %llu B\n",
       static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx));
+}
+
+// A convolution's dW whose partial sums leave the rule right after a
+// padding tap (a +0 factor, nothing opened): the walk ends at that step and
+// the final move carries no opening for it — it must still reach the chain
+// (it once could not be decoded) and the honest party win.
+TEST(ElementGame, AStepAtAPaddingTapIsJudgedWithNothingOpened) {
+  const std::uint32_t node = CnnNodeOf(kernels::OpKind::kConv2dBackward);
+  const std::int64_t v = CnnReachingValue(node, 1, 0);
+  const worker::ElementSide side = SideOf(CnnHistory(), kLieStep, node);
+  std::vector<kernels::Shape> shapes;
+  for (const kernels::Tensor& t : side.inputs) shapes.push_back(t.shape());
+  const verify::DotElement el = verify::DotElementAt(side.op_kind, side.attrs, 1, v, shapes).value();
+  std::int64_t pad = 0;
+  while (pad < el.k && el.BIndex(pad) >= 0) ++pad;
+  ASSERT_LT(pad, el.k) << "dW[" << v << "] reads no padding tap";
+  for (bool liar_is_solver : {true, false}) {
+    SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
+    ScenarioConfig c;
+    c.cnn = true;
+    c.solver_bond = c.challenger_bond = 2 * MinimumBond(CnnJob().job);
+    AgentPlan liar, honest;
+    liar.lies = {Lie{LieKind::kOneValue, kLieStep, node, 1, v}};
+    liar.sums = SumsPlan{SumsLie::kDiverge, static_cast<std::uint64_t>(pad) + 1};
+    liar.element_level = honest.element_level = true;
+    c.solver = liar_is_solver ? liar : honest;
+    c.challengers = {liar_is_solver ? honest : liar};
+    const ScenarioReport rep = RunScenario(c);
+    ASSERT_EQ(rep.games.size(), 1u);
+    EXPECT_EQ(rep.games[0].game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
+    EXPECT_EQ(rep.games[0].game.reason, "element-step");
+    EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
+  }
 }
 
 TEST(ElementGame, LyingChallengerLosesToAnHonestSolver) {
@@ -587,26 +623,6 @@ TEST(ElementGame, ForgedReduceStepsAreRefused) {
   EXPECT_EQ(rep.games.at(0).game.result, GameResult::kChallengerWon);
 }
 
-TEST(ElementGame, NodesWithoutARuleAreArbitratedWhole) {
-  // fc.0 reads the batch: its dot rule would open the batch, so the descent
-  // is refused with the reason and the node is arbitrated as before.
-  ScenarioConfig c = WideConfig();
-  c.solver.lies = {Lie{LieKind::kOutput, 3, 0}};
-  c.challengers = {AgentPlan{}};
-  Poker p(c);
-  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
-  const std::uint64_t id = p.d.game_ids().at(0);
-  const worker::ElementSide side = SideOf(p.d.history(2), 3, 0);
-  EXPECT_EQ(
-      p.Send(2, Method::kPostChunkRoot, EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), id))).reason,
-      "elem-batch-input");
-  while (p.d.Step()) {
-  }
-  const ScenarioReport rep = p.d.Finish();
-  EXPECT_EQ(rep.games.at(0).game.reason, "arbitration");
-  EXPECT_EQ(rep.games.at(0).game.result, GameResult::kChallengerWon);
-}
-
 TEST(ElementGame, DisabledOnAChainThatDoesNotPlayIt) {
   const Target& dx = kTargets[1];
   ScenarioConfig c = WideConfig();
@@ -722,7 +738,9 @@ TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
 // (the output) is refuted at that step, the move carrying the label's
 // example (verify/batch_opening.h) instead of a chunk.
 TEST(ElementGame, TheFinalStepReadsItsLabelFromItsExample) {
-  const Target& t = kTargets[std::size(kTargets) - 1];
+  const Target& t = *std::find_if(std::begin(kTargets), std::end(kTargets), [](const Target& x) {
+    return x.op == kernels::OpKind::kCrossEntropyBackward;
+  });
   ASSERT_TRUE(t.reads_batch);
   const std::int64_t v = ReachingValue(t, 5);
   for (bool liar_is_solver : {true, false}) {

@@ -7,6 +7,7 @@
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
 #include "crypto/sha256.h"
+#include "kernels/chunk_tree.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "referee/referee.h"
@@ -71,6 +72,17 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   t.leaf_count = 5;
   t.reveals[0] = {h->checkpoint_tree.Children({1, 0})};
   ExpectRoundTrip(t);
+  // A dot step's final move whose b factor is a padding tap (+0, nothing
+  // opened) and whose a factor is of the batch (its example instead): both
+  // openings empty, and they must still travel.
+  referee::RevealStepArgs step;
+  step.game_id = 3;
+  step.p_m_proof = h->checkpoint_tree.Prove(0);
+  step.next_proof = h->checkpoint_tree.Prove(1);
+  step.a.chunk = kernels::OpenChunk(kernels::Tensor({4}, {1, 2, 3, 4}), 0, 1);
+  ExpectRoundTrip(step);
+  step.a = {};
+  ExpectRoundTrip(step);
 }
 
 // A chain with the referee, a posted bounty of the tiny job, and helpers.

@@ -344,6 +344,9 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
     model.arch = kernels::graph::MlpSpec{784, {32}, 10, kernels::graph::Activation::kRelu};
   } else if (std::string_view(p.model) == "mlp-64-2048-2048-10") {
     model.arch = kernels::graph::MlpSpec{64, {2048, 2048}, 10, kernels::graph::Activation::kRelu};
+  } else if (std::string_view(p.model) ==
+             "cnn-128") {  // 128×128 images, no stem pool: a 16 384-value GAP plane
+    model.arch = kernels::graph::CnnSpec{1, 128, 128, 4, 0, false, 10};
   } else if (std::string_view(p.model) == "gpt2-vocab") {  // testnet/jobs/gpt2-vocab.json's model
     model.arch = kernels::graph::GptSpec{50257, 16, 1, 2, 32, 0.0f};
   } else {
@@ -373,14 +376,14 @@ std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
 // With the network's real limit (1 MiB, gossip's cap, as ChainParams
 // max_tx_bytes), a job is refused at posting, with the reason, when an
 // honest party may have to send more than that: the whole arbitration of a
-// node the element level does not cover (cnn-fashion's stem convolution
-// backward, which reads the batch, at B = 64: 3.4 MB), or any node's on a
-// chain or in a mode without the element level (GPT-2 small's
+// node the element level does not cover (a CNN on 128×128 images whose
+// global average pool reads a plane wider than one move), or any node's on
+// a chain or in a mode without the element level (GPT-2 small's
 // lm_head.backward: ~363 MB). The testnet jobs (their MLPs: the synthetic
 // mlp-tiny one and fashion 784-32-10) and the tiny GPT are accepted in every
-// mode with bonds at their minimum; mlp-fashion, cnn-fashion at B = 16 (its
-// batch norms' 1.6 MB whole arbitrations covered), a 2048-wide MLP, the
-// GPT-2-vocabulary job and GPT-2 small, whose big nodes the element level
+// mode with bonds at their minimum; mlp-fashion, cnn-fashion (its batch
+// norms' 1.6 MB whole arbitrations covered), a 2048-wide MLP, the
+// GPT-2-vocabulary job and GPT-2 small, whose every node the element level
 // covers, in repops mode only.
 TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   vm::ChainParams params;
@@ -447,9 +450,11 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     }
   }
   {
-    // cnn-fashion at B = 64: its stem convolution reads the batch, which its
-    // dot rule cannot open, so that node is arbitrated whole — 64 images.
-    const PresetJob p{"cnn-fashion", 64, 512};
+    // A CNN on 128×128 images without a stem pool: its global average
+    // pool's plane (16 384 values) is wider than one move may open
+    // (verify::kMaxOpenedChunks), so the pool and its backward are arbitrated
+    // whole — 16 images of 4 × 128 × 128 values.
+    const PresetJob p{"cnn-128", 16, 512};
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);

@@ -25,17 +25,30 @@ InputRef State(std::uint32_t i) { return InputRef{InputSource::kState, i, 0}; }
 InputRef Batch(std::uint32_t i) { return InputRef{InputSource::kBatch, i, 0}; }
 InputRef Node(std::uint32_t i) { return InputRef{InputSource::kNode, i, 0}; }
 
-TEST(ElementGameRules, DotPlanOrNoneAndNeverTheBatch) {
+TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
   const std::vector<Shape> linear = {{4, 6}, {8, 6}, {8}};
   auto dot = ChooseElementRule(K(OpKind::kLinear), {}, 0, 5, std::vector<InputRef>{Node(1), State(0), State(1)}, linear);
   ASSERT_TRUE(dot.ok()) << dot.status().ToString();
   EXPECT_EQ(dot->kind, ElementKind::kDot);
   EXPECT_EQ(dot->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
-  // x is the batch: the rule would open it.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinear), {}, 0, 5, std::vector<InputRef>{Batch(0), State(0), State(1)}, linear)
-                .status()
-                .reason(),
-            "elem-batch-input");
+  // x is the batch (the first layer): read from one example a step, W and b by hash.
+  auto first = ChooseElementRule(K(OpKind::kLinear), {}, 0, 5,
+                                 std::vector<InputRef>{Batch(0), State(0), State(1)}, linear);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->kind, ElementKind::kDot);
+  EXPECT_EQ(first->opened_inputs, (std::vector<std::uint32_t>{1, 2}));
+  EXPECT_EQ(first->batch_inputs, (std::vector<std::uint32_t>{0}));
+  EXPECT_EQ(first->batch_examples, 1);
+  // Step m of y[0, 5] reads x[0, m]: example 0; of dW[5, 2] over the rows r, x[r, 2]: example r.
+  const DotElement y05 = DotElementAt(K(OpKind::kLinear), {}, 0, 5, linear).value();
+  EXPECT_EQ(DotStepBatchPositions(y05, 3, std::vector<InputRef>{Batch(0), State(0), State(1)}, linear),
+            (std::vector<std::uint64_t>{0}));
+  const std::vector<Shape> backward = {{4, 8}, {4, 6}, {8, 6}};
+  const DotElement dw = DotElementAt(K(OpKind::kLinearBackward), {}, 1, 5 * 6 + 2, backward).value();
+  EXPECT_EQ(DotStepBatchPositions(dw, 3, std::vector<InputRef>{Node(0), Batch(0), State(0)}, backward),
+            (std::vector<std::uint64_t>{3}));
+  EXPECT_TRUE(
+      DotStepBatchPositions(dw, 3, std::vector<InputRef>{Node(0), Node(1), State(0)}, backward).empty());
   auto relu = ChooseElementRule(K(OpKind::kRelu), {}, 0, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{4, 8}});
   ASSERT_TRUE(relu.ok());
   EXPECT_EQ(relu->kind, ElementKind::kPlan);
@@ -53,13 +66,12 @@ TEST(ElementGameRules, DotPlanOrNoneAndNeverTheBatch) {
   EXPECT_TRUE(db_batch->opened_inputs.empty());
   EXPECT_EQ(db_batch->batch_inputs, (std::vector<std::uint32_t>{0}));
   EXPECT_EQ(db_batch->batch_examples, 1);
-  // The dot rule does not read the batch yet: dx over a batch dy is refused.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinearBackward), {}, 0, 0,
-                              std::vector<InputRef>{Batch(0), Node(1), State(0)},
-                              std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}})
-                .status()
-                .reason(),
-            "elem-batch-input");
+  // dx over a batch dy: the dot rule reads dy's row from its example.
+  auto dx_batch = ChooseElementRule(K(OpKind::kLinearBackward), {}, 0, 0,
+                                    std::vector<InputRef>{Batch(0), Node(1), State(0)},
+                                    std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
+  ASSERT_TRUE(dx_batch.ok()) << dx_batch.status().ToString();
+  EXPECT_EQ(dx_batch->batch_inputs, (std::vector<std::uint32_t>{0}));
   // No such output: no rule.
   EXPECT_EQ(ChooseElementRule(K(OpKind::kLinear), {}, 1, 0, std::vector<InputRef>{Node(1), State(0), State(1)}, linear)
                 .status()

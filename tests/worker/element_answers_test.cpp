@@ -179,8 +179,9 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
       EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
     }
     const std::uint64_t m = w5->disputed_leaf() - 1;
-    const verify::DotStepClaim claim = AssembleDotStepClaim(m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m),
-                                                            AnswerFactors(honest.side, pa.element, m));
+    const verify::DotStepClaim claim =
+        AssembleDotStepClaim(m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m),
+                             AnswerFactors(honest.side, pa.element, m).value());
     o.max_message = std::max(o.max_message, SizeOf(claim));
     const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
     auto verdict = PredictDotStep(honest.side, pa.element, roots, claim);

@@ -205,8 +205,8 @@ TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
           ASSERT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
         }
         const std::uint64_t m = w5->disputed_leaf() - 1;
-        const verify::DotStepClaim claim = AssembleDotStepClaim(m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m),
-                                                                AnswerFactors(honest.side, el, m));
+        const verify::DotStepClaim claim = AssembleDotStepClaim(
+            m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m), AnswerFactors(honest.side, el, m).value());
         max_message = std::max(max_message, SizeOf(claim));
         const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
         auto verdict = PredictDotStep(honest.side, el, roots, claim);
