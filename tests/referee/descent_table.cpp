@@ -294,10 +294,15 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       const auto factor_numel = [&](std::uint32_t i) {
         return i >= verify::kOwnOutput ? Numel(node.output_shapes.at(i - verify::kOwnOutput)) : Numel(in.at(i));
       };
-      const Opened a = OpenSlice(factor_numel(dot->a_input), static_cast<std::uint64_t>(dot->AIndex(dot->k - 1)), 1);
+      // A factor of the batch (the first layer's x) travels in its example.
+      const auto factor = [&](std::uint32_t i, std::int64_t index) {
+        if (i < verify::kOwnOutput && node.inputs.at(i).source == graph::NodeInputSource::kBatch)
+          return Opened{batch.header + batch.example, 0};
+        return OpenSlice(factor_numel(i), static_cast<std::uint64_t>(index), 1);
+      };
+      const Opened a = factor(dot->a_input, dot->AIndex(dot->k - 1));
       // A padding tap (−1) opens nothing; price the last real one's opening anyway.
-      const std::int64_t bi = dot->BIndex(dot->k - 1);
-      const Opened b = OpenSlice(factor_numel(dot->b_input), static_cast<std::uint64_t>(std::max<std::int64_t>(bi, 0)), 1);
+      const Opened b = factor(dot->b_input, std::max<std::int64_t>(dot->BIndex(dot->k - 1), 0));
       // The final step: agreed p_m, both p_{m+1}, the two factors; posting
       // a partials root: the root and two leaves.
       p.tx_bytes = kTxEnvelope + std::max(3 * leaf.bytes + a.bytes + b.bytes, kHashBytes + 2 * leaf.bytes);
