@@ -127,6 +127,18 @@ Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sum
                   liar_silent, honest_silent, element_level);
 }
 
+// One game over `lies` in `c`, told by the solver or by the (one)
+// challenger, both playing the element level; the liar's sums as `sums`.
+ScenarioReport RunLiar(ScenarioConfig c, std::vector<Lie> lies, bool liar_is_solver, SumsPlan sums = {}) {
+  AgentPlan liar, honest;
+  liar.lies = std::move(lies);
+  liar.sums = sums;
+  liar.element_level = honest.element_level = true;
+  c.solver = liar_is_solver ? liar : honest;
+  c.challengers = {liar_is_solver ? honest : liar};
+  return RunScenario(c);
+}
+
 // The first value of the target from `from` whose one-ulp lie changes a
 // checkpoint (some are absorbed downstream, e.g. behind a relu or rounded
 // away in an update).
@@ -287,13 +299,8 @@ TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
       ScenarioConfig c;
       c.cnn = true;
       c.solver_bond = c.challenger_bond = bond;
-      AgentPlan liar, honest;
-      liar.lies = {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}};
-      liar.sums = SumsPlan{kind, 2};
-      liar.element_level = honest.element_level = true;
-      c.solver = liar_is_solver ? liar : honest;
-      c.challengers = {liar_is_solver ? honest : liar};
-      const ScenarioReport rep = RunScenario(c);
+      const ScenarioReport rep =
+          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, SumsPlan{kind, 2});
       ASSERT_EQ(rep.games.size(), 1u);
       const GameReport& gr = rep.games[0];
       EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
@@ -336,13 +343,8 @@ TEST(ElementGame, AStepAtAPaddingTapIsJudgedWithNothingOpened) {
     ScenarioConfig c;
     c.cnn = true;
     c.solver_bond = c.challenger_bond = 2 * MinimumBond(CnnJob().job);
-    AgentPlan liar, honest;
-    liar.lies = {Lie{LieKind::kOneValue, kLieStep, node, 1, v}};
-    liar.sums = SumsPlan{SumsLie::kDiverge, static_cast<std::uint64_t>(pad) + 1};
-    liar.element_level = honest.element_level = true;
-    c.solver = liar_is_solver ? liar : honest;
-    c.challengers = {liar_is_solver ? honest : liar};
-    const ScenarioReport rep = RunScenario(c);
+    const ScenarioReport rep = RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, 1, v}}, liar_is_solver,
+                                       SumsPlan{SumsLie::kDiverge, static_cast<std::uint64_t>(pad) + 1});
     ASSERT_EQ(rep.games.size(), 1u);
     EXPECT_EQ(rep.games[0].game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
     EXPECT_EQ(rep.games[0].game.reason, "element-step");
@@ -811,13 +813,7 @@ TEST(ElementGame, ALieInTheNextStateIsSettledAtItsLeaf) {
                      (liar_is_solver ? ", solver lies" : ", challenger lies"));
         // leaf −1: a made-up hash (LieKind::kCheckpoint).
         const Lie lie = leaf < 0 ? Lie{LieKind::kCheckpoint, 2, 0} : Lie{LieKind::kStateLeaf, 2, 0, 0, leaf};
-        ScenarioConfig c = base;
-        AgentPlan liar, honest;
-        liar.lies = {lie};
-        liar.element_level = honest.element_level = true;
-        c.solver = liar_is_solver ? liar : honest;
-        c.challengers = {liar_is_solver ? honest : liar};
-        const ScenarioReport report = RunScenario(c);
+        const ScenarioReport report = RunLiar(base, {lie}, liar_is_solver);
         ASSERT_EQ(report.games.size(), 1u);
         const GameReport& gr = report.games[0];
         EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)

@@ -197,6 +197,32 @@ CaughtGame ExpectSettledAtItsValue(ScopedTestnet& t, node::ChainClient& c, const
   return out;
 }
 
+// ExpectSettledAtItsValue with both bonds at the job's minimum, and that
+// minimum gone from the solver's balance.
+CaughtGame ExpectSlashedAtItsValue(ScopedTestnet& t, node::ChainClient& c, const crypto::SecretKey& client,
+                                   const crypto::Address& solver, const worker::LoadedJob& job,
+                                   std::uint64_t bounty, const OneValueCheat& cheat,
+                                   std::chrono::seconds timeout) {
+  const auto bond = node::MinimumBond(job.job.spec);
+  EXPECT_TRUE(bond.ok()) << bond.status().ToString();
+  const vm::Amount before = c.Account(solver)->balance;
+  const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
+  const CaughtGame g = ExpectSettledAtItsValue(t, c, client, job, terms, bounty, cheat, timeout);
+  EXPECT_LE(c.Account(solver)->balance + bond.value_or(0), before) << "the solver's bond is slashed";
+  return g;
+}
+
+// One line per caught cheat, for the test's log.
+void Report(const char* tag, const std::string& target, const OneValueCheat& cheat, const CaughtGame& g) {
+  std::printf(
+      "[ %s ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game transaction %llu "
+      "B\n",
+      tag, target.c_str(), static_cast<unsigned long long>(cheat.slot),
+      static_cast<unsigned long long>(cheat.step), static_cast<unsigned long long>(cheat.node),
+      static_cast<unsigned long long>(cheat.element), g.reason.c_str(),
+      static_cast<unsigned long long>(g.largest));
+}
+
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
@@ -486,8 +512,6 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
   auto client = t.net().Key("client");
   auto solver = t.net().Key("solver");
   ASSERT_TRUE(client.ok() && solver.ok());
-  auto bond = node::MinimumBond(loaded->job.spec);
-  ASSERT_TRUE(bond.ok()) << bond.status().ToString();
   std::mt19937_64 rng(TestSeed());
   // lm_head.backward's dx and dW (its db is unused: the head has no bias),
   // wte.backward's dW, the attention's probabilities att below the diagonal
@@ -509,19 +533,10 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
     auto drawn = DrawCheat(*loaded, target, slot, rng, below_diagonal);
     ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
     const OneValueCheat cheat = *drawn;
-    const std::uint64_t step = cheat.step, node = cheat.node;
     SCOPED_TRACE(cheat.Adversary());
-    const vm::Amount solver_before = c.Account(solver->address())->balance;
-    const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
-    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 180s);
-    const vm::Amount solver_after = c.Account(solver->address())->balance;
-    EXPECT_LE(solver_after + *bond, solver_before) << "the solver's bond is slashed";
-    std::printf(
-        "[ gpt2-vocab ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game "
-        "transaction %llu B; bond %llu slashed\n",
-        target.c_str(), static_cast<unsigned long long>(cheat.slot), static_cast<unsigned long long>(step),
-        static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
-        g.reason.c_str(), static_cast<unsigned long long>(g.largest), static_cast<unsigned long long>(*bond));
+    const CaughtGame g =
+        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, cheat, 180s);
+    Report("gpt2-vocab", target, cheat, g);
   }
 }
 
@@ -566,8 +581,6 @@ TEST(TestnetScenario, CnnBatchNormAndConvolutionGradientCheatsAreSettledAtTheirV
   auto client = t.net().Key("client");
   auto solver = t.net().Key("solver");
   ASSERT_TRUE(client.ok() && solver.ok());
-  auto bond = node::MinimumBond(loaded->job.spec);
-  ASSERT_TRUE(bond.ok()) << bond.status().ToString();
   std::mt19937_64 rng(TestSeed());
   const std::filesystem::path scratch = t.net().dir() / "cheat-runs";
   const std::pair<std::string, std::uint64_t> kTargets[] = {{"stem.bn", 4},
@@ -582,18 +595,10 @@ TEST(TestnetScenario, CnnBatchNormAndConvolutionGradientCheatsAreSettledAtTheirV
     });
     ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
     const OneValueCheat cheat = *drawn;
-    const std::uint64_t step = cheat.step, node = cheat.node;
     SCOPED_TRACE(cheat.Adversary());
-    const vm::Amount solver_before = c.Account(solver->address())->balance;
-    const node::BountyTerms terms{1'000'000, 0, 0, 300, 12, 40};  // bonds: the job's minimum
-    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 120s);
-    EXPECT_LE(c.Account(solver->address())->balance + *bond, solver_before) << "the solver's bond is slashed";
-    std::printf(
-        "[ cnn ] %s slot %llu: caught at step %llu node %llu value %llu by %s; largest game transaction "
-        "%llu B\n",
-        target.c_str(), static_cast<unsigned long long>(slot), static_cast<unsigned long long>(step),
-        static_cast<unsigned long long>(node), static_cast<unsigned long long>(cheat.element),
-        g.reason.c_str(), static_cast<unsigned long long>(g.largest));
+    const CaughtGame g =
+        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, cheat, 120s);
+    Report("cnn", target, cheat, g);
   }
 }
 
