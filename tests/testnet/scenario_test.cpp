@@ -523,7 +523,8 @@ TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach
                                                             {"h.0.attn", 1},
                                                             {"h.0.attn.backward", 0}};
   for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
-    const auto& [target, slot] = kTargets[bounty];
+    const std::string& target = kTargets[bounty].first;  // (a lambda may not capture a structured binding)
+    const std::uint64_t slot = kTargets[bounty].second;
     // att below the diagonal: the walk over the row's scores.
     const auto below_diagonal = [&](const verify::StepGraph& graph, const OneValueCheat& v) {
       if (target != "h.0.attn") return true;
@@ -589,7 +590,8 @@ TEST(TestnetScenario, CnnBatchNormAndConvolutionGradientCheatsAreSettledAtTheirV
                                                             {"blocks.0.bn1.backward", 0},
                                                             {"blocks.0.conv2.backward", 0}};
   for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
-    const auto& [target, slot] = kTargets[bounty];
+    const std::string& target = kTargets[bounty].first;  // (a lambda may not capture a structured binding)
+    const std::uint64_t slot = kTargets[bounty].second;
     auto drawn = DrawCheat(*loaded, target, slot, rng, [&](const verify::StepGraph&, const OneValueCheat& v) {
       return ReachesACheckpoint(*loaded, v, scratch);
     });
