@@ -37,7 +37,8 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
   ASSERT_TRUE(client.ok() && solver.ok());
 
   // 1. The withholding solver: 40 blocks (~8 s) to claim and commit.
-  node::BountyTerms terms{1'000'000, 800'000, 700'000, 40, 12, 40};
+  // A rounded challenger replays after the commit: 20 blocks to open a game.
+  node::BountyTerms terms{1'000'000, 800'000, 700'000, 40, 20, 40};
   const vm::Amount solver_start = c.Account(solver->address())->balance;
   const vm::Amount client_start = c.Account(client->address())->balance;
   auto id = node::PostBounty(c, *client, *loaded, terms);
