@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -227,6 +228,39 @@ void Report(const char* tag, const std::string& target, const OneValueCheat& che
       static_cast<unsigned long long>(g.largest));
 }
 
+// An output of a node named in the model's step graph: (node name, output slot).
+using NamedOutput = std::pair<std::string, std::uint64_t>;
+// Which drawn cheats a test keeps (DrawCheat), knowing the job and the target.
+using KeepCheat = std::function<bool(const worker::LoadedJob&, const NamedOutput&, const verify::StepGraph&,
+                                     const OneValueCheat&)>;
+
+// Brings the testnet up with its job, then posts one bounty per target, the
+// solver daemon cheating at one value of it (drawn at a random step and
+// value until `keep` accepts it), and expects each cheat settled at its value
+// and the solver slashed (ExpectSlashedAtItsValue); a log line each (`tag`).
+void ExpectNamedCheatsSettled(ScopedTestnet& t, const char* tag, std::span<const NamedOutput> targets,
+                              std::chrono::seconds timeout, const KeepCheat& keep) {
+  auto loaded = UpWithJob(t);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto c = t.Client("v0");
+  auto client = t.net().Key("client");
+  auto solver = t.net().Key("solver");
+  ASSERT_TRUE(client.ok() && solver.ok());
+  std::mt19937_64 rng(TestSeed());
+  for (std::uint64_t bounty = 0; bounty < targets.size(); ++bounty) {
+    const NamedOutput& target = targets[bounty];
+    auto drawn = DrawCheat(*loaded, target.first, target.second, rng,
+                           [&](const verify::StepGraph& graph, const OneValueCheat& v) {
+                             return keep(*loaded, target, graph, v);
+                           });
+    ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
+    SCOPED_TRACE(drawn->Adversary());
+    const CaughtGame g =
+        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, *drawn, timeout);
+    Report(tag, target.first, *drawn, g);
+  }
+}
+
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
@@ -353,10 +387,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
 TEST(TestnetScenario, TheChallengerReplaysWhileTheSolverTrains) {
   ScopedTestnet t("ahead",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
-  ASSERT_TRUE(t.ok());
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--withhold-blobs"});
-  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
-  ASSERT_TRUE(t.net().Up().ok());
+  ASSERT_TRUE(UpWithAWithholdingSolver(t));
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
   auto c = t.Client("v0");
@@ -510,39 +541,24 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
 TEST(TestnetScenario, Gpt2VocabularyCheatsAreCaughtWithinOneSmallTransactionEach) {
   ScopedTestnet t("gpt2v",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/gpt2-vocab.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  auto solver = t.net().Key("solver");
-  ASSERT_TRUE(client.ok() && solver.ok());
-  std::mt19937_64 rng(TestSeed());
   // lm_head.backward's dx and dW (its db is unused: the head has no bias),
   // wte.backward's dW, the attention's probabilities att below the diagonal
   // (a walk over the row's scores) and its backward dqkv (re-executed from
   // its image's dy, qkv and att).
-  const std::pair<std::string, std::uint64_t> kTargets[] = {{"lm_head.backward", 0},
-                                                            {"lm_head.backward", 1},
-                                                            {"wte.backward", 0},
-                                                            {"h.0.attn", 1},
-                                                            {"h.0.attn.backward", 0}};
-  for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
-    const std::string& target = kTargets[bounty].first;  // (a lambda may not capture a structured binding)
-    const std::uint64_t slot = kTargets[bounty].second;
-    // att below the diagonal: the walk over the row's scores.
-    const auto below_diagonal = [&](const verify::StepGraph& graph, const OneValueCheat& v) {
-      if (target != "h.0.attn") return true;
-      const auto t_count = static_cast<std::uint64_t>(graph.nodes[v.node].output_shapes[1].back());
-      return v.element % t_count <= (v.element / t_count) % t_count;
-    };
-    auto drawn = DrawCheat(*loaded, target, slot, rng, below_diagonal);
-    ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
-    const OneValueCheat cheat = *drawn;
-    SCOPED_TRACE(cheat.Adversary());
-    const CaughtGame g =
-        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, cheat, 180s);
-    Report("gpt2-vocab", target, cheat, g);
-  }
+  const NamedOutput targets[] = {{"lm_head.backward", 0},
+                                 {"lm_head.backward", 1},
+                                 {"wte.backward", 0},
+                                 {"h.0.attn", 1},
+                                 {"h.0.attn.backward", 0}};
+  ExpectNamedCheatsSettled(t, "gpt2-vocab", targets, 180s,
+                           [](const worker::LoadedJob&, const NamedOutput& target,
+                              const verify::StepGraph& graph, const OneValueCheat& v) {
+                             if (target.first != "h.0.attn") return true;
+                             // att below the diagonal: the walk over the row's scores.
+                             const auto t_count =
+                                 static_cast<std::uint64_t>(graph.nodes[v.node].output_shapes[1].back());
+                             return v.element % t_count <= (v.element / t_count) % t_count;
+                           });
 }
 
 // Whether a one-value cheat changes the run's checkpoints (a lie can be
@@ -580,32 +596,15 @@ bool ReachesACheckpoint(const worker::LoadedJob& job, const OneValueCheat& cheat
 // drawn among those whose lie reaches a checkpoint (trained here first).
 TEST(TestnetScenario, CnnBatchNormAndConvolutionGradientCheatsAreSettledAtTheirValue) {
   ScopedTestnet t("cnn", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-cnn.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  auto solver = t.net().Key("solver");
-  ASSERT_TRUE(client.ok() && solver.ok());
-  std::mt19937_64 rng(TestSeed());
   const std::filesystem::path scratch = t.net().dir() / "cheat-runs";
-  const std::pair<std::string, std::uint64_t> kTargets[] = {{"stem.bn", 4},
-                                                            {"blocks.0.bn1", 2},
-                                                            {"blocks.0.bn2", 1},
-                                                            {"blocks.0.bn1.backward", 0},
-                                                            {"blocks.0.conv2.backward", 0}};
-  for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
-    const std::string& target = kTargets[bounty].first;  // (a lambda may not capture a structured binding)
-    const std::uint64_t slot = kTargets[bounty].second;
-    auto drawn = DrawCheat(*loaded, target, slot, rng, [&](const verify::StepGraph&, const OneValueCheat& v) {
-      return ReachesACheckpoint(*loaded, v, scratch);
-    });
-    ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
-    const OneValueCheat cheat = *drawn;
-    SCOPED_TRACE(cheat.Adversary());
-    const CaughtGame g =
-        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, cheat, 120s);
-    Report("cnn", target, cheat, g);
-  }
+  const NamedOutput targets[] = {{"stem.bn", 4},
+                                 {"blocks.0.bn1", 2},
+                                 {"blocks.0.bn2", 1},
+                                 {"blocks.0.bn1.backward", 0},
+                                 {"blocks.0.conv2.backward", 0}};
+  ExpectNamedCheatsSettled(t, "cnn", targets, 120s,
+                           [&](const worker::LoadedJob& job, const NamedOutput&, const verify::StepGraph&,
+                               const OneValueCheat& v) { return ReachesACheckpoint(job, v, scratch); });
 }
 
 // Rounded mode end to end: the solver daemon publishes its rounding logs as

@@ -52,6 +52,17 @@ class ScopedTestnet {
   std::optional<node::Testnet> m_net;
 };
 
+// The testnet up with both daemons polling every 100 ms, the solver
+// withholding its blobs (TEST ONLY: it names them in its commit and never
+// publishes them, so no block takes the commit and the bounty stays claimed).
+inline testing::AssertionResult UpWithAWithholdingSolver(ScopedTestnet& t) {
+  if (!t.ok()) return testing::AssertionFailure() << "no testnet";
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--withhold-blobs"});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  if (Status s = t.net().Up(); !s.ok()) return testing::AssertionFailure() << s.ToString();
+  return testing::AssertionSuccess();
+}
+
 // A testnet of `validators` with a solver and a challenger daemon serving
 // `job` (a job file), 200 ms blocks.
 inline node::TestnetSpec DaemonSpec(const std::filesystem::path& job, std::uint32_t validators) {

@@ -23,10 +23,7 @@ Result<Json> GetBounty(node::ChainClient& c, std::uint64_t id) { return c.Call("
 
 TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPaid) {
   ScopedTestnet t("withhold", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
-  ASSERT_TRUE(t.ok());
-  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--withhold-blobs"});
-  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
-  ASSERT_TRUE(t.net().Up().ok());
+  ASSERT_TRUE(UpWithAWithholdingSolver(t));
 
   auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
   ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
