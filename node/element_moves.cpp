@@ -75,8 +75,8 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
   // The factors' inputs, a's then b's, once each; never the node's own
   // output or the batch (its example travels in `batch`).
   for (std::uint32_t f : {mine.element.a_input, mine.element.b_input}) {
-    const bool batch = f < side.refs.size() && side.refs[f].source == protocol::InputSource::kBatch;
-    if (!verify::OwnOutputSlot(f) && !batch) VT_TRY(AddOpening(side, f, a.inputs));
+    if (!verify::OwnOutputSlot(f) && !verify::IsBatchInput(side.refs, f))
+      VT_TRY(AddOpening(side, f, a.inputs));
   }
   return a;
 }

@@ -16,6 +16,10 @@ Result<crypto::MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, Decod
 
 }  // namespace
 
+bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t input) {
+  return input < inputs.size() && inputs[input].source == protocol::InputSource::kBatch;
+}
+
 Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                         std::span<const protocol::InputRef> inputs,
                                         std::span<const Shape> input_shapes) {
@@ -27,15 +31,12 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       choice.opened_inputs.push_back(input);
     }
   };
-  const auto is_batch = [&](std::uint32_t i) {
-    return i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch;
-  };
   if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes); dot.ok()) {
     // A factor of the batch (the first layer's x) comes from one example a
     // step (DotStepBatchPositions); the other factor and the bias by hash.
     choice.kind = ElementKind::kDot;
     for (std::uint32_t f : {dot->a_input, dot->b_input}) {
-      if (is_batch(f)) {
+      if (IsBatchInput(inputs, f)) {
         choice.batch_inputs.push_back(f);
         choice.batch_examples = 1;
       } else {
@@ -131,8 +132,7 @@ std::vector<std::uint64_t> DotStepBatchPositions(const DotElement& element, std:
   const auto m_index = static_cast<std::int64_t>(m);
   for (const auto& [input, index] : {std::pair{element.a_input, element.AIndex(m_index)},
                                      std::pair{element.b_input, element.BIndex(m_index)}}) {
-    if (index < 0 || input >= inputs.size() || input >= input_shapes.size() ||
-        inputs[input].source != protocol::InputSource::kBatch)
+    if (index < 0 || !IsBatchInput(inputs, input) || input >= input_shapes.size())
       continue;  // a padding tap, the node's own output or a hashed input
     for (std::uint64_t k : BatchPositionsOf(input_shapes[input], index, 1)) positions.push_back(k);
   }

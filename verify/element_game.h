@@ -78,6 +78,11 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
                                         std::span<const protocol::InputRef> inputs,
                                         std::span<const Shape> input_shapes);
 
+// Whether node input `input` is read from the batch (its values come from
+// examples, verify/batch_opening.h, never by a tensor hash); false past the
+// node's inputs (an own output slot, kOwnOutput + s).
+bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t input);
+
 // The own output slot a dot factor index names (kOwnOutput + s), if it does.
 std::optional<std::uint32_t> OwnOutputSlot(std::uint32_t factor_input);
 

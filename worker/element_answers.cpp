@@ -33,11 +33,6 @@ std::vector<float> Factors(const kernels::Tensor& t, std::int64_t k, const Index
   return v;
 }
 
-// Whether node input `f` is of the batch (a factor opened from its example).
-bool IsBatch(const ElementSide& side, std::uint32_t f) {
-  return f < side.refs.size() && side.refs[f].source == protocol::InputSource::kBatch;
-}
-
 // A dot factor's or a reduction read's tensor: a node input, or the node's own (agreed) output slot.
 const kernels::Tensor& FactorTensor(const ElementSide& side, std::uint32_t index) {
   return index >= verify::kOwnOutput ? side.outputs.at(index - verify::kOwnOutput) : side.inputs.at(index);
@@ -122,7 +117,7 @@ Result<FactorOpenings> AnswerFactors(const ElementSide& side, const verify::DotE
   const auto mi = static_cast<std::int64_t>(m);
   // −1: a padding tap, +0, nothing opened; a factor of the batch: from its example.
   const auto opening = [&](std::uint32_t f, std::int64_t index) {
-    if (index < 0 || IsBatch(side, f)) return verify::ValueOpening{};
+    if (index < 0 || verify::IsBatchInput(side.refs, f)) return verify::ValueOpening{};
     return verify::OpenValue(FactorTensor(side, f), index);
   };
   FactorOpenings o{
@@ -162,7 +157,7 @@ verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& 
   const kernels::Tensor& a = FactorTensor(side, element.a_input);
   const kernels::Tensor& b = FactorTensor(side, element.b_input);
   const auto batch_of = [&](std::uint32_t f) -> std::optional<std::uint32_t> {
-    if (!IsBatch(side, f)) return std::nullopt;
+    if (!verify::IsBatchInput(side.refs, f)) return std::nullopt;
     return side.refs[f].index;
   };
   return verify::DotFactors{
