@@ -84,18 +84,18 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
   // at most four chunks, three partial results and four inputs by hash (a
   // reduction step's reveal; the other moves open fewer), on top of the
   // loads, writes and walk checks of a move; the deciding move opens at most
-  // kMaxOpenedChunks chunks and kMaxOpenedInputs inputs and re-executes one
-  // value from them. With only the assemble node's walk (every other mode):
-  // walk reveals, and a deciding move that opens one input by its hash or
-  // the header of h_t (verify/state_walk.h). Priced like V and A, from the
-  // same gas functions.
+  // what the job's rules open (verify::BoundDecidingMove: the pointwise/row
+  // slices' chunks at their worst alignment, the inputs by hash, the
+  // examples) and re-executes one value from them. With only the assemble
+  // node's walk (every other mode): walk reveals, and a deciding move that
+  // opens one input by its hash or the header of h_t (verify/state_walk.h).
+  // Priced like V and A, from the same gas functions.
   const verify::DescentBound& d = arb.descent;
   if (referee.element_level && d.moves > 0) {
     const bool values = d.value_rules;
     const std::uint64_t move_chunks = values ? 4 : 0, move_leaves = values ? 3 : 0,
                         move_openings = values ? 4 : 0;
-    const std::uint64_t final_chunks = values ? static_cast<std::uint64_t>(verify::kMaxOpenedChunks) : 0;
-    const std::uint64_t final_openings = values ? verify::kMaxOpenedInputs : 1;
+    const std::uint64_t final_chunks = d.final_chunks, final_openings = d.final_openings;
     constexpr auto kChunkBytes = static_cast<std::uint64_t>(verify::kChunkValues) * 4;
     const std::uint64_t chunk_bytes = GasMeter::Add(kChunkBytes + 64, ProofBytes(d.chunk_height));
     const std::uint64_t chunk_gas =
@@ -151,8 +151,10 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     // arbitration and of the element level's deciding move.
     const std::uint64_t whole_tx = tx_bytes(arb.max_whole_payload_bytes);
     t.arbitration_gas = std::max(arbitration_gas(arb.max_whole_gas, whole_tx), a_e);
-    t.required_tx_bytes = std::max(whole_tx, std::max(final_bytes, move_bytes_e));
+    const std::uint64_t element_tx = std::max(final_bytes, move_bytes_e);
+    t.required_tx_bytes = std::max(whole_tx, element_tx);
     t.required_node = arb.max_whole_payload_node;
+    t.required_by_element_move = element_tx >= whole_tx;
   }
 
   auto allowance = vm::CheckedMul(t.arbitration_gas, params.min_gas_price);

@@ -70,6 +70,7 @@ struct BondTerms {
   // a job whose required_tx_bytes exceeds the chain's max_tx_bytes.
   std::uint64_t required_tx_bytes = 0;
   std::uint64_t required_node = 0;         // the node of that Arbitrate transaction
+  bool required_by_element_move = false;   // ... or none: an element move is the largest
   std::uint64_t move_gas = 0;              // V
   std::uint64_t moves = 0;                 // R
   vm::Amount arbitration_allowance = 0;    // A · p_min

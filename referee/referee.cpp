@@ -313,10 +313,12 @@ Status Session::PostBounty(const PostBountyArgs& a) {
   VT_ASSIGN_OR_RETURN(BondTerms terms,
                       ComputeBondTerms(*arbiter, a.job, m_ctx.params(), m_params, m_ctx.gas()));
   if (terms.required_tx_bytes > m_ctx.params().max_tx_bytes)
-    return Status::Invalid("bounty-job-too-large",
-                           "arbitrating node " + std::to_string(terms.required_node) + " may need a " +
-                               std::to_string(terms.required_tx_bytes) + "-byte transaction; the chain carries " +
-                               std::to_string(m_ctx.params().max_tx_bytes));
+    return Status::Invalid(
+        "bounty-job-too-large",
+        (terms.required_by_element_move ? std::string("an element move")
+                                        : "arbitrating node " + std::to_string(terms.required_node)) +
+            " may need a " + std::to_string(terms.required_tx_bytes) +
+            "-byte transaction; the chain carries " + std::to_string(m_ctx.params().max_tx_bytes));
   if (a.solver_bond < terms.minimum || a.challenger_bond < terms.minimum)
     return Status::Invalid("bounty-bond-below-minimum",
                            "both bonds must be at least " + std::to_string(terms.minimum) + " (arbitration " +

@@ -38,7 +38,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
     for (std::uint32_t f : {dot->a_input, dot->b_input}) {
       if (IsBatchInput(inputs, f)) {
         choice.batch_inputs.push_back(f);
-        choice.batch_examples = 1;
+        ++choice.batch_examples;  // one value: one example
       } else {
         add(f);
       }
@@ -65,9 +65,10 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       reads.push_back(op.input);
     }
     for (std::uint32_t i : reads) {
-      if (i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch) {
+      if (IsBatchInput(inputs, i)) {
+        // A step reads one value of each of its operands: at most one example each.
         choice.batch_inputs.push_back(i);
-        choice.batch_examples = 1;
+        ++choice.batch_examples;
       } else {
         add(i);
       }
@@ -227,6 +228,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   bound.chunk_height = state_height;
   bound.header_opening = true;
   bound.opening_height = std::max(state_height, height(graph.nodes.size() + 1));
+  bound.final_openings = 1;  // its final move opens one input by its hash (or the header of h_t)
   if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops)) return bound;
   for (const NodeSpec& node : graph.nodes) {
     VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
@@ -243,10 +245,17 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
         VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(node.op_kind, node.attrs, slot, 0, shapes));
         partials = el.Steps() + 1;
       }
-      // How many examples a value's slices span depends on where they start:
-      // bounded by what ChooseElementRule lets a final move open.
-      if (!choice->batch_inputs.empty())
-        bound.batch_examples = static_cast<std::uint64_t>(kMaxOpenedExamples);
+      for (std::int64_t e : {std::int64_t{0}, kernels::NumElements(node.output_shapes[slot]) - 1}) {
+        auto deciding = BoundDecidingMove(node, shapes, slot, e);
+        if (!deciding.ok()) continue;  // no rule at the last value: not covered (ElementCoversNode)
+        // A value past the caps has no deciding move (ChooseElementRule's elem-too-wide).
+        bound.final_chunks = std::max(
+            bound.final_chunks, std::min(deciding->chunks, static_cast<std::uint64_t>(kMaxOpenedChunks)));
+        bound.final_openings = std::max(bound.final_openings, deciding->openings);
+        bound.batch_examples =
+            std::max(bound.batch_examples,
+                     std::min(deciding->examples, static_cast<std::uint64_t>(kMaxOpenedExamples)));
+      }
       bound.value_rules = true;
       const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
       bound.moves = std::max(bound.moves, 4 + hc + hp);
@@ -264,6 +273,40 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   return bound;
 }
 
+Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<const Shape> input_shapes,
+                                            std::uint32_t slot, std::int64_t e) {
+  VT_ASSIGN_OR_RETURN(ElementChoice choice,
+                      ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, input_shapes));
+  DecidingMoveBound bound;
+  bound.openings = choice.opened_inputs.size();
+  if (choice.kind != ElementKind::kPlan) {
+    bound.examples = static_cast<std::uint64_t>(choice.batch_examples);
+    return bound;
+  }
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanElement(node.op_kind, node.attrs, slot, e, input_shapes));
+  for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
+    const InputSlice& s = plan.inputs[i];
+    if (s.count <= 0) continue;
+    const bool own = s.output_slot >= 0;
+    if (!own && i >= input_shapes.size()) return Status::Invalid("elem-bad-slice", "no such input");
+    if (own && static_cast<std::size_t>(s.output_slot) >= node.output_shapes.size())
+      return Status::Invalid("elem-bad-slice", "no such output");
+    const Shape& tensor = own ? node.output_shapes[static_cast<std::size_t>(s.output_slot)] : input_shapes[i];
+    const auto count = static_cast<std::uint64_t>(s.count);
+    if (!own && IsBatchInput(node.inputs, static_cast<std::uint32_t>(i))) {
+      const std::uint64_t examples = tensor.empty() ? 0 : static_cast<std::uint64_t>(tensor[0]);
+      if (examples == 0) continue;
+      const std::uint64_t per = static_cast<std::uint64_t>(kernels::NumElements(tensor)) / examples;
+      if (per == 0) continue;
+      bound.examples += std::min(examples, (count + per - 2) / per + 1);
+      continue;
+    }
+    const std::uint64_t chunks = static_cast<std::uint64_t>(kChunkValues);
+    bound.chunks += std::min<std::uint64_t>(ChunkCountOf(tensor), (count + chunks - 2) / chunks + 1);
+  }
+  return bound;
+}
+
 bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index) {
   if (node_index == graph.nodes.size())
     return crypto::MerkleShape::IsValidLeafCount(StateLeafCount(graph.num_state_tensors));
@@ -275,8 +318,14 @@ bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint6
   for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
     const std::int64_t numel = kernels::NumElements(node.output_shapes[slot]);
     if (numel <= 0) return false;
-    for (std::int64_t e : {std::int64_t{0}, numel - 1})
-      if (!ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes).ok()) return false;
+    for (std::int64_t e : {std::int64_t{0}, numel - 1}) {
+      // A rule there, and no value between whose slices, wherever they
+      // start, would open more than a deciding move may.
+      auto deciding = BoundDecidingMove(node, *shapes, slot, e);
+      if (!deciding.ok() || deciding->chunks > static_cast<std::uint64_t>(kMaxOpenedChunks) ||
+          deciding->examples > static_cast<std::uint64_t>(kMaxOpenedExamples))
+        return false;
+    }
   }
   return true;
 }

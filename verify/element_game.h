@@ -153,19 +153,44 @@ struct DescentBound {
   std::uint64_t partials_height = 0;  // the deepest partial-results tree
   std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
-  std::uint64_t batch_examples =
-      0;  // examples of the batch a deciding move may open (kMaxOpenedExamples, or 0)
+  // What one deciding move opens at most, rule by rule (DecidingMoveBound),
+  // not the protocol's caps (kMaxOpenedChunks, kMaxOpenedInputs,
+  // kMaxOpenedExamples): the pointwise/row rule's slices in chunks, the
+  // inputs opened by their hash (at least 1: the assemble node's walk), the
+  // examples of the batch (the batch's size at most).
+  std::uint64_t final_chunks = 0;
+  std::uint64_t final_openings = 0;
+  std::uint64_t batch_examples = 0;
   bool header_opening = false;  // a deciding move may open the header of h_t (the assemble node's walk)
   bool value_rules = false;  // some node's values can be descended into (repops), not only the assemble node
 };
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
 
+// What the deciding move of value e's rule opens at most wherever the value
+// lies in its output: a pointwise/row plan's slices do not change length
+// with e, only where they start, so each is taken at its worst alignment
+// (⌊(L + 254) / 256⌋ + 1 chunks for L values, at most the tensor's chunks;
+// a slice of the batch spans at most ⌊(L + P − 2) / P⌋ + 1 examples of P
+// values, at most the batch's). The dot and reduction rules' deciding moves
+// are one step's reveal (no chunks beyond a move's): their opened inputs
+// and batch reads. BoundDescent takes it at the first and the last value
+// of each output; `verify_descent_bound_test` checks it against the real
+// openings of random values of every preset's nodes.
+struct DecidingMoveBound {
+  std::uint64_t chunks = 0;
+  std::uint64_t openings = 0;
+  std::uint64_t examples = 0;
+};
+Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<const Shape> input_shapes,
+                                            std::uint32_t slot, std::int64_t e);
+
 // Whether node `node_index` can always be settled at the element level:
 // the assemble node in every mode (its walk), any other in a repops job
 // with a rule for the first and the last value of every output
 // (the rules depend on the slot, and their openings grow, if at all, towards
-// the last value — attention's causal rows), so whichever slot a liar makes
-// differ and whichever value the walk ends at, the honest party descends
+// the last value — attention's causal rows) whose slices stay within the
+// caps wherever they start (BoundDecidingMove), so whichever slot a liar
+// makes differ and whichever value the walk ends at, the honest party descends
 // and never has to send the node's inputs whole. PostBounty then does not
 // need the node's arbitration transaction to fit a block
 // (referee/bonds.h, BondTerms::required_tx_bytes).

@@ -4,7 +4,7 @@
 // protocol::StateLeaves — the next state's N tensor hashes, then the hash of
 // the next header — and its inputs are the references those hashes come
 // from. When both parties agree on every other record of the step but not on
-// h_{t+1}, whole arbitration opens all N references (GPT-2 small: 221 915 B).
+// h_{t+1}, whole arbitration opens all N references (GPT-2 small: 153 666 B).
 // Instead, the parties walk their h_{t+1} trees as they walk an output's
 // chunks (crypto::MerkleWalk: each posts its top, then children) to the first
 // leaf k whose hashes differ, and one final move opens what leaf k must be:

@@ -385,6 +385,10 @@ std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
 // norms' 1.6 MB whole arbitrations covered), a 2048-wide MLP, the
 // GPT-2-vocabulary job and GPT-2 small, whose every node the element level
 // covers, in repops mode only.
+// Every node covered, the largest transaction an honest party may have to
+// send is an element move: #11's target is 64 KiB, whatever the node's size.
+constexpr std::uint64_t kElementTarget = std::uint64_t{64} << 10;
+
 TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   vm::ChainParams params;
   params.chain_id = TestChain::kChainId;
@@ -427,13 +431,15 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   {
     const protocol::JobSpec job = PresetSpec(mlp_fashion, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(job, params);
-    EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_LE(t.required_tx_bytes, kElementTarget);
+    EXPECT_TRUE(t.required_by_element_move);
     EXPECT_GT(t.arbitration_tx_bytes, params.max_tx_bytes);
     EXPECT_TRUE(post(job, t.minimum).success);
     const protocol::JobSpec rounded = PresetSpec(mlp_fashion, kernels::Mode::kRounded);
     EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
-    std::cout << "[ posting ] mlp-fashion repops B=16: whole-node arbitration up to " << t.arbitration_tx_bytes
-              << " bytes, required " << t.required_tx_bytes << " bytes (node " << t.required_node
+    std::cout << "[ posting ] mlp-fashion repops B=16: whole-node arbitration up to "
+              << t.arbitration_tx_bytes << " bytes, required " << t.required_tx_bytes << " bytes ("
+              << (t.required_by_element_move ? "an element move" : "a whole node")
               << "); accepted, minimum bond " << t.minimum << "\n";
   }
   for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
@@ -458,6 +464,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_FALSE(t.required_by_element_move);
     const vm::Receipt r = post(big, t.minimum);
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason, "bounty-job-too-large");
@@ -488,7 +495,8 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     const protocol::JobSpec repops = PresetSpec(c.job, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(repops, params);
     EXPECT_GT(t.arbitration_tx_bytes, c.whole_at_least) << "the whole-node transaction is still priced";
-    EXPECT_LE(t.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_LE(t.required_tx_bytes, kElementTarget);
+    EXPECT_TRUE(t.required_by_element_move);
     const vm::Receipt r = post(repops, t.minimum);
     EXPECT_TRUE(r.success) << r.reason;
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
@@ -507,8 +515,84 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     std::cout << "[ posting ] " << c.job.model << " repops B=" << c.job.batch
               << ": whole-node arbitration up to " << t.arbitration_tx_bytes << " bytes (node "
               << t.arbitration_node << ", " << NodeName(repops, t.arbitration_node) << "), required "
-              << t.required_tx_bytes << " bytes; accepted, minimum bond " << t.minimum << ", PostBounty used "
-              << r.gas_used << " gas\n";
+              << t.required_tx_bytes << " bytes (an element move); accepted, minimum bond " << t.minimum
+              << ", PostBounty used " << r.gas_used << " gas\n";
+  }
+}
+
+// The deciding move's bound (verify::BoundDecidingMove, taken by
+// BoundDescent at each output's first and last value) holds at every value:
+// at random values of every node output of the presets, GPT-2 small
+// included, the real opening — the plan's slices in chunks where they
+// actually start, the examples they span, the inputs opened by hash — is
+// no larger. (cnn-fashion's 28 × 28 planes start anywhere in a chunk.)
+TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
+  vm::KernelsGraphSource graphs;
+  std::mt19937_64 rng(20261127);
+  const PresetJob jobs[] = {{"mlp-fashion", 16, 512},
+                            {"cnn-fashion", 16, 512},
+                            {"gpt-tiny", 8, 512},
+                            {"gpt2-vocab", 2, 256},
+                            {"gpt2-small", 1, 512}};
+  for (const PresetJob& p : jobs) {
+    SCOPED_TRACE(p.model);
+    const protocol::JobSpec job = PresetSpec(p, kernels::Mode::kRepops);
+    const auto graph = graphs.Build(job, 0);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    const auto descent = verify::BoundDescent(job.mode, *graph);
+    ASSERT_TRUE(descent.ok()) << descent.status().ToString();
+    std::uint64_t values = 0, plans = 0, max_chunks = 0;
+    for (const verify::NodeSpec& node : graph->nodes) {
+      const auto shapes = verify::NodeInputShapes(*graph, node);
+      ASSERT_TRUE(shapes.ok());
+      for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
+        const std::int64_t numel = kernels::NumElements(node.output_shapes[slot]);
+        verify::DecidingMoveBound bound;
+        for (std::int64_t e : {std::int64_t{0}, numel - 1}) {
+          auto b = verify::BoundDecidingMove(node, *shapes, slot, e);
+          if (!b.ok()) continue;
+          bound.chunks = std::max(bound.chunks, b->chunks);
+          bound.openings = std::max(bound.openings, b->openings);
+          bound.examples = std::max(bound.examples, b->examples);
+        }
+        for (int draw = 0; draw < 24; ++draw) {
+          const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(numel));
+          auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
+          if (!choice.ok()) continue;
+          ++values;
+          EXPECT_LE(choice->opened_inputs.size(), bound.openings)
+              << node.op_kind << "/" << slot << " at " << e;
+          EXPECT_LE(choice->opened_inputs.size(), descent->final_openings);
+          if (choice->kind != verify::ElementKind::kPlan) {
+            EXPECT_LE(static_cast<std::uint64_t>(choice->batch_examples), bound.examples);
+            continue;
+          }
+          ++plans;
+          auto plan = verify::PlanElement(node.op_kind, node.attrs, slot, e, *shapes);
+          ASSERT_TRUE(plan.ok());
+          std::uint64_t chunks = 0;
+          for (std::size_t i = 0; i < plan->inputs.size(); ++i) {
+            const verify::InputSlice& s = plan->inputs[i];
+            if (s.count > 0 && (s.output_slot >= 0 || !verify::IsBatchInput(node.inputs, i)))
+              chunks += static_cast<std::uint64_t>(verify::SliceChunks(s));
+          }
+          max_chunks = std::max(max_chunks, chunks);
+          EXPECT_LE(chunks, bound.chunks) << node.op_kind << "/" << slot << " at " << e;
+          EXPECT_LE(chunks, descent->final_chunks);
+          const auto examples = verify::PlanBatchPositions(*plan, node.inputs, *shapes).size();
+          EXPECT_LE(examples, bound.examples) << node.op_kind << "/" << slot << " at " << e;
+          EXPECT_LE(examples, descent->batch_examples);
+        }
+      }
+    }
+    EXPECT_GT(plans, 0u);
+    std::printf(
+        "[ deciding ] %s: %llu values drawn (%llu pointwise/row), largest real opening %llu chunks; "
+        "bound %llu chunks, %llu inputs by hash, %llu examples\n",
+        p.model, static_cast<unsigned long long>(values), static_cast<unsigned long long>(plans),
+        static_cast<unsigned long long>(max_chunks), static_cast<unsigned long long>(descent->final_chunks),
+        static_cast<unsigned long long>(descent->final_openings),
+        static_cast<unsigned long long>(descent->batch_examples));
   }
 }
 
