@@ -21,6 +21,8 @@
 #include "node/json_view.h"
 #include "referee/messages.h"
 #include "referee/records.h"
+#include "verify/element_game.h"
+#include "verify/graph_source.h"
 #include "worker/log_bundle.h"
 
 namespace vt::node {
@@ -115,7 +117,11 @@ std::string OpName(std::uint16_t op_kind) {
 // ---- a dispute, level by level ---------------------------------------------------
 
 constexpr const char* kPartyNames[] = {"solver", "challenger"};
-constexpr const char* kLevelNames[] = {"checkpoint", "step", "node"};
+// Levels 1-3, then the element level's two walks: the disputed output's
+// chunks (level 4; the assemble node: h_{t+1}'s leaves) and the disputed
+// value's partial results (level 5b).
+constexpr const char* kLevelNames[] = {"checkpoint", "step", "node", "chunk", "partials"};
+constexpr int kChunkLevel = 3, kPartialsLevel = 4;
 
 // One level's walk as the moves on chain drove it.
 struct LevelReplay {
@@ -127,12 +133,55 @@ struct LevelReplay {
   Json rounds = Json::array();  // completed rounds
   Json round;                   // the round in progress (one party revealed)
   std::optional<std::uint64_t> disputed;
+  bool agreed = false;          // both roots equal: nothing to walk (level 5b's partial results agree)
   std::string inconsistent;     // a move the replay could not follow (should not happen)
+};
+
+// The disputed node as the referee sees it, for drawing the element level:
+// the referee's own functions over the job's step graph at the disputed
+// step (built on first use), since no move carries the chunk walk's leaf
+// count or the rule.
+class DisputedNode {
+ public:
+  DisputedNode(const Chain& chain, const referee::Game& g) : m_chain(chain), m_game(g) {}
+
+  // verify::StartDescent: the disputed slot and the chunk walk's leaf count.
+  Result<verify::DescentStart> Descent(const protocol::NodeRecord& solver,
+                                       const protocol::NodeRecord& challenger) {
+    VT_TRY(LoadGraph());
+    return verify::StartDescent(m_job.mode, m_graph, m_game.node_index, solver, challenger);
+  }
+
+  // The rule that judges value e of output `slot` (verify::ChooseElementRule).
+  std::string RuleAt(std::uint32_t slot, std::int64_t e) {
+    if (!LoadGraph().ok()) return "unknown";
+    if (m_game.node_index >= m_graph.nodes.size()) return ElementRuleName(verify::ElementKind::kState);
+    const verify::NodeSpec& node = m_graph.nodes[m_game.node_index];
+    auto shapes = verify::NodeInputShapes(m_graph, node);
+    if (!shapes.ok()) return "unknown";
+    auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
+    return choice.ok() ? ElementRuleName(choice->kind) : "unknown";
+  }
+
+ private:
+  Status LoadGraph() {
+    if (m_loaded) return Status::Ok();
+    VT_ASSIGN_OR_RETURN(m_job, referee::ReadJob(m_chain.db(), m_game.bounty_id));
+    VT_ASSIGN_OR_RETURN(m_graph, verify::KernelsGraphSource().Build(m_job, m_game.step));
+    m_loaded = true;
+    return Status::Ok();
+  }
+
+  const Chain& m_chain;
+  const referee::Game& m_game;
+  bool m_loaded = false;
+  protocol::JobSpec m_job;
+  verify::StepGraph m_graph;
 };
 
 class GameReplay {
  public:
-  explicit GameReplay(const referee::Bounty& b) : m_bounty(b) {}
+  GameReplay(const referee::Bounty& b, DisputedNode& node) : m_bounty(b), m_node(node) {}
 
   void Apply(const RefereeCall& c, std::optional<referee::Party> party) {
     Json move = CallSummary(c);
@@ -162,16 +211,31 @@ class GameReplay {
         }
         break;
       case Method::kRevealChildren:
-        // The element level's walks (chunks, partial results) are listed as
-        // moves, not drawn as levels.
-        if (m_element) break;
         if (auto a = DecodeArgs<referee::RevealChildrenArgs>(c)) Reveal(p, a->reveal, move);
         break;
       case Method::kPostChunkRoot:
-        m_element = true;
+        if (auto a = DecodeArgs<referee::ChunkRootArgs>(c)) {
+          StartElement();
+          LevelReplay& l = LevelAt(kChunkLevel, m_element.value("chunks", std::uint64_t{0}));
+          PostRoot(l, p, a->root, a->top, move);
+        }
+        break;
+      case Method::kRevealChunk:
+        if (auto a = DecodeArgs<referee::RevealChunkArgs>(c)) {
+          m_chunk_values[p] = a->chunk.values;
+          ElementDisputed(*c.receipt);
+        }
+        break;
+      case Method::kPostPartialsRoot:
+        if (auto a = DecodeArgs<referee::PartialsRootArgs>(c)) {
+          LevelReplay& l = LevelAt(kPartialsLevel, a->first.leaf_count);
+          m_element["terms"] = a->first.leaf_count - 1;
+          PostRoot(l, p, a->root, a->top, move);
+        }
         break;
       case Method::kRevealRecord:
         if (auto a = DecodeArgs<referee::RevealRecordArgs>(c)) {
+          m_node_records[p] = a->record;
           Json outs = Json::array();
           for (const Hash256& h : a->record.output_hashes) outs.push_back(h.Hex());
           m_records.push_back({{"party", kPartyNames[p]}, {"height", c.height}, {"op", OpName(a->record.op_kind)},
@@ -185,11 +249,61 @@ class GameReplay {
   Json ToJson() const {
     Json levels = Json::array();
     for (const LevelReplay& l : m_levels) levels.push_back(LevelJson(l));
-    return Json{{"levels", levels}, {"moves", m_moves}, {"records", m_records}};
+    Json j{{"levels", levels}, {"moves", m_moves}, {"records", m_records}};
+    if (!m_element.is_null()) {
+      // The same fields as get_dispute's live view of the element level (ElementGameToJson).
+      Json e = m_element;
+      e["rounds"] = Json::array();
+      for (int level : {kChunkLevel, kPartialsLevel}) {
+        const LevelReplay* l = LevelNumbered(level);
+        e["rounds"].push_back(l ? l->rounds.size() : 0);
+        if (level == kChunkLevel && l && l->disputed) e["chunk"] = *l->disputed;
+      }
+      j["element"] = std::move(e);
+    }
+    return j;
   }
 
  private:
-  bool m_element = false;  // a party descended to the element level
+  // The descent starts (a party's first chunk root): its slot and chunk count.
+  void StartElement() {
+    if (!m_element.is_null()) return;
+    m_element = Json::object();
+    if (!m_node_records[0] || !m_node_records[1]) return;
+    auto d = m_node.Descent(*m_node_records[0], *m_node_records[1]);
+    if (!d.ok()) {
+      m_element["inconsistent"] = d.status().ToString();
+      return;
+    }
+    m_element["chunks"] = d->chunks;
+    if (d->assemble) {
+      m_element["rule"] = ElementRuleName(verify::ElementKind::kState);
+    } else {
+      m_element["slot"] = d->slot;
+    }
+  }
+
+  // Level 4's end: the referee names the disputed value in an event of the
+  // second chunk reveal; each party's value there is in its revealed chunk.
+  void ElementDisputed(const vm::Receipt& receipt) {
+    for (const vm::Event& e : receipt.events) {
+      auto ev = DecodeExact<referee::ElementDisputedEvent>(e.data);
+      if (e.topic != referee::topics::kElementDisputed || !ev.ok()) continue;
+      m_element["slot"] = ev->slot;
+      m_element["value"] = ev->value;
+      const auto at = static_cast<std::size_t>(ev->value % verify::kChunkValues);
+      for (std::size_t p = 0; p < 2; ++p)
+        if (at < m_chunk_values[p].size()) m_element["y"][kPartyNames[p]] = m_chunk_values[p][at];
+      if (!m_element.contains("rule")) m_element["rule"] = m_node.RuleAt(ev->slot, ev->value);
+    }
+  }
+
+  const LevelReplay* LevelNumbered(int level) const {
+    for (const LevelReplay& l : m_levels)
+      if (l.level == level) return &l;
+    return nullptr;
+  }
+
   LevelReplay& NewLevel(int level, std::uint64_t leaf_count) {
     m_levels.push_back(LevelReplay{});
     m_levels.back().level = level;
@@ -208,7 +322,12 @@ class GameReplay {
     Json post = move;
     post["root"] = root.Hex();
     l.posts.push_back(post);
-    if (l.root[0] && l.root[1]) StartWalk(l);
+    if (!l.root[0] || !l.root[1]) return;
+    if (*l.root[0] == *l.root[1]) {
+      l.agreed = true;
+    } else {
+      StartWalk(l);
+    }
   }
 
   void StartWalk(LevelReplay& l) {
@@ -294,11 +413,16 @@ class GameReplay {
       if (l.level == 0) j["disputed_step"] = CheckpointStep(*l.disputed);
       if (l.level == 1) j["disputed_step"] = FirstStepOfInterval() + *l.disputed - 1;  // the step producing it
     }
+    if (l.agreed) j["agreed"] = true;
     if (!l.inconsistent.empty()) j["inconsistent"] = l.inconsistent;
     return j;
   }
 
   const referee::Bounty& m_bounty;
+  DisputedNode& m_node;
+  std::array<std::optional<protocol::NodeRecord>, 2> m_node_records;
+  std::array<std::vector<float>, 2> m_chunk_values;  // each party's revealed chunk (level 4's end)
+  Json m_element;                                    // null until a party descends
   std::vector<LevelReplay> m_levels;
   Json m_moves = Json::array();
   Json m_records = Json::array();
@@ -396,7 +520,8 @@ void RegisterExplorerRpc(net::RpcServer& rpc, Chain& chain, BlobFetcher fetch_bl
     const std::uint64_t tip = chain.tip().height;
     const std::uint64_t end = g.phase == referee::GamePhase::kResolved ? g.resolved_height : tip;
     const std::uint64_t to = std::min(end, g.opened_height + kExplorerGameScanBlocks - 1);
-    GameReplay replay(b);
+    DisputedNode disputed(chain, g);
+    GameReplay replay(b, disputed);
     VT_ASSIGN_OR_RETURN(std::uint64_t next, ScanRefereeCalls(chain, g.opened_height, to, [&](const RefereeCall& c) {
       bool ours = GameOfCall(c) == id;
       if (c.method() == Method::kOpenGame && c.receipt->success) {

@@ -175,6 +175,37 @@ Json BountyToJson(const referee::Bounty& b) {
   return j;
 }
 
+std::string ElementRuleName(verify::ElementKind kind) {
+  switch (kind) {
+    case verify::ElementKind::kDot:
+      return "dot";
+    case verify::ElementKind::kPlan:
+      return "pointwise-row";
+    case verify::ElementKind::kReduce:
+      return "reduction";
+    case verify::ElementKind::kState:
+      return "state";
+  }
+  return "unknown";
+}
+
+Json ElementGameToJson(const referee::ElementGame& e) {
+  Json j{{"slot", e.slot},
+         {"chunks", e.chunks},
+         {"chunk", e.chunk},
+         {"value", e.value},
+         {"rule", ElementRuleName(e.kind)},
+         {"terms", e.k},
+         {"step_leaf", e.step_leaf},
+         {"rounds", {e.rounds[0], e.rounds[1]}}};  // walk rounds: chunks, partial results
+  if (e.value >= 0) j["y"] = {{"solver", e.y[0]}, {"challenger", e.y[1]}};
+  for (std::size_t p = 0; p < 2; ++p) {
+    const char* party = p == 0 ? "solver" : "challenger";
+    if (e.step_revealed[p]) j["step"][party] = {{"p_m", e.p_m[p]}, {"next", e.next[p]}};
+  }
+  return j;
+}
+
 Json GameToJson(const referee::Game& g) {
   Json clocks = Json::array();
   for (const referee::Clock& c : g.clocks)

@@ -25,6 +25,11 @@ Json TipToJson(const vm::ChainTip& t);
 // Without the bounty's games (the RPC adds them: referee::ReadBountyGames).
 Json BountyToJson(const referee::Bounty& b);
 Json GameToJson(const referee::Game& g);
+// The name of an element rule in JSON ("dot", "pointwise-row", "reduction", "state").
+std::string ElementRuleName(verify::ElementKind kind);
+// A game's element level (docs/referee.md, "Element-level descent"): the
+// disputed slot, where each walk ended, the rule and the parties' values.
+Json ElementGameToJson(const referee::ElementGame& e);
 
 std::string_view BountyStateName(referee::BountyState s);
 std::string_view GamePhaseName(referee::GamePhase p);

@@ -220,9 +220,7 @@ void Node::RegisterRpc() {
     // The element level, once a party descended (docs/referee.md, "How the referee plays them").
     VT_ASSIGN_OR_RETURN(auto element, referee::ReadElementGame(chain.db(), id));
     if (element) {
-      j["element"] = {{"slot", element->slot},   {"chunks", element->chunks}, {"chunk", element->chunk},
-                      {"value", element->value}, {"rule", static_cast<int>(element->kind)},
-                      {"terms", element->k},     {"step_leaf", element->step_leaf}};
+      j["element"] = ElementGameToJson(*element);
       j["element_encoded"] = ToHex(EncodeToBytes(*element));
     }
     j["height"] = chain.tip().height;

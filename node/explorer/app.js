@@ -293,7 +293,10 @@ const LEVEL_TITLE = {
   checkpoint: "Level 1 · checkpoint interval",
   step: "Level 2 · step",
   node: "Level 3 · operator node",
+  chunk: "Level 4 · values of the node's output",
+  partials: "Level 5b · partial results of the disputed value",
 };
+const CHUNK_VALUES = 256;  // values per chunk of a tensor's commitment (docs/formats.md "Tensors")
 
 function clockCard(who, c, budget, height) {
   const ticking = c.owes;
@@ -313,10 +316,18 @@ function spanBar(range, total, hit) {
   return bar;
 }
 
-function rangeText(level, r) {
+// The assemble node's element level walks h_{t+1}'s leaves, not an output's chunks.
+const isStateWalk = (element) => element && element.rule === "state";
+
+function rangeText(level, r, element) {
   const [lo, hi] = r.range;
   if (level.level === "checkpoint") return `checkpoints ${lo}–${hi - 1} (steps ${r.steps[0]}–${r.steps[1]})`;
   if (level.level === "step") return `states h${r.steps[0]}–h${r.steps[1]}`;
+  if (level.level === "chunk") {
+    if (isStateWalk(element)) return `leaves ${lo}–${hi - 1} of the next state`;
+    return `chunks ${lo}–${hi - 1} (values ${lo * CHUNK_VALUES}–${hi * CHUNK_VALUES - 1})`;
+  }
+  if (level.level === "partials") return `partial results ${lo}–${hi - 1}`;
   return `nodes ${lo}–${hi - 1}`;
 }
 
@@ -327,8 +338,29 @@ function revealCell(mine, theirs) {
     " ", h("span", { class: "muted" }, "#" + mine.height));
 }
 
-function levelFound(level, game) {
+function levelFound(level, game, element) {
+  if (level.agreed) {
+    return h("div", { class: "found", id: "agreed-" + level.level }, "→ both parties' roots are equal: they agree on every partial result, ",
+      "so the value is decided by its last step (the epilogue) from the agreed final partial result");
+  }
   if (level.disputed === undefined) return null;
+  if (level.level === "chunk" && isStateWalk(element)) {
+    return h("div", { class: "found", id: "disputed-chunk" }, "→ the next states first differ at leaf ",
+      h("span", { class: "target" }, String(level.disputed)), " of h", String(game.step + 1),
+      ": one final move opens what that leaf must be");
+  }
+  if (level.level === "chunk") {
+    const at = element && element.value >= 0
+      ? [": the outputs first differ at value ", h("span", { class: "target" }, String(element.value)), ` of output ${element.slot}`,
+        element.y ? ` (solver ${element.y.solver}, challenger ${element.y.challenger})` : ""]
+      : [` of output ${element ? element.slot : "?"}: both reveal it`];
+    return h("div", { class: "found", id: "disputed-chunk" }, "→ disputed chunk ", h("span", { class: "target" }, String(level.disputed)), at);
+  }
+  if (level.level === "partials") {
+    const m = level.disputed - 1;
+    return h("div", { class: "found", id: "disputed-partial" }, "→ disputed arithmetic step ", h("span", { class: "target" }, String(m)),
+      `: both agree on partial result ${m}, they differ on ${m + 1}; the referee checks that one step`);
+  }
   if (level.level === "checkpoint") {
     return h("div", { class: "found" }, "→ disagreement first at checkpoint ", h("span", { class: "target" }, String(level.disputed)),
       ` (state after step ${level.disputed_step}): the interval ending there goes to level 2`);
@@ -342,20 +374,23 @@ function levelFound(level, game) {
     rec && rec.op ? " (" + rec.op + ")" : "", ` of ${level.leaf_count} nodes in step ${game.step}`);
 }
 
-function levelCard(level, game) {
+function levelCard(level, game, element) {
   const total = Math.max(1, level.leaf_count);
-  const unit = { checkpoint: "checkpoints", step: "step states", node: "operator nodes" }[level.level];
+  const unit = { checkpoint: "checkpoints", step: "step states", node: "operator nodes",
+    chunk: isStateWalk(element) ? "leaves of the next state" : "chunks of " + CHUNK_VALUES + " values",
+    partials: "partial results" }[level.level];
+  const rangeOf = (r) => rangeText(level, r, element);
   const rows = level.rounds.map((r, i) => h("div", { class: "round" },
-    h("span", {}, "round " + (i + 1)), h("div", {}, spanBar(r.range, total, false), h("span", { class: "muted" }, rangeText(level, r))),
+    h("span", {}, "round " + (i + 1)), h("div", {}, spanBar(r.range, total, false), h("span", { class: "muted" }, rangeOf(r))),
     revealCell(r.solver, r.challenger), revealCell(r.challenger, r.solver), h("span", {}, "→ " + r.went)));
   if (level.round_in_progress) {
     const r = level.round_in_progress;
     rows.push(h("div", { class: "round" }, h("span", {}, "round " + (level.rounds.length + 1)),
-      h("div", {}, spanBar(r.range, total, false), h("span", { class: "muted" }, rangeText(level, r))),
+      h("div", {}, spanBar(r.range, total, false), h("span", { class: "muted" }, rangeOf(r))),
       revealCell(r.solver, null), revealCell(r.challenger, null), pill("live")));
   } else if (level.current) {
     rows.push(h("div", { class: "round" }, h("span", {}, "round " + (level.rounds.length + 1)),
-      h("div", {}, spanBar(level.current.range, total, false), h("span", { class: "muted" }, rangeText(level, level.current))),
+      h("div", {}, spanBar(level.current.range, total, false), h("span", { class: "muted" }, rangeOf(level.current))),
       h("span", { class: "muted" }, "waiting"), h("span", { class: "muted" }, "waiting"), pill("live")));
   }
   if (level.disputed !== undefined) {
@@ -373,13 +408,13 @@ function levelCard(level, game) {
     posts,
     level.roots ? h("div", { class: "muted" }, "roots: ", h("span", { class: "solver" }, "solver "), hashEl(level.roots.solver),
       "  ", h("span", { class: "challenger" }, "challenger "), hashEl(level.roots.challenger)) : null,
-    h("div", { class: "round head" }, h("span", {}, ""), h("span", {}, "in dispute"), h("span", { class: "solver" }, "solver reveals"),
-      h("span", { class: "challenger" }, "challenger reveals"), h("span", {}, "walk")),
-    rows, levelFound(level, game),
+    level.agreed ? null : h("div", { class: "round head" }, h("span", {}, ""), h("span", {}, "in dispute"),
+      h("span", { class: "solver" }, "solver reveals"), h("span", { class: "challenger" }, "challenger reveals"), h("span", {}, "walk")),
+    rows, levelFound(level, game, element),
     level.inconsistent ? h("p", { class: "error" }, "replay stopped: " + level.inconsistent) : null);
 }
 
-function verdict(g, bonds) {
+function verdict(g, bonds, element) {
   if (g.phase !== "resolved") {
     return h("div", { class: "verdict open", id: "verdict" }, "in progress · phase ", g.phase,
       ` · solver bond ${amount(bonds.solver)} and challenger bond ${amount(bonds.challenger)} at stake`);
@@ -389,7 +424,8 @@ function verdict(g, bonds) {
   const bondText = g.result === "challenger-won" ? `the solver's bond (${amount(bonds.solver)}) is slashed`
     : g.result === "solver-won" ? `the challenger's bond (${amount(bonds.challenger)}) is slashed`
     : g.result === "both-lost" ? "both bonds are slashed" : "bonds returned";
-  const where = g.step !== undefined ? ` — pinned to step ${g.step}` + (g.node_index !== undefined ? `, operator node ${g.node_index}` : "") : "";
+  const value = element && element.value >= 0 ? `, output ${element.slot} value ${element.value}` : "";
+  const where = g.step !== undefined ? ` — pinned to step ${g.step}` + (g.node_index !== undefined ? `, operator node ${g.node_index}` : "") + value : "";
   return h("div", { class: "verdict " + g.result, id: "verdict" }, who, " by ", g.reason, where, " at ", blockLink(g.resolved_height), "; ", bondText);
 }
 
@@ -404,17 +440,17 @@ async function pageGame(id) {
     body: [
       h("h1", {}, "dispute game " + g.id, " ", pill(live ? "live" : g.result), " ",
         h("span", { class: "muted" }, "over ", link("#/bounty/" + g.bounty_id, "bounty " + g.bounty_id))),
-      verdict(g, r.bonds),
+      verdict(g, r.bonds, r.element),
       h("div", { class: "grid" },
         card(h("h2", {}, "parties and bonds"), kv([["solver", [addrLink(r.solver), " · bond ", amount(r.bonds.solver)]],
           ["challenger", [addrLink(g.challenger), " · bond ", amount(r.bonds.challenger)]],
           ["opened", blockLink(g.opened_height)], ["resolved", g.resolved_height ? blockLink(g.resolved_height) : "—"],
-          ["rounds per level", g.rounds.join(" · ")]])),
+          ["rounds per level", g.rounds.concat(r.element ? r.element.rounds : []).join(" · ")]])),
         card(h("h2", {}, "chess clocks"), h("div", { class: "clocks" },
           clockCard("solver", g.clocks.solver, r.bounty.clock_budget, r.height),
           clockCard("challenger", g.clocks.challenger, r.bounty.clock_budget, r.height)))),
       h("h2", {}, "the walk, level by level"),
-      r.levels.map((l, i) => [i ? h("div", { class: "arrow" }, "↓") : null, levelCard(l, g)]),
+      r.levels.map((l, i) => [i ? h("div", { class: "arrow" }, "↓") : null, levelCard(l, g, r.element)]),
       records.length ? card(h("h2", {}, "node records and arbitration"), records) : null,
       r.truncated ? h("p", { class: "error" }, "history shown up to block #" + (g.opened_height + 4095) + " only") : null,
       card(h("h2", {}, "moves"), table(["block", "party", "move", "gas", "fee", "tx"],

@@ -188,5 +188,96 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
             << " B, bounty page DOM " << bounty.out.size() << " B\n";
 }
 
+// The element level as the browser draws it: a repops job (the demo's
+// MLP), the solver daemon cheating at one value of the first layer's dW
+// (32 × 784 values: a 98-chunk walk). The page draws level 4's chunk walk
+// round by round down to the disputed chunk and value, level 5b's partial
+// results (equal roots here: the walk ends at the epilogue), and the
+// verdict pinned to that value; the JSON the page draws from agrees with
+// the referee's record of the element level.
+TEST(TestnetExplorer, BrowserDrawsTheElementLevelDownToTheDisputedValue) {
+  const std::optional<std::filesystem::path> exe = FindChromium();
+  if (!exe)
+    GTEST_SKIP() << "no chromium on PATH (./vt setup installs Debian's chromium; VT_CHROMIUM names another)";
+  const std::filesystem::path out_dir = VT_TEST_OUTPUT_DIR;
+  std::filesystem::create_directories(out_dir);
+  HeadlessChromium browser(
+      *exe, std::filesystem::temp_directory_path() / ("vt-chromium-el-" + std::to_string(::getpid())));
+  if (auto why = BrowserUnavailable(browser)) GTEST_SKIP() << *why;
+
+  ScopedTestnet t("explorer-element",
+                  DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/fashion-mlp.json", 3));
+  ASSERT_TRUE(t.ok());
+  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
+  auto node = NodeNamed(*loaded, kCheatStep, "fc.0.backward");
+  ASSERT_TRUE(node.ok()) << node.status().ToString();
+  constexpr std::uint64_t kSlot = 1, kValue = 20'000;  // dW, in chunk 78 of 98
+  const std::string cheat = "wrong-value:step=" + std::to_string(kCheatStep) +
+                            ",node=" + std::to_string(*node) + ",slot=" + std::to_string(kSlot) +
+                            ",element=" + std::to_string(kValue);
+  t.net().SetWorkerArgs("solver", {"--poll-ms", "100", "--adversary", cheat});
+  t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
+  ASSERT_TRUE(t.net().Up().ok());
+  auto c = t.Client("v0");
+  const std::string base = "http://127.0.0.1:" + std::to_string(t.net().rpc_port("v0")) + "/";
+  auto client = t.net().Key("client");
+  ASSERT_TRUE(client.ok());
+  const node::BountyTerms terms{1'000'000, 0, 0, 300, 20, 150};  // bonds at the job's minimum
+  auto id = node::PostBounty(c, *client, *loaded, terms);
+  ASSERT_TRUE(id.ok()) << id.status().ToString();
+  auto game_phase = [&]() -> std::string {
+    auto g = c.Call("get_dispute", Json::array({0}));
+    return g.ok() ? (*g)["phase"].get<std::string>() : "";
+  };
+  ASSERT_TRUE(WaitFor([&] { return game_phase() == "resolved"; }, 150s)) << "game still " << game_phase();
+
+  auto moves = c.Call("get_game_moves", Json::array({0}));
+  ASSERT_TRUE(moves.ok()) << moves.status().ToString();
+  const Json& levels = (*moves)["levels"];
+  ASSERT_TRUE(moves->contains("element"))
+      << "the game was settled without the element level: " << (*moves)["game"].dump();
+  const Json& element = (*moves)["element"];
+  EXPECT_EQ(element["slot"], kSlot);
+  EXPECT_EQ(element["value"], kValue);
+  EXPECT_EQ(element["rule"], "dot");
+  EXPECT_EQ(element["chunks"], 98u);
+  EXPECT_EQ(element["chunk"], kValue / 256);
+  ASSERT_EQ(levels.size(), 5u) << levels.dump();
+  const Json& chunk = levels[3];
+  EXPECT_EQ(chunk["level"], "chunk");
+  EXPECT_EQ(chunk["leaf_count"], 98u);
+  EXPECT_EQ(chunk["disputed"], kValue / 256);
+  EXPECT_FALSE(chunk.contains("inconsistent")) << chunk.dump();
+  EXPECT_EQ(chunk["rounds"].size(), element["rounds"][0]) << "rounds replayed = rounds the referee counted";
+  EXPECT_EQ(chunk["rounds"].size(), 7u) << "a 98-leaf walk takes 7 rounds";
+  for (const Json& r : chunk["rounds"]) {
+    EXPECT_LE(r["range"][0], kValue / 256);
+    EXPECT_GT(r["range"][1], kValue / 256) << "every round's range holds the disputed chunk";
+  }
+  const Json& partials = levels[4];
+  EXPECT_EQ(partials["level"], "partials");
+  EXPECT_EQ(partials["leaf_count"], element["terms"].get<std::uint64_t>() + 1);
+  EXPECT_EQ(partials["agreed"], true) << "the liar's partial sums are the honest ones";
+  EXPECT_EQ(partials["posts"].size(), 2u);
+
+  BrowserRun done = browser.DumpDom(base + "#/game/0");
+  ASSERT_TRUE(done.exited);
+  const std::string verdict = TextOfId(done.out, "verdict");
+  EXPECT_TRUE(Contains(verdict, "the challenger won by element-epilogue")) << verdict;
+  EXPECT_TRUE(Contains(verdict, "output 1 value " + std::to_string(kValue))) << verdict;
+  for (const char* level : {"checkpoint", "step", "node", "chunk", "partials"})
+    EXPECT_TRUE(Contains(done.out, std::string("data-level=\"") + level + "\"")) << level;
+  const std::string chunk_text = TextOfId(done.out, "disputed-chunk");
+  EXPECT_TRUE(Contains(chunk_text, "disputed chunk " + std::to_string(kValue / 256))) << chunk_text;
+  EXPECT_TRUE(Contains(chunk_text, "value " + std::to_string(kValue) + " of output 1")) << chunk_text;
+  EXPECT_TRUE(Contains(done.out, "chunks of 256 values"));
+  EXPECT_TRUE(Contains(TextOfId(done.out, "agreed-partials"), "roots are equal"));
+  EXPECT_TRUE(Contains(done.out, "reveal-chunk") && Contains(done.out, "post-partials-root"))
+      << "the element moves are listed";
+  BrowserRun shot = browser.Screenshot(base + "#/game/0", out_dir / "explorer-element.png", 1280, 2600);
+  EXPECT_TRUE(shot.exited && std::filesystem::exists(out_dir / "explorer-element.png")) << shot.err;
+}
+
 }  // namespace
 }  // namespace vt::test

@@ -93,18 +93,6 @@ OneValueCheat RandomValueOf(const verify::StepGraph& graph, std::uint64_t step, 
   return OneValueCheat{step, node, slot, rng() % numel};
 }
 
-// The index of the node named `name` in the job's step graph at `step`
-// (the model's graph: names; the same node order as the referee's).
-Result<std::uint64_t> NodeNamed(const worker::LoadedJob& job, std::uint64_t step, const std::string& name) {
-  VT_ASSIGN_OR_RETURN(auto shapes, kernels::graph::BatchShapes(
-                                       job.job.model, static_cast<std::int64_t>(job.job.spec.batch_size)));
-  VT_ASSIGN_OR_RETURN(auto graph,
-                      kernels::graph::BuildStepGraph(job.job.model, job.job.optimizer, step, shapes));
-  for (std::uint64_t i = 0; i < graph.nodes.size(); ++i)
-    if (graph.nodes[i].name == name) return i;
-  return Status::Invalid("no-such-node", name);
-}
-
 // A one-value cheat in output `slot` of the node named `target`, at a
 // random step (neither the first nor the last) and value, drawn again until
 // `keep` accepts it (Invalid after 16 draws).

@@ -12,9 +12,11 @@
 #include <optional>
 #include <thread>
 
+#include "kernels/graph/step_graph.h"
 #include "node/client.h"
 #include "node/testnet.h"
 #include "tests/support/run_command.h"
+#include "worker/job.h"
 
 #ifndef VT_BIN_DIR
 #error "VT_BIN_DIR must name the directory of vt-node and vt"
@@ -61,6 +63,19 @@ inline testing::AssertionResult UpWithAWithholdingSolver(ScopedTestnet& t) {
   t.net().SetWorkerArgs("challenger", {"--poll-ms", "100"});
   if (Status s = t.net().Up(); !s.ok()) return testing::AssertionFailure() << s.ToString();
   return testing::AssertionSuccess();
+}
+
+// The index of the node named `name` in the job's step graph at `step`
+// (the model's graph: names; the same node order as the referee's).
+inline Result<std::uint64_t> NodeNamed(const worker::LoadedJob& job, std::uint64_t step,
+                                       const std::string& name) {
+  VT_ASSIGN_OR_RETURN(auto shapes, kernels::graph::BatchShapes(
+                                       job.job.model, static_cast<std::int64_t>(job.job.spec.batch_size)));
+  VT_ASSIGN_OR_RETURN(auto graph,
+                      kernels::graph::BuildStepGraph(job.job.model, job.job.optimizer, step, shapes));
+  for (std::uint64_t i = 0; i < graph.nodes.size(); ++i)
+    if (graph.nodes[i].name == name) return i;
+  return Status::Invalid("no-such-node", name);
 }
 
 // A testnet of `validators` with a solver and a challenger daemon serving
