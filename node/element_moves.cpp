@@ -100,7 +100,7 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
   a.reads = ops.reads;
   a.batch = ops.batch;
   for (const verify::StepRead& r : verify::StepReads(mine.element, step)) {
-    if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
+    if (verify::IsBatchInput(side.refs, r.input)) continue;
     if (verify::OwnOutputSlot(r.input)) continue;  // the node's own agreed output: no input opened
     VT_TRY(AddOpening(side, r.input, a.inputs));
   }
@@ -141,7 +141,7 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
           verify::OpenSlice(side.outputs.at(static_cast<std::size_t>(slice.output_slot)), slice));
       continue;
     }
-    if (side.refs.at(i).source == protocol::InputSource::kBatch) continue;
+    if (verify::IsBatchInput(side.refs, static_cast<std::uint32_t>(i))) continue;
     if (slice.row_from >= 0) {
       // The row a read value names (embedding's index, read from this side's batch).
       const verify::InputSlice& from = plan.inputs.at(static_cast<std::size_t>(slice.row_from));

@@ -1012,9 +1012,7 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   // move — a's then b's, one opening when both come from the same input.
   // A factor of the batch (the first layer's x) comes from its example.
   const auto batch_of = [&](std::uint32_t f) -> std::optional<std::uint32_t> {
-    if (verify::OwnOutputSlot(f) || f >= rec.inputs.size() ||
-        rec.inputs[f].source != protocol::InputSource::kBatch)
-      return std::nullopt;
+    if (!verify::IsBatchInput(rec.inputs, f)) return std::nullopt;
     return rec.inputs[f].index;
   };
   std::vector<std::uint32_t> want;
@@ -1241,7 +1239,7 @@ Status Session::OpenElement(const OpenElementArgs& a) {
         }
         slice = *resolved;
       }
-      if (slice.output_slot < 0 && rec.inputs[i].source == protocol::InputSource::kBatch) {
+      if (slice.output_slot < 0 && verify::IsBatchInput(rec.inputs, static_cast<std::uint32_t>(i))) {
         std::vector<float> v;
         for (std::int64_t k = 0; k < slice.count; ++k) {
           VT_ASSIGN_OR_RETURN(float x, batch->Value(rec.inputs[i].index, e.input_shapes[i], slice.first + k));

@@ -59,8 +59,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
     if (reduce->attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
     for (const TermOperand& op : reduce->final_reads) {
       // A gathered value of the batch: its example is known only from the value that names it.
-      if (op.gather_from >= 0 && op.input < inputs.size() &&
-          inputs[op.input].source == protocol::InputSource::kBatch)
+      if (op.gather_from >= 0 && IsBatchInput(inputs, op.input))
         return Status::Invalid("elem-no-rule", "a gathered batch read");
       reads.push_back(op.input);
     }
@@ -81,7 +80,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       if (s.count == 0) continue;  // not read: nothing opened
       if (s.output_slot >= 0) {
         choice.own_slots.push_back(static_cast<std::uint32_t>(s.output_slot));
-      } else if (i < inputs.size() && inputs[i].source == protocol::InputSource::kBatch) {
+      } else if (IsBatchInput(inputs, i)) {
         // Values of the batch: its examples, no chunks (PlanBatchPositions).
         if (s.row_from >= 0) return Status::Invalid("elem-no-rule", "a gathered batch slice");
         choice.batch_inputs.push_back(i);
@@ -106,7 +105,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
   }
   for (std::uint32_t i : choice.opened_inputs) {
     // The batch has no tensor hash to open a value against (VerifyInputHash).
-    if (i >= inputs.size() || inputs[i].source == protocol::InputSource::kBatch)
+    if (i >= inputs.size() || IsBatchInput(inputs, i))
       return Status::Invalid("elem-batch-input", "input " + std::to_string(i));
   }
   return choice;
@@ -118,7 +117,7 @@ std::vector<std::uint64_t> PlanBatchPositions(const ElementPlan& plan,
   std::vector<std::uint64_t> positions;
   for (std::size_t i = 0; i < plan.inputs.size() && i < inputs.size() && i < input_shapes.size(); ++i) {
     const InputSlice& s = plan.inputs[i];
-    if (s.count == 0 || s.output_slot >= 0 || inputs[i].source != protocol::InputSource::kBatch) continue;
+    if (s.count == 0 || s.output_slot >= 0 || !IsBatchInput(inputs, static_cast<std::uint32_t>(i))) continue;
     for (std::uint64_t k : BatchPositionsOf(input_shapes[i], s.first, s.count)) positions.push_back(k);
   }
   std::sort(positions.begin(), positions.end());
@@ -148,9 +147,7 @@ std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, cons
   std::vector<std::uint64_t> positions;
   // A batch read is never gathered (ChooseElementRule): its index is known.
   for (const StepRead& r : StepReads(element, step)) {
-    if (r.input >= inputs.size() || r.input >= input_shapes.size() ||
-        inputs[r.input].source != protocol::InputSource::kBatch)
-      continue;
+    if (r.input >= input_shapes.size() || !IsBatchInput(inputs, r.input)) continue;
     for (std::uint64_t k : BatchPositionsOf(input_shapes[r.input], r.index, 1)) positions.push_back(k);
   }
   std::sort(positions.begin(), positions.end());

@@ -212,7 +212,7 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
       verify::ReadStep(verify::StepReads(mine.element, st), verify::TensorValues(side.inputs, side.outputs)));
   for (const verify::ReadValue& r : reads) {
     // A value of the batch travels in its example, not as a value opening.
-    if (r.input < side.refs.size() && side.refs[r.input].source == protocol::InputSource::kBatch) continue;
+    if (verify::IsBatchInput(side.refs, r.input)) continue;
     o.reads.push_back(verify::OpenValue(FactorTensor(side, r.input), r.index));
   }
   const std::vector<std::uint64_t> positions =
@@ -244,7 +244,7 @@ std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side) {
   in.reserve(side.inputs.size());
   for (std::size_t i = 0; i < side.inputs.size(); ++i) {
     const kernels::Tensor& t = side.inputs[i];
-    if (i < side.refs.size() && side.refs[i].source == protocol::InputSource::kBatch) {
+    if (verify::IsBatchInput(side.refs, static_cast<std::uint32_t>(i))) {
       in.push_back({Hash256{}, t.shape(), side.refs[i].index});
     } else {
       in.push_back({t.Hash(), t.shape(), std::nullopt});
