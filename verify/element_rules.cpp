@@ -8,6 +8,7 @@
 #include "common/encoding.h"
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/elementwise.h"
 #include "kernels/ops/embedding.h"
 #include "kernels/ops/norm.h"
@@ -171,14 +172,20 @@ Result<InputSlice> ResolveSlice(const InputSlice& slice, float row_value) {
 
 namespace {
 
+// The plane rows [r0, r1] that max-pooling windows h0..h1 (one axis) span, clamped to the plane.
+std::pair<std::int64_t, std::int64_t> MaxPoolRows(const kernels::Pool2dParams& p, std::int64_t h,
+                                                  std::int64_t h0, std::int64_t h1) {
+  return {std::max<std::int64_t>(0, h0 * p.stride_h - p.pad_h),
+          std::min(h - 1, h1 * p.stride_h - p.pad_h + p.kernel_h - 1)};
+}
+
 Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                   std::span<const kernels::Shape> input_shapes) {
-  const bool pool = Is(op_kind, {OpKind::kMaxPool2d, OpKind::kAvgPool2d});
+  // (The poolings' y is the reduction rule's: a scan over the window, verify/reduce_rule.h.)
   const bool pool_back = Is(op_kind, {OpKind::kMaxPool2dBackward, OpKind::kAvgPool2dBackward});
   const bool sum_back = Is(op_kind, {OpKind::kSumBackward});
   const bool att = Is(op_kind, {OpKind::kAttention}) && slot == 1;
-  if (!att && ((!pool && !pool_back && !sum_back) || slot != 0))
-    return PlanElement(op_kind, slot, e, input_shapes);
+  if (!att && ((!pool_back && !sum_back) || slot != 0)) return PlanElement(op_kind, slot, e, input_shapes);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok()) return Status::Invalid("elem-no-rule", "attributes");
   const std::vector<std::int64_t>& ints = decoded->ints;
@@ -219,23 +226,41 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
     plan.inputs = {InputSlice{(e / (n * inner)) * inner + e % inner, 1, *dy_shape}, InputSlice{e, 1, ones}};
     return plan;
   }
-  // Pooling: a value depends on its (n, c) plane only — of x for the
-  // forward; of dy and x for the backward — re-executed as a [1, 1, ., .] image.
-  if (ints.size() != 6) return Status::Invalid("elem-no-rule", "pool attributes");
+  // The poolings' backward: dx at (ih, iw) of its plane is the kernel's
+  // per-value sum over the windows covering it (kernels::AvgPoolGradAt,
+  // MaxPoolGradAt): the dy rows of those windows and, for max pooling, the
+  // x rows they span (each window's maximum); none: +0, nothing read. An
+  // unread x still carries its plane's shape; out_offset = ih·W + iw.
+  if (ints.size() != 6 || input_shapes.size() != 2) return Status::Invalid("elem-no-rule", "pool attributes");
   const kernels::Shape& x = input_shapes.back();
-  if (x.size() != 4 || input_shapes.size() != (pool ? 1u : 2u)) return Status::Invalid("elem-no-rule", "pool");
-  const std::int64_t kh = ints[0], kw = ints[1], sh = ints[2], sw = ints[3], ph = ints[4], pw = ints[5];
-  if (kh < 1 || kw < 1 || sh < 1 || sw < 1 || ph < 0 || pw < 0) return Status::Invalid("elem-no-rule", "pool");
+  if (x.size() != 4) return Status::Invalid("elem-no-rule", "pool");
+  const kernels::Pool2dParams p{ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]};
+  if (p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.pad_h < 0 || p.pad_w < 0)
+    return Status::Invalid("elem-no-rule", "pool");
   const std::int64_t h = x[2], w = x[3], planes = x[0] * x[1];
-  const std::int64_t oh = (h + 2 * ph - kh) / sh + 1, ow = (w + 2 * pw - kw) / sw + 1;
-  if (oh < 1 || ow < 1) return Status::Invalid("elem-no-rule", "pool");
-  const std::int64_t plane_out = pool ? oh * ow : h * w;
-  if (e < 0 || e >= planes * plane_out) return Status::Invalid("elem-bad-index");
-  const std::int64_t plane = e / plane_out;
-  plan.rule = ElementRule::kRow;
-  if (pool_back) plan.inputs.push_back(InputSlice{plane * oh * ow, oh * ow, {1, 1, oh, ow}});
-  plan.inputs.push_back(InputSlice{plane * h * w, h * w, {1, 1, h, w}});
-  plan.out_offset = e % plane_out;
+  const std::int64_t oh = (h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
+  const std::int64_t ow = (w + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
+  if (h < 1 || w < 1 || oh < 1 || ow < 1) return Status::Invalid("elem-no-rule", "pool");
+  if (e < 0 || e >= planes * h * w) return Status::Invalid("elem-bad-index");
+  const std::int64_t plane = e / (h * w), at = e % (h * w), ih = at / w, iw = at % w;
+  const auto [h0, h1] = kernels::CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+  const auto [w0, w1] = kernels::CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
+  const bool covered = h0 <= h1 && w0 <= w1;
+  const std::int64_t dy_rows = covered ? h1 - h0 + 1 : 0;
+  plan.rule = ElementRule::kPointwise;
+  plan.out_offset = at;
+  plan.inputs = {InputSlice{plane * oh * ow + h0 * ow, dy_rows * ow, {1, 1, dy_rows, ow}},
+                 InputSlice{0, 0, {1, 1, h, w}}};
+  if (Is(op_kind, {OpKind::kMaxPool2dBackward}) && covered) {
+    const auto [r0, r1] = MaxPoolRows(p, h, h0, h1);
+    plan.inputs[1] = InputSlice{plane * h * w + r0 * w, (r1 - r0 + 1) * w, {1, 1, h, w}};
+    // Each covering window's maximum is taken anew: its cost must stay within the charge.
+    const std::uint64_t flops = static_cast<std::uint64_t>(dy_rows * (w1 - w0 + 1) * p.kernel_h * p.kernel_w);
+    const std::uint64_t values = static_cast<std::uint64_t>(plan.inputs[0].count + plan.inputs[1].count);
+    if (flops > kElementFlopsPerValue * values)
+      return Status::Invalid("elem-too-costly",
+                             std::to_string(flops) + " flops on " + std::to_string(values) + " values read");
+  }
   return plan;
 }
 
@@ -331,6 +356,33 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
     if (*kind == OpKind::kBatchNorm2dBackward && slot == 0 && v.size() == 7)  // dy, x, γ, mean, rstd, dγ, dβ
       return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], v[5], v[6], plan.channel_values);
     return Status::Invalid("elem-bad-slice", "batchnorm");
+  }
+  if ((*kind == OpKind::kAvgPool2dBackward || *kind == OpKind::kMaxPool2dBackward) && slot == 0) {
+    // The kernel's own per-value sum over the covering windows (PlanElement's slices).
+    const std::vector<std::int64_t>& ints = decoded->ints;
+    if (ints.size() != 6 || plan.inputs.size() != 2 || plan.inputs[0].shape.size() != 4 ||
+        plan.inputs[1].shape.size() != 4)
+      return Status::Invalid("elem-bad-slice", "pool backward");
+    const kernels::Pool2dParams p{ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]};
+    const std::int64_t h = plan.inputs[1].shape[2], w = plan.inputs[1].shape[3], ow = plan.inputs[0].shape[3];
+    if (h < 1 || w < 1 || ow < 1 || p.stride_h < 1 || p.stride_w < 1 || p.kernel_h < 1 || p.kernel_w < 1)
+      return Status::Invalid("elem-bad-slice", "pool backward");
+    const std::int64_t oh = (h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
+    const std::int64_t ih = plan.out_offset / w, iw = plan.out_offset % w;
+    const auto [h0, h1] = kernels::CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+    // Every index below lies in its slice: PlanElement sized them, their counts were checked.
+    const std::vector<float>& dy = slice_values[0];
+    const auto dy_at = [&](std::int64_t o_h, std::int64_t o_w) {
+      return dy[static_cast<std::size_t>((o_h - h0) * ow + o_w)];
+    };
+    if (*kind == OpKind::kAvgPool2dBackward) return kernels::AvgPoolGradAt<float>(p, oh, ow, ih, iw, dy_at);
+    if (h1 < h0) return +0.0f;
+    const std::int64_t r0 = MaxPoolRows(p, h, h0, h1).first;
+    const std::vector<float>& xs = slice_values[1];
+    const auto x_at = [&](std::int64_t r, std::int64_t c) {
+      return xs[static_cast<std::size_t>((r - r0) * w + c)];
+    };
+    return kernels::MaxPoolGradAt<float>(p, h, w, oh, ow, ih, iw, x_at, dy_at);
   }
   if (*kind == OpKind::kAttention && slot == 1) {
     // Above the diagonal: the kernel writes +0 whatever qkv holds.

@@ -10,6 +10,7 @@
 #include "common/encoding.h"
 #include "kernels/arith_hd.h"
 #include "kernels/ops/attention.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/embedding.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/op_util.h"
@@ -256,6 +257,12 @@ Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std
     case ReduceScan::kDot:
       if (v.size() != 2) break;
       return kernels::hd::RepopsStep(prev, v[0], v[1]);  // the repops GEMM's own step
+    case ReduceScan::kSum:
+      if (v.size() != 1) break;
+      return prev + v[0];  // avg_pool2d's window sum (kernels/ops/conv.cpp)
+    case ReduceScan::kPoolMax:
+      if (v.size() != 1) break;
+      return j == 0 || kernels::PoolMaxReplaces(prev, v[0]) ? v[0] : prev;
     case ReduceScan::kNone:
       break;
   }
@@ -487,6 +494,42 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     el.outer = ReduceOuter::kSum;
     el.epilogue = ReduceEpilogue::kDivide;
     el.divisor = rows;
+    return el;
+  }
+  const bool avg_pool = Is(op_kind, OpKind::kAvgPool2d);
+  if ((avg_pool || Is(op_kind, OpKind::kMaxPool2d)) && slot == 0 && in.size() == 1 && in[0].size() == 4) {
+    // y[n, c, oh, ow] = (+0 + the window's valid values in row-major order) / (KH·KW),
+    // or their maximum: a scan over the valid rectangle rows ih0..ih1,
+    // columns iw0..iw1 of the plane.
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || decoded->ints.size() != 6)
+      return Status::Invalid("elem-no-reduce-rule", "pool attributes");
+    const std::vector<std::int64_t>& k = decoded->ints;  // kh, kw, sh, sw, ph, pw
+    const kernels::Shape& x = in[0];
+    if (k[0] < 1 || k[1] < 1 || k[2] < 1 || k[3] < 1 || k[4] < 0 || k[5] < 0)
+      return Status::Invalid("elem-no-reduce-rule", "pool attributes");
+    const std::int64_t h = x[2], w = x[3];
+    const std::int64_t oh = (h + 2 * k[4] - k[0]) / k[2] + 1, ow = (w + 2 * k[5] - k[1]) / k[3] + 1;
+    if (h < 1 || w < 1 || oh < 1 || ow < 1 || e < 0 || e >= x[0] * x[1] * oh * ow)
+      return Status::Invalid("elem-bad-index");
+    const std::int64_t plane = e / (oh * ow), o_h = (e / ow) % oh, o_w = e % ow;
+    const std::int64_t ih0 = std::max<std::int64_t>(0, o_h * k[2] - k[4]);
+    const std::int64_t ih1 = std::min(h - 1, o_h * k[2] - k[4] + k[0] - 1);
+    const std::int64_t iw0 = std::max<std::int64_t>(0, o_w * k[3] - k[5]);
+    const std::int64_t iw1 = std::min(w - 1, o_w * k[3] - k[5] + k[1] - 1);
+    if (ih1 < ih0 || iw1 < iw0) return Status::Invalid("elem-no-reduce-rule", "a window of padding only");
+    ReduceElement el;
+    el.scan = avg_pool ? ReduceScan::kSum : ReduceScan::kPoolMax;
+    el.scan_count = (ih1 - ih0 + 1) * (iw1 - iw0 + 1);
+    el.scan_reads = {TermOperand{.input = 0,
+                                 .first = plane * h * w + ih0 * w + iw0,
+                                 .stride = 1,
+                                 .period = iw1 - iw0 + 1,
+                                 .outer_stride = w}};
+    if (avg_pool) {
+      el.epilogue = ReduceEpilogue::kDivide;
+      el.divisor = k[0] * k[1];
+    }
     return el;
   }
   if (Is(op_kind, OpKind::kEmbeddingBackward) && slot == 0 && in.size() == 2 && !in[0].empty()) {

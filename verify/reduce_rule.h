@@ -30,7 +30,8 @@
 // scan over the positions), attention's probabilities below the diagonal
 // (per key a dot scan and the scale, then a softmax over the scores) and
 // attention_backward's dqkv (dv a dot scan; dq and dk AttentionGrad's
-// layout) (ReduceElementAt). Steps may read the batch
+// layout) and the poolings' y (a scan over the window)
+// (ReduceElementAt). Steps may read the batch
 // (verify/batch_opening.h: one example a step). The workers' answers:
 // worker/element_answers.h (AnswerReducePartials, AnswerReduceStep).
 
@@ -124,6 +125,12 @@ enum class ReduceScan : std::uint8_t {
   // A repops GEMM element from +0: leaf j+1 = leaf j + a_j·b_j, reading
   // (a_j, b_j) (attention's scores q_t·k_u).
   kDot = 3,
+  // A plain sum from +0, left to right: leaf j+1 = leaf j + x_j, reading
+  // (x_j) (avg_pool2d's window).
+  kSum = 4,
+  // A pooling window's maximum: leaf 1 = x_0, leaf j+1 = x_j when
+  // kernels::PoolMaxReplaces(leaf j, x_j), else leaf j (max_pool2d's y).
+  kPoolMax = 5,
 };
 
 // After the row blocks (ReduceElement::outer):
@@ -215,6 +222,10 @@ struct ReduceElement {
 //                                        outer kSum over the taps (KH·KW ≤ 64: sequential from +0)
 //   embedding_backward slot 0            dW[v, d] = the masked scan over the positions p: + dy[p, d]
 //                                        where idx[p] = v (idx read from the batch, one example a step)
+//   avg_pool2d, max_pool2d slot 0        y = the kSum scan over the window's valid positions in
+//                                        row-major order, / (KH·KW); max: the kPoolMax scan. One
+//                                        value a step however wide the window (a global pool reads
+//                                        its whole plane)
 // Invalid "elem-no-reduce-rule" otherwise, "elem-bad-index" outside the output.
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,

@@ -385,49 +385,19 @@ Status PoolGeometryFor(const Tensor& x, const Pool2dParams& p, PoolGeometry* g) 
   return Status::Ok();
 }
 
-// Index (ih·W + iw) of the maximum of one window: the first valid position,
-// replaced by any later value that is greater or NaN.
-std::int64_t WindowArgmax(const float* plane, const PoolGeometry& g, const Pool2dParams& p, std::int64_t oh,
-                          std::int64_t ow) {
-  std::int64_t best_idx = -1;
-  float best = 0.0f;
-  const std::int64_t h0 = oh * p.stride_h - p.pad_h, w0 = ow * p.stride_w - p.pad_w;
-  for (std::int64_t kh = 0; kh < p.kernel_h; ++kh) {
-    const std::int64_t ih = h0 + kh;
-    if (ih < 0 || ih >= g.h) continue;
-    for (std::int64_t kw = 0; kw < p.kernel_w; ++kw) {
-      const std::int64_t iw = w0 + kw;
-      if (iw < 0 || iw >= g.w) continue;
-      const float v = plane[ih * g.w + iw];
-      if (best_idx < 0 || v > best || std::isnan(v)) {
-        best = v;
-        best_idx = ih * g.w + iw;
-      }
-    }
-  }
-  return best_idx;  // ≥ 0: pad ≤ kernel/2 puts a valid position in every window
-}
-
-// The outputs [*lo, *hi) along one axis whose window covers input index i.
-void CoveringWindows(std::int64_t i, std::int64_t kernel, std::int64_t stride, std::int64_t pad,
-                     std::int64_t out_extent, std::int64_t* lo, std::int64_t* hi) {
-  const std::int64_t first = i + pad - kernel + 1;  // o·stride ≥ first
-  *lo = first <= 0 ? 0 : (first + stride - 1) / stride;
-  *hi = std::min(out_extent, (i + pad) / stride + 1);
-  if (*hi < *lo) *hi = *lo;
-}
-
 // Certified pooling backward: out[pos] = CR(Σ contribution(oh, ow, pos) over
 // the windows covering pos) for every position of one plane; a contribution
 // is an fp32 value or an exact zero.
 template <class Contribution>
 void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, const Contribution& contribution) {
+  // CoveringWindows' [first, last] as [oh0, oh1), none when empty.
+  const auto range = [](std::pair<std::int64_t, std::int64_t> r) {
+    return std::pair{r.first, std::max(r.first, r.second + 1)};
+  };
   for (std::int64_t ih = 0; ih < g.h; ++ih) {
-    std::int64_t oh0 = 0, oh1 = 0;
-    CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, g.oh, &oh0, &oh1);
+    const auto [oh0, oh1] = range(CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, g.oh));
     for (std::int64_t iw = 0; iw < g.w; ++iw) {
-      std::int64_t ow0 = 0, ow1 = 0;
-      CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, g.ow, &ow0, &ow1);
+      const auto [ow0, ow1] = range(CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, g.ow));
       const std::int64_t nw = ow1 - ow0, pos = ih * g.w + iw;
       out[pos] = CertifiedSum((oh1 - oh0) * nw, [&](std::int64_t t) {
         return contribution(oh0 + t / std::max<std::int64_t>(nw, 1), ow0 + t % std::max<std::int64_t>(nw, 1), pos);
@@ -449,10 +419,11 @@ Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
+        const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         T* out = yo + pl * g.oh * g.ow;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
           for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-            const std::int64_t idx = WindowArgmax(plane, g, params, oh, ow);
+            const std::int64_t idx = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
             out[oh * g.ow + ow] = idx < 0 ? T(0) : static_cast<T>(plane[idx]);  // idx ≥ 0 (see WindowArgmax)
           }
         }
@@ -474,10 +445,12 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
+        const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         const float* grad = dy.data() + pl * g.oh * g.ow;
-        GatherCertified(g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
-          return WindowArgmax(plane, g, params, oh, ow) == pos ? grad[oh * g.ow + ow] : 0.0f;
-        });
+        GatherCertified(
+            g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
+              return WindowArgmax(params, g.h, g.w, oh, ow, x_at) == pos ? grad[oh * g.ow + ow] : 0.0f;
+            });
       }
     });
     return Status::Ok();
@@ -485,18 +458,19 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   return DispatchMode(ctx, [&](auto math) -> Status {
     using T = typename decltype(math)::T;
     Outputs<T> outs;
-    T* dxo = outs.BindZeroed(dx);
+    T* dxo = outs.Bind(dx);
+    // Each value gathers dy from the windows whose maximum it is, in
+    // row-major window order — the order scattering the windows adds them.
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;
+        const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
+        const auto dy_at = [&](std::int64_t oh, std::int64_t ow) { return grad[oh * g.ow + ow]; };
         T* out = dxo + pl * g.h * g.w;
-        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
-          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-            const std::int64_t idx = WindowArgmax(plane, g, params, oh, ow);
-            if (idx >= 0) out[idx] = out[idx] + static_cast<T>(grad[oh * g.ow + ow]);
-          }
-        }
+        for (std::int64_t ih = 0; ih < g.h; ++ih)
+          for (std::int64_t iw = 0; iw < g.w; ++iw)
+            out[ih * g.w + iw] = MaxPoolGradAt<T>(params, g.h, g.w, g.oh, g.ow, ih, iw, x_at, dy_at);
       }
     });
     return outs.Commit(ctx);
@@ -569,25 +543,17 @@ Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   return DispatchMode(ctx, [&](auto math) -> Status {
     using T = typename decltype(math)::T;
     Outputs<T> outs;
-    T* dxo = outs.BindZeroed(dx);
-    const T area = static_cast<T>(params.kernel_h * params.kernel_w);
+    T* dxo = outs.Bind(dx);
+    // Each value gathers its windows' shares in row-major window order — the
+    // order in which scattering the windows one after another adds them.
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* grad = dy.data() + pl * g.oh * g.ow;
+        const auto dy_at = [&](std::int64_t oh, std::int64_t ow) { return grad[oh * g.ow + ow]; };
         T* out = dxo + pl * g.h * g.w;
-        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
-          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-            const T share = static_cast<T>(grad[oh * g.ow + ow]) / area;
-            for (std::int64_t kh = 0; kh < params.kernel_h; ++kh) {
-              const std::int64_t ih = oh * params.stride_h - params.pad_h + kh;
-              if (ih < 0 || ih >= g.h) continue;
-              for (std::int64_t kw = 0; kw < params.kernel_w; ++kw) {
-                const std::int64_t iw = ow * params.stride_w - params.pad_w + kw;
-                if (iw >= 0 && iw < g.w) out[ih * g.w + iw] = out[ih * g.w + iw] + share;
-              }
-            }
-          }
-        }
+        for (std::int64_t ih = 0; ih < g.h; ++ih)
+          for (std::int64_t iw = 0; iw < g.w; ++iw)
+            out[ih * g.w + iw] = AvgPoolGradAt<T>(params, g.oh, g.ow, ih, iw, dy_at);
       }
     });
     return outs.Commit(ctx);

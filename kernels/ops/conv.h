@@ -1,7 +1,10 @@
 #pragma once
 // 2-D convolution and pooling on NCHW tensors (conventions: kernels/ops/linear.h).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <utility>
 
 #include "common/result.h"
 #include "kernels/op_context.h"
@@ -38,5 +41,75 @@ Status AvgPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
 // `x` supplies only the input shape.
 Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Tensor& dx,
                          const Pool2dParams& params);
+
+// The windows [first, last] along one axis (`count` of them, kernel k,
+// stride s, padding pad) whose span o·s − pad … o·s − pad + k − 1 holds
+// position i ≥ 0; first > last when none does.
+inline std::pair<std::int64_t, std::int64_t> CoveringWindows(std::int64_t i, std::int64_t k, std::int64_t s,
+                                                             std::int64_t pad, std::int64_t count) {
+  const std::int64_t from = i + pad - k + 1;
+  return {from <= 0 ? 0 : (from + s - 1) / s, std::min((i + pad) / s, count - 1)};
+}
+
+// Max pooling's rule: a later value replaces the window's current maximum
+// when it is greater or NaN (the first maximum wins; NaN propagates,
+// PyTorch's rule).
+inline bool PoolMaxReplaces(float best, float v) { return v > best || std::isnan(v); }
+
+// Index ih·w + iw of the maximum of window (o_h, o_w) of an h × w plane
+// whose value at (ih, iw) is x_at(ih, iw): the first valid position, then
+// each later one PoolMaxReplaces admits, in row-major window order; −1 if
+// the window holds no valid position (pad ≤ kernel / 2 rules that out).
+template <class XAt>
+std::int64_t WindowArgmax(const Pool2dParams& p, std::int64_t h, std::int64_t w, std::int64_t o_h,
+                          std::int64_t o_w, const XAt& x_at) {
+  std::int64_t best_idx = -1;
+  float best = 0.0f;
+  const std::int64_t h0 = o_h * p.stride_h - p.pad_h, w0 = o_w * p.stride_w - p.pad_w;
+  for (std::int64_t ih = std::max<std::int64_t>(h0, 0); ih < std::min(h0 + p.kernel_h, h); ++ih) {
+    for (std::int64_t iw = std::max<std::int64_t>(w0, 0); iw < std::min(w0 + p.kernel_w, w); ++iw) {
+      const float v = x_at(ih, iw);
+      if (best_idx < 0 || PoolMaxReplaces(best, v)) {
+        best = v;
+        best_idx = ih * w + iw;
+      }
+    }
+  }
+  return best_idx;
+}
+
+// MaxPool2d's backward at (ih, iw) of an h × w plane with oh × ow windows:
+// from +0, over the windows covering it in row-major order whose maximum
+// (WindowArgmax) is at (ih, iw), + dy(o_h, o_w). The kernel computes every
+// dx value so, and the element rule one (as AvgPoolGradAt below).
+template <class T, class XAt, class DyAt>
+T MaxPoolGradAt(const Pool2dParams& p, std::int64_t h, std::int64_t w, std::int64_t oh, std::int64_t ow,
+                std::int64_t ih, std::int64_t iw, const XAt& x_at, const DyAt& dy_at) {
+  const auto [h0, h1] = CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+  const auto [w0, w1] = CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
+  T sum = T(0);
+  for (std::int64_t o_h = h0; o_h <= h1; ++o_h)
+    for (std::int64_t o_w = w0; o_w <= w1; ++o_w)
+      if (WindowArgmax(p, h, w, o_h, o_w, x_at) == ih * w + iw) sum = sum + static_cast<T>(dy_at(o_h, o_w));
+  return sum;
+}
+
+// AvgPool2d's backward at input position (ih, iw) of one plane with oh × ow
+// windows: from +0, over the windows covering it in row-major order, +
+// dy(o_h, o_w) / (KH·KW). The kernel computes every dx value so (the order
+// its definition gives: kernels/ops/conv.cpp), and the element rule one
+// (verify/element_rules.cpp). Math: the mode's arithmetic (T = float in
+// repops, fp64 in rounded mode).
+template <class T, class DyAt>
+T AvgPoolGradAt(const Pool2dParams& p, std::int64_t oh, std::int64_t ow, std::int64_t ih, std::int64_t iw,
+                const DyAt& dy_at) {
+  const T area = static_cast<T>(p.kernel_h * p.kernel_w);
+  const auto [h0, h1] = CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+  const auto [w0, w1] = CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
+  T sum = T(0);
+  for (std::int64_t o_h = h0; o_h <= h1; ++o_h)
+    for (std::int64_t o_w = w0; o_w <= w1; ++o_w) sum = sum + static_cast<T>(dy_at(o_h, o_w)) / area;
+  return sum;
+}
 
 }  // namespace vt::kernels

@@ -255,7 +255,8 @@ std::uint32_t CnnNodeOf(kernels::OpKind op) {
 // The first value of output `slot` of `node` from `from` whose one-ulp lie changes a checkpoint.
 std::int64_t CnnReachingValue(std::uint32_t node, std::uint32_t slot, std::int64_t from) {
   const std::int64_t n = CnnHistory().outputs[kLieStep][node][slot].numel();
-  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 16); ++k) {
+  // (A max pool's gradient is +0 off its windows' maxima: a lie there is lost in later sums.)
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 64); ++k) {
     const std::int64_t v = (from + k) % n;
     auto h = Train(CnnJob(), {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
     if (h.ok() && h->checkpoint_tree.root() != CnnHistory().checkpoint_tree.root()) return v;
@@ -268,11 +269,13 @@ std::int64_t CnnReachingValue(std::uint32_t node, std::uint32_t slot, std::int64
 // batch norm's rstd and running variance (reduction steps reading the
 // node's own mean), its running mean and its backward's dx (re-executions
 // reading the node's own statistics or dγ, dβ), and a convolution's dx
-// (col2im over its taps' dot products). A one-ulp lie, its sums honest or
-// leaving the rule (so that the referee judges one step, reading the own
-// mean), told by the solver and by the challenger: caught at its value, the
-// honest party wins, every transaction within 64 KiB.
-TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
+// (col2im over its taps' dot products), the poolings (the global average
+// pool and the stem's max pool: a scan over the window) and their
+// backwards (the dy and x rows of the covering windows). A one-ulp lie, its
+// sums honest or leaving the rule (so that the referee judges one step,
+// reading the own mean), told by the solver and by the challenger: caught
+// at its value, the honest party wins, every transaction within 64 KiB.
+TEST(ElementGame, CnnBatchNormConvolutionAndPoolLiesAreCaughtAtTheirValue) {
   struct CnnTarget {
     const char* name;
     kernels::OpKind op;
@@ -283,7 +286,11 @@ TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
                                {"batchnorm.running_var", kernels::OpKind::kBatchNorm2dTrain, 2, true},
                                {"batchnorm.running_mean", kernels::OpKind::kBatchNorm2dTrain, 1, false},
                                {"batchnorm_backward.dx", kernels::OpKind::kBatchNorm2dBackward, 0, false},
-                               {"conv2d_backward.dx", kernels::OpKind::kConv2dBackward, 0, true}};
+                               {"conv2d_backward.dx", kernels::OpKind::kConv2dBackward, 0, true},
+                               {"avg_pool2d.y", kernels::OpKind::kAvgPool2d, 0, true},
+                               {"avg_pool2d_backward.dx", kernels::OpKind::kAvgPool2dBackward, 0, false},
+                               {"max_pool2d.y", kernels::OpKind::kMaxPool2d, 0, true},
+                               {"max_pool2d_backward.dx", kernels::OpKind::kMaxPool2dBackward, 0, false}};
   const vm::Amount bond = 2 * MinimumBond(CnnJob().job);
   // What posting checked against the chain's limit: no move of these games is larger.
   const std::uint64_t required = BondTermsOf(CnnJob().job).required_tx_bytes;
@@ -321,9 +328,9 @@ TEST(ElementGame, CnnBatchNormAndConvolutionLiesAreCaughtAtTheirValue) {
       ++games;
     }
   }
-  EXPECT_EQ(games, 11u);
+  EXPECT_EQ(games, 19u);
   std::printf(
-      "[element-game] cnn: %llu games over batch-norm and conv2d_backward values, largest tx %llu B "
+      "[element-game] cnn: %llu games over batch-norm, conv2d_backward and pool values, largest tx %llu B "
       "(posting required %llu B)\n",
       static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx),
       static_cast<unsigned long long>(required));

@@ -347,6 +347,11 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
   } else if (std::string_view(p.model) ==
              "cnn-128") {  // 128×128 images, no stem pool: a 16 384-value GAP plane
     model.arch = kernels::graph::CnnSpec{1, 128, 128, 4, 0, false, 10};
+  } else if (std::string_view(p.model) ==
+             "cnn-128-pool") {  // the same with a 2×2 max pool over the 128×128 stem
+    model.arch = kernels::graph::CnnSpec{1, 128, 128, 4, 0, true, 10};
+  } else if (std::string_view(p.model) == "gpt-12288") {  // GPT-3's width: 12 288-value layer-norm rows
+    model.arch = kernels::graph::GptSpec{256, 32, 1, 96, 12288, 0.0f};
   } else if (std::string_view(p.model) == "gpt2-vocab") {  // testnet/jobs/gpt2-vocab.json's model
     model.arch = kernels::graph::GptSpec{50257, 16, 1, 2, 32, 0.0f};
   } else {
@@ -376,15 +381,17 @@ std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
 // With the network's real limit (1 MiB, gossip's cap, as ChainParams
 // max_tx_bytes), a job is refused at posting, with the reason, when an
 // honest party may have to send more than that: the whole arbitration of a
-// node the element level does not cover (a CNN on 128×128 images whose
-// global average pool reads a plane wider than one move), or any node's on
-// a chain or in a mode without the element level (GPT-2 small's
+// node the element level does not cover (a GPT of GPT-3's width, whose
+// layer norms' rows are wider than one move), or any
+// node's on a chain or in a mode without the element level (GPT-2 small's
 // lm_head.backward: ~363 MB). The testnet jobs (their MLPs: the synthetic
 // mlp-tiny one and fashion 784-32-10) and the tiny GPT are accepted in every
 // mode with bonds at their minimum; mlp-fashion, cnn-fashion (its batch
-// norms' 1.6 MB whole arbitrations covered), a 2048-wide MLP, the
+// norms' 1.6 MB whole arbitrations covered), 128×128 CNNs (their poolings'
+// 16 384-value planes), a 2048-wide MLP, the
 // GPT-2-vocabulary job and GPT-2 small, whose every node the element level
 // covers, in repops mode only.
+
 // Every node covered, the largest transaction an honest party may have to
 // send is an element move: #11's target is 64 KiB, whatever the node's size.
 constexpr std::uint64_t kElementTarget = std::uint64_t{64} << 10;
@@ -456,11 +463,11 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     }
   }
   {
-    // A CNN on 128×128 images without a stem pool: its global average
-    // pool's plane (16 384 values) is wider than one move may open
-    // (verify::kMaxOpenedChunks), so the pool and its backward are arbitrated
-    // whole — 16 images of 4 × 128 × 128 values.
-    const PresetJob p{"cnn-128", 16, 512};
+    // A one-layer GPT of GPT-3's width (d = 12 288): a layer norm's value
+    // is re-executed on its row, and the rows of x, γ and β together span
+    // more chunks than one move may open (verify::kMaxOpenedChunks), so the
+    // layer norms are arbitrated whole — 32 rows of 12 288 values each.
+    const PresetJob p{"gpt-12288", 1, 64};
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
@@ -483,8 +490,16 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   struct Covered {
     PresetJob job;
     std::uint64_t whole_at_least;
+    std::uint64_t required_at_most = kElementTarget;
   };
+  // CNNs on 128×128 images, without and with a 2×2 max pool after the
+  // stem: their poolings read 16 384-value planes, settled one value a step
+  // (the reduction rule's scan) and their backwards from the windows
+  // covering a value. A move that reads the batch opens a whole example,
+  // here a 64 KiB image: above the 64 KiB target, within the chain's 1 MiB.
   const Covered covered_jobs[] = {{{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20},
+                                  {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
+                                  {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
                                   {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20},
                                   {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20},
                                   {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
@@ -495,7 +510,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     const protocol::JobSpec repops = PresetSpec(c.job, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(repops, params);
     EXPECT_GT(t.arbitration_tx_bytes, c.whole_at_least) << "the whole-node transaction is still priced";
-    EXPECT_LE(t.required_tx_bytes, kElementTarget);
+    EXPECT_LE(t.required_tx_bytes, c.required_at_most);
     EXPECT_TRUE(t.required_by_element_move);
     const vm::Receipt r = post(repops, t.minimum);
     EXPECT_TRUE(r.success) << r.reason;
@@ -529,10 +544,8 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
 TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
   vm::KernelsGraphSource graphs;
   std::mt19937_64 rng(20261127);
-  const PresetJob jobs[] = {{"mlp-fashion", 16, 512},
-                            {"cnn-fashion", 16, 512},
-                            {"gpt-tiny", 8, 512},
-                            {"gpt2-vocab", 2, 256},
+  const PresetJob jobs[] = {{"mlp-fashion", 16, 512},  {"cnn-fashion", 16, 512}, {"cnn-128", 16, 512},
+                            {"cnn-128-pool", 16, 512}, {"gpt-tiny", 8, 512},     {"gpt2-vocab", 2, 256},
                             {"gpt2-small", 1, 512}};
   for (const PresetJob& p : jobs) {
     SCOPED_TRACE(p.model);

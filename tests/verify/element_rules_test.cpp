@@ -12,20 +12,22 @@
 #include <cmath>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/encoding.h"
 #include "crypto/merkle.h"
 #include "kernels/chunk_tree.h"
 #include "kernels/mode.h"
-#include "kernels/ops/conv.h"
 #include "kernels/op_context.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
 #include "verify/element_rules.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::verify {
 namespace {
@@ -89,7 +91,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
   pool.stride_h = 1 + static_cast<std::int64_t>(rng() % 2);
   pool.stride_w = 1 + static_cast<std::int64_t>(rng() % 2);
   pool.pad_h = pool.kernel_h / 2;
-  pool.pad_w = 0;
+  pool.pad_w = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(pool.kernel_w / 2 + 1));
   const std::int64_t h = pool.kernel_h + static_cast<std::int64_t>(rng() % 12);
   const std::int64_t w = pool.kernel_w + static_cast<std::int64_t>(rng() % 12);
   const kernels::Shape x4{rows, 2, h, w};
@@ -146,8 +148,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
        {RandomTensor(rng, x), RandomTensor(rng, {c}), RandomTensor(rng, {3})},
        {},
        3},
-      {"maxpool2d", OpKind::kMaxPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
-      {"avgpool2d", OpKind::kAvgPool2d, kernels::Pool2dAttrs(pool), {RandomTensor(rng, x4)}, {}},
+      // (The poolings' y is the reduction rule's: verify_reduce_rule_test.)
       {"maxpool2d_backward",
        OpKind::kMaxPool2dBackward,
        kernels::Pool2dAttrs(pool),
@@ -363,23 +364,111 @@ TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
 }
 
 // The referee charges a re-execution kElementFlopsPerValue flops a value
-// read; a row plan whose operator costs more on its slices is refused, so
-// the charge always covers the work. A pooling window of 11 × 11 over a
-// 16 × 16 plane (stride 1, padding 5) costs 121 flops a value read; 3 × 3
-// costs 9.
-TEST(VerifyElementRules, ARowPlanCostlierThanItsChargeIsRefused) {
-  const auto pool = static_cast<std::uint16_t>(OpKind::kMaxPool2d);
-  const std::vector<kernels::Shape> plane{{1, 1, 16, 16}};
+// read; a plan whose operator costs more on its slices is refused, so the
+// charge always covers the work. A max pool's gradient at the middle of a
+// 16 × 16 plane takes the maximum of each of the 15 × 15 windows (stride 1,
+// padding 7) covering it — 50 625 flops on 496 values read; with 3 × 3
+// windows, 81 flops.
+TEST(VerifyElementRules, APlanCostlierThanItsChargeIsRefused) {
+  const auto pool = static_cast<std::uint16_t>(OpKind::kMaxPool2dBackward);
+  const std::vector<kernels::Shape> planes{{1, 1, 16, 16}, {1, 1, 16, 16}};
   kernels::Pool2dParams wide;
-  wide.kernel_h = wide.kernel_w = 11;
+  wide.kernel_h = wide.kernel_w = 15;
   wide.stride_h = wide.stride_w = 1;
-  wide.pad_h = wide.pad_w = 5;
-  EXPECT_EQ(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(wide)), 0, 7, plane).status().reason(),
-            "elem-too-costly");
+  wide.pad_h = wide.pad_w = 7;
+  EXPECT_EQ(
+      PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(wide)), 0, 8 * 16 + 8, planes).status().reason(),
+      "elem-too-costly");
   kernels::Pool2dParams narrow = wide;
   narrow.kernel_h = narrow.kernel_w = 3;
   narrow.pad_h = narrow.pad_w = 1;
-  EXPECT_TRUE(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(narrow)), 0, 7, plane).ok());
+  EXPECT_TRUE(PlanElement(pool, EncodeToBytes(kernels::Pool2dAttrs(narrow)), 0, 8 * 16 + 8, planes).ok());
+}
+
+// avg_pool2d's backward reads only the dy rows of the windows covering
+// the value, never x: a global pool over a 128 × 128 plane (16 384 values,
+// wider than a move may open) reads one value of dy per dx value, and the
+// kernel's values come back from it bit for bit.
+TEST(VerifyElementRules, AGlobalAveragePoolsGradientReadsOneValue) {
+  std::mt19937_64 rng(test::TestSeed());
+  kernels::Pool2dParams global;
+  global.kernel_h = global.kernel_w = 128;
+  global.stride_h = global.stride_w = 1;
+  const Bytes attrs = EncodeToBytes(kernels::Pool2dAttrs(global));
+  const Tensor dy = RandomTensor(rng, {2, 3, 1, 1}), x = RandomTensor(rng, {2, 3, 128, 128});
+  std::vector<Tensor> out;
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  const std::vector<const Tensor*> in{&dy, &x};
+  ASSERT_TRUE(kernels::RunOp(kernels::OpContext(config), OpKind::kAvgPool2dBackward,
+                             DecodeExact<kernels::OpAttrs>(attrs).value(), in, out)
+                  .ok());
+  const auto kind = static_cast<std::uint16_t>(OpKind::kAvgPool2dBackward);
+  const std::vector<kernels::Shape> shapes{dy.shape(), x.shape()};
+  for (std::int64_t e = 0; e < out.at(0).numel(); e += 1 + static_cast<std::int64_t>(rng() % 97)) {
+    auto plan = PlanElement(kind, attrs, 0, e, shapes);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_EQ(plan->inputs.size(), 2u);
+    EXPECT_EQ(plan->inputs[0].count, 1);
+    EXPECT_EQ(plan->inputs[0].first, e / (128 * 128)) << "the plane's one dy value";
+    EXPECT_EQ(plan->inputs[1].count, 0) << "x is never read";
+    auto v = ReexecuteElement(kind, attrs, 0, *plan,
+                              std::vector<std::vector<float>>{{dy[plan->inputs[0].first]}, {}});
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    ASSERT_TRUE(SameBits(*v, out[0][e])) << e;
+  }
+}
+
+// Max pooling's ties, NaNs and signed zeros: the first maximum of a window
+// wins, a NaN replaces the maximum, +0 and −0 tie. The rules — y's scan
+// (verify/reduce_rule.h) and the backward's plan — give the kernel's values
+// bit for bit, over overlapping 3 × 3 windows (stride 1, padding 1) and
+// 2 × 2 ones (stride 2).
+TEST(VerifyElementRules, MaxPoolTiesNaNsAndZerosFollowTheKernel) {
+  const float nan = std::nanf("");
+  const Tensor x({1, 1, 4, 4}, {1.0f, 1.0f, -0.0f, 0.0f,   //
+                                2.0f, nan, 0.0f, -0.0f,    //
+                                2.0f, 2.0f, -1.0f, -1.0f,  //
+                                nan, 3.0f, 3.0f, -1.0f});
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRepops;
+  const kernels::OpContext ctx(config);
+  for (auto [k, stride, pad] : {std::tuple{3, 1, 1}, std::tuple{2, 2, 0}}) {
+    kernels::Pool2dParams p;
+    p.kernel_h = p.kernel_w = k;
+    p.stride_h = p.stride_w = stride;
+    p.pad_h = p.pad_w = pad;
+    const kernels::OpAttrs attrs = kernels::Pool2dAttrs(p);
+    const Bytes bytes = EncodeToBytes(attrs);
+    std::vector<Tensor> y;
+    const std::vector<const Tensor*> x_only{&x};
+    ASSERT_TRUE(kernels::RunOp(ctx, OpKind::kMaxPool2d, attrs, x_only, y).ok());
+    for (std::int64_t e = 0; e < y[0].numel(); ++e) {
+      auto el = ReduceElementAt(static_cast<std::uint16_t>(OpKind::kMaxPool2d), bytes, 0, e, {{x.shape()}});
+      ASSERT_TRUE(el.ok()) << el.status().ToString();
+      auto leaves = ReducePartials(*el, {{x}});
+      ASSERT_TRUE(leaves.ok()) << leaves.status().ToString();
+      EXPECT_TRUE(SameBits(ReduceOutput(*el, leaves->back()), y[0][e]))
+          << "y value " << e << " of " << k << "x" << k;
+    }
+    const Tensor dy({1, 1, y[0].dim(2), y[0].dim(3)},
+                    std::vector<float>(static_cast<std::size_t>(y[0].numel()), 0.5f));
+    std::vector<Tensor> dx;
+    const std::vector<const Tensor*> dy_x{&dy, &x};
+    ASSERT_TRUE(kernels::RunOp(ctx, OpKind::kMaxPool2dBackward, attrs, dy_x, dx).ok());
+    const std::vector<kernels::Shape> shapes{dy.shape(), x.shape()};
+    for (std::int64_t e = 0; e < dx[0].numel(); ++e) {
+      auto plan = PlanElement(static_cast<std::uint16_t>(OpKind::kMaxPool2dBackward), bytes, 0, e, shapes);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      std::vector<std::vector<float>> slices;
+      for (std::size_t i = 0; i < 2; ++i) slices.push_back(Slice(i == 0 ? dy : x, plan->inputs[i]));
+      auto v =
+          ReexecuteElement(static_cast<std::uint16_t>(OpKind::kMaxPool2dBackward), bytes, 0, *plan, slices);
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      EXPECT_TRUE(SameBits(*v, dx[0][e]))
+          << "dx value " << e << " of " << k << "x" << k << ": " << *v << " vs " << dx[0][e];
+    }
+  }
 }
 
 TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {

@@ -94,7 +94,43 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30), vocab = Pick(rng, 1, 20);
   const std::int64_t heads = Pick(rng, 1, 3), head_d = Pick(rng, 1, 40), att_t = Pick(rng, 1, 70);
   const std::int64_t back_t = Pick(rng, 1, 12), back_d = Pick(rng, 1, 6);
+  // Poolings: a random window (padded, strided) and a global one over a
+  // 128 × 128 plane, wider than any pointwise/row move may open.
+  kernels::Pool2dParams pool;
+  pool.kernel_h = Pick(rng, 1, 4);
+  pool.kernel_w = Pick(rng, 1, 4);
+  pool.stride_h = Pick(rng, 1, 3);
+  pool.stride_w = Pick(rng, 1, 3);
+  pool.pad_h = pool.kernel_h / 2;
+  pool.pad_w = Pick(rng, 0, pool.kernel_w / 2);
+  kernels::Pool2dParams global;
+  global.kernel_h = global.kernel_w = 128;
+  global.stride_h = global.stride_w = 1;
   std::vector<Node> nodes = {
+      {"avg_pool2d",
+       OpKind::kAvgPool2d,
+       kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, {nb, ch, h + pool.kernel_h, w + pool.kernel_w})},
+       {0},
+       {}},
+      {"avg_pool2d global",
+       OpKind::kAvgPool2d,
+       kernels::Pool2dAttrs(global),
+       {RandomTensor(rng, {1, 2, 128, 128})},
+       {0},
+       {}},
+      {"max_pool2d",
+       OpKind::kMaxPool2d,
+       kernels::Pool2dAttrs(pool),
+       {RandomTensor(rng, {nb, ch, h + pool.kernel_h, w + pool.kernel_w})},
+       {0},
+       {}},
+      {"max_pool2d global",
+       OpKind::kMaxPool2d,
+       kernels::Pool2dAttrs(global),
+       {RandomTensor(rng, {1, 2, 128, 128})},
+       {0},
+       {}},
       {"linear_backward db",
        OpKind::kLinearBackward,
        {},
