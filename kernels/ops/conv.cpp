@@ -458,19 +458,23 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   return DispatchMode(ctx, [&](auto math) -> Status {
     using T = typename decltype(math)::T;
     Outputs<T> outs;
-    T* dxo = outs.Bind(dx);
-    // Each value gathers dy from the windows whose maximum it is, in
-    // row-major window order — the order scattering the windows adds them.
+    T* dxo = outs.BindZeroed(dx);
+    // Scattered window by window in row-major order: each value receives
+    // its windows' dy in the order kernels::MaxPoolGradAt (the element
+    // rule's per-value form) adds them; computing the maximum once a window
+    // keeps this 4× cheaper than gathering (2 × 2 windows).
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
-        const auto dy_at = [&](std::int64_t oh, std::int64_t ow) { return grad[oh * g.ow + ow]; };
         T* out = dxo + pl * g.h * g.w;
-        for (std::int64_t ih = 0; ih < g.h; ++ih)
-          for (std::int64_t iw = 0; iw < g.w; ++iw)
-            out[ih * g.w + iw] = MaxPoolGradAt<T>(params, g.h, g.w, g.oh, g.ow, ih, iw, x_at, dy_at);
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            const std::int64_t idx = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
+            if (idx >= 0) out[idx] = out[idx] + static_cast<T>(grad[oh * g.ow + ow]);
+          }
+        }
       }
     });
     return outs.Commit(ctx);
