@@ -231,15 +231,14 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   // MaxPoolGradAt): the dy rows of those windows and, for max pooling, the
   // x rows they span (each window's maximum); none: +0, nothing read. An
   // unread x still carries its plane's shape; out_offset = ih·W + iw.
-  if (ints.size() != 6 || input_shapes.size() != 2) return Status::Invalid("elem-no-rule", "pool attributes");
-  const kernels::Shape& x = input_shapes.back();
-  if (x.size() != 4) return Status::Invalid("elem-no-rule", "pool");
-  const kernels::Pool2dParams p{ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]};
-  if (p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.pad_h < 0 || p.pad_w < 0)
+  auto params = kernels::Pool2dParamsOf(*decoded);
+  if (!params.ok() || input_shapes.size() != 2 || input_shapes.back().size() != 4)
     return Status::Invalid("elem-no-rule", "pool");
+  const kernels::Pool2dParams& p = *params;
+  const kernels::Shape& x = input_shapes.back();
   const std::int64_t h = x[2], w = x[3], planes = x[0] * x[1];
-  const std::int64_t oh = (h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
-  const std::int64_t ow = (w + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
+  const std::int64_t oh = kernels::OutExtent(h, p.kernel_h, p.stride_h, p.pad_h);
+  const std::int64_t ow = kernels::OutExtent(w, p.kernel_w, p.stride_w, p.pad_w);
   if (h < 1 || w < 1 || oh < 1 || ow < 1) return Status::Invalid("elem-no-rule", "pool");
   if (e < 0 || e >= planes * h * w) return Status::Invalid("elem-bad-index");
   const std::int64_t plane = e / (h * w), at = e % (h * w), ih = at / w, iw = at % w;
@@ -359,15 +358,14 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
   }
   if ((*kind == OpKind::kAvgPool2dBackward || *kind == OpKind::kMaxPool2dBackward) && slot == 0) {
     // The kernel's own per-value sum over the covering windows (PlanElement's slices).
-    const std::vector<std::int64_t>& ints = decoded->ints;
-    if (ints.size() != 6 || plan.inputs.size() != 2 || plan.inputs[0].shape.size() != 4 ||
+    auto params = kernels::Pool2dParamsOf(*decoded);
+    if (!params.ok() || plan.inputs.size() != 2 || plan.inputs[0].shape.size() != 4 ||
         plan.inputs[1].shape.size() != 4)
       return Status::Invalid("elem-bad-slice", "pool backward");
-    const kernels::Pool2dParams p{ints[0], ints[1], ints[2], ints[3], ints[4], ints[5]};
+    const kernels::Pool2dParams& p = *params;
     const std::int64_t h = plan.inputs[1].shape[2], w = plan.inputs[1].shape[3], ow = plan.inputs[0].shape[3];
-    if (h < 1 || w < 1 || ow < 1 || p.stride_h < 1 || p.stride_w < 1 || p.kernel_h < 1 || p.kernel_w < 1)
-      return Status::Invalid("elem-bad-slice", "pool backward");
-    const std::int64_t oh = (h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
+    if (h < 1 || w < 1 || ow < 1) return Status::Invalid("elem-bad-slice", "pool backward");
+    const std::int64_t oh = kernels::OutExtent(h, p.kernel_h, p.stride_h, p.pad_h);
     const std::int64_t ih = plan.out_offset / w, iw = plan.out_offset % w;
     const auto [h0, h1] = kernels::CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
     // Every index below lies in its slice: PlanElement sized them, their counts were checked.

@@ -502,21 +502,21 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // or their maximum: a scan over the valid rectangle rows ih0..ih1,
     // columns iw0..iw1 of the plane.
     auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-    if (!decoded.ok() || decoded->ints.size() != 6)
-      return Status::Invalid("elem-no-reduce-rule", "pool attributes");
-    const std::vector<std::int64_t>& k = decoded->ints;  // kh, kw, sh, sw, ph, pw
+    if (!decoded.ok()) return Status::Invalid("elem-no-reduce-rule", "pool attributes");
+    auto params = kernels::Pool2dParamsOf(*decoded);
+    if (!params.ok()) return Status::Invalid("elem-no-reduce-rule", params.status().ToString());
+    const kernels::Pool2dParams& p = *params;
     const kernels::Shape& x = in[0];
-    if (k[0] < 1 || k[1] < 1 || k[2] < 1 || k[3] < 1 || k[4] < 0 || k[5] < 0)
-      return Status::Invalid("elem-no-reduce-rule", "pool attributes");
     const std::int64_t h = x[2], w = x[3];
-    const std::int64_t oh = (h + 2 * k[4] - k[0]) / k[2] + 1, ow = (w + 2 * k[5] - k[1]) / k[3] + 1;
+    const std::int64_t oh = kernels::OutExtent(h, p.kernel_h, p.stride_h, p.pad_h);
+    const std::int64_t ow = kernels::OutExtent(w, p.kernel_w, p.stride_w, p.pad_w);
     if (h < 1 || w < 1 || oh < 1 || ow < 1 || e < 0 || e >= x[0] * x[1] * oh * ow)
       return Status::Invalid("elem-bad-index");
     const std::int64_t plane = e / (oh * ow), o_h = (e / ow) % oh, o_w = e % ow;
-    const std::int64_t ih0 = std::max<std::int64_t>(0, o_h * k[2] - k[4]);
-    const std::int64_t ih1 = std::min(h - 1, o_h * k[2] - k[4] + k[0] - 1);
-    const std::int64_t iw0 = std::max<std::int64_t>(0, o_w * k[3] - k[5]);
-    const std::int64_t iw1 = std::min(w - 1, o_w * k[3] - k[5] + k[1] - 1);
+    const std::int64_t ih0 = std::max<std::int64_t>(0, o_h * p.stride_h - p.pad_h);
+    const std::int64_t ih1 = std::min(h - 1, o_h * p.stride_h - p.pad_h + p.kernel_h - 1);
+    const std::int64_t iw0 = std::max<std::int64_t>(0, o_w * p.stride_w - p.pad_w);
+    const std::int64_t iw1 = std::min(w - 1, o_w * p.stride_w - p.pad_w + p.kernel_w - 1);
     if (ih1 < ih0 || iw1 < iw0) return Status::Invalid("elem-no-reduce-rule", "a window of padding only");
     ReduceElement el;
     el.scan = avg_pool ? ReduceScan::kSum : ReduceScan::kPoolMax;
@@ -528,7 +528,7 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
                                  .outer_stride = w}};
     if (avg_pool) {
       el.epilogue = ReduceEpilogue::kDivide;
-      el.divisor = k[0] * k[1];
+      el.divisor = p.kernel_h * p.kernel_w;
     }
     return el;
   }

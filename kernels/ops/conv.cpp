@@ -59,12 +59,6 @@ Status CheckSpatial(std::int64_t stride_h, std::int64_t stride_w, std::int64_t p
   return Status::Ok();
 }
 
-// Output extent of one spatial axis; 0 when the window does not fit.
-std::int64_t OutExtent(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
-  const std::int64_t span = in + 2 * pad - kernel;  // |terms| ≤ 2^32 + 2^21: no overflow
-  return span < 0 ? 0 : span / stride + 1;
-}
-
 Status ConvGeometryFor(const Tensor& x, const Tensor& w, const Conv2dParams& p, ConvGeometry* g) {
   VT_TRY(CheckInput(x, "conv2d x"));
   VT_TRY(CheckInput(w, "conv2d w"));
@@ -367,13 +361,7 @@ struct PoolGeometry {
 Status PoolGeometryFor(const Tensor& x, const Pool2dParams& p, PoolGeometry* g) {
   VT_TRY(CheckInput(x, "pool2d x"));
   if (x.rank() != 4) return ShapeMismatch("pool2d needs x [N,C,H,W]");
-  if (p.kernel_h < 1 || p.kernel_w < 1 || p.kernel_h > kMaxSpatialAttr || p.kernel_w > kMaxSpatialAttr) {
-    return BadAttribute("pool kernel must be in [1, 2^20]");
-  }
-  VT_TRY(CheckSpatial(p.stride_h, p.stride_w, p.pad_h, p.pad_w));
-  if (p.pad_h > p.kernel_h / 2 || p.pad_w > p.kernel_w / 2) {
-    return BadAttribute("pool padding must be at most half the kernel");
-  }
+  VT_TRY(CheckPool2dParams(p));
   g->planes = x.dim(0) * x.dim(1);
   g->h = x.dim(2);
   g->w = x.dim(3);
@@ -407,6 +395,17 @@ void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, c
 }
 
 }  // namespace
+
+Status CheckPool2dParams(const Pool2dParams& p) {
+  if (p.kernel_h < 1 || p.kernel_w < 1 || p.kernel_h > kMaxSpatialAttr || p.kernel_w > kMaxSpatialAttr) {
+    return BadAttribute("pool kernel must be in [1, 2^20]");
+  }
+  VT_TRY(CheckSpatial(p.stride_h, p.stride_w, p.pad_h, p.pad_w));
+  if (p.pad_h > p.kernel_h / 2 || p.pad_w > p.kernel_w / 2) {
+    return BadAttribute("pool padding must be at most half the kernel");
+  }
+  return Status::Ok();
+}
 
 Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const Pool2dParams& params) {
   PoolGeometry g;

@@ -31,6 +31,11 @@ struct Pool2dParams {
   std::int64_t pad_h = 0, pad_w = 0;        // 0 ≤ pad ≤ kernel / 2
 };
 
+// The pooling parameters the kernels accept: kernel in [1, 2^20], stride
+// and padding in range, padding at most half the kernel (so every window
+// holds a valid position). Invalid "bad-attribute" otherwise.
+Status CheckPool2dParams(const Pool2dParams& p);
+
 // x [N, C, H, W] → y [N, C, OH, OW]. Max pooling ignores padding; average
 // pooling divides by the full window area KH·KW (padding counts as zeros,
 // PyTorch's count_include_pad=True).
@@ -41,6 +46,13 @@ Status AvgPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
 // `x` supplies only the input shape.
 Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Tensor& dx,
                          const Pool2dParams& params);
+
+// Output extent of one spatial axis of a convolution or pooling: (in +
+// 2·pad − kernel) / stride + 1, 0 when the window does not fit.
+inline std::int64_t OutExtent(std::int64_t in, std::int64_t kernel, std::int64_t stride, std::int64_t pad) {
+  const std::int64_t span = in + 2 * pad - kernel;  // |terms| ≤ 2^32 + 2^21 for valid attributes: no overflow
+  return span < 0 ? 0 : span / stride + 1;
+}
 
 // The windows [first, last] along one axis (`count` of them, kernel k,
 // stride s, padding pad) whose span o·s − pad … o·s − pad + k − 1 holds

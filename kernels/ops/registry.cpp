@@ -547,6 +547,13 @@ std::uint64_t OpFlops(OpKind kind, const OpAttrs& attrs, std::span<const Shape> 
 
 OpAttrs MatMulAttrs(bool trans_a, bool trans_b) { return {{trans_a ? 1 : 0, trans_b ? 1 : 0}, {}}; }
 OpAttrs Conv2dAttrs(const Conv2dParams& p) { return {{p.stride_h, p.stride_w, p.pad_h, p.pad_w}, {}}; }
+Result<Pool2dParams> Pool2dParamsOf(const OpAttrs& attrs) {
+  Pool2dParams p;
+  VT_TRY(PoolParamsFrom(attrs, &p));
+  VT_TRY(CheckPool2dParams(p));
+  return p;
+}
+
 OpAttrs Pool2dAttrs(const Pool2dParams& p) {
   return {{p.kernel_h, p.kernel_w, p.stride_h, p.stride_w, p.pad_h, p.pad_w}, {}};
 }

@@ -142,6 +142,9 @@ std::uint64_t OpFlops(OpKind kind, const OpAttrs& attrs, std::span<const Shape> 
 OpAttrs MatMulAttrs(bool trans_a, bool trans_b);
 OpAttrs Conv2dAttrs(const Conv2dParams& params);
 OpAttrs Pool2dAttrs(const Pool2dParams& params);
+// The parameters a pooling node's attributes hold, checked as the kernels
+// check them (CheckPool2dParams).
+Result<Pool2dParams> Pool2dParamsOf(const OpAttrs& attrs);
 OpAttrs BatchNormAttrs(const BatchNormParams& params);
 OpAttrs LayerNormAttrs(float eps);
 OpAttrs EmbeddingBackwardAttrs(std::int64_t num_embeddings);
