@@ -367,7 +367,10 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
     if (h < 1 || w < 1 || ow < 1) return Status::Invalid("elem-bad-slice", "pool backward");
     const std::int64_t oh = kernels::OutExtent(h, p.kernel_h, p.stride_h, p.pad_h);
     const std::int64_t ih = plan.out_offset / w, iw = plan.out_offset % w;
-    const auto [h0, h1] = kernels::CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+    const std::pair<std::int64_t, std::int64_t> windows =
+        kernels::CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+    const std::int64_t h0 = windows.first,
+                       h1 = windows.second;  // (a lambda reads them: no structured binding)
     // Every index below lies in its slice: PlanElement sized them, their counts were checked.
     const std::vector<float>& dy = slice_values[0];
     const auto dy_at = [&](std::int64_t o_h, std::int64_t o_w) {

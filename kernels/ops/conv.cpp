@@ -383,9 +383,14 @@ void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, c
     return std::pair{r.first, std::max(r.first, r.second + 1)};
   };
   for (std::int64_t ih = 0; ih < g.h; ++ih) {
-    const auto [oh0, oh1] = range(CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, g.oh));
+    // (Plain variables: a lambda below reads them, and clang refuses capturing structured bindings.)
+    const std::pair<std::int64_t, std::int64_t> rows =
+        range(CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, g.oh));
+    const std::int64_t oh0 = rows.first, oh1 = rows.second;
     for (std::int64_t iw = 0; iw < g.w; ++iw) {
-      const auto [ow0, ow1] = range(CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, g.ow));
+      const std::pair<std::int64_t, std::int64_t> cols =
+          range(CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, g.ow));
+      const std::int64_t ow0 = cols.first, ow1 = cols.second;
       const std::int64_t nw = ow1 - ow0, pos = ih * g.w + iw;
       out[pos] = CertifiedSum((oh1 - oh0) * nw, [&](std::int64_t t) {
         return contribution(oh0 + t / std::max<std::int64_t>(nw, 1), ow0 + t % std::max<std::int64_t>(nw, 1), pos);
