@@ -174,8 +174,9 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
 // values, at most the batch's). The dot and reduction rules' deciding moves
 // are one step's reveal (no chunks beyond a move's): their opened inputs
 // and batch reads. BoundDescent takes it at the first and the last value
-// of each output; `verify_descent_bound_test` checks it against the real
-// openings of random values of every preset's nodes.
+// of each output; `Scenario.TheDecidingMoveBoundHoldsAtEveryValue`
+// (referee_scenario_economics_test) checks it against the real openings of
+// random values of every node of the presets and larger jobs.
 struct DecidingMoveBound {
   std::uint64_t chunks = 0;
   std::uint64_t openings = 0;
