@@ -45,16 +45,13 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
     }
     if (dot->bias_input) add(*dot->bias_input);
   } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
-    // Any step may be disputed: every input an operand reads (one per
-    // segment when the segments read consecutive inputs: clip's norm), the
-    // scan's and the final step's. A batch input is read through
-    // one example a step.
+    // Any step may be disputed: every input a segment's operand reads
+    // (clip's norm: one input a segment), the scan's and the final step's.
+    // A batch input is read through one example a step.
     choice.kind = ElementKind::kReduce;
     std::vector<std::uint32_t> reads;
-    for (const TermOperand& op : reduce->operands) {
-      const std::size_t n = reduce->per_segment_input ? reduce->segments.size() : 1;
-      for (std::size_t s = 0; s < n; ++s) reads.push_back(op.input + static_cast<std::uint32_t>(s));
-    }
+    for (const ReduceSegment& seg : reduce->segments)
+      for (const TermOperand& op : seg.operands) reads.push_back(op.input);
     for (const TermOperand& op : reduce->scan_reads) reads.push_back(op.input);
     if (reduce->attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
     for (const TermOperand& op : reduce->final_reads) {

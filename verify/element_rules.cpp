@@ -64,18 +64,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     plan.inputs = {InputSlice{e / d, 1, {1}}, InputSlice{e % d, 1, {1}, -1, 0, d, rows}};
     return plan;
   }
-  if (Is(op_kind, {OpKind::kLayerNormBackward}) && slot == 0 && input_shapes.size() == 5) {
-    // dx (dy, x, gamma, mean, rstd): the rows of dy and x, gamma whole, the
-    // row's mean and rstd. (dγ, dβ sum over every row: the reduction rule.)
-    const std::int64_t c = Last(first);
-    if (c <= 0 || e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
-    const std::int64_t r = e / c;
-    plan.rule = ElementRule::kRow;
-    plan.inputs = {InputSlice{r * c, c, {1, c}}, InputSlice{r * c, c, {1, c}}, InputSlice{0, c, {c}},
-                   InputSlice{r, 1, {1}}, InputSlice{r, 1, {1}}};
-    plan.out_offset = e % c;
-    return plan;
-  }
   if (Is(op_kind, {OpKind::kClipGradNorm}) && slot < input_shapes.size()) {
     // g'_i[e] = g_i[e]·scale(norm): one value of input `slot`, the norm (own output slot n).
     if (e < 0 || e >= kernels::NumElements(input_shapes[slot])) return Status::Invalid("elem-bad-index");
@@ -135,26 +123,15 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     plan.inputs = {InputSlice{e, 1, {1}}, InputSlice{e, 1, {1}, 1}};
     return plan;
   }
-  const bool row_slot0 = Is(op_kind, {OpKind::kSoftmax, OpKind::kSoftmaxBackward}) && slot == 0;
-  const bool layernorm = Is(op_kind, {OpKind::kLayerNorm}) && slot <= 2;
-  if (row_slot0 || layernorm) {
+  if (Is(op_kind, {OpKind::kLayerNorm}) && slot == 0 && input_shapes.size() == 3) {
+    // y[r, k] (x, gamma, beta): x at e, γ and β at k, the node's own agreed
+    // mean and rstd at r (slots 1, 2: walked first, SlotWalkOrder).
     const std::int64_t c = Last(first);
-    if (c <= 0) return Status::Invalid("elem-no-rule");
-    const std::int64_t rows = numel / c;
-    // y (slot 0) has x's shape; layernorm's mean and rstd (slots 1, 2) one value a row.
-    const std::int64_t r = slot == 0 ? e / c : e;
-    if (e < 0 || (slot == 0 ? e >= numel : e >= rows)) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kRow;
-    for (const kernels::Shape& s : input_shapes) {
-      if (s == first) {
-        plan.inputs.push_back(InputSlice{r * c, c, {1, c}});
-      } else if (s == kernels::Shape{c}) {
-        plan.inputs.push_back(InputSlice{0, c, {c}});
-      } else {
-        return Status::Invalid("elem-no-rule", "an input is neither row-wise nor per column");
-      }
-    }
-    plan.out_offset = slot == 0 ? e % c : 0;
+    if (c <= 0 || e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
+    const std::int64_t r = e / c, k = e % c;
+    plan.rule = ElementRule::kPointwise;
+    plan.inputs = {InputSlice{e, 1, {1}}, InputSlice{k, 1, {1}}, InputSlice{k, 1, {1}},
+                   InputSlice{r, 1, {1}, 1}, InputSlice{r, 1, {1}, 2}};
     return plan;
   }
   return Status::Invalid("elem-no-rule");
@@ -310,6 +287,7 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
   if (Is(op_kind, {OpKind::kBatchNorm2dTrain}) && num_outputs == 5)
     order = {3, 4};  // mean, rstd before the rest
   if (Is(op_kind, {OpKind::kBatchNorm2dBackward}) && num_outputs == 3) order = {1, 2};  // dγ, dβ before dx
+  if (Is(op_kind, {OpKind::kLayerNorm}) && num_outputs == 3) order = {1, 2};            // mean, rstd before y
   for (std::uint32_t s = 0; s < num_outputs; ++s) {
     if (std::find(order.begin(), order.end(), s) == order.end()) order.push_back(s);
   }
@@ -348,13 +326,23 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
                          decoded->Float(1) >= 0.0f && decoded->Float(1) <= 1.0f;
       if (!valid) return Status::Invalid("bad-attribute", "batchnorm eps and momentum");
       if (slot == 0 && v.size() == 5)
-        return kernels::BatchNormValue(v[0], v[3], v[4], v[1], v[2]);  // x, γ, β, mean, rstd
+        return kernels::NormValue(v[0], v[3], v[4], v[1], v[2]);  // x, γ, β, mean, rstd
       if (slot == 1 && v.size() == 2)
         return kernels::BatchNormRunning(v[0], v[1], decoded->Float(1));  // running, mean
     }
     if (*kind == OpKind::kBatchNorm2dBackward && slot == 0 && v.size() == 7)  // dy, x, γ, mean, rstd, dγ, dβ
       return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], v[5], v[6], plan.channel_values);
     return Status::Invalid("elem-bad-slice", "batchnorm");
+  }
+  if (*kind == OpKind::kLayerNorm && slot == 0) {
+    // The kernel's expression on (x, γ, β, mean, rstd) (PlanElement's order).
+    if (plan.inputs.size() != 5) return Status::Invalid("elem-bad-slice", "layernorm");
+    // The kernel refuses this eps: the node has no value.
+    if (!decoded->ints.empty() || decoded->floats.size() != 1 || !std::isfinite(decoded->Float(0)) ||
+        decoded->Float(0) <= 0.0f)
+      return Status::Invalid("bad-attribute", "layernorm eps");
+    return kernels::NormValue(slice_values[0][0], slice_values[3][0], slice_values[4][0], slice_values[1][0],
+                              slice_values[2][0]);
   }
   if ((*kind == OpKind::kAvgPool2dBackward || *kind == OpKind::kMaxPool2dBackward) && slot == 0) {
     // The kernel's own per-value sum over the covering windows (PlanElement's slices).

@@ -3,8 +3,8 @@
 // (docs/referee.md, "Level 5"): value e of a node output re-executed from the
 // few input values it depends on, by running the node's own operator
 // (kernels RunOp, repops, one thread) on those values alone — one value of
-// each input for a pointwise operator, one row of each row-wise input for a
-// row operator (per-row gamma/beta whole). The kernel is the same code, so
+// each input for a pointwise operator, the values of the windows covering
+// e for a pooling's backward (the "row" rule). The kernel is the same code, so
 // the value is the node's value wherever the operator's value at e depends
 // only on those inputs (verify_element_rules_test checks it for every value
 // of random nodes of each operator in the table). The dot rule is in
@@ -70,8 +70,10 @@ struct ElementPlan {
 //              and rstd at c: slots 3, 4, walked first) and running_mean' (running_mean at c,
 //              own mean at c); batchnorm2d_backward's dx (dy, x at e, γ, mean, rstd at c, the
 //              node's own dγ, dβ at c: slots 1, 2) — the kernels' expressions (kernels/ops/norm.h)
-//   row:       softmax, softmax_backward (slot 0), layernorm (y, mean, rstd),
-//              layernorm_backward dx (slot 0: the rows of dy and x, gamma, the row's mean and rstd)
+//   layer-norm: layernorm's y (x at e, γ, β at its column k, the node's own mean and rstd
+//              at its row: slots 1, 2, walked first) — the kernel's expression (kernels::NormValue)
+// (Softmax's and layer-norm's other row values are the reduction rule's,
+// verify/reduce_rule.h: one value a step at any row width.)
 // Invalid "elem-no-rule" otherwise, "elem-bad-index" for e outside the output.
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
@@ -92,8 +94,8 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
 inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 // The same with the node's canonical attributes, which these rules also need:
-//   row:       max/avg pool2d (the (n, c) plane of x) and their backwards
-//              (the planes of dy and x)
+//   row:       the poolings' backwards (the dy rows of the windows covering e;
+//              max pooling also the x rows they span)
 //   pointwise: attention's att above the diagonal (u > t: the mask's +0,
 //              nothing read; below it, the reduction rule's)
 //   pointwise: sum_backward (dy at the reduced position)

@@ -72,11 +72,11 @@ struct HalvingTree {
 // Where segment s's leaves start (its first term step), and the leaf of its sum.
 std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
   std::uint64_t start = 1 + static_cast<std::uint64_t>(el.scan_count);
-  for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i]);
+  for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i].terms);
   return start;
 }
 std::uint64_t SegmentSumLeaf(const ReduceElement& el, std::size_t s) {
-  return SegmentStart(el, s) + SegmentSteps(el.segments[s]) - 1;
+  return SegmentStart(el, s) + SegmentSteps(el.segments[s].terms) - 1;
 }
 
 // Step `local` (0-based) of a TreeSum of n terms whose leaves start at
@@ -109,23 +109,25 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
     st.left = leaf - 1;
     return st;
   }
-  if (el.final != ReduceFinal::kNone && leaf == el.BlockSteps()) {  // the block's value from its max and sum
+  if (el.final != ReduceFinal::kNone && leaf == el.BlockSteps()) {
+    // The block's value from its max (or, the sums kept separate, segment
+    // 0's sum) and its last sum.
     st.kind = ReduceStepKind::kFinal;
     st.reads_right = true;
-    st.left = max_leaves;
+    st.left = el.separate_sums ? SegmentSumLeaf(el, 0) : max_leaves;
     st.right = leaf - 1;
     return st;
   }
   std::uint64_t start = 1 + max_leaves;
   for (std::size_t s = 0; s < el.segments.size(); ++s) {
-    const std::uint64_t steps = SegmentSteps(el.segments[s]);
+    const std::uint64_t steps = SegmentSteps(el.segments[s].terms);
     if (leaf >= start + steps) {
       start += steps;
       continue;
     }
-    st = SegmentStepAt(start, el.segments[s], leaf - start);
+    st = SegmentStepAt(start, el.segments[s].terms, leaf - start);
     st.segment = static_cast<std::uint32_t>(s);
-    if (st.kind == ReduceStepKind::kTerm && el.term == ReduceTerm::kExpShifted) {
+    if (st.kind == ReduceStepKind::kTerm && el.segments[s].term == ReduceTerm::kExpShifted) {
       st.reads_right = true;  // the row's max
       st.right = max_leaves;
     }
@@ -333,17 +335,15 @@ Result<ReduceElement> ConvInputGradAt(ByteSpan attrs, std::int64_t e, const kern
 
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
   ReduceElement el;
-  el.segments = {n};
-  el.term = term;
-  el.operands = std::move(operands);
+  el.segments = {ReduceSegment{n, term, std::move(operands)}};
   return el;
 }
 
 }  // namespace
 
 std::uint64_t ReduceElement::BlockSteps() const {
-  std::uint64_t steps = segments.empty() ? 0 : segments.size() - 1;
-  for (std::int64_t n : segments) steps += SegmentSteps(n);
+  std::uint64_t steps = segments.empty() || separate_sums ? 0 : segments.size() - 1;
+  for (const ReduceSegment& s : segments) steps += SegmentSteps(s.terms);
   return steps + static_cast<std::uint64_t>(scan_count) + (final != ReduceFinal::kNone ? 1 : 0);
 }
 
@@ -415,6 +415,68 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     if (slot == 2) return Plain(rows, {TermOperand{0, e, c}});
     return Plain(rows, {TermOperand{0, e, c}, TermOperand{1, e, c}, TermOperand{3, 0, 1}, TermOperand{4, 0, 1}},
                  ReduceTerm::kNormProduct);
+  }
+  if (Is(op_kind, OpKind::kLayerNorm) && (slot == 1 || slot == 2) && in.size() == 3) {
+    // (x [..., C], gamma, beta): mean[r] = TreeSum_c x / C; rstd[r] =
+    // NormRstd(TreeSum_c (x − mean)² / C, eps), mean the node's own agreed slot 1.
+    const std::int64_t c = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, c);
+    if (bad_index(rows)) return Status::Invalid("elem-bad-index");
+    const TermOperand x{0, e * c, 1};
+    ReduceElement el = slot == 1
+                           ? Plain(c, {x})
+                           : Plain(c, {x, TermOperand{kOwnOutput + 1, e, 0}}, ReduceTerm::kSquaredDeviation);
+    el.epilogue = slot == 1 ? ReduceEpilogue::kDivide : ReduceEpilogue::kRstd;
+    el.divisor = c;
+    if (slot == 2) {
+      auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+      if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 1)
+        return Status::Invalid("elem-no-reduce-rule", "layernorm attributes");
+      el.eps = decoded->Float(0);
+      // The kernel refuses this eps: the node has no value to judge.
+      if (!(std::isfinite(el.eps) && el.eps > 0.0f))
+        return Status::Invalid("elem-no-reduce-rule", "layernorm eps");
+    }
+    return el;
+  }
+  if (Is(op_kind, OpKind::kLayerNormBackward) && slot == 0 && in.size() == 5) {
+    // (dy, x, gamma, mean, rstd): dx[r, k] from the row's a = TreeSum_c g / C
+    // and b = TreeSum_c g·x̂ / C, g = dy·γ, kept as two separate sums.
+    const std::int64_t c = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, c);
+    if (bad_index(numel(1)) || numel(0) != numel(1) || numel(2) != c || numel(3) != rows || numel(4) != rows)
+      return Status::Invalid("elem-bad-index");
+    const std::int64_t r = e / c;
+    const TermOperand dy{0, r * c, 1}, gamma{2, 0, 1}, x{1, r * c, 1}, mean{3, r, 0}, rstd{4, r, 0};
+    ReduceElement el;
+    el.segments = {ReduceSegment{c, ReduceTerm::kProduct, {dy, gamma}},
+                   ReduceSegment{c, ReduceTerm::kScaledNormProduct, {dy, gamma, x, mean, rstd}}};
+    el.separate_sums = true;
+    el.final = ReduceFinal::kLayerNormGrad;
+    el.final_reads = {TermOperand{0, e, 0}, TermOperand{2, e % c, 0}, TermOperand{1, e, 0}, mean, rstd};
+    el.divisor = c;
+    return el;
+  }
+  if ((Is(op_kind, OpKind::kSoftmax) && in.size() == 1) ||
+      (Is(op_kind, OpKind::kSoftmaxBackward) && in.size() == 2)) {
+    // softmax (x): y[r, k] from the row's running max and s = TreeSum Exp(x − max);
+    // softmax_backward (dy, y): dx[r, k] from d = TreeSum dy·y over the row.
+    const std::int64_t k = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, k);
+    if (slot != 0 || bad_index(rows * k) || (in.size() == 2 && in[1] != in[0]))
+      return Status::Invalid("elem-bad-index");
+    const std::int64_t r = e / k;
+    if (in.size() == 2) {
+      ReduceElement el = Plain(k, {TermOperand{0, r * k, 1}, TermOperand{1, r * k, 1}}, ReduceTerm::kProduct);
+      el.final = ReduceFinal::kSoftmaxGrad;
+      el.final_reads = {TermOperand{1, e, 0}, TermOperand{0, e, 0}};
+      return el;
+    }
+    const TermOperand row{0, r * k, 1};
+    ReduceElement el = Plain(k, {row}, ReduceTerm::kExpShifted);
+    el.scan = ReduceScan::kMax;
+    el.scan_count = k;
+    el.scan_reads = {row};
+    el.final = ReduceFinal::kSoftmaxValue;
+    el.final_reads = {TermOperand{0, e, 0}};
+    return el;
   }
   if (Is(op_kind, OpKind::kBatchNorm2dBackward) && (slot == 1 || slot == 2) && in.size() == 5 && in[1].size() == 4) {
     // (dy, x, gamma, saved_mean, saved_rstd), per channel c over j = n·HW + p.
@@ -609,10 +671,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // norm = sqrt(halving tree over s_i), s_i = TreeSum over tensor i of g².
     if (e != 0) return Status::Invalid("elem-bad-index");
     ReduceElement el;
-    for (std::size_t i = 0; i < in.size(); ++i) el.segments.push_back(numel(i));
-    el.term = ReduceTerm::kSquare;
-    el.operands = {TermOperand{0, 0, 1}};
-    el.per_segment_input = true;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      el.segments.push_back(
+          ReduceSegment{numel(i), ReduceTerm::kSquare, {TermOperand{static_cast<std::uint32_t>(i), 0, 1}}});
     el.epilogue = ReduceEpilogue::kSqrt;
     return el;
   }
@@ -707,8 +768,8 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
   };
   switch (st.kind) {
     case ReduceStepKind::kTerm:
-      for (const TermOperand& o : el.operands)
-        at(o, o.input + (el.per_segment_input ? st.segment : 0), st.term);
+      if (st.segment < el.segments.size())
+        for (const TermOperand& o : el.segments[st.segment].operands) at(o, o.input, st.term);
       break;
     case ReduceStepKind::kCombine:
     case ReduceStepKind::kLeafMax:
@@ -780,9 +841,13 @@ float TermValue(ReduceTerm term, std::span<const float> v, float max) {
     case ReduceTerm::kExpShifted:
       return kernels::opsdetail::RepopsMath::Exp(v[0] - max);  // the kernels' ExpShifted, one value
     case ReduceTerm::kSquaredDeviation: {
-      const float d = v[0] - v[1];  // the batch-norm kernel's dev(j), squared
+      const float d = v[0] - v[1];  // the norm kernels' dev(j), squared
       return d * d;
     }
+    case ReduceTerm::kProduct:
+      return v[0] * v[1];
+    case ReduceTerm::kScaledNormProduct:  // layernorm_backward's g·x̂
+      return (v[0] * v[1]) * kernels::LayerNormXhat(v[2], v[3], v[4]);
   }
   return 0.0f;
 }
@@ -791,8 +856,9 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
                         std::span<const float> v) {
   switch (st.kind) {
     case ReduceStepKind::kTerm:
-      if (v.size() != el.operands.size()) return Status::Invalid("elem-bad-step", "the term's reads");
-      return left + TermValue(el.term, v, right);
+      if (st.segment >= el.segments.size() || v.size() != el.segments[st.segment].operands.size())
+        return Status::Invalid("elem-bad-step", "the term's reads");
+      return left + TermValue(el.segments[st.segment].term, v, right);
     case ReduceStepKind::kCombine:
       return left + right;
     case ReduceStepKind::kScan:
@@ -819,6 +885,15 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       using M = kernels::opsdetail::RepopsMath;
       if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
         return left * kernels::AttentionScale<M>(el.scale_dim);
+      if (el.final == ReduceFinal::kSoftmaxValue && v.size() == 1)  // (x); left: max, right: sum
+        return M::Exp(v[0] - left) / right;
+      if (el.final == ReduceFinal::kSoftmaxGrad && v.size() == 2)  // (y, dy); right: Σ dy·y
+        return v[0] * (v[1] - right);
+      if (el.final == ReduceFinal::kLayerNormGrad && v.size() == 5) {  // (dy, γ, x, mean, rstd)
+        const auto c = static_cast<float>(el.divisor);
+        return kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]), left / c,
+                                           right / c, v[4]);
+      }
       if (el.final == ReduceFinal::kRunningVar && v.size() == 1)  // (running_var[c]); right: ssq
         return kernels::BatchNormRunning(v[0], right / static_cast<float>(el.divisor), el.momentum);
       // (label, x[label]): ReadStep checked the label.
@@ -846,8 +921,7 @@ float ReduceOutput(const ReduceElement& el, float sum) {
     case ReduceEpilogue::kSqrt:
       return detmath::Sqrt(sum);  // the repops policy's Sqrt
     case ReduceEpilogue::kRstd:
-      return kernels::BatchNormRstd<kernels::opsdetail::RepopsMath>(sum / static_cast<float>(el.divisor),
-                                                                    el.eps);
+      return kernels::NormRstd<kernels::opsdetail::RepopsMath>(sum / static_cast<float>(el.divisor), el.eps);
   }
   return sum;
 }
@@ -949,7 +1023,9 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
   // The scan, then the term steps straight through each segment (a party
   // answers this for GPT-2's 124 M-term clip norm and its 1024 rows of
   // 50 257 logits).
-  std::vector<float> values(std::max(el.operands.size(), el.scan_reads.size()));
+  std::size_t most_reads = el.scan_reads.size();
+  for (const ReduceSegment& seg : el.segments) most_reads = std::max(most_reads, seg.operands.size());
+  std::vector<float> values(most_reads);
   for (std::int64_t r = 0; r < el.rows; ++r) {
     for (std::int64_t j = 0; j < el.scan_count; ++j) {
       for (std::size_t i = 0; i < el.scan_reads.size(); ++i) {
@@ -963,15 +1039,15 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
       p.push_back(next);
     }
     const float max = p.back();
-    for (std::size_t s = 0; s < el.segments.size(); ++s) {
-      const std::int64_t n = el.segments[s];
+    for (const ReduceSegment& seg : el.segments) {
+      const std::int64_t n = seg.terms;
       for (std::int64_t j = 0; j < n; ++j) {
-        for (std::size_t i = 0; i < el.operands.size(); ++i) {
-          const TermOperand& o = el.operands[i];
-          const std::uint32_t input = o.input + (el.per_segment_input ? static_cast<std::uint32_t>(s) : 0u);
-          VT_ASSIGN_OR_RETURN(values[i], value_at(input, o.Index(j, r)));
+        for (std::size_t i = 0; i < seg.operands.size(); ++i) {
+          const TermOperand& o = seg.operands[i];
+          VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
         }
-        const float term = TermValue(el.term, std::span<const float>(values).first(el.operands.size()), max);
+        const float term =
+            TermValue(seg.term, std::span<const float>(values).first(seg.operands.size()), max);
         p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + term);
       }
       for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());

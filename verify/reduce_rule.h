@@ -18,7 +18,10 @@
 // ends at leaf m+1, they are agreed.
 //
 // Implemented: sum and mean (whole tensor or one axis), linear_backward db,
-// conv2d_backward db, layernorm_backward dγ and dβ, batchnorm2d_backward dγ
+// conv2d_backward db, layer-norm's mean and rstd, layernorm_backward's dx
+// (two separate TreeSums over the row and a final step), dγ and dβ,
+// softmax's y and softmax_backward's dx (rows of any width, one value a
+// step), batchnorm2d_backward dγ
 // and dβ, conv2d_backward's dx (col2im over its taps' dot products),
 // batchnorm2d_train's batch mean, rstd and running variance (the
 // sum of squared deviations from the node's own mean), clip_grad_norm's
@@ -58,7 +61,9 @@ enum class ReduceTerm : std::uint8_t {
   kSquare = 1,            // v·v                        (clip_grad_norm)
   kNormProduct = 2,       // dy·((x − mean)·rstd)       (layernorm / batch-norm dγ: dy, x, mean, rstd)
   kExpShifted = 3,        // Exp(x − max), max the row's max scan's last leaf (cross-entropy's s)
-  kSquaredDeviation = 4,  // (x − mean)·(x − mean)  (batch-norm's ssq: x, mean)
+  kSquaredDeviation = 4,  // (x − mean)·(x − mean)  (the norms' ssq: x, mean)
+  kProduct = 5,           // a·b                        (softmax_backward's dy·y; layer-norm's g = dy·γ)
+  kScaledNormProduct = 6,  // (dy·γ)·x̂, x̂ = (x − mean)·rstd  (layernorm_backward's g·x̂: dy, γ, x, mean, rstd)
 };
 
 // What the output value is, from the sum.
@@ -85,11 +90,20 @@ enum class ReduceFinal : std::uint8_t {
   // sum / divisor, momentum), reading (running_var[c]); the sum is the
   // channel's ssq and the divisor n − 1 (the unbiased variance).
   kRunningVar = 4,
+  // A softmax value y[r, k] = Exp(x[r, k] − max) / sum, reading (x[r, k]).
+  kSoftmaxValue = 5,
+  // softmax_backward's dx[r, k] = y[r, k]·(dy[r, k] − sum), sum = Σ dy·y,
+  // reading (y[r, k], dy[r, k]).
+  kSoftmaxGrad = 6,
+  // layernorm_backward's dx[r, k] = kernels::LayerNormGradValue(g, x̂, a, b,
+  // rstd) with g = dy·γ, x̂ = (x − mean)·rstd, a = Σ g / C (the left operand:
+  // segment 0's sum), b = Σ g·x̂ / C (the right: segment 1's), reading
+  // (dy[r, k], γ[k], x[r, k], mean[r], rstd[r]).
+  kLayerNormGrad = 7,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
-// input `input` (+ the segment's index, for clip_grad_norm's one segment per
-// tensor) at first + r·row_stride + (j / period)·outer_stride + (j % period)·stride,
+// input `input` at first + r·row_stride + (j / period)·outer_stride + (j % period)·stride,
 // or first + r·row_stride + j·stride when period is 0. Rows that lie at no
 // common stride (conv2d_backward's dx: one row per kernel tap that reaches
 // the value) name their starts instead: row_firsts[r] replaces
@@ -162,9 +176,19 @@ struct AttentionGrad {
   bool operator==(const AttentionGrad&) const = default;
 };
 
+// One TreeSum of a row block: `terms` terms, term j = TermValue(term, the
+// operands' values at Index(j, row)).
+struct ReduceSegment {
+  std::int64_t terms = 0;
+  ReduceTerm term = ReduceTerm::kValue;
+  std::vector<TermOperand> operands;
+  bool operator==(const ReduceSegment&) const = default;
+};
+
 // The leaves, after leaf 0 = +0: `rows` row blocks, each of
 //   the scan (scan_count steps), the segments' term steps and block
-//   combinations, the combinations of the segment sums, the final step;
+//   combinations, the combinations of the segment sums (none when the sums
+//   stay separate), the final step;
 // then the outer stage over the blocks' last leaves (ReduceOuter: a TreeSum,
 // or a softmax's max, exponentials, TreeSum and quotient). Row r's operands
 // lie at + r·row_stride (TermOperand::Index).
@@ -173,10 +197,10 @@ struct ReduceElement {
   std::int64_t scan_count = 0;
   std::vector<TermOperand> scan_reads;
   std::int64_t key = 0, key_rows = 0;  // kMaskedSum
-  std::vector<std::int64_t> segments;  // term counts of the TreeSums (one: a plain TreeSum)
-  ReduceTerm term = ReduceTerm::kValue;
-  std::vector<TermOperand> operands;
-  bool per_segment_input = false;  // segment s reads input operands[i].input + s
+  std::vector<ReduceSegment> segments;  // the TreeSums (one: a plain TreeSum)
+  // The segments' sums are not combined: the final step reads segment 0's
+  // sum as its left operand and segment 1's as its right (kLayerNormGrad).
+  bool separate_sums = false;
   ReduceEpilogue epilogue = ReduceEpilogue::kNone;
   std::int64_t divisor = 1;
   ReduceFinal final = ReduceFinal::kNone;
@@ -186,7 +210,7 @@ struct ReduceElement {
   ReduceOuter outer = ReduceOuter::kNone;
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
-  float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the batch-norm node's attributes
+  float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the norm node's attributes
   std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
@@ -199,7 +223,17 @@ struct ReduceElement {
 //   sum, mean (axis or all)              y = TreeSum over the axis [/ n]
 //   linear_backward slot 2               db[n] = TreeSum_r dy[r, n]
 //   conv2d_backward slot 2               db[co] = TreeSum over (n, p) of dy[n, co, p]
+//   layernorm slots 1, 2                 mean[r] = TreeSum_c x / C; rstd[r] = NormRstd(TreeSum_c
+//                                        (x − mean)² / C, eps), mean the node's own slot 1 (walked
+//                                        first; y is pointwise from both: verify/element_rules.h)
+//   layernorm_backward slot 0            dx[r, k]: the row's TreeSums of g = dy·γ and of g·x̂ (two
+//                                        separate segments), then the final step (reads dy, γ, x at
+//                                        k, the row's mean and rstd)
 //   layernorm_backward slots 1, 2        dγ[c] = TreeSum_r dy·x̂,  dβ[c] = TreeSum_r dy
+//   softmax slot 0                       y[r, k]: the row's running max, s = TreeSum Exp(x − max),
+//                                        then Exp(x[r, k] − max) / s
+//   softmax_backward slot 0              dx[r, k]: d = TreeSum_j dy·y over the row, then
+//                                        y[r, k]·(dy[r, k] − d)
 //   batchnorm2d_backward slots 1, 2      dγ[c], dβ[c] over (n, h, w)
 //   batchnorm2d_train slot 3             the batch mean[c] = TreeSum over (n, h, w) of x / (N·H·W)
 //   batchnorm2d_train slots 4, 2         rstd[c] and running_var'[c] from ssq = TreeSum of

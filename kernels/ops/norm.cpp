@@ -105,12 +105,12 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
           var = ssq / static_cast<T>(n);
           var_unbiased = ssq / static_cast<T>(n - 1);
         }
-        const T rstd = BatchNormRstd<M>(var, eps);
+        const T rstd = NormRstd<M>(var, eps);
         const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
         for (std::int64_t i = 0; i < nb; ++i) {
           const std::int64_t base = (i * c_count + c) * hw;
           for (std::int64_t p = 0; p < hw; ++p) {
-            yo[base + p] = BatchNormValue(static_cast<T>(xd[base + p]), mean, rstd, g, b);
+            yo[base + p] = NormValue(static_cast<T>(xd[base + p]), mean, rstd, g, b);
           }
         }
         rmo[c] = BatchNormRunning(static_cast<T>(running_mean[c]), mean, mom);
@@ -143,12 +143,11 @@ Status BatchNorm2dEval(const OpContext& ctx, const Tensor& x, const Tensor& gamm
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const std::int64_t c = pl % c_count;
         const T mean = static_cast<T>(running_mean[c]);
-        const T rstd = BatchNormRstd<M>(static_cast<T>(running_var[c]), eps);
+        const T rstd = NormRstd<M>(static_cast<T>(running_var[c]), eps);
         const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
         const float* in = x.data() + pl * hw;
         T* out = yo + pl * hw;
-        for (std::int64_t p = 0; p < hw; ++p)
-          out[p] = BatchNormValue(static_cast<T>(in[p]), mean, rstd, g, b);
+        for (std::int64_t p = 0; p < hw; ++p) out[p] = NormValue(static_cast<T>(in[p]), mean, rstd, g, b);
       }
     });
     return outs.Commit(ctx);
@@ -239,10 +238,11 @@ Status LayerNormForward(const OpContext& ctx, const Tensor& x, const Tensor& gam
         const T mu = MeanOf<M>(c_count, [&](std::int64_t c) { return static_cast<T>(in[c]); });
         auto dev = [&](std::int64_t c) { return static_cast<T>(in[c]) - mu; };
         const T var = MeanDotOf<M>(c_count, dev, dev, c_count);
-        const T rs = T(1) / M::Sqrt(var + eps_t);
+        const T rs = NormRstd<M>(var, eps_t);
         T* out = yo + r * c_count;
         for (std::int64_t c = 0; c < c_count; ++c) {
-          out[c] = ((static_cast<T>(in[c]) - mu) * rs) * static_cast<T>(gamma[c]) + static_cast<T>(beta[c]);
+          out[c] =
+              NormValue(static_cast<T>(in[c]), mu, rs, static_cast<T>(gamma[c]), static_cast<T>(beta[c]));
         }
         mo[r] = mu;
         ro[r] = rs;
@@ -276,7 +276,8 @@ Status LayerNormBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     const float* xd = x.data();
     const float* dyd = dy.data();
     auto xhat = [&](std::int64_t r, std::int64_t c) {
-      return (static_cast<T>(xd[r * c_count + c]) - static_cast<T>(mean[r])) * static_cast<T>(rstd[r]);
+      return LayerNormXhat(static_cast<T>(xd[r * c_count + c]), static_cast<T>(mean[r]),
+                           static_cast<T>(rstd[r]));
     };
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {
@@ -286,7 +287,7 @@ Status LayerNormBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
         const T b = MeanDotOf<M>(c_count, g, [&](std::int64_t c) { return xhat(r, c); }, c_count);
         const T rs = static_cast<T>(rstd[r]);
         T* out = dxo + r * c_count;
-        for (std::int64_t c = 0; c < c_count; ++c) out[c] = ((g(c) - a) - xhat(r, c) * b) * rs;
+        for (std::int64_t c = 0; c < c_count; ++c) out[c] = LayerNormGradValue(g(c), xhat(r, c), a, b, rs);
       }
     });
     ColumnDotOf<M>(ctx.threads(), rows, c_count,

@@ -15,29 +15,39 @@ struct BatchNormParams {
   float momentum = 0.1f;   // in [0, 1]: running = (1 − momentum)·running + momentum·batch
 };
 
-// The batch-norm kernels' per-value expressions (T fp32 or fp64), written
-// once: the kernels below use them, and so do the element rules that judge
-// one value of a batch-norm node (verify/element_rules.h, reduce_rule.h).
-// y from the channel's statistics; a running statistic's update; rstd from
-// the (biased) variance; dx from the channel's dγ = Σ dy·x̂ and dβ = Σ dy.
+// The norm kernels' per-value expressions (T fp32 or fp64), written once:
+// the kernels below use them, and so do the element rules that judge one
+// value of a norm node (verify/element_rules.h, reduce_rule.h).
+// y from its statistics (both norms); rstd from the (biased) variance (both
+// norms); a running statistic's update; batch-norm's dx from the channel's
+// dγ = Σ dy·x̂ and dβ = Σ dy; layer-norm's dx from g = dy·γ, x̂ and the
+// row's a = Σ g / C and b = Σ g·x̂ / C.
 template <class T>
-T BatchNormValue(T x, T mean, T rstd, T gamma, T beta) {
+T NormValue(T x, T mean, T rstd, T gamma, T beta) {
   return ((x - mean) * rstd) * gamma + beta;
+}
+template <class M>
+typename M::T NormRstd(typename M::T var, typename M::T eps) {
+  using T = typename M::T;
+  return T(1) / M::Sqrt(var + eps);
 }
 template <class T>
 T BatchNormRunning(T running, T batch, T momentum) {
   return (T(1) - momentum) * running + momentum * batch;
-}
-template <class M>
-typename M::T BatchNormRstd(typename M::T var, typename M::T eps) {
-  using T = typename M::T;
-  return T(1) / M::Sqrt(var + eps);
 }
 template <class T>
 T BatchNormGradValue(T dy, T x, T gamma, T mean, T rstd, T dgamma, T dbeta, std::int64_t n) {
   const T k = (gamma * rstd) / static_cast<T>(n);
   const T xhat = (x - mean) * rstd;
   return k * ((static_cast<T>(n) * dy - dbeta) - xhat * dgamma);
+}
+template <class T>
+T LayerNormXhat(T x, T mean, T rstd) {
+  return (x - mean) * rstd;
+}
+template <class T>
+T LayerNormGradValue(T g, T xhat, T a, T b, T rstd) {
+  return ((g - a) - xhat * b) * rstd;
 }
 
 // Training: batch statistics over (N, H, W) of each channel; x [N,C,H,W]

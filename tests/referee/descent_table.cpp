@@ -107,13 +107,17 @@ ElementRule RuleOf(const graph::Node& node, const std::vector<Shape>& in, std::s
     case OpKind::kConv2dBackward:
       if (slot == 0) return {Rule::kDot, static_cast<std::uint64_t>(in[2][0] * in[2][2] * in[2][3])};
       return {slot == 1 ? Rule::kDot : Rule::kReduction, Numel(in[0]) / static_cast<std::uint64_t>(in[0][1])};
-    case OpKind::kLayerNorm:
-    case OpKind::kSoftmax:
-    case OpKind::kSoftmaxBackward:
+    case OpKind::kLayerNorm:  // y: x, γ, β and the agreed mean, rstd; mean, rstd: TreeSums over the row
+      return slot == 0 ? ElementRule{Rule::kPointwise} : ElementRule{Rule::kReduction, Last(in[0])};
+    case OpKind::kSoftmax:  // the row's max scan and its TreeSum of exponentials
+      return {Rule::kReduction, 2 * Last(in[0])};
+    case OpKind::kSoftmaxBackward:  // the row's TreeSum of dy·y
+      return {Rule::kReduction, Last(in[0])};
     case OpKind::kCrossEntropyBackward:
-      return {Rule::kRow, Last(in[node.kind == OpKind::kCrossEntropyBackward ? 1 : 0])};
-    case OpKind::kLayerNormBackward:  // dx: the row; dγ, dβ: TreeSum over the rows
-      return slot == 0 ? ElementRule{Rule::kRow, Last(in[1])} : ElementRule{Rule::kReduction, Rows(in[1])};
+      return {Rule::kRow, Last(in[1])};
+    case OpKind::kLayerNormBackward:  // dx: two TreeSums over the row; dγ, dβ: TreeSum over the rows
+      return slot == 0 ? ElementRule{Rule::kReduction, 2 * Last(in[1])}
+                       : ElementRule{Rule::kReduction, Rows(in[1])};
     case OpKind::kCrossEntropy:  // the mean over rows of a row statistic over the vocabulary
       return {Rule::kReduction, Rows(in[0])};
     case OpKind::kEmbeddingBackward:  // dW[v] sums dy over the positions holding token v
@@ -342,10 +346,12 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       const Opened operands{2 * leaf.bytes + term.bytes, 2 * leaf.sha + term.sha};
       p.tx_bytes = kTxEnvelope + std::max(2 * leaf.bytes + operands.bytes, kHashBytes + 2 * leaf.bytes);
       p.sha = 2 * leaf.sha + operands.sha;
-      p.flops =
-          red->term == verify::ReduceTerm::kNormProduct || red->term == verify::ReduceTerm::kSquaredDeviation
-              ? 4
-              : 2;
+      p.flops = 2;
+      for (const verify::ReduceSegment& seg : red->segments) {
+        if (seg.term == verify::ReduceTerm::kNormProduct || seg.term == verify::ReduceTerm::kSquaredDeviation)
+          p.flops = std::max<std::uint64_t>(p.flops, 4);
+        if (seg.term == verify::ReduceTerm::kScaledNormProduct) p.flops = std::max<std::uint64_t>(p.flops, 5);
+      }
       p.l5 = crypto::MerkleShape(steps + 1).height();
     } else {
       return std::nullopt;

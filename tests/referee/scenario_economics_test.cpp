@@ -350,6 +350,8 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
   } else if (std::string_view(p.model) ==
              "cnn-128-pool") {  // the same with a 2×2 max pool over the 128×128 stem
     model.arch = kernels::graph::CnnSpec{1, 128, 128, 4, 0, true, 10};
+  } else if (std::string_view(p.model) == "cnn-512") {  // 3 × 512 × 512 images: 3 MiB examples
+    model.arch = kernels::graph::CnnSpec{3, 512, 512, 4, 0, true, 10};
   } else if (std::string_view(p.model) == "gpt-12288") {  // GPT-3's width: 12 288-value layer-norm rows
     model.arch = kernels::graph::GptSpec{256, 32, 1, 96, 12288, 0.0f};
   } else if (std::string_view(p.model) == "gpt2-vocab") {  // testnet/jobs/gpt2-vocab.json's model
@@ -380,17 +382,17 @@ std::string NodeName(const protocol::JobSpec& job, std::uint64_t index) {
 
 // With the network's real limit (1 MiB, gossip's cap, as ChainParams
 // max_tx_bytes), a job is refused at posting, with the reason, when an
-// honest party may have to send more than that: the whole arbitration of a
-// node the element level does not cover (a GPT of GPT-3's width, whose
-// layer norms' rows are wider than one move), or any
-// node's on a chain or in a mode without the element level (GPT-2 small's
-// lm_head.backward: ~363 MB). The testnet jobs (their MLPs: the synthetic
-// mlp-tiny one and fashion 784-32-10) and the tiny GPT are accepted in every
-// mode with bonds at their minimum; mlp-fashion, cnn-fashion (its batch
-// norms' 1.6 MB whole arbitrations covered), 128×128 CNNs (their poolings'
-// 16 384-value planes), a 2048-wide MLP, the
-// GPT-2-vocabulary job and GPT-2 small, whose every node the element level
-// covers, in repops mode only.
+// honest party may have to send more than that: an element move that opens
+// an example larger than that (a CNN on 3 × 512 × 512 images), or any
+// node's whole arbitration on a chain or in a mode without the element level
+// (GPT-2 small's lm_head.backward: ~363 MB). The testnet jobs (their MLPs:
+// the synthetic mlp-tiny one and fashion 784-32-10) and the tiny GPT are
+// accepted in every mode with bonds at their minimum; mlp-fashion,
+// cnn-fashion (its batch norms' 1.6 MB whole arbitrations covered), 128×128
+// CNNs (their poolings' 16 384-value planes), a 2048-wide MLP, a GPT of
+// GPT-3's width (its layer norms' 12 288-value rows), the GPT-2-vocabulary
+// job and GPT-2 small, whose every node the element level covers, in repops
+// mode only.
 
 // Every node covered, the largest transaction an honest party may have to
 // send is an element move: #11's target is 64 KiB, whatever the node's size.
@@ -463,15 +465,13 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     }
   }
   {
-    // A one-layer GPT of GPT-3's width (d = 12 288): a layer norm's value
-    // is re-executed on its row, and the rows of x, γ and β together span
-    // more chunks than one move may open (verify::kMaxOpenedChunks), so the
-    // layer norms are arbitrated whole — 32 rows of 12 288 values each.
-    const PresetJob p{"gpt-12288", 1, 64};
+    // A CNN on 3 × 512 × 512 images: a move that reads the batch opens
+    // whole examples (verify/batch_opening.h), here 3 MiB each — more than
+    // the chain carries in one transaction, so the job is refused.
+    const PresetJob p{"cnn-512", 2, 64};
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
-    EXPECT_FALSE(t.required_by_element_move);
     const vm::Receipt r = post(big, t.minimum);
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason, "bounty-job-too-large");
@@ -501,6 +501,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
                                   {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
                                   {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
                                   {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20},
+                                  // GPT-3's width, d = 12 288: its layer norms' rows are reductions
+                                  // and y a pointwise value of the agreed mean and rstd.
+                                  {{"gpt-12288", 1, 64}, std::uint64_t{1} << 20},
                                   {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20},
                                   {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
   referee::RefereeParams whole;

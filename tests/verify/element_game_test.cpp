@@ -79,16 +79,43 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
             "elem-no-rule");
 }
 
-TEST(ElementGameRules, RowsTooWideForOneMoveAreNotPlayed) {
-  // A layernorm row of 768 (GPT-2) opens 3+3+3 chunks: played.
+TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {
+  // GPT-3's width, 12 288, and a 65 536-value softmax row: layer-norm's y
+  // reads one value of x, γ, β and the node's own mean and rstd; every
+  // other row value is a reduction, one value a step.
+  const std::int64_t d = 12288;
   const std::vector<InputRef> refs = {Node(0), State(0), State(1)};
-  const Bytes eps = EncodeToBytes(kernels::OpAttrs{{}, {kernels::OpAttrs::Bits(1e-5f)}});
-  auto ok = ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, 1000, refs,
-                              std::vector<Shape>{{4, 768}, {768}, {768}});
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  // A row of 8192: 32 + 32 + 32 chunks, more than one 64 KiB move carries.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, 1000, refs,
-                              std::vector<Shape>{{2, 8192}, {8192}, {8192}})
+  const Bytes eps = EncodeToBytes(kernels::LayerNormAttrs(1e-5f));
+  const std::vector<Shape> ln = {{2, d}, {d}, {d}};
+  auto y = ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, d + 7, refs, ln);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->kind, ElementKind::kPlan);
+  EXPECT_EQ(y->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
+  EXPECT_EQ(y->own_slots, (std::vector<std::uint32_t>{1, 2}));
+  for (std::uint32_t slot : {1u, 2u}) {
+    auto stat = ChooseElementRule(K(OpKind::kLayerNorm), eps, slot, 1, refs, ln);
+    ASSERT_TRUE(stat.ok()) << stat.status().ToString();
+    EXPECT_EQ(stat->kind, ElementKind::kReduce);
+  }
+  EXPECT_FALSE(ChooseElementRule(K(OpKind::kLayerNorm), eps, 1, 2, refs, ln).ok()) << "two rows: no mean[2]";
+  auto dx = ChooseElementRule(K(OpKind::kLayerNormBackward), {}, 0, d + 7,
+                              std::vector<InputRef>{Node(1), Node(0), State(0), Node(0), Node(0)},
+                              std::vector<Shape>{{2, d}, {2, d}, {d}, {2}, {2}});
+  ASSERT_TRUE(dx.ok()) << dx.status().ToString();
+  EXPECT_EQ(dx->kind, ElementKind::kReduce);
+  auto softmax = ChooseElementRule(K(OpKind::kSoftmax), {}, 0, 70000, std::vector<InputRef>{Node(0)},
+                                   std::vector<Shape>{{2, 65536}});
+  ASSERT_TRUE(softmax.ok()) << softmax.status().ToString();
+  EXPECT_EQ(softmax->kind, ElementKind::kReduce);
+  // An average pool's gradient under 512 × 512 windows (stride 1) of a
+  // 1024 × 1024 plane reads 512 rows of 513 dy values: more chunks than one
+  // move may open.
+  kernels::Pool2dParams wide;
+  wide.kernel_h = wide.kernel_w = 512;
+  wide.stride_h = wide.stride_w = 1;
+  EXPECT_EQ(ChooseElementRule(K(OpKind::kAvgPool2dBackward), EncodeToBytes(kernels::Pool2dAttrs(wide)), 0,
+                              600 * 1024 + 600, std::vector<InputRef>{Node(1), Node(0)},
+                              std::vector<Shape>{{1, 1, 513, 513}, {1, 1, 1024, 1024}})
                 .status()
                 .reason(),
             "elem-too-wide");

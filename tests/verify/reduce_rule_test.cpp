@@ -94,6 +94,8 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
   const std::int64_t classes = Pick(rng, 2, 200), ce_rows = Pick(rng, 1, 30), vocab = Pick(rng, 1, 20);
   const std::int64_t heads = Pick(rng, 1, 3), head_d = Pick(rng, 1, 40), att_t = Pick(rng, 1, 70);
   const std::int64_t back_t = Pick(rng, 1, 12), back_d = Pick(rng, 1, 6);
+  // Rows of up to 200 values (several blocks) for the row operators.
+  const std::int64_t norm_rows = Pick(rng, 1, 6), width = Pick(rng, 1, 200);
   // Poolings: a random window (padded, strided) and a global one over a
   // 128 × 128 plane, wider than any pointwise/row move may open.
   kernels::Pool2dParams pool;
@@ -143,6 +145,29 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
        {RandomTensor(rng, {rows, c}), RandomTensor(rng, {rows, c}), RandomTensor(rng, {c}),
         RandomTensor(rng, {rows}), RandomTensor(rng, {rows}, true)},
        {1, 2},
+       {}},
+      // dx: the row's two separate TreeSums (g = dy·γ and g·x̂), then the final step.
+      {"layernorm_backward dx",
+       OpKind::kLayerNormBackward,
+       {},
+       {RandomTensor(rng, {norm_rows, width}), RandomTensor(rng, {norm_rows, width}),
+        RandomTensor(rng, {width}), RandomTensor(rng, {norm_rows}), RandomTensor(rng, {norm_rows}, true)},
+       {0},
+       {}},
+      // The row's mean, and rstd from the squared deviations from the node's own mean.
+      {"layernorm",
+       OpKind::kLayerNorm,
+       kernels::LayerNormAttrs(1e-5f),
+       {RandomTensor(rng, {2, norm_rows, width}), RandomTensor(rng, {width}), RandomTensor(rng, {width})},
+       {1, 2},
+       {}},
+      // The row's running max, its TreeSum of Exp(x − max), the quotient.
+      {"softmax", OpKind::kSoftmax, {}, {RandomTensor(rng, {norm_rows, width})}, {0}, {}},
+      {"softmax_backward",
+       OpKind::kSoftmaxBackward,
+       {},
+       {RandomTensor(rng, {norm_rows, width}), RandomTensor(rng, {norm_rows, width}, true)},
+       {0},
        {}},
       // dx (col2im over the taps' dot products) and db.
       {"conv2d_backward",
@@ -286,9 +311,10 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
             ASSERT_TRUE(next.ok()) << next.status().ToString();
             ASSERT_TRUE(SameBits(*next, (*p)[leaf])) << n.name << " value " << e << " leaf " << leaf;
           }
-          const bool multi = el->outer != ReduceOuter::kNone ? el->rows > 64
-                                          : std::any_of(el->segments.begin(), el->segments.end(),
-                                                        [](std::int64_t terms) { return terms > 64; });
+          const bool multi = el->outer != ReduceOuter::kNone
+                                 ? el->rows > 64
+                                 : std::any_of(el->segments.begin(), el->segments.end(),
+                                               [](const ReduceSegment& s) { return s.terms > 64; });
           multi_block += multi ? 1 : 0;
           ++checked;
         }
