@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
 
 #include "kernels/ops/registry.h"
@@ -226,43 +228,106 @@ TEST(ElementGame, SumsThatLeaveTheRuleAreCaughtAtTheirStep) {
   }
 }
 
-// ---- The tiny CNN: batch-norm values and a convolution's input gradient ----
+// ---- The tiny CNN and GPT: norms, convolutions, poolings, attention ----
 
-TinyJob CnnJob() { return MakeTinyCnnJob(10, 3, kernels::Mode::kRepops); }
+TinyJob JobOf(TinyModel m) { return MakeTinyModelJob(m, 10, 3, kernels::Mode::kRepops); }
 
-const History& CnnHistory() {
-  static const History h = [] {
-    auto r = Train(CnnJob(), {});
+const History& HistoryOf(TinyModel m) {
+  static std::map<TinyModel, History> trained;
+  auto it = trained.find(m);
+  if (it == trained.end()) {
+    auto r = Train(JobOf(m), {});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return std::move(r).value();
-  }();
-  return h;
+    it = trained.emplace(m, std::move(r).value_or(History{})).first;
+  }
+  return it->second;
 }
 
-// The first node of the CNN's step with this op kind that does not read the batch.
-std::uint32_t CnnNodeOf(kernels::OpKind op) {
-  const auto& records = CnnHistory().records[kLieStep];
+// The first node of the model's step with this op kind that reads the batch or not, as `reads_batch` says.
+std::uint32_t NodeOf(TinyModel m, kernels::OpKind op, bool reads_batch = false) {
+  const auto& records = HistoryOf(m).records[kLieStep];
   for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
     if (records[n].op_kind != static_cast<std::uint16_t>(op)) continue;
     bool batch = false;
     for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
-    if (!batch) return n;
+    if (batch == reads_batch) return n;
   }
   ADD_FAILURE() << "no node of op kind " << static_cast<int>(op);
   return 0;
 }
 
 // The first value of output `slot` of `node` from `from` whose one-ulp lie changes a checkpoint.
-std::int64_t CnnReachingValue(std::uint32_t node, std::uint32_t slot, std::int64_t from) {
-  const std::int64_t n = CnnHistory().outputs[kLieStep][node][slot].numel();
+std::int64_t ReachingValue(TinyModel m, std::uint32_t node, std::uint32_t slot, std::int64_t from) {
+  const std::int64_t n = HistoryOf(m).outputs[kLieStep][node][slot].numel();
   // (A max pool's gradient is +0 off its windows' maxima: a lie there is lost in later sums.)
   for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 64); ++k) {
     const std::int64_t v = (from + k) % n;
-    auto h = Train(CnnJob(), {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
-    if (h.ok() && h->checkpoint_tree.root() != CnnHistory().checkpoint_tree.root()) return v;
+    auto h = Train(JobOf(m), {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
+    if (h.ok() && h->checkpoint_tree.root() != HistoryOf(m).checkpoint_tree.root()) return v;
   }
   ADD_FAILURE() << "no value of node " << node << " slot " << slot << " reaches a checkpoint";
   return 0;
+}
+
+// A value of one output of the model's first node of an op kind, and how its rule ends a game.
+struct ValueTarget {
+  const char* name;
+  kernels::OpKind op;
+  std::uint32_t slot;
+  bool reduction;     // a partial-result walk and one step (else one re-execution)
+  std::int64_t from;  // the first value tried (ReachingValue)
+  bool reads_batch = false;
+};
+struct TargetsPlayed {
+  std::uint64_t games = 0, max_tx = 0, required = 0;
+};
+
+// A one-ulp lie at each target's value, its sums honest or (reductions)
+// leaving the rule — diverging at a step or made up — so that the referee
+// judges one step; told by the solver and by the challenger in turn. Each
+// is caught at its value, the honest party wins, and no transaction
+// exceeds 64 KiB or what posting required of the job.
+TargetsPlayed PlayValueLies(TinyModel m, std::span<const ValueTarget> targets) {
+  TargetsPlayed out;
+  const vm::Amount bond = 2 * MinimumBond(JobOf(m).job);
+  out.required = BondTermsOf(JobOf(m).job).required_tx_bytes;
+  for (const ValueTarget& t : targets) {
+    const std::uint32_t node = NodeOf(m, t.op, t.reads_batch);
+    const std::int64_t v = ReachingValue(m, node, t.slot, t.from);
+    std::vector<SumsLie> sums{SumsLie::kHonest};
+    if (t.reduction) sums = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
+    for (SumsLie kind : sums) {
+      const bool liar_is_solver = out.games % 2 == 0;
+      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
+                   std::to_string(static_cast<int>(kind)) +
+                   (liar_is_solver ? " solver lies" : " challenger lies"));
+      ScenarioConfig c;
+      c.model = m;
+      c.solver_bond = c.challenger_bond = bond;
+      const ScenarioReport rep =
+          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, SumsPlan{kind, 2});
+      EXPECT_EQ(rep.games.size(), 1u);
+      if (rep.games.size() != 1) continue;
+      const GameReport& gr = rep.games[0];
+      EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+          << gr.game.reason;
+      EXPECT_TRUE(gr.element.has_value()) << "the element level was not played: " << gr.game.reason;
+      if (gr.element) {
+        EXPECT_EQ(gr.element->slot, t.slot);
+        EXPECT_EQ(gr.element->value, v);
+      }
+      EXPECT_EQ(gr.game.node_index, node);
+      EXPECT_EQ(gr.game.reason, !t.reduction               ? "element-reexecuted"
+                                : kind == SumsLie::kHonest ? "element-epilogue"
+                                                           : "element-step");
+      EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
+      EXPECT_LE(gr.max_tx_bytes, out.required);
+      EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
+      out.max_tx = std::max(out.max_tx, gr.max_tx_bytes);
+      ++out.games;
+    }
+  }
+  return out;
 }
 
 // The rules that read the node's own agreed outputs, through the chain: a
@@ -271,69 +336,52 @@ std::int64_t CnnReachingValue(std::uint32_t node, std::uint32_t slot, std::int64
 // reading the node's own statistics or dγ, dβ), and a convolution's dx
 // (col2im over its taps' dot products), the poolings (the global average
 // pool and the stem's max pool: a scan over the window) and their
-// backwards (the dy and x rows of the covering windows). A one-ulp lie, its
-// sums honest or leaving the rule (so that the referee judges one step,
-// reading the own mean), told by the solver and by the challenger: caught
-// at its value, the honest party wins, every transaction within 64 KiB.
+// backwards (the dy and x rows of the covering windows).
 TEST(ElementGame, CnnBatchNormConvolutionAndPoolLiesAreCaughtAtTheirValue) {
-  struct CnnTarget {
-    const char* name;
-    kernels::OpKind op;
-    std::uint32_t slot;
-    bool reduction;
-  };
-  const CnnTarget targets[] = {{"batchnorm.rstd", kernels::OpKind::kBatchNorm2dTrain, 4, true},
-                               {"batchnorm.running_var", kernels::OpKind::kBatchNorm2dTrain, 2, true},
-                               {"batchnorm.running_mean", kernels::OpKind::kBatchNorm2dTrain, 1, false},
-                               {"batchnorm_backward.dx", kernels::OpKind::kBatchNorm2dBackward, 0, false},
-                               {"conv2d_backward.dx", kernels::OpKind::kConv2dBackward, 0, true},
-                               {"avg_pool2d.y", kernels::OpKind::kAvgPool2d, 0, true},
-                               {"avg_pool2d_backward.dx", kernels::OpKind::kAvgPool2dBackward, 0, false},
-                               {"max_pool2d.y", kernels::OpKind::kMaxPool2d, 0, true},
-                               {"max_pool2d_backward.dx", kernels::OpKind::kMaxPool2dBackward, 0, false}};
-  const vm::Amount bond = 2 * MinimumBond(CnnJob().job);
-  // What posting checked against the chain's limit: no move of these games is larger.
-  const std::uint64_t required = BondTermsOf(CnnJob().job).required_tx_bytes;
-  std::uint64_t games = 0, max_tx = 0;
-  for (const CnnTarget& t : targets) {
-    const std::uint32_t node = CnnNodeOf(t.op);
-    const std::int64_t v = CnnReachingValue(node, t.slot, 1);
-    std::vector<SumsLie> sums{SumsLie::kHonest};
-    if (t.reduction) sums = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
-    for (SumsLie kind : sums) {
-      const bool liar_is_solver = games % 2 == 0;
-      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
-                   std::to_string(static_cast<int>(kind)) +
-                   (liar_is_solver ? " solver lies" : " challenger lies"));
-      ScenarioConfig c;
-      c.cnn = true;
-      c.solver_bond = c.challenger_bond = bond;
-      const ScenarioReport rep =
-          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, SumsPlan{kind, 2});
-      ASSERT_EQ(rep.games.size(), 1u);
-      const GameReport& gr = rep.games[0];
-      EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
-          << gr.game.reason;
-      ASSERT_TRUE(gr.element.has_value()) << "the element level was not played: " << gr.game.reason;
-      EXPECT_EQ(gr.element->slot, t.slot);
-      EXPECT_EQ(gr.element->value, v);
-      EXPECT_EQ(gr.game.node_index, node);
-      EXPECT_EQ(gr.game.reason, !t.reduction               ? "element-reexecuted"
-                                : kind == SumsLie::kHonest ? "element-epilogue"
-                                                           : "element-step");
-      EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
-      EXPECT_LE(gr.max_tx_bytes, required);
-      EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
-      max_tx = std::max(max_tx, gr.max_tx_bytes);
-      ++games;
-    }
-  }
-  EXPECT_EQ(games, 19u);
+  using kernels::OpKind;
+  const ValueTarget targets[] = {{"batchnorm.rstd", OpKind::kBatchNorm2dTrain, 4, true, 1},
+                                 {"batchnorm.running_var", OpKind::kBatchNorm2dTrain, 2, true, 1},
+                                 {"batchnorm.running_mean", OpKind::kBatchNorm2dTrain, 1, false, 1},
+                                 {"batchnorm_backward.dx", OpKind::kBatchNorm2dBackward, 0, false, 1},
+                                 {"conv2d_backward.dx", OpKind::kConv2dBackward, 0, true, 1},
+                                 {"avg_pool2d.y", OpKind::kAvgPool2d, 0, true, 1},
+                                 {"avg_pool2d_backward.dx", OpKind::kAvgPool2dBackward, 0, false, 1},
+                                 {"max_pool2d.y", OpKind::kMaxPool2d, 0, true, 1},
+                                 {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1}};
+  const TargetsPlayed played = PlayValueLies(TinyModel::kCnn, targets);
+  EXPECT_EQ(played.games, 19u);
   std::printf(
       "[element-game] cnn: %llu games over batch-norm, conv2d_backward and pool values, largest tx %llu B "
       "(posting required %llu B)\n",
-      static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx),
-      static_cast<unsigned long long>(required));
+      static_cast<unsigned long long>(played.games), static_cast<unsigned long long>(played.max_tx),
+      static_cast<unsigned long long>(played.required));
+}
+
+// The GPT's row operators and attention, through the chain: layer-norm's y
+// (re-executed from x, γ, β and the node's own agreed mean and rstd), its
+// mean and rstd (TreeSums over the row, rstd reading the own mean),
+// layernorm_backward's dx (two separate TreeSums over the row, then the
+// final step), attention's probabilities (per key a dot scan, then the
+// softmax) and its backward's dqkv, and embedding_backward's dW (a masked
+// scan over the positions, each step reading its token id from an
+// example). Values past the first row, so that a row's offset is exercised.
+TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
+  using kernels::OpKind;
+  const ValueTarget targets[] = {
+      {"layernorm.y", OpKind::kLayerNorm, 0, false, 37},
+      {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
+      {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
+      {"layernorm_backward.dx", OpKind::kLayerNormBackward, 0, true, 37},
+      {"attention.att", OpKind::kAttention, 1, true, 8 + 3},
+      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5},
+      {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
+  const TargetsPlayed played = PlayValueLies(TinyModel::kGpt, targets);
+  EXPECT_EQ(played.games, 19u);
+  std::printf(
+      "[element-game] gpt: %llu games over layer-norm, attention and embedding values, largest tx %llu B "
+      "(posting required %llu B)\n",
+      static_cast<unsigned long long>(played.games), static_cast<unsigned long long>(played.max_tx),
+      static_cast<unsigned long long>(played.required));
 }
 
 // A convolution's dW whose partial sums leave the rule right after a
@@ -341,9 +389,9 @@ TEST(ElementGame, CnnBatchNormConvolutionAndPoolLiesAreCaughtAtTheirValue) {
 // the final move carries no opening for it — it must still reach the chain
 // (it once could not be decoded) and the honest party win.
 TEST(ElementGame, AStepAtAPaddingTapIsJudgedWithNothingOpened) {
-  const std::uint32_t node = CnnNodeOf(kernels::OpKind::kConv2dBackward);
-  const std::int64_t v = CnnReachingValue(node, 1, 0);
-  const worker::ElementSide side = SideOf(CnnHistory(), kLieStep, node);
+  const std::uint32_t node = NodeOf(TinyModel::kCnn, kernels::OpKind::kConv2dBackward);
+  const std::int64_t v = ReachingValue(TinyModel::kCnn, node, 1, 0);
+  const worker::ElementSide side = SideOf(HistoryOf(TinyModel::kCnn), kLieStep, node);
   std::vector<kernels::Shape> shapes;
   for (const kernels::Tensor& t : side.inputs) shapes.push_back(t.shape());
   const verify::DotElement el = verify::DotElementAt(side.op_kind, side.attrs, 1, v, shapes).value();
@@ -353,8 +401,8 @@ TEST(ElementGame, AStepAtAPaddingTapIsJudgedWithNothingOpened) {
   for (bool liar_is_solver : {true, false}) {
     SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
     ScenarioConfig c;
-    c.cnn = true;
-    c.solver_bond = c.challenger_bond = 2 * MinimumBond(CnnJob().job);
+    c.model = TinyModel::kCnn;
+    c.solver_bond = c.challenger_bond = 2 * MinimumBond(JobOf(TinyModel::kCnn).job);
     const ScenarioReport rep = RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, 1, v}}, liar_is_solver,
                                        SumsPlan{SumsLie::kDiverge, static_cast<std::uint64_t>(pad) + 1});
     ASSERT_EQ(rep.games.size(), 1u);

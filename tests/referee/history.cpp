@@ -56,11 +56,21 @@ kernels::RoundingLog WithEntry(kernels::RoundingLog log, std::uint64_t position,
 
 namespace {
 
-// A job of `model` (SGD with momentum) on 20 synthetic examples of
-// `example` shape and `classes` labels, batch 4. Values are exact multiples
-// of 2^-23 so they do not depend on any library's float conversion.
-TinyJob MakeJob(const graph::ModelSpec& model, const kernels::Shape& example, std::int64_t classes,
-                std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode, std::uint64_t seed) {
+// What one synthetic example is: inputs of shape `x` — values, or token ids
+// in [0, classes) when `tokens` — and targets of shape `target` (a label
+// each) in [0, classes).
+struct ExampleShape {
+  kernels::Shape x;
+  kernels::Shape target;
+  std::int64_t classes = 0;
+  bool tokens = false;
+};
+
+// A job of `model` (SGD with momentum) on 20 synthetic examples, batch 4.
+// Values are exact multiples of 2^-23 so they do not depend on any
+// library's float conversion.
+TinyJob MakeJob(const graph::ModelSpec& model, const ExampleShape& shape, std::uint64_t num_steps,
+                std::uint64_t interval, kernels::Mode mode, std::uint64_t seed) {
   TinyJob t;
   graph::OptimizerSpec opt;
   opt.kind = graph::OptimizerKind::kSgd;
@@ -70,12 +80,16 @@ TinyJob MakeJob(const graph::ModelSpec& model, const kernels::Shape& example, st
   t.job.optimizer = graph::EncodeOptimizerSpec(opt);
   std::mt19937_64 rng(seed);
   constexpr int kExamples = 20;
+  const auto label = [&] { return static_cast<float>(rng() % static_cast<std::uint64_t>(shape.classes)); };
   for (int e = 0; e < kExamples; ++e) {
-    std::vector<float> x(static_cast<std::size_t>(kernels::NumElements(example)));
-    for (float& v : x) v = static_cast<float>(static_cast<std::int64_t>(rng() >> 40) - (1 << 23)) * 0x1p-23f;
-    const float label = static_cast<float>(rng() % static_cast<std::uint64_t>(classes));
-    Bytes leaf = kernels::EncodeTensor(kernels::Tensor(example, x));
-    const Bytes target = kernels::EncodeTensor(kernels::Tensor(kernels::Shape{}, {label}));
+    std::vector<float> x(static_cast<std::size_t>(kernels::NumElements(shape.x)));
+    for (float& v : x)
+      v = shape.tokens ? label()
+                       : static_cast<float>(static_cast<std::int64_t>(rng() >> 40) - (1 << 23)) * 0x1p-23f;
+    std::vector<float> labels(static_cast<std::size_t>(kernels::NumElements(shape.target)));
+    for (float& v : labels) v = label();
+    Bytes leaf = kernels::EncodeTensor(kernels::Tensor(shape.x, x));
+    const Bytes target = kernels::EncodeTensor(kernels::Tensor(shape.target, labels));
     leaf.insert(leaf.end(), target.begin(), target.end());
     t.examples.push_back(std::move(leaf));
   }
@@ -103,7 +117,7 @@ TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mo
                     std::int64_t hidden) {
   graph::ModelSpec model;
   model.arch = graph::MlpSpec{6, {hidden}, 3, graph::Activation::kRelu};
-  return MakeJob(model, {6}, 3, num_steps, interval, mode, seed);
+  return MakeJob(model, {{6}, {}, 3}, num_steps, interval, mode, seed);
 }
 
 TinyJob MakeTinyCnnJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
@@ -111,8 +125,28 @@ TinyJob MakeTinyCnnJob(std::uint64_t num_steps, std::uint64_t interval, kernels:
   auto model = graph::ModelPreset("cnn-tiny");
   EXPECT_TRUE(model.ok()) << model.status().ToString();
   const auto& cnn = std::get<graph::CnnSpec>(model->arch);
-  return MakeJob(*model, {cnn.in_channels, cnn.height, cnn.width}, cnn.classes, num_steps, interval, mode,
-                 seed);
+  return MakeJob(*model, {{cnn.in_channels, cnn.height, cnn.width}, {}, cnn.classes}, num_steps, interval,
+                 mode, seed);
+}
+
+TinyJob MakeTinyGptJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                       std::uint64_t seed) {
+  graph::ModelSpec model;
+  model.arch = graph::GptSpec{16, 8, 1, 2, 16, 0.0f};
+  return MakeJob(model, {{8}, {8}, 16, true}, num_steps, interval, mode, seed);
+}
+
+TinyJob MakeTinyModelJob(TinyModel model, std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                         std::uint64_t seed, std::int64_t hidden) {
+  switch (model) {
+    case TinyModel::kCnn:
+      return MakeTinyCnnJob(num_steps, interval, mode, seed);
+    case TinyModel::kGpt:
+      return MakeTinyGptJob(num_steps, interval, mode, seed);
+    case TinyModel::kMlp:
+      break;
+  }
+  return MakeTinyJob(num_steps, interval, mode, seed, hidden);
 }
 
 bool History::LiedAt(std::uint64_t step, std::uint64_t node) const {

@@ -41,6 +41,15 @@ TinyJob MakeTinyJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mo
 // convolution nodes for the element level.
 TinyJob MakeTinyCnnJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
                        std::uint64_t seed = 42);
+// A one-block GPT (vocabulary 16, context 8, 2 heads, width 16, no
+// dropout) on 20 synthetic token sequences, each token's target another
+// token: layer-norm, attention and embedding nodes for the element level.
+TinyJob MakeTinyGptJob(std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                       std::uint64_t seed = 42);
+// One of the three by name (`hidden`: the MLP's).
+enum class TinyModel : std::uint8_t { kMlp, kCnn, kGpt };
+TinyJob MakeTinyModelJob(TinyModel model, std::uint64_t num_steps, std::uint64_t interval, kernels::Mode mode,
+                         std::uint64_t seed = 42, std::int64_t hidden = 8);
 
 enum class LieKind {
   kOutput,      // perturb every element of output 0 of (step, node) unevenly; later nodes consume it

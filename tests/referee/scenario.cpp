@@ -49,8 +49,8 @@ class ScenarioDriver::Impl {
         m_arbiter(m_graphs),
         m_chain((m_registry.Register(referee::kRefereeContractId, &m_referee), m_registry), &m_arbiter,
                 static_cast<std::uint32_t>(2 + config.challengers.size()), kFunds),
-        m_tiny(config.cnn ? MakeTinyCnnJob(config.steps, config.interval, config.mode)
-                          : MakeTinyJob(config.steps, config.interval, config.mode, 42, config.hidden)) {}
+        m_tiny(
+            MakeTinyModelJob(config.model, config.steps, config.interval, config.mode, 42, config.hidden)) {}
 
   void Start();
   bool Step();

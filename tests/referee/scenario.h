@@ -57,7 +57,7 @@ struct ScenarioConfig {
   std::uint64_t clock_budget = 6;
   std::uint64_t max_blocks = 400;
   std::int64_t hidden = 8;  // the tiny MLP's hidden width (MakeTinyJob)
-  bool cnn = false;         // the tiny CNN (MakeTinyCnnJob) instead of the MLP
+  TinyModel model = TinyModel::kMlp;  // which tiny job (history.h MakeTinyModelJob)
   bool element_level_enabled = true;  // referee::RefereeParams::element_level
 };
 

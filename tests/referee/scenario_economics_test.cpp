@@ -472,13 +472,15 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     const protocol::JobSpec big = PresetSpec(p, kernels::Mode::kRepops);
     const referee::BondTerms t = Terms(big, params);
     EXPECT_GT(t.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_TRUE(t.required_by_element_move) << "every node is covered: the example is what is too large";
     const vm::Receipt r = post(big, t.minimum);
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.reason, "bounty-job-too-large");
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
     std::cout << "[ posting ] " << p.model << " B=" << p.batch << ": worst arbitration "
-              << t.required_tx_bytes << " bytes (node " << t.required_node << ", "
-              << NodeName(big, t.required_node) << "), refused; PostBounty used " << r.gas_used << " gas\n";
+              << t.required_tx_bytes
+              << " bytes (an element move that opens an example), refused; PostBounty used " << r.gas_used
+              << " gas\n";
   }
   // Jobs whose big nodes the element level covers: their whole-node
   // transactions exceed the chain's limit (and stay priced), yet a repops job
