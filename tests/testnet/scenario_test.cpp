@@ -60,11 +60,25 @@ testing::AssertionResult UpWithDaemons(ScopedTestnet& t) {
   return testing::AssertionSuccess();
 }
 
-// The testnet up with both daemons (UpWithDaemons), and its first job loaded with its dataset.
-Result<worker::LoadedJob> UpWithJob(ScopedTestnet& t) {
+// What a test drives the testnet with: its first job loaded with its
+// dataset, an RPC client of validator v0, and the client's key (SessionOn).
+struct Session {
+  worker::LoadedJob job;
+  node::ChainClient rpc;
+  crypto::SecretKey client;
+};
+
+Result<Session> SessionOn(ScopedTestnet& t) {
+  VT_ASSIGN_OR_RETURN(worker::LoadedJob job, worker::LoadJobWithDataset(t.net().spec().jobs.front()));
+  VT_ASSIGN_OR_RETURN(crypto::SecretKey client, t.net().Key("client"));
+  return Session{std::move(job), t.Client("v0"), std::move(client)};
+}
+
+// The testnet up with both daemons (UpWithDaemons), and a Session on it.
+Result<Session> UpWithSession(ScopedTestnet& t) {
   if (testing::AssertionResult up = UpWithDaemons(t); !up)
     return Status::Invalid("testnet-down", up.message());
-  return worker::LoadJobWithDataset(t.net().spec().jobs.front());
+  return SessionOn(t);
 }
 
 // The solver daemon restarted as a cheater.
@@ -228,23 +242,21 @@ using KeepCheat = std::function<bool(const worker::LoadedJob&, const NamedOutput
 // and the solver slashed (ExpectSlashedAtItsValue); a log line each (`tag`).
 void ExpectNamedCheatsSettled(ScopedTestnet& t, const char* tag, std::span<const NamedOutput> targets,
                               std::chrono::seconds timeout, const KeepCheat& keep) {
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
+  auto session = UpWithSession(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
   auto solver = t.net().Key("solver");
-  ASSERT_TRUE(client.ok() && solver.ok());
+  ASSERT_TRUE(solver.ok());
   std::mt19937_64 rng(TestSeed());
   for (std::uint64_t bounty = 0; bounty < targets.size(); ++bounty) {
     const NamedOutput& target = targets[bounty];
-    auto drawn = DrawCheat(*loaded, target.first, target.second, rng,
+    auto drawn = DrawCheat(session->job, target.first, target.second, rng,
                            [&](const verify::StepGraph& graph, const OneValueCheat& v) {
-                             return keep(*loaded, target, graph, v);
+                             return keep(session->job, target, graph, v);
                            });
     ASSERT_TRUE(drawn.ok()) << drawn.status().ToString();
     SCOPED_TRACE(drawn->Adversary());
-    const CaughtGame g =
-        ExpectSlashedAtItsValue(t, c, *client, solver->address(), *loaded, bounty, *drawn, timeout);
+    const CaughtGame g = ExpectSlashedAtItsValue(t, session->rpc, session->client, solver->address(),
+                                                 session->job, bounty, *drawn, timeout);
     Report(tag, target.first, *drawn, g);
   }
 }
@@ -252,23 +264,21 @@ void ExpectNamedCheatsSettled(ScopedTestnet& t, const char* tag, std::span<const
 TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestarts) {
   ScopedTestnet t("scenario",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 4));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
+  auto session = UpWithSession(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
   auto solver = t.net().Key("solver");
-  ASSERT_TRUE(client.ok() && solver.ok());
+  ASSERT_TRUE(solver.ok());
   auto post = [&] {
-    auto id = node::PostBounty(c, *client, *loaded, kTerms);
+    auto id = node::PostBounty(session->rpc, session->client, session->job, kTerms);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
   };
 
   // 1. Honest: finalized, the solver earns the reward.
-  const vm::Amount solver_before = c.Account(solver->address())->balance;
+  const vm::Amount solver_before = session->rpc.Account(solver->address())->balance;
   post();
-  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 0).value_or("") == "finalized"; }, 60s))
-      << "honest bounty: " << BountyState(c, 0).value_or("?");
-  const vm::Amount solver_after = c.Account(solver->address())->balance;
+  EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 0).value_or("") == "finalized"; }, 60s))
+      << "honest bounty: " << BountyState(session->rpc, 0).value_or("?");
+  const vm::Amount solver_after = session->rpc.Account(solver->address())->balance;
   EXPECT_GT(solver_after, solver_before + 900'000) << "reward paid (minus fees)";
 
   // 2. Cheating: wrong output of node 1 at step 5.
@@ -276,7 +286,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   post();
   ASSERT_TRUE(WaitFor(
       [&] {
-        auto b = c.Call("get_bounty", Json::array({1}));
+        auto b = session->rpc.Call("get_bounty", Json::array({1}));
         return b.ok() && !(*b)["games"].empty();
       },
       60s))
@@ -287,9 +297,9 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   std::this_thread::sleep_for(1500ms);
   ASSERT_TRUE(t.net().Start("solver").ok());
   ASSERT_TRUE(t.net().Start("v2").ok());
-  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("") == "failed"; }, 90s))
-      << "cheating bounty: " << BountyState(c, 1).value_or("?");
-  auto game = c.Call("get_dispute", Json::array({0}));
+  EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 1).value_or("") == "failed"; }, 90s))
+      << "cheating bounty: " << BountyState(session->rpc, 1).value_or("?");
+  auto game = session->rpc.Call("get_dispute", Json::array({0}));
   ASSERT_TRUE(game.ok());
   EXPECT_EQ((*game)["result"], "challenger-won");
   // Node 1 (relu) has the pointwise rule: the honest challenger daemon
@@ -297,7 +307,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_EQ((*game)["reason"], "element-reexecuted") << "decided by re-executing one value, not by a timeout";
   EXPECT_EQ((*game)["step"], 5u);
   EXPECT_EQ((*game)["node_index"], 1u);
-  auto disputed = c.Call("get_events", Json::array({1, 1000, "element-disputed"}));
+  auto disputed = session->rpc.Call("get_events", Json::array({1, 1000, "element-disputed"}));
   ASSERT_TRUE(disputed.ok()) << disputed.status().ToString();
   ASSERT_EQ((*disputed)["events"].size(), 1u) << disputed->dump();
   const Json& value = (*disputed)["events"][0]["decoded"];
@@ -305,7 +315,7 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_EQ(value["slot"], 0u);
   EXPECT_EQ(value["value"], 0) << "every value is off by one: the walk ends at the first";
   // Every move of the game fits a 64 KiB transaction, the element level's included.
-  auto moves = c.Call("get_game_moves", Json::array({0}));
+  auto moves = session->rpc.Call("get_game_moves", Json::array({0}));
   ASSERT_TRUE(moves.ok()) << moves.status().ToString();
   std::set<std::string> methods;
   for (const Json& m : (*moves)["moves"]) {
@@ -317,14 +327,14 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   EXPECT_FALSE(methods.count("arbitrate")) << "the node's inputs never travel whole";
   // The restarted validator is on the same chain.
   auto c2 = t.Client("v2");
-  const std::uint64_t h = *HeightOf(c);
+  const std::uint64_t h = *HeightOf(session->rpc);
   ASSERT_TRUE(c2.WaitHeight(h, 30s).ok());
-  EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(c, h - 1));
+  EXPECT_EQ(BlockHashAt(c2, h - 1), BlockHashAt(session->rpc, h - 1));
 
   // 3. Cheating in a dot-rule output: the last linear layer's backward (dx,
   // read from no batch), so both daemons post the disputed value's partial
   // sums; they agree, and the epilogue decides.
-  auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, 6);
+  auto graph = verify::KernelsGraphSource().Build(session->job.job.spec, 6);
   ASSERT_TRUE(graph.ok()) << graph.status().ToString();
   std::optional<std::uint64_t> dot_node;
   for (std::uint64_t i = 0; i < graph->nodes.size(); ++i) {
@@ -337,18 +347,18 @@ TEST(TestnetScenario, HonestPaidThenCheaterCaughtAcrossDaemonAndValidatorRestart
   ASSERT_TRUE(dot_node.has_value());
   ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=6,node=" + std::to_string(*dot_node)));
   post();
-  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 2).value_or("") == "failed"; }, 90s))
-      << "cheating bounty: " << BountyState(c, 2).value_or("?");
-  auto games = c.BountyGames(2);
+  EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 2).value_or("") == "failed"; }, 90s))
+      << "cheating bounty: " << BountyState(session->rpc, 2).value_or("?");
+  auto games = session->rpc.BountyGames(2);
   ASSERT_TRUE(games.ok() && games->size() == 1u);
   const std::uint64_t dot_game = games->front();
-  game = c.Call("get_dispute", Json::array({dot_game}));
+  game = session->rpc.Call("get_dispute", Json::array({dot_game}));
   ASSERT_TRUE(game.ok());
   EXPECT_EQ((*game)["result"], "challenger-won");
   EXPECT_EQ((*game)["reason"], "element-epilogue");
   EXPECT_EQ((*game)["step"], 6u);
   EXPECT_EQ((*game)["node_index"], *dot_node);
-  moves = c.Call("get_game_moves", Json::array({dot_game}));
+  moves = session->rpc.Call("get_game_moves", Json::array({dot_game}));
   ASSERT_TRUE(moves.ok()) << moves.status().ToString();
   std::size_t partials = 0;
   for (const Json& m : (*moves)["moves"]) {
@@ -376,12 +386,9 @@ TEST(TestnetScenario, TheChallengerReplaysWhileTheSolverTrains) {
   ScopedTestnet t("ahead",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
   ASSERT_TRUE(UpWithAWithholdingSolver(t));
-  auto loaded = worker::LoadJobWithDataset(t.net().spec().jobs.front());
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  ASSERT_TRUE(client.ok());
-  auto id = node::PostBounty(c, *client, *loaded, kTerms);
+  auto session = SessionOn(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto id = node::PostBounty(session->rpc, session->client, session->job, kTerms);
   ASSERT_TRUE(id.ok()) << id.status().ToString();
   const auto challenger_log = [&] {
     std::ifstream in(t.net().LogPath("challenger"));
@@ -393,8 +400,8 @@ TEST(TestnetScenario, TheChallengerReplaysWhileTheSolverTrains) {
       },
       60s))
       << challenger_log();
-  EXPECT_EQ(BountyState(c, 0).value_or("?"), "claimed") << "the withheld commit reached a block";
-  auto games = c.BountyGames(0);
+  EXPECT_EQ(BountyState(session->rpc, 0).value_or("?"), "claimed") << "the withheld commit reached a block";
+  auto games = session->rpc.BountyGames(0);
   ASSERT_TRUE(games.ok());
   EXPECT_TRUE(games->empty()) << "a game over a bounty with no commitment";
 }
@@ -402,25 +409,22 @@ TEST(TestnetScenario, TheChallengerReplaysWhileTheSolverTrains) {
 TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
   ScopedTestnet t("values",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  ASSERT_TRUE(client.ok());
+  auto session = UpWithSession(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
   std::mt19937_64 rng(TestSeed());
-  const std::uint64_t steps = loaded->job.spec.num_steps;
+  const std::uint64_t steps = session->job.job.spec.num_steps;
   std::size_t caught = 0, element_level = 0;
   for (std::uint64_t bounty = 0; bounty < 3; ++bounty) {
     const std::uint64_t step = 1 + rng() % (steps - 2);
-    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    auto graph = verify::KernelsGraphSource().Build(session->job.job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
     const std::uint64_t node = rng() % graph->nodes.size();
     const std::uint64_t slot = rng() % graph->nodes[node].output_shapes.size();
     const OneValueCheat cheat = RandomValueOf(*graph, step, node, slot, rng);
     SCOPED_TRACE(cheat.Adversary());
     ASSERT_TRUE(RestartSolverCheating(t, cheat.Adversary()));
-    const std::string state = PostAndSettle(c, *client, *loaded, kTerms, bounty, 90s);
-    auto games = c.BountyGames(bounty);
+    const std::string state = PostAndSettle(session->rpc, session->client, session->job, kTerms, bounty, 90s);
+    auto games = session->rpc.BountyGames(bounty);
     ASSERT_TRUE(games.ok());
     if (state == "finalized") {
       EXPECT_TRUE(games->empty()) << "a game over a bounty that finalized";
@@ -428,7 +432,7 @@ TEST(TestnetScenario, RandomOneValueCheatsAreCaughtAtTheirValue) {
     }
     ASSERT_EQ(state, "failed");
     ASSERT_EQ(games->size(), 1u);
-    const CaughtGame g = ExpectCaughtAt(c, games->front(), cheat);
+    const CaughtGame g = ExpectCaughtAt(session->rpc, games->front(), cheat);
     if (g.reason.rfind("element-", 0) == 0) ++element_level;
     ++caught;
   }
@@ -448,23 +452,21 @@ TEST(TestnetScenario, AWrongNextStateHeaderIsSettledByTheAssembleWalk) {
   for (const char* file : {"synthetic-mlp.json", "synthetic-mlp-rounded.json"}) {
     SCOPED_TRACE(file);
     ScopedTestnet t("header", DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs" / file, 3));
-    auto loaded = UpWithJob(t);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-    auto c = t.Client("v0");
-    auto client = t.net().Key("client");
-    ASSERT_TRUE(client.ok());
-    const std::uint64_t step = 1 + TestSeed() % (loaded->job.spec.num_steps - 2);
-    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    auto session = UpWithSession(t);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    const std::uint64_t step = 1 + TestSeed() % (session->job.job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(session->job.job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
     // Where it must be caught: the assemble node, its last leaf (the header).
     const OneValueCheat where{step, graph->nodes.size(), 0, graph->num_state_tensors};
     const std::string cheat = "wrong-header:step=" + std::to_string(step);
     SCOPED_TRACE(cheat);
     ASSERT_TRUE(RestartSolverCheating(t, cheat));
-    ASSERT_EQ(PostAndSettle(c, *client, *loaded, kTerms, 0, 90s), "failed") << "the cheat was not caught";
-    auto games = c.BountyGames(0);
+    ASSERT_EQ(PostAndSettle(session->rpc, session->client, session->job, kTerms, 0, 90s), "failed")
+        << "the cheat was not caught";
+    auto games = session->rpc.BountyGames(0);
     ASSERT_TRUE(games.ok() && games->size() == 1u) << "one game over the bounty";
-    const CaughtGame g = ExpectCaughtAt(c, games->front(), where);
+    const CaughtGame g = ExpectCaughtAt(session->rpc, games->front(), where);
     EXPECT_EQ(g.reason, "element-state-leaf");
     EXPECT_FALSE(g.arbitrated_whole) << "the assemble node was arbitrated whole";
     std::printf(
@@ -484,17 +486,14 @@ TEST(TestnetScenario, AWrongNextStateHeaderIsSettledByTheAssembleWalk) {
 TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
   ScopedTestnet t("batch",
                   DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/tiny-gpt.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  ASSERT_TRUE(client.ok());
+  auto session = UpWithSession(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
   std::mt19937_64 rng(TestSeed());
   const kernels::OpKind kTargets[] = {kernels::OpKind::kEmbedding, kernels::OpKind::kCrossEntropyBackward,
                                       kernels::OpKind::kEmbeddingBackward};
   for (std::uint64_t bounty = 0; bounty < std::size(kTargets); ++bounty) {
-    const std::uint64_t step = 1 + rng() % (loaded->job.spec.num_steps - 2);
-    auto graph = verify::KernelsGraphSource().Build(loaded->job.spec, step);
+    const std::uint64_t step = 1 + rng() % (session->job.job.spec.num_steps - 2);
+    auto graph = verify::KernelsGraphSource().Build(session->job.job.spec, step);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
     std::uint64_t node = 0;
     while (node < graph->nodes.size() &&
@@ -504,7 +503,8 @@ TEST(TestnetScenario, GptCheatsThatReadTheBatchAreSettledFromOneExample) {
     const OneValueCheat cheat = RandomValueOf(*graph, step, node, 0, rng);
     SCOPED_TRACE(cheat.Adversary());
     const node::BountyTerms terms{1'000'000, 8'000'000, 8'000'000, 300, 12, 40};
-    const CaughtGame g = ExpectSettledAtItsValue(t, c, *client, *loaded, terms, bounty, cheat, 120s);
+    const CaughtGame g =
+        ExpectSettledAtItsValue(t, session->rpc, session->client, session->job, terms, bounty, cheat, 120s);
     std::printf(
         "[ batch ] %s: caught at step %llu node %llu value %llu by %s; largest game transaction %llu B\n",
         std::string(kernels::OpKindName(kTargets[bounty])).c_str(), static_cast<unsigned long long>(step),
@@ -603,21 +603,18 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ScopedTestnet t(
       "rounded",
       DaemonSpec(std::filesystem::path(VT_SOURCE_DIR) / "testnet/jobs/synthetic-mlp-rounded.json", 3));
-  auto loaded = UpWithJob(t);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().ToString();
-  ASSERT_EQ(loaded->job.mode(), kernels::Mode::kRounded);
-  auto c = t.Client("v0");
-  auto client = t.net().Key("client");
-  ASSERT_TRUE(client.ok());
+  auto session = UpWithSession(t);
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  ASSERT_EQ(session->job.job.mode(), kernels::Mode::kRounded);
   auto post = [&] {
-    auto id = node::PostBounty(c, *client, *loaded, kTerms);
+    auto id = node::PostBounty(session->rpc, session->client, session->job, kTerms);
     ASSERT_TRUE(id.ok()) << id.status().ToString();
   };
 
   post();
-  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 0).value_or("") == "finalized"; }, 90s))
-      << "honest rounded bounty: " << BountyState(c, 0).value_or("?");
-  auto b0 = c.Call("get_bounty", Json::array({0}));
+  EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 0).value_or("") == "finalized"; }, 90s))
+      << "honest rounded bounty: " << BountyState(session->rpc, 0).value_or("?");
+  auto b0 = session->rpc.Call("get_bounty", Json::array({0}));
   ASSERT_TRUE(b0.ok());
   EXPECT_TRUE((*b0)["games"].empty()) << "the challenger, following the logs, agreed";
   ASSERT_TRUE((*b0)["commitment"].contains("log_bundle"));
@@ -631,9 +628,9 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
 
   ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=5,node=1"));
   post();
-  EXPECT_TRUE(WaitFor([&] { return BountyState(c, 1).value_or("") == "failed"; }, 120s))
-      << "cheating rounded bounty: " << BountyState(c, 1).value_or("?");
-  auto game = c.Call("get_dispute", Json::array({0}));
+  EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 1).value_or("") == "failed"; }, 120s))
+      << "cheating rounded bounty: " << BountyState(session->rpc, 1).value_or("?");
+  auto game = session->rpc.Call("get_dispute", Json::array({0}));
   ASSERT_TRUE(game.ok());
   EXPECT_EQ((*game)["result"], "challenger-won");
   EXPECT_EQ((*game)["reason"], "arbitration");
