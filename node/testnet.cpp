@@ -5,10 +5,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <algorithm>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -321,6 +322,21 @@ bool Testnet::Running(const std::string& name) const {
   return p != nullptr && PidAlive(p->pid);
 }
 
+namespace {
+
+// Spawning is closed once this process is being stopped (CloseSpawning):
+// a spawn and the save of its pid happen under the lock, so whoever closes
+// it and then reads the testnet's state sees every process started.
+std::mutex g_spawn_mu;
+bool g_spawning_closed = false;
+
+}  // namespace
+
+void Testnet::CloseSpawning() {
+  std::lock_guard<std::mutex> lock(g_spawn_mu);
+  g_spawning_closed = true;
+}
+
 Status Testnet::Start(const std::string& name, std::chrono::milliseconds timeout) {
   ProcessInfo* p = nullptr;
   for (ProcessInfo& q : m_procs)
@@ -330,10 +346,18 @@ Status Testnet::Start(const std::string& name, std::chrono::milliseconds timeout
   std::filesystem::create_directories(DataDir(name));
   const std::vector<std::string> cmd = CommandFor(*p);
   const std::string log = LogPath(name).string() + ".out";
+  std::unique_lock<std::mutex> spawning(g_spawn_mu);
+  if (g_spawning_closed)
+    return Status::Invalid("testnet-stopping", "this process is stopping: " + name + " not started");
   const pid_t pid = ::fork();
   if (pid < 0) return Status::Error("spawn-failed", "fork");
   if (pid == 0) {
     ::setsid();  // its own session: survives the CLI that started it
+    // A daemon takes its stop signals whatever the starter blocked (a tool
+    // under a StopSignalGuard blocks them in every thread; exec keeps the mask).
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
@@ -350,6 +374,7 @@ Status Testnet::Start(const std::string& name, std::chrono::milliseconds timeout
   }
   p->pid = pid;
   VT_TRY(Save());
+  spawning.unlock();
   if (p->rpc_port == 0) return Status::Ok();
   net::RpcClient rpc("127.0.0.1", p->rpc_port, std::chrono::milliseconds(1000));
   const auto deadline = std::chrono::steady_clock::now() + timeout;

@@ -113,6 +113,10 @@ class Testnet {
   // A key of the testnet, decrypted with the testnet passphrase.
   Result<crypto::SecretKey> Key(const std::string& name) const;
 
+  // From now on no Testnet in this process starts a process
+  // ("testnet-stopping"): what a StopSignalGuard calls before it stops the
+  // testnets it watches, so none gains a process behind its back.
+  static void CloseSpawning();
   // Starts every process that is not running; waits until each node answers RPC.
   Status Up(std::chrono::milliseconds timeout = std::chrono::seconds(30));
   Status Start(const std::string& name, std::chrono::milliseconds timeout = std::chrono::seconds(30));

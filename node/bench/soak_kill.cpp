@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "node/client.h"
+#include "node/stop_signal_guard.h"
 #include "node/testnet.h"
 
 namespace {
@@ -167,7 +168,8 @@ class Soak {
   std::map<std::uint64_t, std::string> m_committed;  // height -> hash, as seen before kills
 };
 
-int Run(std::uint32_t trials, std::uint32_t validators, std::uint64_t interval_ms, std::uint64_t seed, bool keep) {
+int Run(node::StopSignalGuard& guard, std::uint32_t trials, std::uint32_t validators,
+        std::uint64_t interval_ms, std::uint64_t seed, bool keep) {
   const fs::path dir = fs::temp_directory_path() / ("vt-soak-kill-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   node::TestnetSpec spec;
@@ -179,6 +181,7 @@ int Run(std::uint32_t trials, std::uint32_t validators, std::uint64_t interval_m
     std::cerr << "vt-soak-kill: " << t.status().ToString() << "\n";
     return 1;
   }
+  guard.Watch(dir);
   node::Testnet& net = *t;
   struct Cleanup {
     node::Testnet& net;
@@ -290,6 +293,7 @@ int Run(std::uint32_t trials, std::uint32_t validators, std::uint64_t interval_m
 }  // namespace
 
 int main(int argc, char** argv) {
+  node::StopSignalGuard guard;  // first: interrupted, the soak takes its testnet down
   CLI::App app{"vt-soak-kill: kill -9 random validators of a loopback testnet; no committed block lost, one chain"};
   std::uint32_t trials = 50, validators = 4;
   std::uint64_t interval = 200;
@@ -305,5 +309,5 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
-  return Run(trials, validators, interval, seed, keep);
+  return Run(guard, trials, validators, interval, seed, keep);
 }

@@ -27,6 +27,7 @@
 #include "contract_vm/vm.h"
 #include "node/bounty_flow.h"
 #include "node/client.h"
+#include "node/stop_signal_guard.h"
 #include "node/testnet.h"
 #include "worker/job.h"
 #include "worker/trainer.h"
@@ -152,13 +153,14 @@ Phase RunPhase(std::string label, const node::Testnet& t, const std::vector<std:
 // Table 1: the BFT testnet with all 4 validators live, then with v3 silent
 // (SIGSTOP: its sockets stay open and say nothing, like a hung process or a
 // cut link), against the VM alone.
-int Throughput(std::uint64_t txs, std::uint64_t interval, double idle_s) {
+int Throughput(node::StopSignalGuard& guard, std::uint64_t txs, std::uint64_t interval, double idle_s) {
   const fs::path dir = FreshDir("tps");
   node::TestnetSpec spec;
   spec.validators = 4;
   spec.block_interval_ms = interval;
   spec.proposer_timeout_ms = 3 * interval;
   auto t = node::Testnet::Create(dir, spec, SelfBinDir());
+  if (t.ok()) guard.Watch(dir);
   if (!t.ok() || !t->Up().ok()) {
     std::cerr << "vt-bench-testnet: could not start the testnet\n";
     return 1;
@@ -217,7 +219,8 @@ Result<double> NativeTrainSeconds(const worker::LoadedJob& job) {
   return seconds;
 }
 
-int EndToEnd(const std::vector<std::string>& job_names, const std::string& adversary) {
+int EndToEnd(node::StopSignalGuard& guard, const std::vector<std::string>& job_names,
+             const std::string& adversary) {
   std::vector<fs::path> jobs;
   std::vector<worker::LoadedJob> loaded;
   for (const std::string& name : job_names) {
@@ -237,6 +240,7 @@ int EndToEnd(const std::vector<std::string>& job_names, const std::string& adver
   spec.solver = spec.challenger = true;
   spec.jobs = jobs;
   auto t = node::Testnet::Create(dir, spec, SelfBinDir());
+  if (t.ok()) guard.Watch(dir);
   if (!t.ok() || !t->Up().ok()) {
     std::cerr << "vt-bench-testnet: could not start the testnet\n";
     return 1;
@@ -305,6 +309,7 @@ int EndToEnd(const std::vector<std::string>& job_names, const std::string& adver
 }  // namespace
 
 int main(int argc, char** argv) {
+  node::StopSignalGuard guard;  // first: interrupted, the tool takes its testnets down
   CLI::App app{"vt-bench-testnet: throughput and end-to-end times of a local testnet"};
   std::uint64_t txs = 2000, interval = 100;
   std::string job = "fashion-mlp";
@@ -328,8 +333,8 @@ int main(int argc, char** argv) {
     job = "synthetic-mlp";
   }
   if (job == "fashion-mlp" && !fs::exists("/usr/share/datasets/fashion-mnist")) job = "synthetic-mlp";
-  const int rc = Throughput(txs, interval, idle_s);
+  const int rc = Throughput(guard, txs, interval, idle_s);
   if (throughput_only) return rc;
   const std::string adversary = job == "fashion-mlp" ? "wrong-output:step=9,node=2" : "wrong-output:step=5,node=1";
-  return EndToEnd({job + ".json", job + "-rounded.json"}, adversary) | rc;
+  return EndToEnd(guard, {job + ".json", job + "-rounded.json"}, adversary) | rc;
 }

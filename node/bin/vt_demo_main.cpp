@@ -18,6 +18,7 @@
 #include "common/encoding.h"
 #include "node/bounty_flow.h"
 #include "node/client.h"
+#include "node/stop_signal_guard.h"
 #include "node/testnet.h"
 #include "worker/job.h"
 
@@ -47,6 +48,7 @@ fs::path SelfBinDir() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  node::StopSignalGuard guard;  // first: interrupted (Ctrl-C), the demo takes its testnet down
   CLI::App app{"vt-demo: the veritrain end-to-end demo on a local testnet"};
   std::string dir, job_name = "fashion-mlp.json", adversary = "wrong-output:step=9,node=2";
   bool keep = false;
@@ -86,6 +88,7 @@ int main(int argc, char** argv) {
     std::cerr << "vt-demo: " << t.status().ToString() << "\n";
     return 1;
   }
+  guard.Watch(tdir);
   auto fail = [&](const Status& s) {
     std::cerr << "vt-demo: " << s.ToString() << " (logs in " << (tdir / "logs").string() << ")\n";
     (void)t->Down();

@@ -3,8 +3,14 @@
 // continues with a validator killed (kill -9) and the restarted one catches
 // up; a late joiner syncs; a peer sending garbage is cut off while the chain
 // goes on; SIGTERM shuts every process down cleanly; a manifest's kill,
-// restart and disconnect perturbations run on schedule.
+// restart and disconnect perturbations run on schedule; a tool interrupted
+// mid-run takes its testnet down.
 #include <utility>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <boost/asio.hpp>
 
@@ -184,6 +190,68 @@ TEST(Testnet, ManifestPerturbationsRunOnScheduleAndTheChainRecovers) {
   auto parsed = node::ParseManifest(m, ".");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().reason(), "manifest-bad");
+}
+
+// A tool that starts its own testnet (here the kill -9 soak, mid-run: it
+// kills and restarts validators all the time) and is told to stop with
+// SIGTERM or SIGINT takes the testnet down before it exits
+// (node/stop_signal_guard.h): no daemon it started is left running, and it
+// exits 128 + the signal. Its daemons run in their own sessions, so without
+// the guard they would outlive it.
+TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
+  for (int sig : {SIGTERM, SIGINT}) {
+    SCOPED_TRACE(sig);
+    const std::string out = (std::filesystem::temp_directory_path() /
+                             ("vt-soak-interrupted-" + std::to_string(::getpid()) + ".out"))
+                                .string();
+    const pid_t tool = ::fork();
+    ASSERT_GE(tool, 0);
+    if (tool == 0) {
+      const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
+      const std::string bin = std::string(VT_BIN_DIR) + "/vt-soak-kill";
+      ::execl(bin.c_str(), bin.c_str(), "--trials", "100000", "--validators", "3", "--interval-ms", "100",
+              static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("vt-soak-kill-" + std::to_string(tool));
+    // Up, and past the first kills and restarts.
+    const bool running = WaitFor(
+        [&] {
+          auto t = node::Testnet::Load(dir);
+          if (!t.ok()) return false;
+          for (const auto& p : t->processes())
+            if (!t->Running(p.name)) return false;
+          return true;
+        },
+        60s);
+    if (running) std::this_thread::sleep_for(2s);
+    ASSERT_EQ(::kill(tool, sig), 0);
+    int status = 0;
+    const bool exited = WaitFor([&] { return ::waitpid(tool, &status, WNOHANG) == tool; }, 60s);
+    if (!exited) {
+      ::kill(tool, SIGKILL);
+      ::waitpid(tool, &status, 0);
+    }
+    auto t = node::Testnet::Load(dir);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    std::vector<std::string> left;
+    for (const auto& p : t->processes())
+      if (t->Running(p.name)) left.push_back(p.name);
+    (void)t->Down();  // whatever the outcome, nothing stays up
+    EXPECT_TRUE(running) << "the soak's testnet never came up";
+    EXPECT_TRUE(exited) << "the tool did not exit on signal " << sig;
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig) << "status " << status;
+    EXPECT_TRUE(left.empty()) << left.size() << " daemons left running, the first "
+                              << (left.empty() ? std::string() : left.front());
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::remove(out, ec);
+  }
 }
 
 }  // namespace
