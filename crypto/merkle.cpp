@@ -1,5 +1,6 @@
 #include "crypto/merkle.h"
 
+#include <algorithm>
 #include <bit>
 #include <cassert>
 #include <cstring>
@@ -154,16 +155,55 @@ void Reduce(std::span<const Hash256> below, std::vector<Hash256>& above) {
 
 MerkleTree::MerkleTree(std::vector<Hash256> leaf_hashes) : m_shape(leaf_hashes.size()) {
   assert(leaf_hashes.size() <= kMaxMerkleLeaves);
-  const unsigned height = m_shape.height();
-  m_levels.reserve(height + 1);
-  m_levels.push_back(std::move(leaf_hashes));
-  for (unsigned level = 1; level <= height; ++level) {
-    std::vector<Hash256> above;
-    Reduce(m_levels.back(), above);
-    m_levels.push_back(std::move(above));
-  }
+  m_levels.resize(m_shape.height() + 1);
+  m_levels[0] = std::move(leaf_hashes);
+  BuildAbove(0);
+}
+
+MerkleTree::MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
+                       unsigned kept_from)
+    : m_shape(leaf_count), m_leaf(std::move(leaf)) {
+  assert(leaf_count <= kMaxMerkleLeaves);
+  m_kept_from = std::min(kept_from, m_shape.height());
+  m_levels.resize(m_shape.height() + 1);
+  std::vector<Hash256>& kept = m_levels[m_kept_from];
+  kept.reserve(m_shape.NodesAt(m_kept_from));
+  for (std::uint64_t j = 0; j < m_shape.NodesAt(m_kept_from); ++j)
+    kept.push_back(Recompute({m_kept_from, j}));
+  BuildAbove(m_kept_from);
+}
+
+MerkleTree MerkleTree::FromLeafSource(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
+                                      unsigned kept_from) {
+  return MerkleTree(leaf_count, std::move(leaf), kept_from);
+}
+
+void MerkleTree::BuildAbove(unsigned level) {
+  for (unsigned up = level + 1; up < m_levels.size(); ++up) Reduce(m_levels[up - 1], m_levels[up]);
   if (!m_levels.back().empty()) m_top = m_levels.back().front();  // else all zeros
   m_root = MerkleRootFromTop(m_shape.leaf_count(), m_top);
+}
+
+Hash256 MerkleTree::Recompute(MerkleNodeId node) const {
+  // The node's leaves start at a multiple of 2^level, so pairing them level
+  // by level pairs them as the whole tree does; only a range ending at the
+  // last leaf is short, and its odd last nodes are the ones the whole tree
+  // promotes too.
+  const auto [first, last] = m_shape.LeafRange(node);
+  std::vector<Hash256> level, above;
+  level.reserve(last - first);
+  for (std::uint64_t i = first; i < last; ++i) level.push_back(m_leaf(i));
+  for (unsigned l = 0; l < node.level; ++l) {
+    Reduce(level, above);
+    level.swap(above);
+  }
+  return level.front();
+}
+
+Hash256 MerkleTree::Node(MerkleNodeId node) const {
+  assert(m_shape.Contains(node));
+  if (node.level >= m_kept_from) return m_levels[node.level][node.index];
+  return Recompute(node);
 }
 
 MerkleTree MerkleTree::FromLeafBytes(std::span<const Bytes> leaves) {
@@ -181,15 +221,14 @@ MerkleProof MerkleTree::Prove(std::uint64_t leaf_index) const {
   for (unsigned level = 1; level <= m_shape.height(); ++level) {
     if (m_shape.Kind({level, leaf_index >> level}) != MerkleNodeKind::kPair) continue;
     const std::uint64_t below = leaf_index >> (level - 1);
-    proof.siblings.push_back(m_levels[level - 1][below ^ 1]);
+    proof.siblings.push_back(Node({level - 1, below ^ 1}));
   }
   return proof;
 }
 
 NodeReveal MerkleTree::Children(MerkleNodeId node) const {
   assert(m_shape.Contains(node) && m_shape.Kind(node) == MerkleNodeKind::kPair);
-  const auto& below = m_levels[node.level - 1];
-  return {below[2 * node.index], below[2 * node.index + 1]};
+  return {Node({node.level - 1, 2 * node.index}), Node({node.level - 1, 2 * node.index + 1})};
 }
 
 Hash256 MerkleRoot(std::span<const Hash256> leaf_hashes) {

@@ -20,6 +20,7 @@
 
 #include <compare>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -112,14 +113,22 @@ class MerkleTree {
   }
   // Leaves are hashed with MerkleLeafHash.
   static MerkleTree FromLeafBytes(std::span<const Bytes> leaves);
+  // The same tree over leaf_count leaves whose hashes `leaf` gives, keeping
+  // only the levels from `kept_from` up (at most 64/2^kept_from bytes a
+  // leaf): a node below them is recomputed from its 2^level leaves when
+  // asked for (Node, Prove, Children). For trees too large to hold whole — a
+  // dispute's partial results over GPT-2's 1.2·10^8 gradient terms would take
+  // 8 GB. Precondition: leaf_count <= kMaxMerkleLeaves.
+  static MerkleTree FromLeafSource(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
+                                   unsigned kept_from);
 
   const MerkleShape& shape() const { return m_shape; }
   std::uint64_t leaf_count() const { return m_shape.leaf_count(); }
   const Hash256& top() const { return m_top; }
   const Hash256& root() const { return m_root; }
   // Precondition: shape().Contains(node).
-  const Hash256& Node(MerkleNodeId node) const { return m_levels[node.level][node.index]; }
-  const Hash256& Leaf(std::uint64_t index) const { return m_levels[0][index]; }
+  Hash256 Node(MerkleNodeId node) const;
+  Hash256 Leaf(std::uint64_t index) const { return Node({0, index}); }
 
   // Precondition: leaf_index < leaf_count().
   MerkleProof Prove(std::uint64_t leaf_index) const;
@@ -129,8 +138,15 @@ class MerkleTree {
  private:
   explicit MerkleTree(std::vector<Hash256> leaf_hashes);
 
+  MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf, unsigned kept_from);
+  void BuildAbove(unsigned level);  // m_levels[level] filled: every level above it, the top and root
+  // The hash of a node below the kept levels, from its leaves.
+  Hash256 Recompute(MerkleNodeId node) const;
+
   MerkleShape m_shape;
-  std::vector<std::vector<Hash256>> m_levels;
+  std::vector<std::vector<Hash256>> m_levels;  // below m_kept_from: empty
+  unsigned m_kept_from = 0;
+  std::function<Hash256(std::uint64_t)> m_leaf;  // FromLeafSource only
   Hash256 m_top;
   Hash256 m_root;
 };

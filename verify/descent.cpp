@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
-#include <string_view>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "common/encoding.h"
 #include "kernels/ops/registry.h"
@@ -65,10 +66,17 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
 Hash256 PartialLeafHash(float p) { return crypto::MerkleLeafHash(FloatBytes(p)); }
 
 crypto::MerkleTree PartialsTree(std::span<const float> partials) {
-  std::vector<Hash256> leaves;
-  leaves.reserve(partials.size());
-  for (float p : partials) leaves.push_back(PartialLeafHash(p));
-  return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
+  if (partials.size() <= kPartialsKeptWhole) {
+    std::vector<Hash256> leaves;
+    leaves.reserve(partials.size());
+    for (float p : partials) leaves.push_back(PartialLeafHash(p));
+    return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
+  }
+  // Its own copy of the values (4 bytes a leaf), hashed again on demand.
+  auto values = std::make_shared<const std::vector<float>>(partials.begin(), partials.end());
+  return crypto::MerkleTree::FromLeafSource(
+      partials.size(), [values](std::uint64_t i) { return PartialLeafHash((*values)[i]); },
+      kPartialsKeptFrom);
 }
 
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,

@@ -57,6 +57,12 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
 // Level 5b: a party's commitment to the K+1 partial results p_0 … p_K of a
 // dot product (fp32 bits, one leaf each: MerkleLeafHash of 4 LE bytes).
 Hash256 PartialLeafHash(float p);
+// The tree over them. Past kPartialsKeptWhole leaves only the levels from
+// kPartialsKeptFrom up are kept (crypto::MerkleTree::FromLeafSource): a
+// party answering over GPT-2's clip norm (1.2·10^8 leaves) holds ~1 GB, not
+// 8 GB; a proof or reveal below them rehashes at most 2^8 leaves.
+inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
+inline constexpr unsigned kPartialsKeptFrom = 8;
 crypto::MerkleTree PartialsTree(std::span<const float> partials);
 
 // Posting a partials root: its first leaf must be the rule's start (+0) and

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,64 @@ void BM_MerkleTreeBuild(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * leaves.size()));
 }
 
+// A dispute's partial-results tree (verify::PartialsTree): one leaf per fp32
+// value, hashed from its 4 bytes. Kept whole, or only from level 8 up with
+// the leaves rehashed on demand (MerkleTree::FromLeafSource) — what a party
+// holds for a value of GPT-2's clip norm (1.2·10^8 leaves).
+constexpr unsigned kKeptFrom = 8;
+
+std::shared_ptr<const std::vector<float>> PartialValues() {
+  auto v = std::make_shared<std::vector<float>>(MerkleLeaves());
+  for (std::size_t i = 0; i < v->size(); ++i) (*v)[i] = static_cast<float>(i) * 0.5f;
+  return v;
+}
+Hash256 ValueLeaf(float x) {
+  std::uint8_t b[4];
+  std::memcpy(b, &x, 4);
+  return crypto::MerkleLeafHash(ByteSpan(b, 4));
+}
+crypto::MerkleTree WholeValueTree(const std::vector<float>& values) {
+  std::vector<Hash256> leaves;
+  leaves.reserve(values.size());
+  for (float x : values) leaves.push_back(ValueLeaf(x));
+  return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
+}
+crypto::MerkleTree KeptValueTree(std::shared_ptr<const std::vector<float>> values) {
+  const std::size_t n = values->size();
+  return crypto::MerkleTree::FromLeafSource(
+      n, [values](std::uint64_t i) { return ValueLeaf((*values)[i]); }, kKeptFrom);
+}
+
+void BM_PartialsTreeWhole(benchmark::State& state) {
+  const auto values = PartialValues();
+  for (auto _ : state) benchmark::DoNotOptimize(WholeValueTree(*values).root());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * values->size()));
+}
+void BM_PartialsTreeKept(benchmark::State& state) {
+  const auto values = PartialValues();
+  for (auto _ : state) benchmark::DoNotOptimize(KeptValueTree(values).root());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations() * values->size()));
+}
+// One proof (a walk's final reveal) from each.
+template <bool kKept>
+void BM_PartialsProve(benchmark::State& state) {
+  const auto values = PartialValues();
+  const crypto::MerkleTree tree = kKept ? KeptValueTree(values) : WholeValueTree(*values);
+  std::uint64_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(tree.Prove(i));
+    i = (i + 7919) % values->size();
+  }
+}
+
+// Bytes of hashes a tree over n leaves keeps from `level` up.
+double KeptHashBytes(std::uint64_t n, unsigned level) {
+  const crypto::MerkleShape shape(n);
+  double bytes = 0;
+  for (unsigned l = level; l <= shape.height(); ++l) bytes += 32.0 * static_cast<double>(shape.NodesAt(l));
+  return bytes;
+}
+
 // ---- Schnorr -------------------------------------------------------------------
 
 const crypto::SecretKey& BenchKey() {
@@ -184,6 +243,10 @@ void Register() {
   benchmark::RegisterBenchmark("TaggedHash64NoMidstate", BM_TaggedHash64NoMidstate);
   benchmark::RegisterBenchmark("MerkleRoot", BM_MerkleRoot)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("MerkleTreeBuild", BM_MerkleTreeBuild)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("PartialsTreeWhole", BM_PartialsTreeWhole)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("PartialsTreeKept", BM_PartialsTreeKept)->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark("PartialsProveWhole", BM_PartialsProve<false>)->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("PartialsProveKept", BM_PartialsProve<true>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("SchnorrSign", BM_SchnorrSign)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("RawSecpSign", BM_RawSecpSign)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("SchnorrVerify", BM_SchnorrVerify)->Unit(benchmark::kMicrosecond);
@@ -220,6 +283,22 @@ void PrintSummary(const vt::bench::SecondsReporter& r) {
                 ("Merkle root, " + std::to_string(MerkleLeaves()) + " leaves").c_str(), ours * 1e3,
                 ours > 0 ? n / ours / 1e6 : 0.0, "full tree kept (MerkleTree)", base * 1e3,
                 base > 0 ? n / base / 1e6 : 0.0, ratio(ours, base));
+  }
+  {
+    const std::uint64_t n = MerkleLeaves();
+    const double ours = r.Seconds("PartialsTreeKept"), base = r.Seconds("PartialsTreeWhole");
+    const double kept_mb = (KeptHashBytes(n, kKeptFrom) + 4.0 * static_cast<double>(n)) / 1e6;
+    const double whole_mb = KeptHashBytes(n, 0) / 1e6;
+    std::printf("%-34s %12.1f ms %7.1f MB  %-34s %12.1f ms %7.1f MB %5.2f\n",
+                ("partials tree, kept from level " + std::to_string(kKeptFrom)).c_str(), ours * 1e3, kept_mb,
+                "every level kept", base * 1e3, whole_mb, ratio(ours, base));
+    const double prove = r.Seconds("PartialsProveKept"), prove_base = r.Seconds("PartialsProveWhole");
+    std::printf("%-34s %15.1f us   %-34s %15.1f us %8.2f\n", "  one proof from it", prove * 1e6,
+                "from the whole tree", prove_base * 1e6, ratio(prove, prove_base));
+    std::printf(
+        "  (MB: the hashes kept and, for the kept tree, its own 4-byte values; a party holds the values "
+        "besides either; %.1fx less)\n",
+        kept_mb > 0 ? whole_mb / kept_mb : 0.0);
   }
   {
     const double ours = r.Seconds("SchnorrSign");

@@ -291,6 +291,63 @@ TEST(MerkleTest, ChildrenAreTheHonestReveal) {
   }
 }
 
+// A tree that keeps only its upper levels (FromLeafSource) is the same tree:
+// for random counts (odd ones promote nodes at the right edge) and every
+// kept level, from 0 (every level kept) to above the top, each node, the
+// top, the root, every leaf's proof and every pair's reveal equal the whole
+// tree's, and a walk against a tree differing at one leaf ends there.
+TEST(MerkleTest, ATreeKeepingOnlyItsUpperLevelsIsTheSameTree) {
+  std::mt19937_64 rng(test::TestSeed() + 8);
+  std::size_t trees = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::size_t n = trial < 3 ? static_cast<std::size_t>(trial + 1) : 1 + rng() % 700;
+    const auto leaves = RandomLeaves(rng, n);
+    const MerkleTree whole = MerkleTree::FromLeafHashes(leaves);
+    for (unsigned kept : {0u, 1u, 3u, 5u, 8u, 12u}) {
+      SCOPED_TRACE(std::to_string(n) + " leaves, kept from " + std::to_string(kept));
+      std::uint64_t asked = 0;
+      const MerkleTree part = MerkleTree::FromLeafSource(
+          n,
+          [&](std::uint64_t i) {
+            ++asked;
+            return leaves[i];
+          },
+          kept);
+      EXPECT_EQ(asked, n) << "building hashes each leaf once";
+      ASSERT_EQ(part.root(), whole.root());
+      ASSERT_EQ(part.top(), whole.top());
+      const MerkleShape& shape = whole.shape();
+      for (unsigned level = 0; level <= shape.height(); ++level) {
+        for (std::uint64_t j = 0; j < shape.NodesAt(level); ++j) {
+          ASSERT_EQ(part.Node({level, j}), whole.Node({level, j})) << "level " << level << " node " << j;
+          if (shape.Kind({level, j}) == MerkleNodeKind::kPair) {
+            ASSERT_EQ(part.Children({level, j}), whole.Children({level, j}));
+          }
+        }
+      }
+      for (std::uint64_t i = 0; i < n; ++i) {
+        const MerkleProof proof = part.Prove(i);
+        ASSERT_EQ(proof, whole.Prove(i));
+        ASSERT_TRUE(VerifyMerkleProof(part.root(), leaves[i], proof).ok());
+      }
+      if (n < 2) continue;
+      std::vector<Hash256> other = leaves;
+      const std::uint64_t d = rng() % n;
+      other[d].bytes[0] ^= 1;
+      const MerkleTree theirs = MerkleTree::FromLeafHashes(other);
+      auto walk = MerkleWalk::Start(n, part.root(), theirs.root());
+      ASSERT_TRUE(walk.ok());
+      while (walk->phase() != MerkleWalk::Phase::kDone) {
+        ASSERT_TRUE(RespondHonestly(*walk, MerkleWalk::Party::kA, part).ok());
+        ASSERT_TRUE(RespondHonestly(*walk, MerkleWalk::Party::kB, theirs).ok());
+      }
+      EXPECT_EQ(walk->disputed_leaf(), d);
+      ++trees;
+    }
+  }
+  EXPECT_GT(trees, 200u);
+}
+
 TEST(MerkleTest, MillionLeavesRootMatchesTree) {
   // Correctness at scale (timing is the benchmark's business): the one-shot
   // root and the full tree agree for an odd count near 2^20.
