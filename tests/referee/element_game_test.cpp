@@ -286,8 +286,8 @@ struct TargetsPlayed {
 // leaving the rule — diverging at a step or made up — so that the referee
 // judges one step; told by the solver and by the challenger in turn. Each
 // is caught at its value, the honest party wins, and no transaction
-// exceeds 64 KiB or what posting required of the job.
-TargetsPlayed PlayValueLies(TinyModel m, std::span<const ValueTarget> targets) {
+// exceeds 64 KiB or what posting required of the job. Prints one line, `tag`'s.
+TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueTarget> targets) {
   TargetsPlayed out;
   const vm::Amount bond = 2 * MinimumBond(JobOf(m).job);
   out.required = BondTermsOf(JobOf(m).job).required_tx_bytes;
@@ -327,6 +327,9 @@ TargetsPlayed PlayValueLies(TinyModel m, std::span<const ValueTarget> targets) {
       ++out.games;
     }
   }
+  std::printf("[element-game] %s: %llu games over %zu outputs, largest tx %llu B (posting required %llu B)\n",
+              tag, static_cast<unsigned long long>(out.games), targets.size(),
+              static_cast<unsigned long long>(out.max_tx), static_cast<unsigned long long>(out.required));
   return out;
 }
 
@@ -348,13 +351,7 @@ TEST(ElementGame, CnnBatchNormConvolutionAndPoolLiesAreCaughtAtTheirValue) {
                                  {"avg_pool2d_backward.dx", OpKind::kAvgPool2dBackward, 0, false, 1},
                                  {"max_pool2d.y", OpKind::kMaxPool2d, 0, true, 1},
                                  {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1}};
-  const TargetsPlayed played = PlayValueLies(TinyModel::kCnn, targets);
-  EXPECT_EQ(played.games, 19u);
-  std::printf(
-      "[element-game] cnn: %llu games over batch-norm, conv2d_backward and pool values, largest tx %llu B "
-      "(posting required %llu B)\n",
-      static_cast<unsigned long long>(played.games), static_cast<unsigned long long>(played.max_tx),
-      static_cast<unsigned long long>(played.required));
+  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn", targets).games, 19u);
 }
 
 // The GPT's row operators and attention, through the chain: layer-norm's y
@@ -375,13 +372,7 @@ TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
       {"attention.att", OpKind::kAttention, 1, true, 8 + 3},
       {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5},
       {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
-  const TargetsPlayed played = PlayValueLies(TinyModel::kGpt, targets);
-  EXPECT_EQ(played.games, 19u);
-  std::printf(
-      "[element-game] gpt: %llu games over layer-norm, attention and embedding values, largest tx %llu B "
-      "(posting required %llu B)\n",
-      static_cast<unsigned long long>(played.games), static_cast<unsigned long long>(played.max_tx),
-      static_cast<unsigned long long>(played.required));
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt", targets).games, 19u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a
