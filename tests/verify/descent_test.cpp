@@ -274,6 +274,28 @@ TEST(VerifyDescent, AnHonestPartyWinsEveryElementGameAgainstAPlantedCheat) {
 
 // A liar as challenger: the honest solver's output is right, the challenger
 // claims a different value somewhere; the same walks judge for the solver.
+// Past kPartialsKeptWhole values the partials tree keeps only its upper
+// levels: the same root, the same end proofs CheckPartialsEnds accepts, the
+// same proof of any leaf as the tree over every leaf hash.
+TEST(VerifyDescent, ALargePartialsTreeIsTheSameTreeKeptInPart) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x7ee);
+  std::uniform_real_distribution<float> d(-4, 4);
+  std::vector<float> p(kPartialsKeptWhole + 1 + rng() % 3000);
+  for (float& x : p) x = d(rng);
+  p[0] = +0.0f;
+  std::vector<Hash256> leaves;
+  for (float x : p) leaves.push_back(PartialLeafHash(x));
+  const crypto::MerkleTree whole = crypto::MerkleTree::FromLeafHashes(leaves);
+  const crypto::MerkleTree tree = PartialsTree(p);
+  ASSERT_EQ(tree.root(), whole.root());
+  const std::uint64_t k = p.size() - 1;
+  EXPECT_TRUE(CheckPartialsEnds(tree.root(), k, p.back(), tree.Prove(0), tree.Prove(k)).ok());
+  for (int i = 0; i < 50; ++i) {
+    const std::uint64_t leaf = rng() % p.size();
+    EXPECT_EQ(tree.Prove(leaf), whole.Prove(leaf)) << leaf;
+  }
+}
+
 TEST(VerifyDescent, ALyingChallengerLosesAtTheElement) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xc4a1);
   std::size_t games = 0, max_message = 0;
