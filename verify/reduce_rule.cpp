@@ -442,8 +442,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // (dy, x, gamma, mean, rstd): dx[r, k] from the row's a = TreeSum_c g / C
     // and b = TreeSum_c g·x̂ / C, g = dy·γ, kept as two separate sums.
     const std::int64_t c = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, c);
-    if (bad_index(numel(1)) || numel(0) != numel(1) || numel(2) != c || numel(3) != rows || numel(4) != rows)
-      return Status::Invalid("elem-bad-index");
+    if (numel(0) != numel(1) || numel(2) != c || numel(3) != rows || numel(4) != rows)
+      return Status::Invalid("elem-no-reduce-rule", "layernorm_backward shapes");
+    if (bad_index(numel(1))) return Status::Invalid("elem-bad-index");
     const std::int64_t r = e / c;
     const TermOperand dy{0, r * c, 1}, gamma{2, 0, 1}, x{1, r * c, 1}, mean{3, r, 0}, rstd{4, r, 0};
     ReduceElement el;
@@ -460,8 +461,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     // softmax (x): y[r, k] from the row's running max and s = TreeSum Exp(x − max);
     // softmax_backward (dy, y): dx[r, k] from d = TreeSum dy·y over the row.
     const std::int64_t k = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, k);
-    if (slot != 0 || bad_index(rows * k) || (in.size() == 2 && in[1] != in[0]))
-      return Status::Invalid("elem-bad-index");
+    if (in.size() == 2 && in[1] != in[0])
+      return Status::Invalid("elem-no-reduce-rule", "softmax_backward shapes");
+    if (slot != 0 || bad_index(rows * k)) return Status::Invalid("elem-bad-index");
     const std::int64_t r = e / k;
     if (in.size() == 2) {
       ReduceElement el = Plain(k, {TermOperand{0, r * k, 1}, TermOperand{1, r * k, 1}}, ReduceTerm::kProduct);
