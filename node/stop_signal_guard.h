@@ -6,15 +6,14 @@
 // starts a testnet for its own run (the testnet benchmark, the kill -9
 // soak, the demo) would leave them running if it were interrupted with
 // SIGINT or SIGTERM mid-run. Such a tool constructs one StopSignalGuard
-// first thing in main, before any thread starts: it blocks SIGINT, SIGTERM
-// and SIGHUP in the calling thread (every thread started later inherits
-// the mask) and waits for them on a thread of its own. On one, it closes
-// spawning (Testnet::CloseSpawning: a restart racing it fails instead of
-// leaving a process behind), stops
-// every process of every watched testnet (Testnet::Stop: SIGTERM, a short
-// grace, then SIGKILL), says so on stderr and ends the process with status
-// 128 + the signal's number, as a shell reports a process the signal
-// killed.
+// (at most one a process) first thing in main. It catches SIGINT, SIGTERM
+// and SIGHUP — a signal the starter made the process ignore stays ignored
+// — and on one, on a thread of its own, it closes spawning
+// (Testnet::CloseSpawning: a restart racing it fails instead of leaving a
+// process behind), stops every process of every watched testnet
+// (Testnet::Stop: SIGTERM, a short grace, then SIGKILL), says so on stderr
+// and ends the process with status 128 + the signal's number, as a shell
+// reports a process the signal killed.
 
 #include <filesystem>
 #include <memory>
@@ -24,8 +23,7 @@ namespace vt::node {
 class StopSignalGuard {
  public:
   StopSignalGuard();
-  // Stops waiting and unblocks the signals (a pending one is then delivered
-  // with its default action).
+  // Gives the signals their earlier actions back and stops waiting.
   ~StopSignalGuard();
   StopSignalGuard(const StopSignalGuard&) = delete;
   StopSignalGuard& operator=(const StopSignalGuard&) = delete;

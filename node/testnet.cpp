@@ -353,8 +353,8 @@ Status Testnet::Start(const std::string& name, std::chrono::milliseconds timeout
   if (pid < 0) return Status::Error("spawn-failed", "fork");
   if (pid == 0) {
     ::setsid();  // its own session: survives the CLI that started it
-    // A daemon takes its stop signals whatever the starter blocked (a tool
-    // under a StopSignalGuard blocks them in every thread; exec keeps the mask).
+    // A daemon takes its stop signals whatever the starter's thread blocked
+    // (exec keeps the mask).
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

@@ -192,18 +192,26 @@ TEST(Testnet, ManifestPerturbationsRunOnScheduleAndTheChainRecovers) {
   EXPECT_EQ(parsed.status().reason(), "manifest-bad");
 }
 
-// A tool that starts its own testnet (here the kill -9 soak, mid-run: it
-// kills and restarts validators all the time) and is told to stop with
-// SIGTERM or SIGINT takes the testnet down before it exits
-// (node/stop_signal_guard.h): no daemon it started is left running, and it
-// exits 128 + the signal. Its daemons run in their own sessions, so without
-// the guard they would outlive it.
+// A tool that starts its own testnet and is told to stop with SIGTERM or
+// SIGINT takes the testnet down before it exits (node/stop_signal_guard.h):
+// no daemon it started is left running, and it exits 128 + the signal.
+// Its daemons run in their own sessions, so without the guard they would
+// outlive it. Two tools: the kill -9 soak, mid-run (it kills and restarts
+// validators all the time), and the demo, with its solver and challenger
+// daemons.
 TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
-  for (int sig : {SIGTERM, SIGINT}) {
-    SCOPED_TRACE(sig);
-    const std::string out = (std::filesystem::temp_directory_path() /
-                             ("vt-soak-interrupted-" + std::to_string(::getpid()) + ".out"))
-                                .string();
+  struct Case {
+    const char* tool;
+    int sig;
+  };
+  for (const Case& c :
+       {Case{"vt-soak-kill", SIGTERM}, Case{"vt-soak-kill", SIGINT}, Case{"vt-demo", SIGTERM}}) {
+    SCOPED_TRACE(std::string(c.tool) + " signal " + std::to_string(c.sig));
+    const std::filesystem::path tmp = std::filesystem::temp_directory_path();
+    const std::string out = (tmp / ("vt-interrupted-" + std::to_string(::getpid()) + ".out")).string();
+    const std::filesystem::path demo_dir = tmp / ("vt-interrupted-demo-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(demo_dir);
+    const bool demo = std::string_view(c.tool) == "vt-demo";
     const pid_t tool = ::fork();
     ASSERT_GE(tool, 0);
     if (tool == 0) {
@@ -212,14 +220,18 @@ TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
         ::dup2(fd, 1);
         ::dup2(fd, 2);
       }
-      const std::string bin = std::string(VT_BIN_DIR) + "/vt-soak-kill";
-      ::execl(bin.c_str(), bin.c_str(), "--trials", "100000", "--validators", "3", "--interval-ms", "100",
-              static_cast<char*>(nullptr));
+      const std::string bin = std::string(VT_BIN_DIR) + "/" + c.tool;
+      if (demo) {
+        ::execl(bin.c_str(), bin.c_str(), "--job", "synthetic-mlp.json", "--dir", demo_dir.c_str(),
+                static_cast<char*>(nullptr));
+      } else {
+        ::execl(bin.c_str(), bin.c_str(), "--trials", "100000", "--validators", "3", "--interval-ms", "100",
+                static_cast<char*>(nullptr));
+      }
       ::_exit(127);
     }
-    const std::filesystem::path dir =
-        std::filesystem::temp_directory_path() / ("vt-soak-kill-" + std::to_string(tool));
-    // Up, and past the first kills and restarts.
+    const std::filesystem::path dir = demo ? demo_dir : tmp / ("vt-soak-kill-" + std::to_string(tool));
+    // Up, and past its first moves (kills and restarts; the demo's bounty).
     const bool running = WaitFor(
         [&] {
           auto t = node::Testnet::Load(dir);
@@ -230,7 +242,7 @@ TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
         },
         60s);
     if (running) std::this_thread::sleep_for(2s);
-    ASSERT_EQ(::kill(tool, sig), 0);
+    ASSERT_EQ(::kill(tool, c.sig), 0);
     int status = 0;
     const bool exited = WaitFor([&] { return ::waitpid(tool, &status, WNOHANG) == tool; }, 60s);
     if (!exited) {
@@ -243,9 +255,9 @@ TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
     for (const auto& p : t->processes())
       if (t->Running(p.name)) left.push_back(p.name);
     (void)t->Down();  // whatever the outcome, nothing stays up
-    EXPECT_TRUE(running) << "the soak's testnet never came up";
-    EXPECT_TRUE(exited) << "the tool did not exit on signal " << sig;
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + sig) << "status " << status;
+    EXPECT_TRUE(running) << "the tool's testnet never came up";
+    EXPECT_TRUE(exited) << "the tool did not exit on the signal";
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + c.sig) << "status " << status;
     EXPECT_TRUE(left.empty()) << left.size() << " daemons left running, the first "
                               << (left.empty() ? std::string() : left.front());
     std::error_code ec;
