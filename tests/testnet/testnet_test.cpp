@@ -5,6 +5,7 @@
 // goes on; SIGTERM shuts every process down cleanly; a manifest's kill,
 // restart and disconnect perturbations run on schedule; a tool interrupted
 // mid-run takes its testnet down.
+#include <fstream>
 #include <utility>
 
 #include <fcntl.h>
@@ -192,6 +193,27 @@ TEST(Testnet, ManifestPerturbationsRunOnScheduleAndTheChainRecovers) {
   EXPECT_EQ(parsed.status().reason(), "manifest-bad");
 }
 
+// Live processes (zombies aside) whose command line names `dir`: every
+// daemon of a testnet there, recorded in its testnet.json or not.
+std::vector<int> ProcessesUsing(const std::filesystem::path& dir) {
+  std::vector<int> pids;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmd(entry.path() / "cmdline", std::ios::binary);
+    const std::string line((std::istreambuf_iterator<char>(cmd)), {});
+    if (line.find(dir.string()) == std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string st;
+    std::getline(stat, st);
+    const auto close = st.rfind(')');
+    if (close != std::string::npos && close + 2 < st.size() && st[close + 2] == 'Z') continue;
+    pids.push_back(std::stoi(name));
+  }
+  return pids;
+}
+
 // A tool that starts its own testnet and is told to stop with SIGTERM or
 // SIGINT takes the testnet down before it exits (node/stop_signal_guard.h):
 // no daemon it started is left running, and it exits 128 + the signal.
@@ -254,12 +276,17 @@ TEST(Testnet, AnInterruptedToolLeavesNoDaemonBehind) {
     std::vector<std::string> left;
     for (const auto& p : t->processes())
       if (t->Running(p.name)) left.push_back(p.name);
+    // Nor any process it started, recorded in testnet.json or not yet.
+    const std::vector<int> strays = ProcessesUsing(dir);
     (void)t->Down();  // whatever the outcome, nothing stays up
+    for (int pid : strays) ::kill(pid, SIGKILL);
     EXPECT_TRUE(running) << "the tool's testnet never came up";
     EXPECT_TRUE(exited) << "the tool did not exit on the signal";
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 128 + c.sig) << "status " << status;
     EXPECT_TRUE(left.empty()) << left.size() << " daemons left running, the first "
                               << (left.empty() ? std::string() : left.front());
+    EXPECT_TRUE(strays.empty()) << strays.size() << " processes still use " << dir << ", the first "
+                                << (strays.empty() ? 0 : strays.front());
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::remove(out, ec);
