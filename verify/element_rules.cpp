@@ -313,36 +313,30 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
       return Status::Invalid("elem-bad-slice", "clip_grad_norm");
     return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
   }
-  if (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward) {
-    // The kernels' own expressions on the values read (PlanElement's order).
+  if (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward ||
+      *kind == OpKind::kLayerNorm) {
+    // The norm kernels' own expressions (kernels/ops/norm.h) on the values
+    // read, in PlanElement's order.
     std::vector<float> v;
     for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
       if (plan.inputs[i].count == 1) v.push_back(slice_values[i][0]);
     }
-    if (*kind == OpKind::kBatchNorm2dTrain) {
-      // The kernel refuses these attributes: the node has no value.
-      const bool valid = decoded->ints.empty() && decoded->floats.size() == 2 &&
+    if (*kind != OpKind::kBatchNorm2dBackward) {
+      // The kernel refuses these attributes (eps; batch-norm's momentum too): the node has no value.
+      const bool layer = *kind == OpKind::kLayerNorm;
+      const bool valid = decoded->ints.empty() && decoded->floats.size() == (layer ? 1u : 2u) &&
                          std::isfinite(decoded->Float(0)) && decoded->Float(0) > 0.0f &&
-                         decoded->Float(1) >= 0.0f && decoded->Float(1) <= 1.0f;
-      if (!valid) return Status::Invalid("bad-attribute", "batchnorm eps and momentum");
+                         (layer || (decoded->Float(1) >= 0.0f && decoded->Float(1) <= 1.0f));
+      if (!valid)
+        return Status::Invalid("bad-attribute", layer ? "layernorm eps" : "batchnorm eps and momentum");
       if (slot == 0 && v.size() == 5)
         return kernels::NormValue(v[0], v[3], v[4], v[1], v[2]);  // x, γ, β, mean, rstd
-      if (slot == 1 && v.size() == 2)
+      if (!layer && slot == 1 && v.size() == 2)
         return kernels::BatchNormRunning(v[0], v[1], decoded->Float(1));  // running, mean
     }
     if (*kind == OpKind::kBatchNorm2dBackward && slot == 0 && v.size() == 7)  // dy, x, γ, mean, rstd, dγ, dβ
       return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], v[5], v[6], plan.channel_values);
-    return Status::Invalid("elem-bad-slice", "batchnorm");
-  }
-  if (*kind == OpKind::kLayerNorm && slot == 0) {
-    // The kernel's expression on (x, γ, β, mean, rstd) (PlanElement's order).
-    if (plan.inputs.size() != 5) return Status::Invalid("elem-bad-slice", "layernorm");
-    // The kernel refuses this eps: the node has no value.
-    if (!decoded->ints.empty() || decoded->floats.size() != 1 || !std::isfinite(decoded->Float(0)) ||
-        decoded->Float(0) <= 0.0f)
-      return Status::Invalid("bad-attribute", "layernorm eps");
-    return kernels::NormValue(slice_values[0][0], slice_values[3][0], slice_values[4][0], slice_values[1][0],
-                              slice_values[2][0]);
+    return Status::Invalid("elem-bad-slice", "norm");
   }
   if ((*kind == OpKind::kAvgPool2dBackward || *kind == OpKind::kMaxPool2dBackward) && slot == 0) {
     // The kernel's own per-value sum over the covering windows (PlanElement's slices).

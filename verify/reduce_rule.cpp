@@ -339,6 +339,21 @@ ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTer
   return el;
 }
 
+// A norm's statistics over the n values `x` reads (both norms,
+// kernels/ops/norm.h): its mean, TreeSum(x) / n; and the TreeSum of the
+// squared deviations from the node's own agreed mean (output `mean_slot`,
+// walked first, at `at`) — rstd's and running_var's sum.
+ReduceElement NormMean(std::int64_t n, const TermOperand& x) {
+  ReduceElement el = Plain(n, {x});
+  el.epilogue = ReduceEpilogue::kDivide;
+  el.divisor = n;
+  return el;
+}
+ReduceElement NormSquaredDeviations(std::int64_t n, const TermOperand& x, std::uint32_t mean_slot,
+                                    std::int64_t at) {
+  return Plain(n, {x, TermOperand{kOwnOutput + mean_slot, at, 0}}, ReduceTerm::kSquaredDeviation);
+}
+
 }  // namespace
 
 std::uint64_t ReduceElement::BlockSteps() const {
@@ -422,20 +437,17 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     const std::int64_t c = Last(in[0]), rows = numel(0) / std::max<std::int64_t>(1, c);
     if (bad_index(rows)) return Status::Invalid("elem-bad-index");
     const TermOperand x{0, e * c, 1};
-    ReduceElement el = slot == 1
-                           ? Plain(c, {x})
-                           : Plain(c, {x, TermOperand{kOwnOutput + 1, e, 0}}, ReduceTerm::kSquaredDeviation);
-    el.epilogue = slot == 1 ? ReduceEpilogue::kDivide : ReduceEpilogue::kRstd;
+    if (slot == 1) return NormMean(c, x);
+    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+    if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 1)
+      return Status::Invalid("elem-no-reduce-rule", "layernorm attributes");
+    ReduceElement el = NormSquaredDeviations(c, x, 1, e);
+    el.eps = decoded->Float(0);
+    // The kernel refuses this eps: the node has no value to judge.
+    if (!(std::isfinite(el.eps) && el.eps > 0.0f))
+      return Status::Invalid("elem-no-reduce-rule", "layernorm eps");
+    el.epilogue = ReduceEpilogue::kRstd;
     el.divisor = c;
-    if (slot == 2) {
-      auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-      if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 1)
-        return Status::Invalid("elem-no-reduce-rule", "layernorm attributes");
-      el.eps = decoded->Float(0);
-      // The kernel refuses this eps: the node has no value to judge.
-      if (!(std::isfinite(el.eps) && el.eps > 0.0f))
-        return Status::Invalid("elem-no-reduce-rule", "layernorm eps");
-    }
     return el;
   }
   if (Is(op_kind, OpKind::kLayerNormBackward) && slot == 0 && in.size() == 5) {
@@ -499,16 +511,11 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     const std::int64_t nb = in[0][0], ch = in[0][1], hw = in[0][2] * in[0][3], n = nb * hw;
     if (bad_index(ch)) return Status::Invalid("elem-bad-index");
     const TermOperand x{0, e * hw, 1, hw, ch * hw};
-    if (slot == 3) {
-      ReduceElement el = Plain(n, {x});
-      el.epilogue = ReduceEpilogue::kDivide;
-      el.divisor = n;
-      return el;
-    }
+    if (slot == 3) return NormMean(n, x);
     auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
     if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 2 || n < 2)
       return Status::Invalid("elem-no-reduce-rule", "batchnorm attributes");
-    ReduceElement el = Plain(n, {x, TermOperand{kOwnOutput + 3, e, 0}}, ReduceTerm::kSquaredDeviation);
+    ReduceElement el = NormSquaredDeviations(n, x, 3, e);
     el.eps = decoded->Float(0);
     el.momentum = decoded->Float(1);
     // The kernel refuses these attributes: the node has no value to judge.
