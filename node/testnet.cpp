@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <fstream>
@@ -37,16 +38,28 @@ Result<std::string> ReadText(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// Whole or not at all, even with several writers at once (a tool's main
+// thread and its StopSignalGuard both save testnet.json): each writes its
+// own temporary file and renames it over `p`, the last rename winning.
 Status WriteText(const std::filesystem::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".tmp";
+  static std::atomic<std::uint64_t> writes{0};
+  const auto tmp = p.string() + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   {
     std::ofstream out(tmp);
-    if (!out) return Status::Error("file-write-failed", tmp);
     out << text;
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      return Status::Error("file-write-failed", tmp);
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, p, ec);
-  if (ec) return Status::Error("file-write-failed", ec.message());
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    return Status::Error("file-write-failed", ec.message());
+  }
   return Status::Ok();
 }
 

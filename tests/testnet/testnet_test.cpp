@@ -6,6 +6,7 @@
 // restart and disconnect perturbations run on schedule; a tool interrupted
 // mid-run takes its testnet down.
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include <fcntl.h>
@@ -191,6 +192,33 @@ TEST(Testnet, ManifestPerturbationsRunOnScheduleAndTheChainRecovers) {
   auto parsed = node::ParseManifest(m, ".");
   ASSERT_FALSE(parsed.ok());
   EXPECT_EQ(parsed.status().reason(), "manifest-bad");
+}
+
+// testnet.json is written whole even by several writers at once (a tool's
+// main thread and its StopSignalGuard): while two Testnet objects on one
+// directory save it 300 times each, a third loads it 300 times and always
+// reads a whole file. (With one shared temporary file, CI once read a torn
+// one and the guard could not stop that testnet.) No process is started.
+TEST(Testnet, ConcurrentSavesNeverTearTheStateFile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("vt-testnet-saves-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(node::Testnet::Create(dir, SmallSpec(), VT_BIN_DIR).ok());
+  auto a = node::Testnet::Load(dir), b = node::Testnet::Load(dir);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const auto save = [](node::Testnet& t, const std::string& who) {
+    for (int i = 0; i < 300; ++i)
+      t.SetWorkerArgs("solver", {who, std::string(static_cast<std::size_t>(i % 97), 'x')});
+  };
+  std::thread ta(save, std::ref(*a), "a"), tb(save, std::ref(*b), "b");
+  int torn = 0;
+  for (int i = 0; i < 300; ++i) torn += node::Testnet::Load(dir).ok() ? 0 : 1;
+  ta.join();
+  tb.join();
+  EXPECT_EQ(torn, 0) << "loads of a torn testnet.json";
+  EXPECT_TRUE(node::Testnet::Load(dir).ok());
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 // Live processes (zombies aside) whose command line names `dir`: every
