@@ -2,7 +2,9 @@
 // question, every ratio measured in the same run:
 //   1. one training step (forward, loss, backward, clip, AdamW): certified ÷
 //      native on mlp-fashion (batch 64), cnn-fashion (16), gpt-tiny (8);
-//   2. the fraction of certified outputs that took the slow path, per kind;
+//   2. per operator: where the extra time of a certified step goes (each
+//      node timed in both modes) and the fraction of its outputs that took
+//      the slow path; the same fraction per kind;
 //   3. certified GEMM throughput ÷ OpenBLAS sgemm at 512×768×2304 and 1024³;
 //   4. the arbiter's exact-only GEMM (certified_exact_only, one thread, as
 //      the arbitration precompile runs it) against repops on one thread —
@@ -15,8 +17,9 @@
 //     --device=cpu gives the same tables on the CPU (the baseline, run beside it); both add
 //     2048³ to table 3 and leave out its exact-only column
 //   kernels_certified_bench --quick                    tiny presets and 64³ once (CTest)
-//   kernels_certified_bench --exact                    table 4 only
-//   kernels_certified_bench --price                    table 5 only: the certified arbitration price table
+//   kernels_certified_bench --steps [--model=NAME]     tables 1–2 only (e.g. under perf record), one model or
+//   all kernels_certified_bench --exact                    table 4 only kernels_certified_bench --price table
+//   5 only: the certified arbitration price table
 //     (contract_vm/gas.h) — each class's worst case against the repops rate, same run
 //
 // Wall-clock time, best of R runs after one warm-up.
@@ -129,9 +132,15 @@ void StepTable(const std::vector<StepCase>& cases) {
                 outputs == 0 ? 0.0 : 100.0 * static_cast<double>(slow) / static_cast<double>(outputs));
   }
   const CertCounts total_after = CertifiedCounts();
-  // Per operator: one more certified step of each model, counting around
-  // every node (the observer runs after each node).
-  std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> per_op;  // outputs, slow
+  // Per operator: g_reps more steps of each model in each mode, timing every
+  // node (the observer runs after each node: the time since the previous
+  // call is the node's) and counting certified outputs around it.
+  struct OpRow {
+    double native_s = 0.0, certified_s = 0.0;
+    std::uint64_t outputs = 0, slow = 0;
+  };
+  std::map<std::string, OpRow> per_op;
+  double native_total = 0.0, certified_total = 0.0;
   for (const StepCase& c : cases) {
     const graph::ModelSpec model = *graph::ModelPreset(c.model);
     graph::OptimizerSpec opt;
@@ -140,31 +149,57 @@ void StepTable(const std::vector<StepCase>& cases) {
     opt.clip_norm = 1.0f;
     const graph::StepGraph g = *graph::BuildStepGraph(model, opt, 0, *graph::BatchShapes(model, c.batch));
     const std::vector<Tensor> state = std::move(graph::InitState(model, opt, 1, g_threads)->tensors);
-    ExecConfig config;
-    config.mode = Mode::kCertified;
-    config.threads = g_threads;
-    graph::StepOptions o;
-    o.seed = 1;
-    CertCounts last = CertifiedCounts();
-    o.observer = [&](std::size_t node, std::span<Tensor>) -> Status {
-      const CertCounts now = CertifiedCounts();
-      auto& entry = per_op[std::string(OpKindName(g.nodes[node].kind))];
-      for (int k = 0; k < kCertKinds; ++k) {
-        entry.first += now.outputs[k] - last.outputs[k];
-        entry.second += now.slow[k] - last.slow[k];
+    const std::vector<Tensor> batch = Batch(model, c.batch);
+    for (Mode mode : {Mode::kNative, Mode::kCertified}) {
+      ExecConfig config;
+      config.mode = mode;
+      config.threads = g_threads;
+      config.device = g_device;
+      // Each node's best time over the runs (the first run warms up).
+      std::vector<double> best(g.nodes.size(), 1e30);
+      for (int r = 0; r <= g_reps; ++r) {
+        graph::StepOptions o;
+        o.seed = 1;
+        CertCounts last = CertifiedCounts();
+        auto t_last = std::chrono::steady_clock::now();
+        o.observer = [&](std::size_t node, std::span<Tensor>) -> Status {
+          const auto now_t = std::chrono::steady_clock::now();
+          best[node] = std::min(best[node], std::chrono::duration<double>(now_t - t_last).count());
+          if (mode == Mode::kCertified && r == 0) {
+            const CertCounts now = CertifiedCounts();
+            OpRow& row = per_op[std::string(OpKindName(g.nodes[node].kind))];
+            for (int k = 0; k < kCertKinds; ++k) {
+              row.outputs += now.outputs[k] - last.outputs[k];
+              row.slow += now.slow[k] - last.slow[k];
+            }
+            last = now;
+          }
+          t_last = std::chrono::steady_clock::now();
+          return Status::Ok();
+        };
+        (void)graph::ExecuteStep(config, g, state, batch, o);
       }
-      last = now;
-      return Status::Ok();
-    };
-    (void)graph::ExecuteStep(config, g, state, Batch(model, c.batch), o);
+      for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+        OpRow& row = per_op[std::string(OpKindName(g.nodes[i].kind))];
+        (mode == Mode::kNative ? row.native_s : row.certified_s) += best[i];
+        (mode == Mode::kNative ? native_total : certified_total) += best[i];
+      }
+    }
   }
-  std::printf("\nSlow-path outputs per operator (one certified step of each model)\n%-24s %10s %8s %9s\n",
-              "operator", "outputs", "slow", "slow %");
+  std::printf(
+      "\nPer operator, all models above: each node's best time over %d steps, summed; slow-path outputs of "
+      "one step\n"
+      "%-24s %10s %13s %7s %8s %10s %8s %9s\n",
+      g_reps, "operator", "native ms", "certified ms", "ratio", "extra %", "outputs", "slow", "slow %");
   for (const auto& [name, v] : per_op) {
-    if (v.first == 0) continue;
-    std::printf("%-24s %10llu %8llu %9.4f\n", name.c_str(), static_cast<unsigned long long>(v.first),
-                static_cast<unsigned long long>(v.second), 100.0 * static_cast<double>(v.second) / static_cast<double>(v.first));
+    std::printf("%-24s %10.3f %13.3f %7.2f %8.1f %10llu %8llu %9.4f\n", name.c_str(), v.native_s * 1e3,
+                v.certified_s * 1e3, v.native_s > 0.0 ? v.certified_s / v.native_s : 0.0,
+                100.0 * (v.certified_s - v.native_s) / std::max(certified_total - native_total, 1e-12),
+                static_cast<unsigned long long>(v.outputs), static_cast<unsigned long long>(v.slow),
+                v.outputs == 0 ? 0.0 : 100.0 * static_cast<double>(v.slow) / static_cast<double>(v.outputs));
   }
+  std::printf("%-24s %10.3f %13.3f %7.2f %8.1f\n", "(all nodes)", native_total * 1e3, certified_total * 1e3,
+              certified_total / native_total, 100.0);
   std::printf("\nSlow-path outputs per kind over all certified steps above\n%-6s %12s %10s %9s\n", "kind", "outputs",
               "slow", "slow %");
   for (int k = 0; k < kCertKinds; ++k) {
@@ -417,11 +452,14 @@ void PriceTable() {
 }  // namespace vt::kernels
 
 int main(int argc, char** argv) {
-  bool quick = false, exact = false, price = false, device_given = false;
+  bool quick = false, exact = false, price = false, steps = false, device_given = false;
+  std::string only_model;  // --model: table 1–2 on that preset alone
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--exact") == 0) exact = true;
     if (std::strcmp(argv[i], "--price") == 0) price = true;
+    if (std::strcmp(argv[i], "--steps") == 0) steps = true;
+    if (std::strncmp(argv[i], "--model=", 8) == 0) only_model = argv[i] + 8;
     if (std::strncmp(argv[i], "--threads=", 10) == 0) vt::kernels::g_threads = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--reps=", 7) == 0) vt::kernels::g_reps = std::atoi(argv[i] + 7);
     if (std::strncmp(argv[i], "--device=", 9) == 0) {
@@ -452,7 +490,15 @@ int main(int argc, char** argv) {
     vt::kernels::ExactTable({{128, 784, 64}, {256, 256, 256}, {64, 4096, 64}, {512, 2, 512}});
     return 0;
   }
-  vt::kernels::StepTable({{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}});
+  std::vector<vt::kernels::StepCase> step_cases = {{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}};
+  std::erase_if(step_cases,
+                [&](const vt::kernels::StepCase& c) { return !only_model.empty() && only_model != c.model; });
+  if (step_cases.empty()) {
+    std::printf("--model=%s: not one of mlp-fashion, cnn-fashion, gpt-tiny\n", only_model.c_str());
+    return 2;
+  }
+  vt::kernels::StepTable(step_cases);
+  if (steps) return 0;
   if (device_given) {
     // Tables 1–3 only (table 4 is the CPU arbiter's), and a larger GEMM.
     vt::kernels::GemmTable({{512, 768, 2304}, {1024, 1024, 1024}, {2048, 2048, 2048}}, false);
