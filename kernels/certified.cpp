@@ -16,8 +16,48 @@ namespace vt::kernels {
 
 namespace {
 
-std::atomic<std::uint64_t> g_outputs[kCertKinds];
-std::atomic<std::uint64_t> g_slow[kCertKinds];
+// Each thread counts into its own counters (one certified reduction counts
+// one output: a shared atomic would be a contended write per output); a
+// reader sums every live thread's and those of threads that have exited.
+struct ThreadCounts;
+struct CountRegistry {
+  std::mutex mu;
+  std::vector<const ThreadCounts*> live;
+  std::uint64_t retired_outputs[kCertKinds] = {};
+  std::uint64_t retired_slow[kCertKinds] = {};
+};
+CountRegistry& Registry() {
+  static CountRegistry* registry = new CountRegistry;  // outlives every thread's counters
+  return *registry;
+}
+
+struct ThreadCounts {
+  // Written by the owning thread only (a relaxed load and store, no
+  // read-modify-write); read by any thread.
+  std::atomic<std::uint64_t> outputs[kCertKinds] = {};
+  std::atomic<std::uint64_t> slow[kCertKinds] = {};
+
+  ThreadCounts() {
+    CountRegistry& r = Registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    r.live.push_back(this);
+  }
+  ~ThreadCounts() {
+    CountRegistry& r = Registry();
+    std::lock_guard<std::mutex> lock(r.mu);
+    for (int k = 0; k < kCertKinds; ++k) {
+      r.retired_outputs[k] += outputs[k].load(std::memory_order_relaxed);
+      r.retired_slow[k] += slow[k].load(std::memory_order_relaxed);
+    }
+    r.live.erase(std::find(r.live.begin(), r.live.end(), this));
+  }
+};
+
+ThreadCounts& MyCounts() {
+  thread_local ThreadCounts counts;
+  return counts;
+}
+
 std::atomic<std::uint64_t> g_shuffle_seed{0};
 
 float CanonicalNaN() { return std::bit_cast<float>(std::uint32_t{0x7fc00000u}); }
@@ -36,18 +76,26 @@ std::string_view CertKindName(CertKind kind) {
 }
 
 CertCounts CertifiedCounts() {
+  CountRegistry& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
   CertCounts c;
   for (int k = 0; k < kCertKinds; ++k) {
-    c.outputs[k] = g_outputs[k].load(std::memory_order_relaxed);
-    c.slow[k] = g_slow[k].load(std::memory_order_relaxed);
+    c.outputs[k] = r.retired_outputs[k];
+    c.slow[k] = r.retired_slow[k];
+    for (const ThreadCounts* t : r.live) {
+      c.outputs[k] += t->outputs[k].load(std::memory_order_relaxed);
+      c.slow[k] += t->slow[k].load(std::memory_order_relaxed);
+    }
   }
   return c;
 }
 
 void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow) {
   const int k = static_cast<int>(kind);
-  g_outputs[k].fetch_add(outputs, std::memory_order_relaxed);
-  if (slow != 0) g_slow[k].fetch_add(slow, std::memory_order_relaxed);
+  ThreadCounts& mine = MyCounts();
+  mine.outputs[k].store(mine.outputs[k].load(std::memory_order_relaxed) + outputs, std::memory_order_relaxed);
+  if (slow != 0)
+    mine.slow[k].store(mine.slow[k].load(std::memory_order_relaxed) + slow, std::memory_order_relaxed);
 }
 
 void SetCertifiedShuffleSeedForTesting(std::uint64_t seed) { g_shuffle_seed.store(seed); }
@@ -527,25 +575,59 @@ void ShuffledGemmF64(const ExecConfig& config, const CertGemmPiece& piece, doubl
   }
 }
 
-// out[r] (per_row) or out[c] (per column) = min(itself, LowBitExponent of
-// every nonzero element of that row/column of the stored rows×cols matrix x).
-// Branch-free (after a ReLU half the elements are zeros, in no pattern a
-// branch predictor learns): a zero contributes INT_MAX.
-void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool per_row, int* out) {
+// out[l] = min(itself, LowBitExponent of every nonzero element of line l)
+// for each listed line l: a stored row (per_row) or a stored column of the
+// rows×cols matrix x. Branch-free (after a ReLU half the elements are zeros,
+// in no pattern a branch predictor learns): a zero contributes INT_MAX.
+void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld, bool per_row,
+                std::span<const std::int64_t> lines, int* out) {
   const auto low_bit_or_max = [](float v) {
     const int lsb = LowBitExponent(v);  // defined (unused) for ±0 too: computed, then selected away
     // ±0 tested on the bits: a float compare compiles to a branch here.
     return (std::bit_cast<std::uint32_t>(v) & 0x7fffffffu) == 0 ? std::numeric_limits<int>::max() : lsb;
   };
-  for (std::int64_t r = 0; r < rows; ++r) {
-    const float* row = x + r * ld;
-    if (per_row) {
+  if (per_row) {
+    for (std::int64_t r : lines) {
+      const float* row = x + r * ld;
       int lsb = out[r];
       for (std::int64_t q = 0; q < cols; ++q) lsb = std::min(lsb, low_bit_or_max(row[q]));
       out[r] = lsb;
-    } else {
-      for (std::int64_t q = 0; q < cols; ++q) out[q] = std::min(out[q], low_bit_or_max(row[q]));
     }
+    return;
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* row = x + r * ld;
+    for (std::int64_t q : lines) out[q] = std::min(out[q], low_bit_or_max(row[q]));
+  }
+}
+
+// The bound-only certificate of one row of GEMM outputs, branch-free: out[j]
+// holds c0 (accumulate) or anything, and receives CR(c0 + Σ) where
+// CertifyApprox(c64[j], half·(row_norm·col_norm[j] + |c0|)) decides it with
+// a finite nonzero value; every other output is left as it was and flagged
+// in open[j] for the scalar rules (CertifyGemmOutput: zeros, exact sums,
+// infinities) and then the exact path. The interval is CertifyApprox's —
+// [NextDown(c − β), NextUp(c + β)] — with NextUp on the bits of a finite
+// value (−0 taken as +0): no output is decided differently, fewer are
+// decided here.
+void CertifyRowByBound(const double* c64, double row_norm, const double* col_norm, double half,
+                       std::int64_t n, bool accumulate, float* out, std::uint8_t* open) {
+  const auto next_up = [](double x) {  // x finite (NaN and ±inf are rejected below)
+    const std::uint64_t u = std::bit_cast<std::uint64_t>(x + 0.0);
+    return std::bit_cast<double>(u + 1 - ((u >> 63) << 1));
+  };
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float c0 = accumulate ? out[j] : 0.0f;
+    const double bound = half * (row_norm * col_norm[j] + std::fabs(static_cast<double>(c0)));
+    const double lo = c64[j] - bound, hi = c64[j] + bound;
+    const float rl = static_cast<float>(-next_up(-lo)), rh = static_cast<float>(next_up(hi));
+    const std::uint32_t bl = std::bit_cast<std::uint32_t>(rl), bh = std::bit_cast<std::uint32_t>(rh);
+    // Decided: a proper finite interval (no NaN, no infinity) whose ends
+    // round alike to a finite nonzero fp32 value.
+    const bool decided = (bound > 0.0) & (lo <= hi) & (hi - lo < std::numeric_limits<double>::infinity()) &
+                         (bl == bh) & ((bl & 0x7fffffffu) != 0) & ((bl & 0x7f800000u) != 0x7f800000u);
+    out[j] = decided ? rl : out[j];
+    open[j] = decided ? 0 : 1;
   }
 }
 
@@ -767,10 +849,6 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     c64_holds_sum = true;
   }
   std::vector<double> row_sq(static_cast<std::size_t>(m), 0.0), col_sq(static_cast<std::size_t>(n), 0.0);
-  // The smallest LowBitExponent of a nonzero entry of each row of op(A) and
-  // column of op(B): every product a_ip·b_pj is a multiple of 2^(row + col).
-  constexpr int kNoBits = 1 << 20;
-  std::vector<int> row_lsb(static_cast<std::size_t>(m), kNoBits), col_lsb(static_cast<std::size_t>(n), kNoBits);
   std::int64_t terms = accumulate ? 1 : 0;
   for (const CertGemmPiece& piece : pieces) {
     const GemmArgs& g = piece.g;
@@ -805,34 +883,75 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
       ShuffledGemmF64(config, p64, c64.data());
     }
     GemmNormsSq(g64, a64.data(), b64.data(), row_sq.data(), col_sq.data());
-    // Over the stored matrices in memory order (op(A)'s rows are stored
-    // rows unless trans_a; op(B)'s columns are stored columns unless trans_b).
-    MinLowBits(piece.a, a_rows, a_cols, g.lda, !g.trans_a, row_lsb.data());
-    MinLowBits(piece.b, b_rows, b_cols, g.ldb, g.trans_b, col_lsb.data());
     terms += g.k;
   }
   // |ĉ − c| ≤ γ_terms (Σ_p |a_p b_p| + |c0|) ≤ γ_terms (‖a‖₂‖b‖₂ + |c0|)
   // (Cauchy–Schwarz over the concatenation of all pieces).
   const double half = CertSumBound(terms, 1.0);
-  std::vector<double> col_norm(static_cast<std::size_t>(n));
+  std::vector<double> row_norm(static_cast<std::size_t>(m)), col_norm(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < m; ++i)
+    row_norm[static_cast<std::size_t>(i)] = std::sqrt(row_sq[static_cast<std::size_t>(i)]);
   for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[static_cast<std::size_t>(j)]);
   if (!c64_holds_sum) std::fill(c64.begin(), c64.end(), 0.0);  // every piece had k = 0
+  // First the bound alone; the exactness test (CertifyGemmOutput) only for
+  // the outputs it leaves open, with the low bits of just their rows and
+  // columns. Where both decide an output they give the same value — the
+  // correctly rounded one — so this order changes no result, only the work.
   slow.assign(mn, 0);
   ParallelFor(config.threads, m, [&](std::int64_t i0, std::int64_t i1) {
     for (std::int64_t i = i0; i < i1; ++i) {
-      const double rn = std::sqrt(row_sq[static_cast<std::size_t>(i)]);
+      CertifyRowByBound(c64.data() + i * n, row_norm[static_cast<std::size_t>(i)], col_norm.data(), half, n,
+                        accumulate, c + i * ldc, slow.data() + i * n);
+    }
+  });
+  std::vector<std::int64_t> open_rows, open_cols;
+  {
+    std::vector<std::uint8_t> row_open(static_cast<std::size_t>(m), 0),
+        col_open(static_cast<std::size_t>(n), 0);
+    for (std::size_t e = 0; e < mn; ++e) {
+      if (slow[e] == 0) continue;
+      row_open[e / static_cast<std::size_t>(n)] = 1;
+      col_open[e % static_cast<std::size_t>(n)] = 1;
+    }
+    for (std::int64_t i = 0; i < m; ++i) {
+      if (row_open[static_cast<std::size_t>(i)] != 0) open_rows.push_back(i);
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (col_open[static_cast<std::size_t>(j)] != 0) open_cols.push_back(j);
+    }
+  }
+  if (!open_rows.empty()) {
+    // The smallest LowBitExponent of a nonzero entry of each open row of
+    // op(A) and column of op(B): every product a_ip·b_pj is a multiple of
+    // 2^(row + col).
+    constexpr int kNoBits = 1 << 20;
+    std::vector<int> row_lsb(static_cast<std::size_t>(m), kNoBits),
+        col_lsb(static_cast<std::size_t>(n), kNoBits);
+    for (const CertGemmPiece& piece : pieces) {
+      const GemmArgs& g = piece.g;
+      if (g.k <= 0) continue;
+      const std::int64_t a_rows = g.trans_a ? g.k : m, a_cols = g.trans_a ? m : g.k;
+      const std::int64_t b_rows = g.trans_b ? n : g.k, b_cols = g.trans_b ? g.k : n;
+      // Over the stored matrices in memory order (op(A)'s rows are stored
+      // rows unless trans_a; op(B)'s columns are stored columns unless trans_b).
+      MinLowBits(piece.a, a_rows, a_cols, g.lda, !g.trans_a, open_rows, row_lsb.data());
+      MinLowBits(piece.b, b_rows, b_cols, g.ldb, g.trans_b, open_cols, col_lsb.data());
+    }
+    for (std::int64_t i : open_rows) {
       for (std::int64_t j = 0; j < n; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * n + j);
+        if (slow[e] == 0) continue;
         float out = 0.0f;
-        if (CertifyGemmOutput(c64[static_cast<std::size_t>(i * n + j)], rn, col_norm[static_cast<std::size_t>(j)],
-                              accumulate ? c[i * ldc + j] : 0.0f,
-                              row_lsb[static_cast<std::size_t>(i)] + col_lsb[static_cast<std::size_t>(j)], half, &out)) {
+        if (CertifyGemmOutput(c64[e], row_norm[static_cast<std::size_t>(i)],
+                              col_norm[static_cast<std::size_t>(j)], accumulate ? c[i * ldc + j] : 0.0f,
+                              row_lsb[static_cast<std::size_t>(i)] + col_lsb[static_cast<std::size_t>(j)],
+                              half, &out)) {
           c[i * ldc + j] = out;
-        } else {
-          slow[static_cast<std::size_t>(i * n + j)] = 1;
+          slow[e] = 0;
         }
       }
     }
-  });
+  }
   const std::uint64_t count = ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow);
   CountCertified(CertKind::kGemm, mn, count);
 }
