@@ -149,13 +149,17 @@ void DyToCol(const float* dy, const ConvGeometry& g, const Conv2dParams& p, std:
     const std::int64_t co = q / kk, kh = (q % kk) / g.kw, kw = q % g.kw;
     const float* plane = dy + co * g.ohw;
     float* row = dycol + q * hw;
-    for (std::int64_t ih = 0; ih < g.h; ++ih) {
-      const std::int64_t th = ih + p.pad_h - kh;  // = oh·stride_h
-      const bool h_ok = th >= 0 && th % p.stride_h == 0 && th / p.stride_h < g.oh;
-      for (std::int64_t iw = 0; iw < g.w; ++iw) {
-        const std::int64_t tw = iw + p.pad_w - kw;
-        const bool ok = h_ok && tw >= 0 && tw % p.stride_w == 0 && tw / p.stride_w < g.ow;
-        row[ih * g.w + iw] = ok ? plane[(th / p.stride_h) * g.ow + tw / p.stride_w] : 0.0f;
+    // Scattered like Im2Col reads: for a fixed (kh, kw), distinct windows
+    // (oh, ow) put it on distinct positions, and every other one is 0.
+    std::fill(row, row + hw, 0.0f);
+    for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+      const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
+      if (ih < 0 || ih >= g.h) continue;
+      const float* in = plane + oh * g.ow;
+      float* out = row + ih * g.w;
+      for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+        const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
+        if (iw >= 0 && iw < g.w) out[iw] = in[ow];
       }
     }
   }
@@ -446,14 +450,21 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   dx.Resize(x.shape());
   if (ctx.mode() == Mode::kCertified) {
     // dx[pos] = CR(Σ dy over the windows whose maximum is at pos).
+    // Each window's maximum once per plane (a value is covered by several).
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      std::vector<std::int64_t> argmax(static_cast<std::size_t>(g.oh * g.ow));
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+            argmax[static_cast<std::size_t>(oh * g.ow + ow)] = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
+          }
+        }
         const float* grad = dy.data() + pl * g.oh * g.ow;
         GatherCertified(
             g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
-              return WindowArgmax(params, g.h, g.w, oh, ow, x_at) == pos ? grad[oh * g.ow + ow] : 0.0f;
+              return argmax[static_cast<std::size_t>(oh * g.ow + ow)] == pos ? grad[oh * g.ow + ow] : 0.0f;
             });
       }
     });
