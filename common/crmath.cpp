@@ -53,6 +53,16 @@ bool UseFma() {
 VT_CRMATH_FUNCTIONS(VT_CRMATH_DISPATCH)
 #undef VT_CRMATH_DISPATCH
 
+void TanhArray(const float* x, float* out, std::int64_t n) {
+#if VT_CRMATH_HAS_FMA_COPY
+  if (UseFma()) {
+    fma_isa::TanhArray(x, out, n);
+    return;
+  }
+#endif
+  base::TanhArray(x, out, n);
+}
+
 namespace detail {
 
 double QuarterTurnFraction(float ax) { return base::detail::QuarterTurnFraction(ax); }

@@ -3,6 +3,8 @@
 // (common/crmath_fma.cpp, x86-64 only); common/crmath.cpp dispatches to it on
 // CPUs with FMA. Internal to common/.
 
+#include <cstdint>
+
 #if defined(__x86_64__)
 #define VT_CRMATH_HAS_FMA_COPY 1
 #else
@@ -18,5 +20,6 @@ namespace vt::crmath::fma_isa {
 #define VT_CRMATH_DECLARE(name) float name(float x);
 VT_CRMATH_FUNCTIONS(VT_CRMATH_DECLARE)
 #undef VT_CRMATH_DECLARE
+void TanhArray(const float* x, float* out, std::int64_t n);
 }  // namespace vt::crmath::fma_isa
 #endif

@@ -21,6 +21,7 @@
 #include <cmath>
 
 #include "common/philox.h"
+#include "kernels/ops/certified_math.h"
 #include "kernels/ops/op_arith.h"
 #include "kernels/ops/op_util.h"
 
@@ -93,6 +94,13 @@ Status GeluForward(const OpContext& ctx, const Tensor& x, Tensor& y) {
     if constexpr (std::is_same_v<M, NativeMath>) {
       ParallelFor(ctx.threads(), x.numel(),
                   [&](std::int64_t i0, std::int64_t i1) { nativemath::Gelu(xd + i0, yo + i0, i1 - i0); });
+    } else if constexpr (M::kCertified) {
+      // GeluValue with the tanh of a whole range at once (certmath::TanhArray).
+      ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) yo[i] = GeluInner(xd[i]);
+        certmath::TanhArray(yo + i0, yo + i0, i1 - i0);
+        for (std::int64_t i = i0; i < i1; ++i) yo[i] = GeluFromTanh(xd[i], yo[i]);
+      });
     } else {
       MapElements(ctx, x.numel(), yo, [&](std::int64_t i) { return GeluValue<M, T>(static_cast<T>(xd[i])); });
     }
@@ -115,6 +123,13 @@ Status GeluBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Ten
     if constexpr (std::is_same_v<M, NativeMath>) {
       ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
         nativemath::GeluBackward(g + i0, xd + i0, dxo + i0, i1 - i0);
+      });
+    } else if constexpr (M::kCertified) {
+      // GeluDerivative with the tanh of a whole range at once.
+      ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
+        for (std::int64_t i = i0; i < i1; ++i) dxo[i] = GeluInner(xd[i]);
+        certmath::TanhArray(dxo + i0, dxo + i0, i1 - i0);
+        for (std::int64_t i = i0; i < i1; ++i) dxo[i] = g[i] * GeluDerivativeFromTanh(xd[i], dxo[i]);
       });
     } else {
       MapElements(ctx, x.numel(), dxo, [&](std::int64_t i) {

@@ -16,24 +16,36 @@ struct GeluConstants {
   static constexpr T kCubic3 = static_cast<T>(0.134145);  // 3·0.044715
 };
 
-// y = (0.5·x)·(1 + t), t = Tanh(sqrt(2/π)·(x + 0.044715·((x·x)·x)))
-template <class M, class T>
-VT_HD inline T GeluValue(T x) {
+// The argument of GELU's tanh: sqrt(2/π)·(x + 0.044715·((x·x)·x)).
+template <class T>
+VT_HD inline T GeluInner(T x) {
   using C = GeluConstants<T>;
-  const T inner = C::kSqrt2OverPi * (x + C::kCubic * ((x * x) * x));
-  const T t = M::Tanh(inner);
+  return C::kSqrt2OverPi * (x + C::kCubic * ((x * x) * x));
+}
+
+// y = (0.5·x)·(1 + t), t = Tanh(GeluInner(x)).
+template <class T>
+VT_HD inline T GeluFromTanh(T x, T t) {
   return (T(0.5) * x) * (T(1) + t);
 }
 
-// dy/dx = 0.5·(1 + t) + ((0.5·x)·(1 − t·t))·(sqrt(2/π)·(1 + 0.134145·(x·x)))
+template <class M, class T>
+VT_HD inline T GeluValue(T x) {
+  return GeluFromTanh(x, M::Tanh(GeluInner(x)));
+}
+
+// dy/dx = 0.5·(1 + t) + ((0.5·x)·(1 − t·t))·(sqrt(2/π)·(1 + 0.134145·(x·x))),
+// t = Tanh(GeluInner(x)).
+template <class T>
+VT_HD inline T GeluDerivativeFromTanh(T x, T t) {
+  using C = GeluConstants<T>;
+  const T dinner = C::kSqrt2OverPi * (T(1) + C::kCubic3 * (x * x));
+  return T(0.5) * (T(1) + t) + ((T(0.5) * x) * (T(1) - t * t)) * dinner;
+}
+
 template <class M, class T>
 VT_HD inline T GeluDerivative(T x) {
-  using C = GeluConstants<T>;
-  const T x2 = x * x;
-  const T inner = C::kSqrt2OverPi * (x + C::kCubic * (x2 * x));
-  const T t = M::Tanh(inner);
-  const T dinner = C::kSqrt2OverPi * (T(1) + C::kCubic3 * x2);
-  return T(0.5) * (T(1) + t) + ((T(0.5) * x) * (T(1) - t * t)) * dinner;
+  return GeluDerivativeFromTanh(x, M::Tanh(GeluInner(x)));
 }
 
 // SGD, per element (all in T):

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -149,6 +150,53 @@ TEST(CrMath, FmaAndBaselineCopiesAgree) {
       }
     }
     EXPECT_EQ(differ, 0u) << fn.name;
+  }
+  detail::SetFmaPathForTesting(-1);
+}
+
+// TanhArray is Tanh, bit for bit, in both copies: on a million random bit
+// patterns, a million values of the range GELU feeds it ([-10, 10]), the
+// special values and the hard cases, in place and not, over lengths that
+// leave a partial block.
+TEST(CrMath, TanhArrayIsTanhBitForBit) {
+  struct Hard {
+    const char* fn;
+    std::uint32_t x;
+  };
+  const Hard hard[] = {
+#include "tests/common/crmath_hard_cases.inc"
+  };
+  std::vector<float> inputs;
+  PhiloxStream s(test::TestSeed(), 0, 43);
+  for (int i = 0; i < 1000000; ++i) inputs.push_back(detmath::BitsFloat(s.NextU32()));
+  for (int i = 0; i < 1000000; ++i)
+    inputs.push_back(-10.0f + 20.0f * static_cast<float>(s.NextU32() >> 8) * 0x1p-24f);
+  for (const Case& c : kSpecial) inputs.push_back(detmath::BitsFloat(c.x));
+  for (const Hard& h : hard) {
+    if (std::string(h.fn) == "tanh") inputs.push_back(detmath::BitsFloat(h.x));
+  }
+  std::size_t hard_tanh = 0;
+  for (const Hard& h : hard) hard_tanh += std::string(h.fn) == "tanh" ? 1 : 0;
+  ASSERT_GT(hard_tanh, 0u) << "the hard cases should include tanh inputs that reach the slow path";
+  for (const int mode : {1, 0}) {
+    if (detail::SetFmaPathForTesting(mode) != (mode == 1)) continue;  // no FMA copy: the baseline only
+    std::vector<float> out(inputs.size()), in_place = inputs;
+    // Uneven pieces: every block boundary and a partial last block.
+    for (std::size_t i0 = 0, len = 1; i0 < inputs.size(); i0 += len, len = len * 3 % 1000 + 1) {
+      const std::size_t n = std::min(len, inputs.size() - i0);
+      TanhArray(inputs.data() + i0, out.data() + i0, static_cast<std::int64_t>(n));
+      TanhArray(in_place.data() + i0, in_place.data() + i0, static_cast<std::int64_t>(n));
+    }
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const std::uint32_t want = detmath::FloatBits(Tanh(inputs[i]));
+      if ((detmath::FloatBits(out[i]) != want || detmath::FloatBits(in_place[i]) != want) && differ++ < 3) {
+        ADD_FAILURE() << "tanh(0x" << std::hex << detmath::FloatBits(inputs[i]) << "): Tanh 0x" << want
+                      << ", TanhArray 0x" << detmath::FloatBits(out[i]) << " (in place 0x"
+                      << detmath::FloatBits(in_place[i]) << "), fma copy " << mode;
+      }
+    }
+    EXPECT_EQ(differ, 0u) << "fma copy " << mode;
   }
   detail::SetFmaPathForTesting(-1);
 }
