@@ -147,10 +147,16 @@ Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, 
       // norm = CR(sqrt(Σ over every tensor of Σ g²)): one exact sum.
       std::vector<std::int64_t> offset(grads.size() + 1, 0);
       for (std::size_t i = 0; i < grads.size(); ++i) offset[i + 1] = offset[i] + grads[i]->numel();
+      // The reduction reads e in increasing order (a search only when it
+      // leaves the current tensor: the slow path starts again from 0).
+      std::size_t current = 0;
       auto get = [&](std::int64_t e) {
-        const std::size_t i =
-            static_cast<std::size_t>(std::upper_bound(offset.begin(), offset.end(), e) - offset.begin()) - 1;
-        return grads[i]->data()[e - offset[i]];
+        if (e < offset[current] || e >= offset[current + 1]) {
+          current =
+              static_cast<std::size_t>(std::upper_bound(offset.begin(), offset.end(), e) - offset.begin()) -
+              1;
+        }
+        return grads[current]->data()[e - offset[current]];
       };
       norm = CertifiedNorm(offset.back(), get);
     } else {
