@@ -234,33 +234,59 @@ double GemmSlackFactor(std::int64_t terms) {
   return 2.0 * (nu / (1.0 - nu)) * (1.0 + 0x1p-16);
 }
 
+namespace {
+
+// acc[l] += Σ_p x[l·ld + p]² for l < lines, sequential over p per line
+// (fixed bits); four lines side by side so that four chains of dependent
+// additions overlap instead of one waiting on another.
+void AddLineSquares(const double* x, std::int64_t lines, std::int64_t k, std::int64_t ld, double* acc) {
+  std::int64_t l = 0;
+  for (; l + 4 <= lines; l += 4) {
+    const double* r0 = x + l * ld;
+    const double* r1 = r0 + ld;
+    const double* r2 = r1 + ld;
+    const double* r3 = r2 + ld;
+    double a0 = acc[l], a1 = acc[l + 1], a2 = acc[l + 2], a3 = acc[l + 3];
+    for (std::int64_t p = 0; p < k; ++p) {
+      a0 = a0 + r0[p] * r0[p];
+      a1 = a1 + r1[p] * r1[p];
+      a2 = a2 + r2[p] * r2[p];
+      a3 = a3 + r3[p] * r3[p];
+    }
+    acc[l] = a0;
+    acc[l + 1] = a1;
+    acc[l + 2] = a2;
+    acc[l + 3] = a3;
+  }
+  for (; l < lines; ++l) {
+    const double* row = x + l * ld;
+    double a = acc[l];
+    for (std::int64_t p = 0; p < k; ++p) a = a + row[p] * row[p];
+    acc[l] = a;
+  }
+}
+
+// acc[j] += Σ_p x[p·ld + j]² for j < cols, sequential over p per column.
+void AddColumnSquares(const double* x, std::int64_t k, std::int64_t cols, std::int64_t ld, double* acc) {
+  for (std::int64_t p = 0; p < k; ++p) {
+    const double* row = x + p * ld;
+    for (std::int64_t j = 0; j < cols; ++j) acc[j] = acc[j] + row[j] * row[j];
+  }
+}
+
+}  // namespace
+
 void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq) {
   // Per element sequential over p in both loop shapes (same bits).
   if (!g.trans_a) {
-    for (std::int64_t i = 0; i < g.m; ++i) {
-      const double* row = a + i * g.lda;
-      double acc = row_sq[i];
-      for (std::int64_t p = 0; p < g.k; ++p) acc = acc + row[p] * row[p];
-      row_sq[i] = acc;
-    }
+    AddLineSquares(a, g.m, g.k, g.lda, row_sq);
   } else {
-    for (std::int64_t p = 0; p < g.k; ++p) {
-      const double* row = a + p * g.lda;
-      for (std::int64_t i = 0; i < g.m; ++i) row_sq[i] = row_sq[i] + row[i] * row[i];
-    }
+    AddColumnSquares(a, g.k, g.m, g.lda, row_sq);
   }
   if (g.trans_b) {
-    for (std::int64_t j = 0; j < g.n; ++j) {
-      const double* col = b + j * g.ldb;
-      double acc = col_sq[j];
-      for (std::int64_t p = 0; p < g.k; ++p) acc = acc + col[p] * col[p];
-      col_sq[j] = acc;
-    }
+    AddLineSquares(b, g.n, g.k, g.ldb, col_sq);
   } else {
-    for (std::int64_t p = 0; p < g.k; ++p) {
-      const double* row = b + p * g.ldb;
-      for (std::int64_t j = 0; j < g.n; ++j) col_sq[j] = col_sq[j] + row[j] * row[j];
-    }
+    AddColumnSquares(b, g.k, g.n, g.ldb, col_sq);
   }
 }
 

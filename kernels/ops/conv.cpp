@@ -87,6 +87,9 @@ Status ConvGeometryFor(const Tensor& x, const Tensor& w, const Conv2dParams& p, 
   return Status::Ok();
 }
 
+// ⌈a / b⌉ for a ≥ 0, b ≥ 1.
+std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
 // col[q][p] for one image (rows q of channel range [c0, c1)).
 template <class T>
 void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1, T* col) {
@@ -103,11 +106,14 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
           for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = T(0);
           continue;
         }
-        const float* in = plane + ih * g.w;
-        for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-          const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
-          out[ow] = (iw < 0 || iw >= g.w) ? T(0) : static_cast<T>(in[iw]);
-        }
+        // The windows whose column lands inside the row, [ow0, ow1); zeros
+        // outside it (no bounds test per element: a stride-1 row is a copy).
+        const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element read
+        const std::int64_t ow0 = std::min(g.ow, CeilDiv(std::max<std::int64_t>(p.pad_w - kw, 0), p.stride_w));
+        const std::int64_t ow1 = std::max(ow0, std::min(g.ow, CeilDiv(std::max<std::int64_t>(g.w + p.pad_w - kw, 0), p.stride_w)));
+        for (std::int64_t ow = 0; ow < ow0; ++ow) out[ow] = T(0);
+        for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow * p.stride_w]);
+        for (std::int64_t ow = ow1; ow < g.ow; ++ow) out[ow] = T(0);
       }
     }
   }
