@@ -31,6 +31,7 @@
 
 #include "kernels/ops/conv.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -90,15 +91,17 @@ Status ConvGeometryFor(const Tensor& x, const Tensor& w, const Conv2dParams& p, 
 // ⌈a / b⌉ for a ≥ 0, b ≥ 1.
 std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// col[q][p] for one image (rows q of channel range [c0, c1)).
+// col[q][p] for one image (rows q of channel range [c0, c1)); row q starts
+// at col + q·ld (ld ≥ ohw: several images' columns side by side).
 template <class T>
-void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1, T* col) {
+void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1,
+            T* col, std::int64_t ld) {
   const std::int64_t kk = g.kh * g.kw;
   for (std::int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * g.h * g.w;
     for (std::int64_t r = 0; r < kk; ++r) {
       const std::int64_t kh = r / g.kw, kw = r % g.kw;
-      T* row = col + (c * kk + r) * g.ohw;
+      T* row = col + (c * kk + r) * ld;
       for (std::int64_t oh = 0; oh < g.oh; ++oh) {
         const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
         T* out = row + oh * g.ow;
@@ -142,19 +145,56 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
   }
 }
 
+// Certified mode runs the per-image GEMMs of a convolution for a group of
+// images at once, their columns side by side: one GEMM of G·(pixels)
+// columns instead of G GEMMs, so the weights are widened to fp64 and normed
+// once and dgemm sees a wider matrix. Each output is the correctly rounded
+// value however GEMMs are grouped. A group's scratch stays under
+// kCertGroupValues floats per buffer.
+constexpr std::int64_t kCertGroupValues = std::int64_t{1} << 22;
+
+// A grouped GEMM's operand or result buffer, reused by the calling thread
+// from one call to the next (fresh multi-megabyte buffers cost more in page
+// faults and zero-filling than the copies into them). Contents are
+// unspecified: every user writes what it reads. `slot` names the buffer.
+float* GroupScratch(int slot, std::int64_t values) {
+  thread_local std::vector<float> buffers[4];
+  std::vector<float>& buffer = buffers[slot];
+  if (buffer.size() < static_cast<std::size_t>(values)) buffer.resize(static_cast<std::size_t>(values));
+  return buffer.data();
+}
+
+std::int64_t ImagesPerGroup(std::int64_t values_per_image, std::int64_t images) {
+  return std::clamp<std::int64_t>(kCertGroupValues / std::max<std::int64_t>(values_per_image, 1), 1,
+                                  std::max<std::int64_t>(images, 1));
+}
+
+// out[(n0 + i)·rows·cols + r·cols + p] = grouped[r·(G·cols) + i·cols + p]:
+// a group's side-by-side result back to image-major layout.
+void ScatterGroup(const float* grouped, std::int64_t rows, std::int64_t cols, std::int64_t group,
+                  float* out) {
+  for (std::int64_t i = 0; i < group; ++i) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const float* src = grouped + r * group * cols + i * cols;
+      std::copy(src, src + cols, out + (i * rows + r) * cols);
+    }
+  }
+}
+
 // Certified mode's input gradient needs each dx element as ONE exact dot
 // product (col2im would round partial sums): dx[n][ci][pos] =
 // CR(Σ_{co,kh,kw} w[co][ci][kh][kw]·dy[n][co][oh][ow]) over the (oh, ow) whose
 // window puts (kh, kw) on pos. As a GEMM: dx[n] = wr · dycol with
 // wr[ci][(co·KH + kh)·KW + kw] = w[co][ci][kh][kw] and dycol[(co,kh,kw)][pos]
 // = that dy value, or 0 where no window does (an exact zero term).
+// Row q of one image's dycol starts at dycol + q·ld (ld ≥ h·w).
 void DyToCol(const float* dy, const ConvGeometry& g, const Conv2dParams& p, std::int64_t q0, std::int64_t q1,
-             float* dycol) {
+             float* dycol, std::int64_t ld) {
   const std::int64_t hw = g.h * g.w, kk = g.kh * g.kw;
   for (std::int64_t q = q0; q < q1; ++q) {
     const std::int64_t co = q / kk, kh = (q % kk) / g.kw, kw = q % g.kw;
     const float* plane = dy + co * g.ohw;
-    float* row = dycol + q * hw;
+    float* row = dycol + q * ld;
     // Scattered like Im2Col reads: for a fixed (kh, kw), distinct windows
     // (oh, ow) put it on distinct positions, and every other one is 0.
     std::fill(row, row + hw, 0.0f);
@@ -178,11 +218,14 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
                                Tensor& dw, Tensor& db, const ConvGeometry& g, const Conv2dParams& params) {
   const std::int64_t hw = g.h * g.w, x_image = g.ci * hw, kq = g.co * g.kh * g.kw;
   std::int64_t cols_all = 0, dycol_size = 0;
-  if (!ProductWithin({g.n, g.ckk, g.ohw}, &cols_all) || !ProductWithin({kq, hw}, &dycol_size)) {
+  if (!ProductWithin({g.n, g.ckk, g.ohw}, &cols_all) ||
+      !ProductWithin({std::max(kq, g.ci), hw}, &dycol_size)) {
     return TooLarge("conv2d certified scratch");
   }
+  const std::int64_t group = ImagesPerGroup(dycol_size, g.n);
   std::vector<float> cols(static_cast<std::size_t>(cols_all));
-  std::vector<float> dycol(static_cast<std::size_t>(dycol_size));
+  float* const dycol = GroupScratch(0, kq * hw * group);
+  float* const dx_group = GroupScratch(1, g.ci * hw * group);
   std::vector<float> wr(static_cast<std::size_t>(g.ci * kq));
   const float* wd = w.data();
   for (std::int64_t co = 0; co < g.co; ++co) {
@@ -193,20 +236,26 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
     }
   }
   std::vector<CertGemmPiece> dw_pieces;
-  const GemmArgs gdx = MakeGemm(g.ci, hw, kq, false, kq, false, hw, hw);
   for (std::int64_t n = 0; n < g.n; ++n) {
     float* col = cols.data() + n * g.ckk * g.ohw;
-    const float* dyn = dy.data() + n * g.co * g.ohw;
     ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-      Im2Col(x.data() + n * x_image, g, params, c0, c1, col);
+      Im2Col(x.data() + n * x_image, g, params, c0, c1, col, g.ohw);
     });
-    dw_pieces.push_back(CertGemmPiece{MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk), dyn, col});
-    ParallelFor(ctx.threads(), kq, [&](std::int64_t q0, std::int64_t q1) {
-      DyToCol(dyn, g, params, q0, q1, dycol.data());
-    });
-    CertifiedGemm(ctx.config(), gdx, wr.data(), dycol.data(), dx.data() + n * x_image);
+    dw_pieces.push_back(CertGemmPiece{MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk),
+                                      dy.data() + n * g.co * g.ohw, col});
   }
   CertifiedGemmPieces(ctx.config(), g.co, g.ckk, dw_pieces, dw.data(), g.ckk, false);
+  // dx of a group of images: wr · [dycol_n0 | dycol_n0+1 | …].
+  for (std::int64_t n0 = 0; n0 < g.n; n0 += group) {
+    const std::int64_t images = std::min(group, g.n - n0), ld = images * hw;
+    for (std::int64_t i = 0; i < images; ++i) {
+      ParallelFor(ctx.threads(), kq, [&](std::int64_t q0, std::int64_t q1) {
+        DyToCol(dy.data() + (n0 + i) * g.co * g.ohw, g, params, q0, q1, dycol + i * hw, ld);
+      });
+    }
+    CertifiedGemm(ctx.config(), MakeGemm(g.ci, ld, kq, false, kq, false, ld, ld), wr.data(), dycol, dx_group);
+    ScatterGroup(dx_group, g.ci, hw, images, dx.data() + n0 * x_image);
+  }
   const float* dyd = dy.data();
   ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
@@ -234,24 +283,38 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     T* yo = outs.Bind(y);
     std::vector<T> ws;
     const T* wa = Operand<T>(w, ws);
+    if constexpr (M::kCertified) {
+      // y = CR(Σ w·col + b) (the bias one more exact term of each output),
+      // a group of images a GEMM: w · [col_n0 | col_n0+1 | …].
+      const std::int64_t group = ImagesPerGroup(std::max(g.ckk, g.co) * g.ohw, g.n);
+      float* const cols = GroupScratch(2, g.ckk * g.ohw * group);
+      float* const y_group = GroupScratch(3, g.co * g.ohw * group);
+      for (std::int64_t n0 = 0; n0 < g.n; n0 += group) {
+        const std::int64_t images = std::min(group, g.n - n0), ld = images * g.ohw;
+        for (std::int64_t i = 0; i < images; ++i) {
+          ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+            Im2Col(x.data() + (n0 + i) * g.ci * g.h * g.w, g, params, c0, c1, cols + i * g.ohw, ld);
+          });
+        }
+        GemmArgs gy = MakeGemm(g.co, ld, g.ckk, false, g.ckk, false, ld, ld);
+        if (b != nullptr) {
+          for (std::int64_t c = 0; c < g.co; ++c)
+            std::fill(y_group + c * ld, y_group + (c + 1) * ld, (*b)[c]);
+          gy.accumulate = true;
+        }
+        M::Gemm(ctx.config(), gy, wa, cols, y_group);
+        ScatterGroup(y_group, g.co, g.ohw, images, yo + n0 * g.co * g.ohw);
+      }
+      return outs.Commit(ctx);
+    }
     std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* xn = x.data() + n * g.ci * g.h * g.w;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-        Im2Col(xn, g, params, c0, c1, col.data());
+        Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
       });
       T* yn = yo + n * g.co * g.ohw;
       const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
-      if constexpr (M::kCertified) {
-        // y = CR(Σ w·col + b): the bias is one more exact term of each output.
-        GemmArgs with_bias = gy;
-        if (b != nullptr) {
-          for (std::int64_t c = 0; c < g.co; ++c) std::fill(yn + c * g.ohw, yn + (c + 1) * g.ohw, (*b)[c]);
-          with_bias.accumulate = true;
-        }
-        M::Gemm(ctx.config(), with_bias, wa, col.data(), yn);
-        continue;
-      }
       M::Gemm(ctx.config(), gy, wa, col.data(), yn);
       if constexpr (M::kRounded) {
         // The bias is per row (channel) here: β = γ·(‖w row‖‖col column‖ + |b|).
@@ -321,7 +384,7 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
       const float* xn = x.data() + n * x_image;
       const T* dyn = dya + n * g.co * g.ohw;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-        Im2Col(xn, g, params, c0, c1, col.data());
+        Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
       });
       const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
       M::Gemm(ctx.config(), gdw, dyn, col.data(), dwo);
