@@ -32,6 +32,7 @@
 #include "kernels/ops/conv.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 
@@ -164,9 +165,13 @@ float* GroupScratch(int slot, std::int64_t values) {
   return buffer.data();
 }
 
+std::atomic<std::int64_t> g_images_per_group_for_testing{0};
+
 std::int64_t ImagesPerGroup(std::int64_t values_per_image, std::int64_t images) {
-  return std::clamp<std::int64_t>(kCertGroupValues / std::max<std::int64_t>(values_per_image, 1), 1,
-                                  std::max<std::int64_t>(images, 1));
+  const std::int64_t forced = g_images_per_group_for_testing.load(std::memory_order_relaxed);
+  const std::int64_t by_size =
+      forced > 0 ? forced : kCertGroupValues / std::max<std::int64_t>(values_per_image, 1);
+  return std::clamp<std::int64_t>(by_size, 1, std::max<std::int64_t>(images, 1));
 }
 
 // out[(n0 + i)·rows·cols + r·cols + p] = grouped[r·(G·cols) + i·cols + p]:
@@ -473,6 +478,10 @@ void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, c
 }
 
 }  // namespace
+
+void SetCertifiedConvImagesPerGroupForTesting(std::int64_t images) {
+  g_images_per_group_for_testing.store(images);
+}
 
 Status CheckPool2dParams(const Pool2dParams& p) {
   if (p.kernel_h < 1 || p.kernel_w < 1 || p.kernel_h > kMaxSpatialAttr || p.kernel_w > kMaxSpatialAttr) {

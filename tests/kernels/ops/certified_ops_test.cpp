@@ -4,7 +4,8 @@
 //   the fp64 reference;
 // * the GEMM and reduction outputs of linear, matmul_backward (shared B,
 //   transposed A: accumulated over the batch), conv2d and its backward
-//   (stride 2, padding: dx gathers overlapping windows), overlapping max/avg
+//   (stride 2, padding: dx gathers overlapping windows; the batch's GEMMs
+//   grouped in each way), overlapping max/avg
 //   pool backwards, embedding_backward, clip_grad_norm's norm, sum/mean:
 //   bit for bit the correctly rounded exact value, from an independent MPFR
 //   reference written here from the definitions in docs/kernels.md.
@@ -180,10 +181,20 @@ TEST(OpCertifiedExact, MatMulBackwardSharedTransposedAIsOneSumOverTheBatch) {
   }, "matmul_backward dB");
 }
 
-TEST(OpCertifiedExact, Conv2dStridedPaddedAndItsBackward) {
+// Over a batch of 3: one GEMM for all images, groups of 2 + 1, and one GEMM
+// per image (SetCertifiedConvImagesPerGroupForTesting) give the same exact values.
+class OpCertifiedConvGroups : public ::testing::TestWithParam<std::int64_t> {
+ protected:
+  void TearDown() override { SetCertifiedConvImagesPerGroupForTesting(0); }
+};
+
+INSTANTIATE_TEST_SUITE_P(ImagesPerGroup, OpCertifiedConvGroups, ::testing::Values(0, 2, 1));
+
+TEST_P(OpCertifiedConvGroups, Conv2dStridedPaddedAndItsBackward) {
+  SetCertifiedConvImagesPerGroupForTesting(GetParam());
   Conv2dParams p;
   p.stride_h = 2, p.stride_w = 1, p.pad_h = 1, p.pad_w = 1;
-  const std::int64_t nb = 2, ci = 3, h = 7, wd = 6, co = 4, kh = 3, kw = 3;
+  const std::int64_t nb = 3, ci = 3, h = 7, wd = 6, co = 4, kh = 3, kw = 3;
   const std::int64_t oh = (h + 2 - kh) / 2 + 1, ow = (wd + 2 - kw) / 1 + 1;
   Tensor x = Make({nb, ci, h, wd}, 21), w = Make({co, ci, kh, kw}, 22), b = Make({co}, 23);
   Tensor dy = Make({nb, co, oh, ow}, 24);
