@@ -190,6 +190,15 @@ float CertifiedReduce(CertKind kind, std::int64_t n, const GA& ga, const GB& gb,
       return static_cast<double>(static_cast<float>(ga(i)));
     }
   };
+  if (n == 1 && finish == CertFinish::kNone) {
+    // One term is exact in fp64 (an fp32 value or a product of two), so its
+    // IEEE conversion is its correct rounding; an exact zero is +0.
+    const double t = term(0);
+    if (std::isfinite(t)) {
+      CountCertified(kind, 1, 0);
+      return t == 0.0 ? 0.0f : static_cast<float>(t);
+    }
+  }
   double sum = 0.0, abs_sum = 0.0;
   if (CertifiedShuffleSeed() == 0) {
     // Four interleaved chains (the bound holds for every order): one chain

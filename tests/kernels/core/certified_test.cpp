@@ -401,6 +401,31 @@ TEST(CertifiedReduce, AdversarialInputsTakeTheSlowPath) {
   EXPECT_EQ(Bits(CertifiedNorm(1, [&](std::int64_t) { return -inf; })), Bits(inf));
 }
 
+// One term (a reduction's shortcut: its IEEE conversion): zeros of both
+// signs, subnormal and tiny products that round to a subnormal or to a
+// signed zero, a product past the overflow boundary, NaN and ±inf.
+TEST(CertifiedReduce, OneTermIsItsCorrectRounding) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::pair<float, float> cases[] = {{0.0f, 1.0f},
+                                           {-0.0f, 1.0f},
+                                           {-0.0f, -3.0f},
+                                           {0x1p-149f, 1.0f},
+                                           {-0x1p-149f, 0.5f},
+                                           {0x1p-149f, 0.75f},
+                                           {-0x1p-100f, 0x1p-60f},
+                                           {0x1.8p-75f, 0x1.4p-75f},
+                                           {3e38f, 2.0f},
+                                           {-3e38f, 3e38f},
+                                           {1.1f, 0.7f},
+                                           {inf, 2.0f},
+                                           {inf, 0.0f},
+                                           {std::numeric_limits<float>::quiet_NaN(), 1.0f}};
+  for (const auto& [a, b] : cases) {
+    CheckReductions({a}, {b});
+    CheckReductions({b}, {a});
+  }
+}
+
 TEST(CertifiedReduce, NormOfTiesAndHugeValues) {
   // A sum of squares whose sqrt is exactly a midpoint: (2^24 + 1)·2^k is
   // a 25-bit odd number times a power of two; (2^24+1)² = 2^48 + 2^25 + 1 =
