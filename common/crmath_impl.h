@@ -198,6 +198,32 @@ constexpr double kErfFastRel = 0x1p-42;    // proven 285u
 constexpr double kRsqrtFastRel = 0x1p-50;  // proven 2u + 2u^2
 constexpr double kSlowRel = 0x1p-88;       // proven < 2^-89 for every slow path
 
+// ---- Taylor polynomials ------------------------------------------------------------
+
+// 1/n! for n <= 18 (n! < 2^53 is exact, so each is the double nearest 1/n!).
+constexpr std::array<double, 19> kInverseFactorial = [] {
+  std::array<double, 19> t{};
+  double f = 1.0;
+  for (int n = 0; n <= 18; ++n) {
+    if (n > 0) f *= n;
+    t[static_cast<std::size_t>(n)] = 1.0 / f;
+  }
+  return t;
+}();
+
+// Σ_{n=kBottom}^{kTop} x^(n−kBottom)/n! by Horner with fma, from 1/kTop!
+// down (the degrees are template arguments: the loop unrolls into fma with
+// constant coefficients, as a hot fast path needs).
+template <int kTop, int kBottom>
+double InverseFactorialHorner(double x) {
+  static_assert(0 <= kBottom && kBottom < kTop && kTop <= 18);
+  double p = kInverseFactorial[kTop];
+#pragma GCC unroll 18
+  for (int n = kTop - 1; n >= kBottom; --n)
+    p = std::fma(p, x, kInverseFactorial[static_cast<std::size_t>(n)]);
+  return p;
+}
+
 // ---- exp -------------------------------------------------------------------------
 
 // e^a for a double |a| <= 105 that is a multiple of 2^-53 when |a| >= ln2/2
@@ -209,20 +235,7 @@ double ExpFast(double a) {
   double r = std::fma(-kd, kLn2Hi, a);
   r = std::fma(-kd, kLn2Mid, r);
   // Taylor to degree 13 (truncation < 2^-57 e^r), Horner with fma.
-  double p = 1.0 / 6227020800.0;  // 1/13!
-  p = std::fma(p, r, 1.0 / 479001600.0);
-  p = std::fma(p, r, 1.0 / 39916800.0);
-  p = std::fma(p, r, 1.0 / 3628800.0);
-  p = std::fma(p, r, 1.0 / 362880.0);
-  p = std::fma(p, r, 1.0 / 40320.0);
-  p = std::fma(p, r, 1.0 / 5040.0);
-  p = std::fma(p, r, 1.0 / 720.0);
-  p = std::fma(p, r, 1.0 / 120.0);
-  p = std::fma(p, r, 1.0 / 24.0);
-  p = std::fma(p, r, 1.0 / 6.0);
-  p = std::fma(p, r, 0.5);
-  p = std::fma(p, r, 1.0);
-  p = std::fma(p, r, 1.0);
+  const double p = InverseFactorialHorner<13, 0>(r);
   return p * Pow2(static_cast<int>(kd));  // exact: the result is a normal double
 }
 
@@ -503,26 +516,7 @@ constexpr float kTanhOne = 9.1f;
 
 // (e^a − 1) for 0 <= a < 0.7: (e^a - 1)/a = sum_{n<=16} a^n/(n+1)! in
 // [1, 1.43]; truncation < 2^-61; rel error <= 27u.
-double TanhSmallEm1(double a) {
-  double p = 1.0 / 355687428096000.0;  // 1/17!
-  p = std::fma(p, a, 1.0 / 20922789888000.0);
-  p = std::fma(p, a, 1.0 / 1307674368000.0);
-  p = std::fma(p, a, 1.0 / 87178291200.0);
-  p = std::fma(p, a, 1.0 / 6227020800.0);
-  p = std::fma(p, a, 1.0 / 479001600.0);
-  p = std::fma(p, a, 1.0 / 39916800.0);
-  p = std::fma(p, a, 1.0 / 3628800.0);
-  p = std::fma(p, a, 1.0 / 362880.0);
-  p = std::fma(p, a, 1.0 / 40320.0);
-  p = std::fma(p, a, 1.0 / 5040.0);
-  p = std::fma(p, a, 1.0 / 720.0);
-  p = std::fma(p, a, 1.0 / 120.0);
-  p = std::fma(p, a, 1.0 / 24.0);
-  p = std::fma(p, a, 1.0 / 6.0);
-  p = std::fma(p, a, 0.5);
-  p = std::fma(p, a, 1.0);
-  return a * p;
-}
+double TanhSmallEm1(double a) { return a * InverseFactorialHorner<17, 1>(a); }
 
 // tanh|x| = (e^a − 1)/(e^a + 1), a = 2|x|, with x's sign.
 double TanhFromEm1(double em1, float x) {
