@@ -601,32 +601,18 @@ void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64
   }
 }
 
-// The bound-only certificate of one row of GEMM outputs, branch-free: out[j]
-// holds c0 (accumulate) or anything, and receives CR(c0 + Σ) where
-// CertifyApprox(c64[j], half·(row_norm·col_norm[j] + |c0|)) decides it with
-// a finite nonzero value; every other output is left as it was and flagged
-// in open[j] for the scalar rules (CertifyGemmOutput: zeros, exact sums,
-// infinities) and then the exact path. The interval is CertifyApprox's —
-// [NextDown(c − β), NextUp(c + β)] — with NextUp on the bits of a finite
-// value (−0 taken as +0): no output is decided differently, fewer are
-// decided here.
+// The bound alone on one row of GEMM outputs: out[j] holds c0 (accumulate)
+// or anything, and receives the value CertifyApprox decides with the bound
+// half·(row_norm·col_norm[j] + |c0|); every other output keeps its value
+// and is flagged in open[j] for the exactness test and then the exact path.
 void CertifyRowByBound(const double* c64, double row_norm, const double* col_norm, double half,
                        std::int64_t n, bool accumulate, float* out, std::uint8_t* open) {
-  const auto next_up = [](double x) {  // x finite (NaN and ±inf are rejected below)
-    const std::uint64_t u = std::bit_cast<std::uint64_t>(x + 0.0);
-    return std::bit_cast<double>(u + 1 - ((u >> 63) << 1));
-  };
   for (std::int64_t j = 0; j < n; ++j) {
     const float c0 = accumulate ? out[j] : 0.0f;
     const double bound = half * (row_norm * col_norm[j] + std::fabs(static_cast<double>(c0)));
-    const double lo = c64[j] - bound, hi = c64[j] + bound;
-    const float rl = static_cast<float>(-next_up(-lo)), rh = static_cast<float>(next_up(hi));
-    const std::uint32_t bl = std::bit_cast<std::uint32_t>(rl), bh = std::bit_cast<std::uint32_t>(rh);
-    // Decided: a proper finite interval (no NaN, no infinity) whose ends
-    // round alike to a finite nonzero fp32 value.
-    const bool decided = (bound > 0.0) & (lo <= hi) & (hi - lo < std::numeric_limits<double>::infinity()) &
-                         (bl == bh) & ((bl & 0x7fffffffu) != 0) & ((bl & 0x7f800000u) != 0x7f800000u);
-    out[j] = decided ? rl : out[j];
+    float value = 0.0f;
+    const bool decided = CertifyApprox(c64[j], bound, &value);
+    if (decided) out[j] = value;
     open[j] = decided ? 0 : 1;
   }
 }
