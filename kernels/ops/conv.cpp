@@ -35,6 +35,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "kernels/ops/op_util.h"
 
@@ -92,6 +93,14 @@ Status ConvGeometryFor(const Tensor& x, const Tensor& w, const Conv2dParams& p, 
 // ⌈a / b⌉ for a ≥ 0, b ≥ 1.
 std::int64_t CeilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+// The output columns [first, second) whose window puts kernel column kw on
+// an input column inside the row: iw = ow·stride_w − pad_w + kw ∈ [0, w).
+std::pair<std::int64_t, std::int64_t> InBoundsColumns(const ConvGeometry& g, const Conv2dParams& p, std::int64_t kw) {
+  const std::int64_t ow0 = std::min(g.ow, CeilDiv(std::max<std::int64_t>(p.pad_w - kw, 0), p.stride_w));
+  const std::int64_t ow1 = std::max(ow0, std::min(g.ow, CeilDiv(std::max<std::int64_t>(g.w + p.pad_w - kw, 0), p.stride_w)));
+  return {ow0, ow1};
+}
+
 // col[q][p] for one image (rows q of channel range [c0, c1)); row q starts
 // at col + q·ld (ld ≥ ohw: several images' columns side by side).
 template <class T>
@@ -113,8 +122,7 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
         // The windows whose column lands inside the row, [ow0, ow1); zeros
         // outside it (no bounds test per element: a stride-1 row is a copy).
         const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element read
-        const std::int64_t ow0 = std::min(g.ow, CeilDiv(std::max<std::int64_t>(p.pad_w - kw, 0), p.stride_w));
-        const std::int64_t ow1 = std::max(ow0, std::min(g.ow, CeilDiv(std::max<std::int64_t>(g.w + p.pad_w - kw, 0), p.stride_w)));
+        const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
         for (std::int64_t ow = 0; ow < ow0; ++ow) out[ow] = T(0);
         for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow * p.stride_w]);
         for (std::int64_t ow = ow1; ow < g.ow; ++ow) out[ow] = T(0);
@@ -207,11 +215,9 @@ void DyToCol(const float* dy, const ConvGeometry& g, const Conv2dParams& p, std:
       const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
       if (ih < 0 || ih >= g.h) continue;
       const float* in = plane + oh * g.ow;
-      float* out = row + ih * g.w;
-      for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-        const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
-        if (iw >= 0 && iw < g.w) out[iw] = in[ow];
-      }
+      const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element written
+      const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
+      for (std::int64_t ow = ow0; ow < ow1; ++ow) row[base + ow * p.stride_w] = in[ow];
     }
   }
 }
