@@ -83,12 +83,19 @@ TEST(CheckpointStoreTest, FileHeaderLayout) {
 }
 
 TEST(CheckpointStoreTest, ShuffleCompressesSmallFloatsBetter) {
-  const TrainingState s = MakeState(vt::test::TestSeed(), 2048, 1);
+  // 8192 x 16 values: each byte plane (128 KiB) fills a zstd block of its own,
+  // so the sign/exponent plane gets its own entropy table. With 2048 rows all
+  // four planes share one block and the gain (when any) is a matter of zstd's
+  // heuristics: seed 9349872888561814433 once made the shuffled file larger.
+  constexpr std::int64_t kRows = 8192;
+  const TrainingState s = MakeState(vt::test::TestSeed(), kRows, 1);
   const Bytes shuffled = EncodeCheckpointFile(s, StateHash(s), {3, true});
   const Bytes plain = EncodeCheckpointFile(s, StateHash(s), {3, false});
-  const double raw = 2048.0 * 16 * 4;
-  EXPECT_LT(static_cast<double>(shuffled.size()), static_cast<double>(plain.size()));
-  EXPECT_LT(static_cast<double>(shuffled.size()), raw);
+  const double raw = kRows * 16.0 * 4;
+  // Measured 0.925-0.926 of plain over 41 seeds; N(0, 0.02) values leave
+  // about 3 bits of the top byte's 8 to code.
+  EXPECT_LT(static_cast<double>(shuffled.size()), 0.97 * static_cast<double>(plain.size()));
+  EXPECT_LT(static_cast<double>(shuffled.size()), 0.95 * raw);
   // An all-zero state compresses to almost nothing.
   TrainingState zeros;
   zeros.tensors.emplace("z", kernels::Tensor({1 << 16}));
