@@ -377,6 +377,45 @@ Digits Magnitude(const std::int64_t* digit, int count, bool* negative) {
 
 }  // namespace
 
+static_assert(ExactAccumulator::kEncodedBytes == 1 + 4 * ExactAccumulator::kDigits);
+
+ExactAccumulator::Encoded ExactAccumulator::Encode() const {
+  std::int64_t d[kDigits];
+  FoldedDigits(d);
+  for (int k = 0; k + 1 < kDigits; ++k) {  // digits below the top into [0, 2^32)
+    const std::int64_t carry = d[k] >> 32;
+    d[k] -= carry * (std::int64_t{1} << 32);
+    d[k + 1] += carry;
+  }
+  Encoded out{};
+  out[0] = static_cast<std::uint8_t>((m_nan ? 1 : 0) | (m_pos_inf ? 2 : 0) | (m_neg_inf ? 4 : 0));
+  for (int k = 0; k < kDigits; ++k) {
+    // The top digit is the sign-carrying one: its low 32 bits (the value
+    // fits 640 bits: |Σ| < 2^31 · 2^256 · 2^298).
+    const auto digit = static_cast<std::uint32_t>(static_cast<std::uint64_t>(d[k]));
+    for (int j = 0; j < 4; ++j)
+      out[1 + 4 * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)] =
+          static_cast<std::uint8_t>(digit >> (8 * j));
+  }
+  return out;
+}
+
+std::optional<ExactAccumulator> ExactAccumulator::FromEncoding(const Encoded& bytes) {
+  if (bytes[0] >= 8) return std::nullopt;
+  ExactAccumulator acc;
+  acc.m_nan = (bytes[0] & 1) != 0;
+  acc.m_pos_inf = (bytes[0] & 2) != 0;
+  acc.m_neg_inf = (bytes[0] & 4) != 0;
+  for (int k = 0; k < kDigits; ++k) {
+    std::uint32_t digit = 0;
+    for (int j = 0; j < 4; ++j)
+      digit |= std::uint32_t{bytes[1 + 4 * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)]}
+               << (8 * j);
+    acc.m_digit[k] = k + 1 < kDigits ? std::int64_t{digit} : std::int64_t{static_cast<std::int32_t>(digit)};
+  }
+  return acc;
+}
+
 float ExactAccumulator::Round() const {
   float special = 0.0f;
   if (Special(&special)) return special;

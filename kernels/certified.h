@@ -29,12 +29,14 @@
 // (ExactAccumulator), rounded once.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -113,6 +115,19 @@ class ExactAccumulator {
   float Round() const;
   float RoundDivided(std::uint64_t divisor) const;
   float RoundSqrt() const;
+
+  // The exact state as kEncodedBytes canonical bytes: a flags byte (bit 0
+  // a NaN term, bit 1 a +inf, bit 2 a −inf) and the value · 2^298 as a
+  // 640-bit two's complement integer, kDigits little-endian u32 digits,
+  // least significant first. FromEncoding is its inverse on every byte string
+  // whose flags byte is < 8 (every 640-bit pattern is a value), so
+  // FromEncoding(x)->Encode() == x, and equal states encode equally however their
+  // terms were added. The element-level dispute commits a certified dot
+  // product's exact partial sums this way (docs/referee.md).
+  static constexpr std::size_t kEncodedBytes = 1 + 4 * 20;  // 1 + 4·kDigits
+  using Encoded = std::array<std::uint8_t, kEncodedBytes>;
+  Encoded Encode() const;
+  static std::optional<ExactAccumulator> FromEncoding(const Encoded& bytes);
 
   static constexpr int kLsbExponent = -298;
   static constexpr int kDigits = 20;

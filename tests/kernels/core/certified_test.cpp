@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "common/philox.h"
@@ -451,6 +452,117 @@ TEST(ExactAccumulator, SumsFloatsExactly) {
   ExactAccumulator many;
   for (int i = 0; i < 10; ++i) many.AddProduct(0.1f, 0.1f);
   EXPECT_EQ(Bits(many.Round()), Bits(RefDot(std::vector<float>(10, 0.1f), std::vector<float>(10, 0.1f))));
+}
+
+// Any fp32 bit pattern: every sign, exponent (subnormals, inf and NaN included).
+float AnyFloat(PhiloxStream& s) { return std::bit_cast<float>(s.NextU32()); }
+
+// The canonical encoding (the element-level dispute's certified partial
+// sums) depends only on the exact state: the same terms in another order,
+// across bucket folds, encode alike; FromEncoding inverts it and keeps the value.
+TEST(ExactAccumulator, EncodingIsCanonicalAndDecodes) {
+  PhiloxStream s(79, 0, 0);
+  for (int trial = 0; trial < 40; ++trial) {
+    const bool specials = trial % 4 == 3;
+    const std::size_t n = trial % 5 == 0 ? std::size_t{10000} : 1 + s.NextU32() % 300;
+    const std::vector<float> as =
+        ZeroMean(1000 + static_cast<std::uint32_t>(trial), static_cast<std::int64_t>(n), 40);
+    const std::vector<float> bs =
+        ZeroMean(5000 + static_cast<std::uint32_t>(trial), static_cast<std::int64_t>(n), 40);
+    std::vector<std::pair<float, std::optional<float>>> terms;  // a·b, or a alone
+    for (std::size_t i = 0; i < n; ++i) {
+      const float a = specials && i % 97 == 5 ? AnyFloat(s) : as[i];
+      terms.emplace_back(a, (s.NextU32() & 1) != 0 ? std::optional<float>(bs[i]) : std::nullopt);
+    }
+    const auto sum = [&](bool reverse) {
+      ExactAccumulator acc;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto& [a, b] = terms[reverse ? n - 1 - i : i];
+        if (b) {
+          acc.AddProduct(a, *b);
+        } else {
+          acc.Add(a);
+        }
+      }
+      return acc;
+    };
+    const ExactAccumulator forward = sum(false), backward = sum(true);
+    const ExactAccumulator::Encoded e = forward.Encode();
+    ASSERT_EQ(e, backward.Encode()) << "trial " << trial << ": the order changed the encoding";
+    const auto back = ExactAccumulator::FromEncoding(e);
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(back->Encode(), e);
+    EXPECT_EQ(Bits(back->Round()), Bits(forward.Round()));
+    EXPECT_EQ(Bits(back->RoundDivided(3)), Bits(forward.RoundDivided(3)));
+    // The decoded state goes on exactly like the original.
+    ExactAccumulator more = *back, same = forward;
+    more.AddProduct(0x1p-140f, 0x1p-149f);
+    same.AddProduct(0x1p-140f, 0x1p-149f);
+    EXPECT_EQ(more.Encode(), same.Encode());
+  }
+}
+
+TEST(ExactAccumulator, EncodingIsTwosComplementFixedPoint) {
+  const auto digit_bytes = [](const ExactAccumulator::Encoded& e) {
+    return std::vector<std::uint8_t>(e.begin() + 1, e.end());
+  };
+  ExactAccumulator zero;
+  EXPECT_EQ(zero.Encode(), ExactAccumulator::Encoded{});
+  ExactAccumulator one;
+  one.Add(1.0f);  // 2^0 = bit 298 of the fixed point: digit 9, bit 10
+  ExactAccumulator::Encoded want{};
+  want[1 + 4 * 9 + 1] = 0x04;
+  EXPECT_EQ(one.Encode(), want);
+  ExactAccumulator tiny;
+  tiny.AddProduct(0x1p-149f, 0x1p-149f);  // the lsb
+  want = {};
+  want[1] = 0x01;
+  EXPECT_EQ(tiny.Encode(), want);
+  // −x is the two's complement of x.
+  PhiloxStream s(80, 0, 0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const float a = std::ldexp(ZeroMean(2000 + static_cast<std::uint32_t>(trial), 1)[0],
+                               static_cast<int>(s.NextU32() % 250) - 125);
+    const float b = std::ldexp(ZeroMean(3000 + static_cast<std::uint32_t>(trial), 1)[0],
+                               static_cast<int>(s.NextU32() % 250) - 125);
+    ExactAccumulator pos, neg;
+    pos.AddProduct(a, b);
+    neg.AddProduct(-a, b);
+    std::vector<std::uint8_t> p = digit_bytes(pos.Encode()), q = digit_bytes(neg.Encode());
+    unsigned carry = 1;
+    for (auto& byte : p) {
+      const unsigned v = (~byte & 0xffu) + carry;
+      byte = static_cast<std::uint8_t>(v);
+      carry = v >> 8;
+    }
+    ASSERT_EQ(p, q) << a << " * " << b;
+  }
+  // The flags: a NaN term, +inf, −inf.
+  ExactAccumulator specials;
+  specials.Add(std::numeric_limits<float>::infinity());
+  EXPECT_EQ(specials.Encode()[0], 2);
+  specials.AddProduct(-1.0f, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(specials.Encode()[0], 6);
+  EXPECT_TRUE(std::isnan(specials.Round()));
+  specials.AddProduct(0.0f, std::numeric_limits<float>::infinity());
+  EXPECT_EQ(specials.Encode()[0], 7);
+}
+
+// Every byte string with a flags byte < 8 is a state, and it is its own
+// encoding; a flags byte ≥ 8 is refused.
+TEST(ExactAccumulator, EveryValidByteStringDecodesToItself) {
+  PhiloxStream s(81, 0, 0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    ExactAccumulator::Encoded e{};
+    for (auto& byte : e) byte = static_cast<std::uint8_t>(s.NextU32());
+    const bool valid = e[0] < 8;
+    if (trial % 2 == 0 && !valid) e[0] &= 7;  // half of them made valid
+    const auto d = ExactAccumulator::FromEncoding(e);
+    ASSERT_EQ(d.has_value(), e[0] < 8);
+    if (d) {
+      EXPECT_EQ(d->Encode(), e);
+    }
+  }
 }
 
 // The certificate's libm-free helpers return exactly what libm returns.
