@@ -16,12 +16,6 @@
 namespace vt::verify {
 namespace {
 
-Bytes FloatBytes(float v) {
-  Bytes b(sizeof v);
-  std::memcpy(b.data(), &v, sizeof v);
-  return b;
-}
-
 // A dot element whose factors step by a fixed stride, no bias.
 DotElement Strided(std::uint32_t a_input, std::uint32_t b_input, std::int64_t a_first, std::int64_t a_stride,
                    std::int64_t b_first, std::int64_t b_stride, std::int64_t k) {
@@ -63,33 +57,75 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
   return Status::Invalid("elem-same-chunk");
 }
 
-Hash256 PartialLeafHash(float p) { return crypto::MerkleLeafHash(FloatBytes(p)); }
+namespace {
 
-crypto::MerkleTree PartialsTree(std::span<const float> partials) {
+template <class Leaf>
+Hash256 LeafHash(const Leaf& p) {
+  return crypto::MerkleLeafHash(DotPartialRule<Leaf>::LeafBytes(p));
+}
+
+template <class Leaf>
+crypto::MerkleTree TreeOver(std::span<const Leaf> partials) {
   if (partials.size() <= kPartialsKeptWhole) {
     std::vector<Hash256> leaves;
     leaves.reserve(partials.size());
-    for (float p : partials) leaves.push_back(PartialLeafHash(p));
+    for (const Leaf& p : partials) leaves.push_back(LeafHash(p));
     return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
   }
-  // Its own copy of the values (4 bytes a leaf), hashed again on demand.
-  auto values = std::make_shared<const std::vector<float>>(partials.begin(), partials.end());
+  // Its own copy of the values, hashed again on demand.
+  auto values = std::make_shared<const std::vector<Leaf>>(partials.begin(), partials.end());
   return crypto::MerkleTree::FromLeafSource(
-      partials.size(), [values](std::uint64_t i) { return PartialLeafHash((*values)[i]); },
-      kPartialsKeptFrom);
+      partials.size(), [values](std::uint64_t i) { return LeafHash((*values)[i]); }, kPartialsKeptFrom);
 }
+
+// Leaf `index` of a tree of `count` leaves under `root` is `value`.
+template <class Leaf>
+Status CheckLeaf(std::string_view reason, const Hash256& root, const Leaf& value,
+                 const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
+  if (proof.leaf_index != index || proof.leaf_count != count)
+    return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
+                                       std::to_string(proof.leaf_count));
+  if (Status s = crypto::VerifyMerkleProof(root, LeafHash(value), proof); !s.ok())
+    return Status::Invalid(reason, s.ToString());
+  return Status::Ok();
+}
+
+template <class Leaf>
+Status CheckEnds(const Hash256& root, std::uint64_t k, const Leaf& p_k, const crypto::MerkleProof& first,
+                 const crypto::MerkleProof& last) {
+  constexpr std::string_view kReason = "elem-bad-partials";
+  VT_TRY(CheckLeaf(kReason, root, DotPartialRule<Leaf>::Start(), first, 0, k + 1));
+  return CheckLeaf(kReason, root, p_k, last, k, k + 1);
+}
+
+template <class Leaf>
+StepVerdict JudgeStep(const Leaf& p_m, float a_m, float b_m, const Leaf& next_a, const Leaf& next_b) {
+  using Rule = DotPartialRule<Leaf>;
+  return StepVerdict{Rule::StepHolds(p_m, a_m, b_m, next_a), Rule::StepHolds(p_m, a_m, b_m, next_b)};
+}
+
+template <class Leaf>
+StepVerdict JudgeEpilogue(const Leaf& p_k, std::optional<float> bias, float y_a, float y_b) {
+  const std::optional<float> y = DotPartialRule<Leaf>::Value(p_k, bias);
+  if (!y) return StepVerdict{};  // an agreed p_K that is no sum: neither is right
+  return StepVerdict{SameBits(*y, y_a), SameBits(*y, y_b)};
+}
+
+}  // namespace
+
+Hash256 PartialLeafHash(float p) { return LeafHash(p); }
+Hash256 PartialLeafHash(const ExactPartial& p) { return LeafHash(p); }
+
+crypto::MerkleTree PartialsTree(std::span<const float> partials) { return TreeOver(partials); }
+crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials) { return TreeOver(partials); }
 
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
                          const crypto::MerkleProof& last) {
-  constexpr std::string_view kReason = "elem-bad-partials";
-  for (const auto& [proof, index, value] : {std::tuple{&first, std::uint64_t{0}, +0.0f}, std::tuple{&last, k, p_k}}) {
-    if (proof->leaf_index != index || proof->leaf_count != k + 1)
-      return Status::Invalid(kReason, "proof for leaf " + std::to_string(proof->leaf_index) + " of " +
-                                          std::to_string(proof->leaf_count));
-    if (Status s = crypto::VerifyMerkleProof(root, PartialLeafHash(value), *proof); !s.ok())
-      return Status::Invalid(kReason, s.ToString());
-  }
-  return Status::Ok();
+  return CheckEnds(root, k, p_k, first, last);
+}
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
+  return CheckEnds(root, k, p_k, first, last);
 }
 
 std::int64_t Im2ColIndex::Index(std::int64_t m) const {
@@ -226,7 +262,11 @@ Result<DotElement> DotElementAt(std::uint16_t op_kind, std::uint32_t slot, std::
 }
 
 StepVerdict JudgeDotStep(float p_m, float a_m, float b_m, float next_a, float next_b) {
-  return StepVerdict{RepopsDotStepHolds(p_m, a_m, b_m, next_a), RepopsDotStepHolds(p_m, a_m, b_m, next_b)};
+  return JudgeStep(p_m, a_m, b_m, next_a, next_b);
+}
+StepVerdict JudgeDotStep(const ExactPartial& p_m, float a_m, float b_m, const ExactPartial& next_a,
+                         const ExactPartial& next_b) {
+  return JudgeStep(p_m, a_m, b_m, next_a, next_b);
 }
 
 Status VerifyInputHash(const InputHashContext& at, const protocol::InputRef& ref, const Hash256& tensor_hash,
@@ -257,24 +297,18 @@ Status VerifyInputHash(const InputHashContext& at, const protocol::InputRef& ref
   return Status::Invalid("arb-bad-input-tensor", which + ": the batch (or an unknown source) has no tensor hash");
 }
 
-Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
-                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim,
-                                      const OpenedBatch* batch) {
+namespace {
+
+template <class Leaf>
+Result<StepVerdict> JudgeClaim(const DotElement& element, const DotFactors& factors,
+                               const std::array<Hash256, 2>& roots, const DotStepClaimOf<Leaf>& claim,
+                               const OpenedBatch* batch) {
   constexpr std::string_view kReason = "elem-bad-step";
   const std::uint64_t k = static_cast<std::uint64_t>(element.k);
   if (claim.m >= k) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
-  const auto check = [&](const Hash256& root, float value, const crypto::MerkleProof& proof,
-                         std::uint64_t index) -> Status {
-    if (proof.leaf_index != index || proof.leaf_count != k + 1)
-      return Status::Invalid(kReason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
-                                          std::to_string(proof.leaf_count));
-    if (Status s = crypto::VerifyMerkleProof(root, PartialLeafHash(value), proof); !s.ok())
-      return Status::Invalid(kReason, s.ToString());
-    return Status::Ok();
-  };
-  VT_TRY(check(roots[0], claim.p_m, claim.p_m_proof, claim.m));
+  VT_TRY(CheckLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
   for (std::size_t side = 0; side < 2; ++side)
-    VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
+    VT_TRY(CheckLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
   const auto m = static_cast<std::int64_t>(claim.m);
   // A factor by its tensor hash, or from the batch's opened example.
   const auto factor = [&](const Hash256& hash, const kernels::Shape& shape,
@@ -294,12 +328,27 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
   } else if (!claim.b.chunk.values.empty()) {
     return Status::Invalid(kReason, "a padding factor is not opened");
   }
-  return JudgeDotStep(claim.p_m, a_m, b_m, claim.next[0], claim.next[1]);
+  return JudgeStep(claim.p_m, a_m, b_m, claim.next[0], claim.next[1]);
+}
+
+}  // namespace
+
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots, const DotStepClaim& claim,
+                                      const OpenedBatch* batch) {
+  return JudgeClaim(element, factors, roots, claim, batch);
+}
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots, const CertifiedDotStepClaim& claim,
+                                      const OpenedBatch* batch) {
+  return JudgeClaim(element, factors, roots, claim, batch);
 }
 
 StepVerdict JudgeDotEpilogue(float p_k, std::optional<float> bias, float y_a, float y_b) {
-  const float y = RepopsLinearValue(p_k, bias);
-  return StepVerdict{SameBits(y, y_a), SameBits(y, y_b)};
+  return JudgeEpilogue(p_k, bias, y_a, y_b);
+}
+StepVerdict JudgeDotEpilogue(const ExactPartial& p_k, std::optional<float> bias, float y_a, float y_b) {
+  return JudgeEpilogue(p_k, bias, y_a, y_b);
 }
 
 }  // namespace vt::verify

@@ -7,7 +7,8 @@
 // implementation for the referee and for every worker predicting it; each
 // function says what its caller charges before calling it.
 //
-// Implemented for the repops dot rule of linear, linear_backward's dx and
+// Implemented for the dot rule (repops, and certified with exact partial
+// sums) of linear, linear_backward's dx and
 // dW, matmul, conv2d's y and conv2d_backward's dW (DotElementAt); the
 // pointwise and row rules are in verify/element_rules.h, the reduction rule
 // (TreeSum) in verify/reduce_rule.h.
@@ -25,6 +26,7 @@
 #include "kernels/chunk_tree.h"
 #include "kernels/tensor.h"
 #include "protocol/types.h"
+#include "verify/element.h"
 
 namespace vt::verify {
 
@@ -55,8 +57,12 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
                                    const kernels::ChunkOpening& b);
 
 // Level 5b: a party's commitment to the K+1 partial results p_0 … p_K of a
-// dot product (fp32 bits, one leaf each: MerkleLeafHash of 4 LE bytes).
+// dot product, one leaf each: MerkleLeafHash of the leaf's bytes — repops
+// its fp32 bits (4 LE bytes), certified its exact prefix sum (ExactPartial,
+// 81 bytes; verify/element.h). Each function below has one implementation
+// for both leaf types (DotPartialRule).
 Hash256 PartialLeafHash(float p);
+Hash256 PartialLeafHash(const ExactPartial& p);
 // The tree over them. Past kPartialsKeptWhole leaves only the levels from
 // kPartialsKeptFrom up are kept (crypto::MerkleTree::FromLeafSource): a
 // party answering over GPT-2's clip norm (1.2·10^8 leaves) holds ~1 GB, not
@@ -64,11 +70,15 @@ Hash256 PartialLeafHash(float p);
 inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
 inline constexpr unsigned kPartialsKeptFrom = 8;
 crypto::MerkleTree PartialsTree(std::span<const float> partials);
+crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials);
 
-// Posting a partials root: its first leaf must be the rule's start (+0) and
-// its last the party's p_K. Charge: two proofs. Invalid "elem-bad-partials".
+// Posting a partials root: its first leaf must be the rule's start (+0, or
+// the exact zero) and its last the party's p_K. Charge: two proofs. Invalid
+// "elem-bad-partials".
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
                          const crypto::MerkleProof& last);
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last);
 
 // Where a dot product's factors lie for one output value of a repops GEMM
 // element (sequential over its K terms from +0, docs/kernels.md): the m-th
@@ -136,6 +146,8 @@ struct StepVerdict {
   bool b_right = false;
 };
 StepVerdict JudgeDotStep(float p_m, float a_m, float b_m, float next_a, float next_b);
+StepVerdict JudgeDotStep(const ExactPartial& p_m, float a_m, float b_m, const ExactPartial& next_a,
+                         const ExactPartial& next_b);
 
 // One input of the disputed node opened by its tensor hash alone: a state
 // tensor's entry in h_t, or an earlier node's output through that node's
@@ -162,16 +174,19 @@ Status VerifyInputHash(const InputHashContext& at, const protocol::InputRef& ref
 // opened against root A (the same leaf under root B: the walk agreed on
 // it), each party's p_{m+1} opened against its own root, and the m-th
 // factors opened against the node's agreed input tensors.
-struct DotStepClaim {
+template <class Leaf>
+struct DotStepClaimOf {
   std::uint64_t m = 0;
-  float p_m = 0.0f;
+  Leaf p_m{};
   crypto::MerkleProof p_m_proof;              // leaf m of roots[0]
-  std::array<float, 2> next{};                // p_{m+1} of party A, of party B
+  std::array<Leaf, 2> next{};                 // p_{m+1} of party A, of party B
   std::array<crypto::MerkleProof, 2> next_proof;  // leaf m+1 of roots[0], roots[1]
   ValueOpening a, b;                          // the m-th factors (DotElement's AIndex(m), BIndex(m));
                                               // b empty when BIndex(m) is −1 (padding: +0)
-  bool operator==(const DotStepClaim&) const = default;
+  bool operator==(const DotStepClaimOf&) const = default;
 };
+using DotStepClaim = DotStepClaimOf<float>;
+using CertifiedDotStepClaim = DotStepClaimOf<ExactPartial>;
 
 // The agreed input tensors a dot element reads, by their hashes (from the
 // node's agreed inputs: h_t's state tensors or producers' output hashes).
@@ -194,9 +209,14 @@ struct DotFactors {
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
                                       const std::array<Hash256, 2>& roots, const DotStepClaim& claim,
                                       const OpenedBatch* batch = nullptr);
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots, const CertifiedDotStepClaim& claim,
+                                      const OpenedBatch* batch = nullptr);
 
 // When both parties' partial sums agree to p_K (their roots are equal) the
-// disputed step is the epilogue: y = p_K + bias (linear), or p_K.
+// disputed step is the epilogue: y = p_K + bias (linear), or p_K; certified
+// y = CR(p_K + bias), or CR(p_K).
 StepVerdict JudgeDotEpilogue(float p_k, std::optional<float> bias, float y_a, float y_b);
+StepVerdict JudgeDotEpilogue(const ExactPartial& p_k, std::optional<float> bias, float y_a, float y_b);
 
 }  // namespace vt::verify

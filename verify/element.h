@@ -6,13 +6,17 @@
 // functions; both parties compute the partial results on demand, for that
 // one value only. The step is kernels' own (hd::RepopsStep), not a copy.
 //
-// The workers' answers call these (worker/element_answers.h); the
-// referee's game phases do not yet: its game still ends at node level.
+// Certified mode (docs/kernels.md) has the same element with other partial
+// results: a value is CR(Σ a·b + bias) of the exact sum, so its partial
+// results are the exact prefix sums, order-free by definition.
 
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
+
+#include "common/bytes.h"
+#include "kernels/certified.h"
 
 namespace vt::verify {
 
@@ -28,6 +32,49 @@ bool RepopsDotStepHolds(float prev, float a, float b, float next);
 // A linear layer's output value from its dot product: y = p_K + bias (one
 // fp32 add, bias last; kernels/ops/linear.cpp), or p_K without a bias.
 float RepopsLinearValue(float dot, std::optional<float> bias);
+
+// Certified mode: p_m = Σ_{j<m} a_j·b_j exactly, p_0 = 0, each committed as
+// kernels::ExactAccumulator's canonical encoding (81 bytes; equal sums
+// encode alike whatever order they were added in).
+using ExactPartial = kernels::ExactAccumulator::Encoded;
+std::vector<ExactPartial> CertifiedDotPartials(std::span<const float> a, std::span<const float> b);
+
+// `next` is, byte for byte, `prev` plus a·b exactly (false if `prev` is no
+// accumulator state: a flags byte ≥ 8).
+bool CertifiedDotStepHolds(const ExactPartial& prev, float a, float b, const ExactPartial& next);
+
+// A certified GEMM output from its exact dot product: CR(dot + bias) with
+// the bias one more exact term (kernels/ops/linear.cpp, conv.cpp), or
+// CR(dot). nullopt if `dot` is no accumulator state.
+std::optional<float> CertifiedLinearValue(const ExactPartial& dot, std::optional<float> bias);
+
+// What the descent needs of a dot product's partial results, per leaf type
+// (verify/descent.h keeps one implementation of each check for both modes):
+// the leaf's committed bytes, the rule's start, one step, the final value.
+template <class Leaf>
+struct DotPartialRule;
+template <>
+struct DotPartialRule<float> {
+  static Bytes LeafBytes(float p);
+  static float Start() { return +0.0f; }
+  static bool StepHolds(float prev, float a, float b, float next) {
+    return RepopsDotStepHolds(prev, a, b, next);
+  }
+  static std::optional<float> Value(float dot, std::optional<float> bias) {
+    return RepopsLinearValue(dot, bias);
+  }
+};
+template <>
+struct DotPartialRule<ExactPartial> {
+  static Bytes LeafBytes(const ExactPartial& p) { return Bytes(p.begin(), p.end()); }
+  static ExactPartial Start() { return ExactPartial{}; }
+  static bool StepHolds(const ExactPartial& prev, float a, float b, const ExactPartial& next) {
+    return CertifiedDotStepHolds(prev, a, b, next);
+  }
+  static std::optional<float> Value(const ExactPartial& dot, std::optional<float> bias) {
+    return CertifiedLinearValue(dot, bias);
+  }
+};
 
 // Bit-for-bit equality of two fp32 values (+0 ≠ −0; a NaN equals only its
 // own bit pattern), the equality every commitment uses.

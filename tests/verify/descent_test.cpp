@@ -1,5 +1,6 @@
 // The element-level descent (verify/descent.h) played between an honest
-// party and a liar on real repops linear layers: level 4 walks the output's
+// party and a liar on real linear layers, in repops mode (fp32 partial sums)
+// and in certified mode (exact partial sums): level 4 walks the output's
 // chunk trees (crypto::MerkleWalk), both reveal the chunk where it ends, the
 // first differing value is the disputed one; level 5b walks the two parties'
 // partial-sum trees of that value to one step, judged from one value of x
@@ -12,14 +13,17 @@
 
 #include <algorithm>
 #include <array>
-#include <optional>
 #include <cmath>
+#include <cstdio>
+#include <optional>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "common/encoding.h"
 #include "crypto/merkle.h"
 #include "kernels/arith_hd.h"
+#include "kernels/certified.h"
 #include "kernels/chunk_tree.h"
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
@@ -48,7 +52,7 @@ struct Linear {
   kernels::Tensor dy, dx, dw;  // linear_backward on dy (random), x, w
 };
 
-Linear RandomLinear(std::mt19937_64& rng) {
+Linear RandomLinear(std::mt19937_64& rng, kernels::Mode mode = kernels::Mode::kRepops) {
   Linear l;
   l.rows = 1 + static_cast<std::int64_t>(rng() % 40);
   l.k = 1 + static_cast<std::int64_t>(rng() % 200);
@@ -60,7 +64,7 @@ Linear RandomLinear(std::mt19937_64& rng) {
   for (float& v : l.w.values()) v = RandomValue(rng);
   for (float& v : l.b.values()) v = RandomValue(rng);
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   const kernels::OpContext ctx(config);
   std::vector<kernels::Tensor> out;
   const std::vector<const kernels::Tensor*> in{&l.x, &l.w, &l.b};
@@ -105,10 +109,17 @@ std::vector<float> Factors(const kernels::Tensor& t, std::int64_t first, std::in
   return v;
 }
 
-// The honest partial sums of value e, and its epilogue's bias.
-std::vector<float> HonestPartials(const DotCase& c, const DotElement& d) {
-  return RepopsDotPartials(Factors(*c.inputs[d.a_input], d.a_first, d.a_stride, d.k),
-                           Factors(*c.inputs[d.b_input], d.b_first, d.b_stride, d.k));
+// The honest partial sums of value e (fp32 in repops mode, exact in
+// certified mode), and its epilogue's bias.
+template <class Leaf = float>
+std::vector<Leaf> HonestPartials(const DotCase& c, const DotElement& d) {
+  const std::vector<float> a = Factors(*c.inputs[d.a_input], d.a_first, d.a_stride, d.k);
+  const std::vector<float> b = Factors(*c.inputs[d.b_input], d.b_first, d.b_stride, d.k);
+  if constexpr (std::is_same_v<Leaf, float>) {
+    return RepopsDotPartials(a, b);
+  } else {
+    return CertifiedDotPartials(a, b);
+  }
 }
 std::optional<float> BiasOf(const DotCase& c, const DotElement& d) {
   if (!d.bias_input) return std::nullopt;
@@ -117,9 +128,53 @@ std::optional<float> BiasOf(const DotCase& c, const DotElement& d) {
 
 // What a party holds for the disputed node: its output and, on demand, the
 // partial sums of one value.
+template <class Leaf = float>
 struct Side {
   kernels::Tensor y;
-  std::vector<float> partials;  // of the disputed value, once known
+  std::vector<Leaf> partials;  // of the disputed value, once known
+};
+
+// Per leaf type: the mode whose kernels the layer runs in, equality of
+// committed leaves, the value from p_K, the next leaf by the rule, and
+// a leaf moved off the honest one.
+template <class Leaf>
+struct Leaves;
+template <>
+struct Leaves<float> {
+  static constexpr kernels::Mode kMode = kernels::Mode::kRepops;
+  static bool Same(float a, float b) { return SameBits(a, b); }
+  static float Value(float p, std::optional<float> bias) { return RepopsLinearValue(p, bias); }
+  static float Step(float p, float a, float b) { return kernels::hd::RepopsStep(p, a, b); }
+  static float Nudge(float p, std::mt19937_64& rng) {
+    return std::nextafter(p, rng() % 2 ? INFINITY : -INFINITY);
+  }
+  static float MadeUp(std::mt19937_64& rng) { return RandomValue(rng); }
+};
+template <>
+struct Leaves<ExactPartial> {
+  static constexpr kernels::Mode kMode = kernels::Mode::kCertified;
+  static bool Same(const ExactPartial& a, const ExactPartial& b) { return a == b; }
+  static float Value(const ExactPartial& p, std::optional<float> bias) {
+    return CertifiedLinearValue(p, bias).value();
+  }
+  static kernels::ExactAccumulator Decode(const ExactPartial& p) {
+    return kernels::ExactAccumulator::FromEncoding(p).value();
+  }
+  static ExactPartial Step(const ExactPartial& p, float a, float b) {
+    kernels::ExactAccumulator acc = Decode(p);
+    acc.AddProduct(a, b);
+    return acc.Encode();
+  }
+  static ExactPartial Nudge(const ExactPartial& p, std::mt19937_64& rng) {
+    kernels::ExactAccumulator acc = Decode(p);
+    acc.Add(RandomValue(rng));  // an exact sum off by a term the value's size may feel
+    return acc.Encode();
+  }
+  static ExactPartial MadeUp(std::mt19937_64& rng) {
+    kernels::ExactAccumulator acc;
+    acc.Add(RandomValue(rng));
+    return acc.Encode();
+  }
 };
 
 std::size_t SizeOf(const crypto::MerkleProof& p) { return EncodeToBytes(p).size(); }
@@ -127,8 +182,10 @@ std::size_t SizeOf(const kernels::ChunkOpening& o) { return o.values.size() * 4 
 
 // Plays both walks; returns whether the honest side (A) won. Checks every
 // property on the way.
-void PlayAndCheck(const DotCase& c, const Side& honest, Side liar, std::size_t& max_message, bool& honest_won,
-                  std::size_t& moves) {
+template <class Leaf>
+void PlayAndCheck(const DotCase& c, const Side<Leaf>& honest, Side<Leaf> liar, std::size_t& max_message,
+                  bool& honest_won, std::size_t& moves) {
+  using L = Leaves<Leaf>;
   const kernels::Tensor& out = *c.out;
   const Hash256 ha = honest.y.Hash(), hb = liar.y.Hash();
   ASSERT_NE(ha, hb);
@@ -165,9 +222,9 @@ void PlayAndCheck(const DotCase& c, const Side& honest, Side liar, std::size_t& 
   // Level 5b over the value's partial sums.
   const DotElement el = ElementOf(c, *e);
   const std::optional<float> bias = BiasOf(c, el);
-  const std::vector<float> hp = HonestPartials(c, el);
-  ASSERT_TRUE(SameBits(RepopsLinearValue(hp.back(), bias), honest.y[*e])) << "the rule is the kernel's";
-  const std::vector<float>& lp = liar.partials;
+  const std::vector<Leaf> hp = HonestPartials<Leaf>(c, el);
+  ASSERT_TRUE(SameBits(L::Value(hp.back(), bias), honest.y[*e])) << "the rule is the kernel's";
+  const std::vector<Leaf>& lp = liar.partials;
   const auto pa = PartialsTree(hp), pb = PartialsTree(lp);
   const std::uint64_t kk = static_cast<std::uint64_t>(el.k);
   // Posting: ends checked. The liar's p_K must be the one its value needs
@@ -175,7 +232,7 @@ void PlayAndCheck(const DotCase& c, const Side& honest, Side liar, std::size_t& 
   // valid post and loses on its clock.
   ASSERT_TRUE(CheckPartialsEnds(pa.root(), kk, hp.back(), pa.Prove(0), pa.Prove(kk)).ok());
   const bool liar_ends_ok = CheckPartialsEnds(pb.root(), kk, lp.back(), pb.Prove(0), pb.Prove(kk)).ok() &&
-                            SameBits(lp[0], +0.0f);
+                            L::Same(lp[0], DotPartialRule<Leaf>::Start());
   if (!liar_ends_ok) {
     honest_won = true;
     return;
@@ -194,9 +251,9 @@ void PlayAndCheck(const DotCase& c, const Side& honest, Side liar, std::size_t& 
     moves += w5->moves();
     EXPECT_LE(w5->moves(), pa.shape().height());
     const std::uint64_t m1 = w5->disputed_leaf();
-    ASSERT_GE(m1, 1u) << "p_0 = +0 for both";
+    ASSERT_GE(m1, 1u) << "p_0 is the rule's start for both";
     std::uint64_t want = 0;
-    while (SameBits(hp[want], lp[want])) ++want;
+    while (L::Same(hp[want], lp[want])) ++want;
     ASSERT_EQ(m1, want) << "the leftmost differing partial sum";
     const std::uint64_t m = m1 - 1;
     // The final transaction: agreed p_m (proof against either root), both
@@ -210,30 +267,46 @@ void PlayAndCheck(const DotCase& c, const Side& honest, Side liar, std::size_t& 
     auto xm = VerifyValue(ta_in.Hash(), ta_in.shape(), ia, xo);
     auto wm = VerifyValue(tb_in.Hash(), tb_in.shape(), ib, wo);
     ASSERT_TRUE(xm.ok() && wm.ok());
-    max_message = std::max(max_message, SizeOf(xo.chunk) + SizeOf(wo.chunk) + 3 * (4 + SizeOf(pa.Prove(m))));
+    max_message =
+        std::max(max_message, SizeOf(xo.chunk) + SizeOf(wo.chunk) +
+                                  3 * (DotPartialRule<Leaf>::LeafBytes(hp[m]).size() + SizeOf(pa.Prove(m))));
     v = JudgeDotStep(hp[m], *xm, *wm, hp[m1], lp[m1]);
+    // The same verdict as the referee's claim (every proof and opening
+    // checked), and a claim with a changed next leaf is refused.
+    DotStepClaimOf<Leaf> claim{m, hp[m], pa.Prove(m), {hp[m1], lp[m1]}, {pa.Prove(m1), pb.Prove(m1)}, xo, wo};
+    const DotFactors factors{ta_in.Hash(),  tb_in.Hash(), ta_in.shape(),
+                             tb_in.shape(), std::nullopt, std::nullopt};
+    auto judged = JudgeDotStepClaim(el, factors, {pa.root(), pb.root()}, claim);
+    ASSERT_TRUE(judged.ok()) << judged.status().ToString();
+    EXPECT_EQ(judged->a_right, v.a_right);
+    EXPECT_EQ(judged->b_right, v.b_right);
+    claim.next[0] = lp[m1];
+    EXPECT_EQ(JudgeDotStepClaim(el, factors, {pa.root(), pb.root()}, claim).status().reason(),
+              "elem-bad-step");
   }
   EXPECT_FALSE(v.a_right && v.b_right) << "two different values cannot both be the step";
   honest_won = v.a_right && !v.b_right;
 }
 
-TEST(VerifyDescent, AnHonestPartyWinsEveryElementGameAgainstAPlantedCheat) {
+template <class Leaf>
+void PlayPlantedCheats() {
+  using L = Leaves<Leaf>;
   std::mt19937_64 rng(test::TestSeed());
   std::size_t games = 0, max_message = 0, epilogue = 0, steps = 0;
   std::array<std::size_t, 3> per_case{};
   for (int trial = 0; trial < 150; ++trial) {
-    const Linear l = RandomLinear(rng);
+    const Linear l = RandomLinear(rng, L::kMode);
     const int which = trial % 3;  // linear y, linear_backward dx, linear_backward dw
     const DotCase c = CaseOf(l, which);
-    Side honest{*c.out, {}};
-    Side liar{*c.out, {}};
+    Side<Leaf> honest{*c.out, {}};
+    Side<Leaf> liar{*c.out, {}};
     // The cheat: one value of the output, anywhere.
     const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(c.out->numel()));
     const DotElement el = ElementOf(c, e);
-    const std::vector<float> hp = HonestPartials(c, el);
+    const std::vector<Leaf> hp = HonestPartials<Leaf>(c, el);
     const std::vector<float> fa = Factors(*c.inputs[el.a_input], el.a_first, el.a_stride, el.k);
     const std::vector<float> fb = Factors(*c.inputs[el.b_input], el.b_first, el.b_stride, el.k);
-    std::vector<float> lp = hp;
+    std::vector<Leaf> lp = hp;
     const std::optional<float> bias = BiasOf(c, el);
     switch (rng() % 3) {
       case 0:  // sums honest, value off by an ulp (an epilogue lie)
@@ -241,16 +314,15 @@ TEST(VerifyDescent, AnHonestPartyWinsEveryElementGameAgainstAPlantedCheat) {
         break;
       case 1: {  // sums leave the honest ones at a random step, then follow the steps
         const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
-        lp[from] = std::nextafter(lp[from], rng() % 2 ? INFINITY : -INFINITY);
-        for (std::size_t m = from + 1; m < lp.size(); ++m)
-          lp[m] = kernels::hd::RepopsStep(lp[m - 1], fa[m - 1], fb[m - 1]);
-        liar.y[e] = RepopsLinearValue(lp.back(), bias);
+        lp[from] = L::Nudge(lp[from], rng);
+        for (std::size_t m = from + 1; m < lp.size(); ++m) lp[m] = L::Step(lp[m - 1], fa[m - 1], fb[m - 1]);
+        liar.y[e] = L::Value(lp.back(), bias);
         break;
       }
       default: {  // sums made up from a random step on
         const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
-        for (std::size_t m = from; m < lp.size(); ++m) lp[m] = RandomValue(rng);
-        liar.y[e] = RepopsLinearValue(lp.back(), bias);
+        for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(rng);
+        liar.y[e] = L::Value(lp.back(), bias);
         break;
       }
     }
@@ -270,7 +342,15 @@ TEST(VerifyDescent, AnHonestPartyWinsEveryElementGameAgainstAPlantedCheat) {
   EXPECT_GT(epilogue, 10u);
   EXPECT_GT(steps, 40u);
   EXPECT_LE(max_message, 64u * 1024) << "every message of the game fits 64 KiB";
+  std::printf("[games] %zu (epilogue %zu, step %zu), largest message %zu B\n", games, epilogue, steps,
+              max_message);
 }
+
+TEST(VerifyDescent, AnHonestPartyWinsEveryElementGameAgainstAPlantedCheat) { PlayPlantedCheats<float>(); }
+
+// Certified mode: the same games over exact partial sums (81-byte leaves);
+// the rule's value CR(p_K + bias) is the certified kernel's, bit for bit.
+TEST(VerifyDescent, CertifiedExactPartialSumsSettleEveryGameLikeRepops) { PlayPlantedCheats<ExactPartial>(); }
 
 // A liar as challenger: the honest solver's output is right, the challenger
 // claims a different value somewhere; the same walks judge for the solver.
@@ -302,7 +382,7 @@ TEST(VerifyDescent, ALyingChallengerLosesAtTheElement) {
   for (int trial = 0; trial < 45; ++trial) {
     const Linear l = RandomLinear(rng);
     const DotCase c = CaseOf(l, trial % 3);
-    Side liar{*c.out, {}};
+    Side<> liar{*c.out, {}};
     const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(c.out->numel()));
     const DotElement el = ElementOf(c, e);
     std::vector<float> lp = HonestPartials(c, el);
@@ -312,7 +392,7 @@ TEST(VerifyDescent, ALyingChallengerLosesAtTheElement) {
     liar.partials = lp;
     bool won = false;
     std::size_t moves = 0;
-    PlayAndCheck(c, Side{*c.out, {}}, liar, max_message, won, moves);
+    PlayAndCheck(c, Side<>{*c.out, {}}, liar, max_message, won, moves);
     if (::testing::Test::HasFatalFailure()) return;
     EXPECT_TRUE(won);
     ++games;
