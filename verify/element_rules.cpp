@@ -264,9 +264,11 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint
   return plan;
 }
 
-Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
-                               std::span<const std::vector<float>> slice_values, const kernels::RngAddress& rng) {
-  if (!Is(op_kind, {OpKind::kDropout}) || slot != 1) return ReexecuteElement(op_kind, attrs, slot, plan, slice_values);
+Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values,
+                               const kernels::RngAddress& rng) {
+  if (!Is(op_kind, {OpKind::kDropout}) || slot != 1)
+    return ReexecuteElement(mode, op_kind, attrs, slot, plan, slice_values);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok() || decoded->floats.size() != 1) return Status::Invalid("elem-bad-slice", "dropout attributes");
   if (rng.step > 0xFFFFFFFFull || rng.node > 0xFFFFFFFFull)
@@ -294,8 +296,11 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
   return order;
 }
 
-Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
-                               std::span<const std::vector<float>> slice_values) {
+Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values) {
+  if (mode != kernels::Mode::kRepops && mode != kernels::Mode::kCertified)
+    return Status::Invalid("elem-no-rule", "values are re-executed in repops and certified mode only");
+  const bool certified = mode == kernels::Mode::kCertified;
   if (slice_values.size() != plan.inputs.size()) return Status::Invalid("elem-bad-slice", "one slice per input");
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
     if (static_cast<std::int64_t>(slice_values[i].size()) != plan.inputs[i].count)
@@ -358,14 +363,17 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
     const auto dy_at = [&](std::int64_t o_h, std::int64_t o_w) {
       return dy[static_cast<std::size_t>((o_h - h0) * ow + o_w)];
     };
-    if (*kind == OpKind::kAvgPool2dBackward) return kernels::AvgPoolGradAt<float>(p, oh, ow, ih, iw, dy_at);
+    if (*kind == OpKind::kAvgPool2dBackward)
+      return certified ? kernels::CertifiedAvgPoolGradAt(p, oh, ow, ih, iw, dy_at)
+                       : kernels::AvgPoolGradAt<float>(p, oh, ow, ih, iw, dy_at);
     if (h1 < h0) return +0.0f;
     const std::int64_t r0 = MaxPoolRows(p, h, h0, h1).first;
     const std::vector<float>& xs = slice_values[1];
     const auto x_at = [&](std::int64_t r, std::int64_t c) {
       return xs[static_cast<std::size_t>((r - r0) * w + c)];
     };
-    return kernels::MaxPoolGradAt<float>(p, h, w, oh, ow, ih, iw, x_at, dy_at);
+    return certified ? kernels::CertifiedMaxPoolGradAt(p, h, w, oh, ow, ih, iw, x_at, dy_at)
+                     : kernels::MaxPoolGradAt<float>(p, h, w, oh, ow, ih, iw, x_at, dy_at);
   }
   if (*kind == OpKind::kAttention && slot == 1) {
     // Above the diagonal: the kernel writes +0 whatever qkv holds.
@@ -380,7 +388,7 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
     const kernels::Tensor x({1}, slice_values[0]), keep({1}, slice_values[1]);
     const std::vector<const kernels::Tensor*> in{&x, &keep};
     kernels::ExecConfig config;
-    config.mode = kernels::Mode::kRepops;
+    config.mode = mode;
     config.threads = 1;
     std::vector<kernels::Tensor> out;
     VT_TRY(kernels::RunOp(kernels::OpContext(config), OpKind::kDropoutBackward, *decoded, in, out));
@@ -411,7 +419,7 @@ Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint3
   std::vector<const kernels::Tensor*> in;
   for (const kernels::Tensor& t : tensors) in.push_back(&t);
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   config.threads = 1;
   const kernels::OpContext ctx(config);
   std::vector<kernels::Tensor> out;

@@ -104,18 +104,24 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
 
-// Runs the operator (canonical attributes `attrs`) on the slices' values and
-// returns value e (clip_grad_norm's g'_i: g_i·kernels::ClipGradScale(norm),
-// the kernel's expression). Invalid "elem-bad-slice" when a slice has the
-// wrong count, or the operator's own reason.
-Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
-                               std::span<const std::vector<float>> slice_values);
+// Runs the operator (canonical attributes `attrs`) in the job's `mode` on
+// the slices' values and returns value e (clip_grad_norm's g'_i:
+// g_i·kernels::ClipGradScale(norm), the kernel's expression). Repops and
+// certified mode share every element-wise expression; the poolings'
+// backwards sum their windows in repops order, or exactly and rounded once
+// in certified mode (kernels::CertifiedAvgPoolGradAt). Invalid
+// "elem-bad-slice" when a slice has the wrong count, "elem-no-rule" in
+// another mode (rounded values carry log entries), or the operator's own
+// reason.
+Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values);
 
 // The same for an operator that draws from the node's RNG stream (seed, step
 // t, node index i — the executor's address): dropout's keep mask (slot 1),
 // kernels::DropoutKeep at e. Every other output: as above. Invalid
 // "bad-rng-address" for a step or node ≥ 2^32.
-Result<float> ReexecuteElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, const ElementPlan& plan,
-                               std::span<const std::vector<float>> slice_values, const kernels::RngAddress& rng);
+Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values,
+                               const kernels::RngAddress& rng);
 
 }  // namespace vt::verify

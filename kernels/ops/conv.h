@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "common/result.h"
+#include "kernels/certified.h"
 #include "kernels/op_context.h"
 #include "kernels/tensor.h"
 
@@ -67,6 +68,17 @@ inline std::pair<std::int64_t, std::int64_t> CoveringWindows(std::int64_t i, std
   return {from <= 0 ? 0 : (from + s - 1) / s, std::min((i + pad) / s, count - 1)};
 }
 
+// f(o_h, o_w) for each window of an oh × ow grid covering input position
+// (ih, iw), in row-major order.
+template <class F>
+void ForCoveringWindows(const Pool2dParams& p, std::int64_t oh, std::int64_t ow, std::int64_t ih,
+                        std::int64_t iw, const F& f) {
+  const auto [h0, h1] = CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
+  const auto [w0, w1] = CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
+  for (std::int64_t o_h = h0; o_h <= h1; ++o_h)
+    for (std::int64_t o_w = w0; o_w <= w1; ++o_w) f(o_h, o_w);
+}
+
 // Max pooling's rule: a later value replaces the window's current maximum
 // when it is greater or NaN (the first maximum wins; NaN propagates,
 // PyTorch's rule).
@@ -105,12 +117,10 @@ std::int64_t WindowArgmax(const Pool2dParams& p, std::int64_t h, std::int64_t w,
 template <class T, class XAt, class DyAt>
 T MaxPoolGradAt(const Pool2dParams& p, std::int64_t h, std::int64_t w, std::int64_t oh, std::int64_t ow,
                 std::int64_t ih, std::int64_t iw, const XAt& x_at, const DyAt& dy_at) {
-  const auto [h0, h1] = CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
-  const auto [w0, w1] = CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
   T sum = T(0);
-  for (std::int64_t o_h = h0; o_h <= h1; ++o_h)
-    for (std::int64_t o_w = w0; o_w <= w1; ++o_w)
-      if (WindowArgmax(p, h, w, o_h, o_w, x_at) == ih * w + iw) sum = sum + static_cast<T>(dy_at(o_h, o_w));
+  ForCoveringWindows(p, oh, ow, ih, iw, [&](std::int64_t o_h, std::int64_t o_w) {
+    if (WindowArgmax(p, h, w, o_h, o_w, x_at) == ih * w + iw) sum = sum + static_cast<T>(dy_at(o_h, o_w));
+  });
   return sum;
 }
 
@@ -124,12 +134,36 @@ template <class T, class DyAt>
 T AvgPoolGradAt(const Pool2dParams& p, std::int64_t oh, std::int64_t ow, std::int64_t ih, std::int64_t iw,
                 const DyAt& dy_at) {
   const T area = static_cast<T>(p.kernel_h * p.kernel_w);
-  const auto [h0, h1] = CoveringWindows(ih, p.kernel_h, p.stride_h, p.pad_h, oh);
-  const auto [w0, w1] = CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
   T sum = T(0);
-  for (std::int64_t o_h = h0; o_h <= h1; ++o_h)
-    for (std::int64_t o_w = w0; o_w <= w1; ++o_w) sum = sum + static_cast<T>(dy_at(o_h, o_w)) / area;
+  ForCoveringWindows(p, oh, ow, ih, iw, [&](std::int64_t o_h, std::int64_t o_w) {
+    sum = sum + static_cast<T>(dy_at(o_h, o_w)) / area;
+  });
   return sum;
+}
+
+// Certified mode: the same terms — each window's dy where its maximum is
+// at (ih, iw); each covering window's dy / (KH·KW) in fp32 — summed exactly
+// and rounded once (kernels/certified.h): the value the certified kernels
+// compute through their fast path, here by the exact path alone (the
+// element rule's).
+template <class XAt, class DyAt>
+float CertifiedMaxPoolGradAt(const Pool2dParams& p, std::int64_t h, std::int64_t w, std::int64_t oh,
+                             std::int64_t ow, std::int64_t ih, std::int64_t iw, const XAt& x_at,
+                             const DyAt& dy_at) {
+  ExactAccumulator sum;
+  ForCoveringWindows(p, oh, ow, ih, iw, [&](std::int64_t o_h, std::int64_t o_w) {
+    if (WindowArgmax(p, h, w, o_h, o_w, x_at) == ih * w + iw) sum.Add(dy_at(o_h, o_w));
+  });
+  return sum.Round();
+}
+template <class DyAt>
+float CertifiedAvgPoolGradAt(const Pool2dParams& p, std::int64_t oh, std::int64_t ow, std::int64_t ih,
+                             std::int64_t iw, const DyAt& dy_at) {
+  const auto area = static_cast<float>(p.kernel_h * p.kernel_w);
+  ExactAccumulator sum;
+  ForCoveringWindows(p, oh, ow, ih, iw,
+                     [&](std::int64_t o_h, std::int64_t o_w) { sum.Add(dy_at(o_h, o_w) / area); });
+  return sum.Round();
 }
 
 }  // namespace vt::kernels

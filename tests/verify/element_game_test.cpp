@@ -191,7 +191,8 @@ Result<StepVerdict> PlayOpenElement(std::uint16_t op, const Bytes& attrs, std::u
     VT_ASSIGN_OR_RETURN(std::vector<float> v, VerifySlice(t.Hash(), t.shape(), s, OpenSlice(t, s)));
     slices.push_back(std::move(v));
   }
-  VT_ASSIGN_OR_RETURN(float value, ReexecuteElement(op, attrs, slot, plan, slices, rng));
+  VT_ASSIGN_OR_RETURN(float value,
+                      ReexecuteElement(kernels::Mode::kRepops, op, attrs, slot, plan, slices, rng));
   return JudgeElementValue(value, y_a, y_b);
 }
 

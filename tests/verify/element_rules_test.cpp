@@ -1,5 +1,5 @@
 // The pointwise and row element rules (verify/element_rules.h) against the
-// kernels they judge, in repops mode: every sampled value of random nodes of
+// kernels they judge, in repops and in certified mode: every sampled value of random nodes of
 // each operator in the table is reproduced, bit for bit, from its slices of
 // the inputs alone; and a cheat planted in one value of one output of such a
 // node is found by the level-4 walk at exactly that value and refuted there
@@ -79,8 +79,9 @@ struct Node {
   bool Planned(std::int64_t e) const { return causal_t == 0 || e % causal_t > (e / causal_t) % causal_t; }
 };
 
-// A random node of each operator in the rule table, run in repops mode.
-std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int64_t c) {
+// A random node of each operator in the rule table, run in `mode`.
+std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int64_t c,
+                              kernels::Mode mode = kernels::Mode::kRepops) {
   const auto f = [](float v) { return kernels::OpAttrs::Bits(v); };
   const kernels::Shape x{rows, c};
   Tensor lr({1}, {1e-3f});
@@ -190,7 +191,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, std::int64_t rows, std::int6
        {}},
   };
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   config.threads = 2;
   const kernels::OpContext ctx(config, nullptr, kRng);
   for (Node& n : nodes) {
@@ -251,13 +252,13 @@ Result<std::vector<std::vector<float>>> OpenSlices(const Node& n, const ElementP
   return out;
 }
 
-TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
+void CheckEveryValueIsReproduced(kernels::Mode mode) {
   std::mt19937_64 rng(test::TestSeed());
   std::size_t checked = 0;
   for (int trial = 0; trial < 6; ++trial) {
     const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 6);
     const std::int64_t c = 1 + static_cast<std::int64_t>(rng() % 300);
-    for (const Node& n : RandomNodes(rng, rows, c)) {
+    for (const Node& n : RandomNodes(rng, rows, c, mode)) {
       const Bytes attrs = EncodeToBytes(n.attrs);
       for (std::uint32_t slot = n.first_slot; slot < n.Slots(); ++slot) {
         for (std::int64_t e = 0; e < n.outputs[slot].numel(); e += 1 + static_cast<std::int64_t>(rng() % 7)) {
@@ -281,7 +282,8 @@ TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
             const InputSlice is = Resolved(plan->inputs[i], slices);
             slices.push_back(Slice(SliceSource(n, is, i), is));
           }
-          auto v = ReexecuteElement(static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, slices, kRng);
+          auto v =
+              ReexecuteElement(mode, static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, slices, kRng);
           ASSERT_TRUE(v.ok()) << n.name << ": " << v.status().ToString();
           ASSERT_TRUE(SameBits(*v, n.outputs[slot][e]))
               << n.name << " slot " << slot << " value " << e << " of " << rows << "x" << c;
@@ -293,14 +295,41 @@ TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
   EXPECT_GT(checked, 1000u);
 }
 
-TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
+TEST(VerifyElementRules, EveryValueIsReproducedFromItsSlices) {
+  CheckEveryValueIsReproduced(kernels::Mode::kRepops);
+}
+
+// Certified mode: the same element-wise expressions; the poolings'
+// backwards as exact sums over their windows (repops order differs on
+// overlapping windows: seeds 2-6 each found a value that way).
+TEST(VerifyElementRules, CertifiedValuesAreReproducedFromTheirSlices) {
+  CheckEveryValueIsReproduced(kernels::Mode::kCertified);
+}
+
+// Rounded values carry log entries: no value is re-executed alone.
+TEST(VerifyElementRules, RoundedModeHasNoPointwiseRule) {
+  std::mt19937_64 rng(test::TestSeed());
+  const std::vector<Node> nodes = RandomNodes(rng, 2, 3);
+  const Node& relu = nodes.at(0);
+  auto plan =
+      PlanElement(static_cast<std::uint16_t>(relu.kind), EncodeToBytes(relu.attrs), 0, 0, Shapes(relu));
+  ASSERT_TRUE(plan.ok());
+  const std::vector<std::vector<float>> slices{{relu.inputs[0][0]}};
+  EXPECT_EQ(
+      ReexecuteElement(kernels::Mode::kRounded, static_cast<std::uint16_t>(relu.kind), {}, 0, *plan, slices)
+          .status()
+          .reason(),
+      "elem-no-rule");
+}
+
+void CheckPlantedCheatsAreCaught(kernels::Mode mode) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xe1e);
   std::size_t games = 0, max_bytes = 0;
   for (int trial = 0; trial < 4; ++trial) {
     // GPT-2's width: rows of 768.
     const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 4);
     const std::int64_t c = trial == 0 ? 768 : 1 + static_cast<std::int64_t>(rng() % 900);
-    for (const Node& n : RandomNodes(rng, rows, c)) {
+    for (const Node& n : RandomNodes(rng, rows, c, mode)) {
       const Bytes attrs = EncodeToBytes(n.attrs);
       const std::uint32_t slot = n.first_slot + static_cast<std::uint32_t>(rng() % (n.Slots() - n.first_slot));
       const Tensor& honest = n.outputs[slot];
@@ -328,7 +357,7 @@ TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
       std::size_t bytes = 0;
       auto slices = OpenSlices(n, *plan, bytes);
       ASSERT_TRUE(slices.ok()) << slices.status().ToString();
-      auto v = ReexecuteElement(static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, *slices, kRng);
+      auto v = ReexecuteElement(mode, static_cast<std::uint16_t>(n.kind), attrs, slot, *plan, *slices, kRng);
       ASSERT_TRUE(v.ok());
       EXPECT_TRUE(SameBits(*v, honest[e])) << n.name << ": the honest value is confirmed";
       EXPECT_FALSE(SameBits(*v, liar[e])) << n.name << ": the planted value is refuted";
@@ -338,6 +367,13 @@ TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
   }
   EXPECT_EQ(games, 4 * RandomNodes(rng, 1, 1).size());
   EXPECT_LE(max_bytes, 64u * 1024) << "the final transaction's openings";
+}
+
+TEST(VerifyElementRules, APlantedCheatIsCaughtAtItsValue) {
+  CheckPlantedCheatsAreCaught(kernels::Mode::kRepops);
+}
+TEST(VerifyElementRules, APlantedCertifiedCheatIsCaughtAtItsValue) {
+  CheckPlantedCheatsAreCaught(kernels::Mode::kCertified);
 }
 
 TEST(VerifyElementRules, SlotWalkOrderPutsTheSlotsOtherRulesReadFirst) {
@@ -404,7 +440,7 @@ TEST(VerifyElementRules, AGlobalAveragePoolsGradientReadsOneValue) {
     EXPECT_EQ(plan->inputs[0].count, 1);
     EXPECT_EQ(plan->inputs[0].first, e / (128 * 128)) << "the plane's one dy value";
     EXPECT_EQ(plan->inputs[1].count, 0) << "x is never read";
-    auto v = ReexecuteElement(kind, attrs, 0, *plan,
+    auto v = ReexecuteElement(kernels::Mode::kRepops, kind, attrs, 0, *plan,
                               std::vector<std::vector<float>>{{dy[plan->inputs[0].first]}, {}});
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     ASSERT_TRUE(SameBits(*v, out[0][e])) << e;
@@ -455,11 +491,43 @@ TEST(VerifyElementRules, MaxPoolTiesNaNsAndZerosFollowTheKernel) {
       std::vector<std::vector<float>> slices;
       for (std::size_t i = 0; i < 2; ++i) slices.push_back(Slice(i == 0 ? dy : x, plan->inputs[i]));
       auto v =
-          ReexecuteElement(static_cast<std::uint16_t>(OpKind::kMaxPool2dBackward), bytes, 0, *plan, slices);
+          ReexecuteElement(kernels::Mode::kRepops, static_cast<std::uint16_t>(OpKind::kMaxPool2dBackward),
+                           bytes, 0, *plan, slices);
       ASSERT_TRUE(v.ok()) << v.status().ToString();
       EXPECT_TRUE(SameBits(*v, dx[0][e]))
           << "dx value " << e << " of " << k << "x" << k << ": " << *v << " vs " << dx[0][e];
     }
+  }
+}
+
+// A value covered by four 2 × 2 windows whose shares are 1 and three times
+// 2^-24: summed in order each small share ties back to 1, exactly they are
+// 1 + 3·2^-24, whose rounding is 1 + 2^-22. The certified kernels and the
+// certified rule give the latter, the repops rule the former.
+TEST(VerifyElementRules, CertifiedPoolGradientsAreExactSums) {
+  const float tiny = 0x1p-24f;
+  kernels::Pool2dParams p;
+  p.kernel_h = p.kernel_w = 2;
+  p.stride_h = p.stride_w = 1;
+  const Bytes bytes = EncodeToBytes(kernels::Pool2dAttrs(p));
+  const Tensor x({1, 1, 3, 3}, {0, 0, 0, 0, 10, 0, 0, 0, 0});  // every window's maximum at the centre
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kCertified;
+  const kernels::OpContext ctx(config);
+  for (const auto& [kind, scale] :
+       {std::pair{OpKind::kAvgPool2dBackward, 4.0f}, {OpKind::kMaxPool2dBackward, 1.0f}}) {
+    const Tensor dy({1, 1, 2, 2}, {scale, scale * tiny, scale * tiny, scale * tiny});
+    std::vector<Tensor> dx;
+    const std::vector<const Tensor*> in{&dy, &x};
+    ASSERT_TRUE(kernels::RunOp(ctx, kind, kernels::Pool2dAttrs(p), in, dx).ok());
+    EXPECT_EQ(dx[0][4], 1.0f + 0x1p-22f) << "the kernel's CR of the exact sum";
+    auto plan = PlanElement(static_cast<std::uint16_t>(kind), bytes, 0, 4, {{dy.shape(), x.shape()}});
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    std::vector<std::vector<float>> slices;
+    for (std::size_t i = 0; i < 2; ++i) slices.push_back(Slice(i == 0 ? dy : x, plan->inputs[i]));
+    const auto op = static_cast<std::uint16_t>(kind);
+    EXPECT_EQ(ReexecuteElement(kernels::Mode::kCertified, op, bytes, 0, *plan, slices).value(), dx[0][4]);
+    EXPECT_EQ(ReexecuteElement(kernels::Mode::kRepops, op, bytes, 0, *plan, slices).value(), 1.0f);
   }
 }
 
@@ -474,18 +542,26 @@ TEST(VerifyElementRules, DropoutsKeepNeedsTheNodesRngAddress) {
   auto plan = PlanElement(kind, attrs, 1, 17, Shapes(n));
   ASSERT_TRUE(plan.ok());
   const std::vector<std::vector<float>> none(1);
-  EXPECT_TRUE(SameBits(ReexecuteElement(kind, attrs, 1, *plan, none, kRng).value(), n.outputs[1][17]));
-  EXPECT_EQ(ReexecuteElement(kind, attrs, 1, *plan, none).status().reason(), "elem-bad-slice") << "no address";
+  EXPECT_TRUE(SameBits(ReexecuteElement(kernels::Mode::kRepops, kind, attrs, 1, *plan, none, kRng).value(),
+                       n.outputs[1][17]));
+  EXPECT_EQ(ReexecuteElement(kernels::Mode::kRepops, kind, attrs, 1, *plan, none).status().reason(),
+            "elem-bad-slice")
+      << "no address";
   std::size_t differ = 0;  // another node's address draws another mask
   for (std::int64_t e = 0; e < n.outputs[1].numel(); ++e) {
     auto other = PlanElement(kind, attrs, 1, e, Shapes(n)).value();
-    differ += SameBits(ReexecuteElement(kind, attrs, 1, other, none, {kRng.seed, kRng.step, kRng.node + 1}).value(),
+    differ += SameBits(ReexecuteElement(kernels::Mode::kRepops, kind, attrs, 1, other, none,
+                                        {kRng.seed, kRng.step, kRng.node + 1})
+                           .value(),
                        n.outputs[1][e])
                   ? 0
                   : 1;
   }
   EXPECT_GT(differ, 0u);
-  EXPECT_EQ(ReexecuteElement(kind, attrs, 1, *plan, none, {1, 1ull << 32, 0}).status().reason(), "bad-rng-address");
+  EXPECT_EQ(ReexecuteElement(kernels::Mode::kRepops, kind, attrs, 1, *plan, none, {1, 1ull << 32, 0})
+                .status()
+                .reason(),
+            "bad-rng-address");
 }
 
 TEST(VerifyElementRules, AnEmbeddingIndexOutsideTheTableFailsTheOperator) {
