@@ -7,7 +7,8 @@
 // — a value planted wrong with honest sums and a wrong epilogue, sums that
 // leave the honest ones at a random step and follow the rule, or made-up
 // sums — end at the planted value and are won by the honest party as solver
-// and as challenger, every message under 64 KiB.
+// and as challenger, every message under 64 KiB. In certified mode every
+// value is the exact dot product of the same factors, rounded once.
 
 #include <gtest/gtest.h>
 
@@ -53,7 +54,7 @@ struct Node {
 };
 
 // which: 0 conv2d (with or without bias), 1 conv2d_backward dW, 2 matmul, 3 attention's y.
-Node RandomNode(std::mt19937_64& rng, int which) {
+Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::Mode::kRepops) {
   Node node;
   kernels::OpKind kind = kernels::OpKind::kConv2d;
   kernels::OpAttrs attrs;
@@ -101,7 +102,7 @@ Node RandomNode(std::mt19937_64& rng, int which) {
   node.side.op_kind = static_cast<std::uint16_t>(kind);
   node.side.attrs = EncodeToBytes(attrs);
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   config.threads = 2;
   const kernels::OpContext ctx(config);
   std::vector<const kernels::Tensor*> in;
@@ -134,6 +135,33 @@ TEST(WorkerElementDotOps, EveryValueIsTheKernelsDot) {
   }
   EXPECT_GT(checked, 1000u);
   EXPECT_GT(padding_taps, 100u) << "conv2d values whose taps fall in the padding";
+}
+
+// The same elements (factor positions, padding taps, bias) in certified
+// mode: CR(Σ exactly + bias) over the certified kernels' outputs, bit for
+// bit, through the exact partial sums the descent commits.
+TEST(WorkerElementDotOps, EveryCertifiedValueIsTheExactDotOfTheSameFactors) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xce7);
+  std::size_t checked = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const Node node = RandomNode(rng, trial % 4, kernels::Mode::kCertified);
+    const kernels::Tensor& out = node.side.outputs.at(node.slot);
+    for (std::int64_t e = 0; e < out.numel(); e += 1 + static_cast<std::int64_t>(rng() % 3)) {
+      auto p = AnswerPartials(node.side, node.slot, e);
+      ASSERT_TRUE(p.ok()) << node.name << ": " << p.status().ToString();
+      std::vector<float> a, b;
+      for (std::int64_t m = 0; m < p->element.k; ++m) {
+        const auto [am, bm] = FactorValues(node.side, p->element, static_cast<std::uint64_t>(m));
+        a.push_back(am);
+        b.push_back(bm);
+      }
+      const std::vector<verify::ExactPartial> exact = verify::CertifiedDotPartials(a, b);
+      ASSERT_TRUE(verify::SameBits(verify::CertifiedLinearValue(exact.back(), p->bias).value(), out[e]))
+          << node.name << " value " << e;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300u);
 }
 
 TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
