@@ -83,33 +83,71 @@ Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t
   return kernels::OpenChunk(out, chunk, 1);
 }
 
-Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
-  const std::vector<kernels::Shape> shapes = InputShapes(side);
-  VT_ASSIGN_OR_RETURN(verify::DotElement el, verify::DotElementAt(side.op_kind, side.attrs, slot, e, shapes));
-  std::optional<float> bias;
-  if (el.bias_input) bias = side.inputs[*el.bias_input][el.bias_index];
-  const auto a_index = [&](std::int64_t m) { return el.AIndex(m); };
-  const auto b_index = [&](std::int64_t m) { return el.BIndex(m); };
-  return PartialsAnswerOf(el,
-                          verify::RepopsDotPartials(Factors(FactorTensor(side, el.a_input), el.k, a_index),
-                                                    Factors(FactorTensor(side, el.b_input), el.k, b_index)),
-                          bias);
-}
+namespace {
 
-PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
-                                std::optional<float> bias) {
-  PartialsAnswer a;
+template <class Leaf>
+PartialsAnswerFor<Leaf> AnswerOf(const verify::DotElement& element, std::vector<Leaf> partials,
+                                 std::optional<float> bias) {
+  PartialsAnswerFor<Leaf> a;
   a.element = element;
   a.partials = std::move(partials);
-  a.tree = verify::PartialsTree(a.partials);
+  a.tree = verify::PartialsTree(std::span<const Leaf>(a.partials));
   a.first = a.tree.Prove(0);
   a.last = a.tree.Prove(a.partials.size() - 1);
   a.bias = bias;
   return a;
 }
 
-StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m) {
-  return StepReveal{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m), mine.tree.Prove(m + 1)};
+// The value's element, its two factor sequences and its bias.
+struct DotTerms {
+  verify::DotElement element;
+  std::vector<float> a, b;
+  std::optional<float> bias;
+};
+Result<DotTerms> TermsOf(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
+  const std::vector<kernels::Shape> shapes = InputShapes(side);
+  VT_ASSIGN_OR_RETURN(verify::DotElement el, verify::DotElementAt(side.op_kind, side.attrs, slot, e, shapes));
+  std::optional<float> bias;
+  if (el.bias_input) bias = side.inputs[*el.bias_input][el.bias_index];
+  const auto a_index = [&](std::int64_t m) { return el.AIndex(m); };
+  const auto b_index = [&](std::int64_t m) { return el.BIndex(m); };
+  std::vector<float> a = Factors(FactorTensor(side, el.a_input), el.k, a_index);
+  std::vector<float> b = Factors(FactorTensor(side, el.b_input), el.k, b_index);
+  return DotTerms{el, std::move(a), std::move(b), bias};
+}
+
+template <class Leaf>
+StepRevealOf<Leaf> RevealOf(const PartialsAnswerFor<Leaf>& mine, std::uint64_t m) {
+  return StepRevealOf<Leaf>{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m),
+                            mine.tree.Prove(m + 1)};
+}
+
+}  // namespace
+
+Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
+  VT_ASSIGN_OR_RETURN(DotTerms t, TermsOf(side, slot, e));
+  return AnswerOf(t.element, verify::RepopsDotPartials(t.a, t.b), t.bias);
+}
+
+Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
+                                                        std::int64_t e) {
+  VT_ASSIGN_OR_RETURN(DotTerms t, TermsOf(side, slot, e));
+  return AnswerOf(t.element, verify::CertifiedDotPartials(t.a, t.b), t.bias);
+}
+
+PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
+                                std::optional<float> bias) {
+  return AnswerOf(element, std::move(partials), bias);
+}
+CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
+                                         std::vector<verify::ExactPartial> partials,
+                                         std::optional<float> bias) {
+  return AnswerOf(element, std::move(partials), bias);
+}
+
+StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
+CertifiedStepReveal AnswerStepReveal(const CertifiedPartialsAnswer& mine, std::uint64_t m) {
+  return RevealOf(mine, m);
 }
 
 Result<FactorOpenings> AnswerFactors(const ElementSide& side, const verify::DotElement& element,
@@ -140,9 +178,12 @@ std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotE
           bi < 0 ? +0.0f : FactorTensor(side, element.b_input)[bi]};
 }
 
-verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
-                                          const FactorOpenings& factors) {
-  verify::DotStepClaim c;
+namespace {
+
+template <class Leaf>
+verify::DotStepClaimOf<Leaf> ClaimOf(std::uint64_t m, const StepRevealOf<Leaf>& a,
+                                     const StepRevealOf<Leaf>& b, const FactorOpenings& factors) {
+  verify::DotStepClaimOf<Leaf> c;
   c.m = m;
   c.p_m = a.p_m;
   c.p_m_proof = a.p_m_proof;
@@ -151,6 +192,18 @@ verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, 
   c.a = factors.a;
   c.b = factors.b;
   return c;
+}
+
+}  // namespace
+
+verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
+                                          const FactorOpenings& factors) {
+  return ClaimOf(m, a, b, factors);
+}
+verify::CertifiedDotStepClaim AssembleDotStepClaim(std::uint64_t m, const CertifiedStepReveal& a,
+                                                   const CertifiedStepReveal& b,
+                                                   const FactorOpenings& factors) {
+  return ClaimOf(m, a, b, factors);
 }
 
 verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element) {
@@ -171,7 +224,17 @@ Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify
   return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim, batch);
 }
 
+Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
+                                           const std::array<Hash256, 2>& roots,
+                                           const verify::CertifiedDotStepClaim& claim,
+                                           const verify::OpenedBatch* batch) {
+  return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim, batch);
+}
+
 verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b) {
+  return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
+}
+verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
 }
 

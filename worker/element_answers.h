@@ -71,32 +71,46 @@ Result<ElementSide> ElementSideOf(const NodeCase& c);
 Result<crypto::MerkleTree> OutputChunkTree(const ElementSide& side, std::uint32_t slot);
 Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t slot, std::int64_t chunk);
 
-// Level 5b, posting: the value's dot element, the party's K+1 partial sums
-// (verify::RepopsDotPartials on the value's factors), their tree and the
-// proofs of leaves 0 and K (verify::CheckPartialsEnds holds for an honest
-// party whose output value is RepopsLinearValue(p_K, bias)).
-struct PartialsAnswer {
+// Level 5b, posting: the value's dot element, the party's K+1 partial sums,
+// their tree and the proofs of leaves 0 and K (verify::CheckPartialsEnds
+// holds for an honest party). Repops: fp32 sums (verify::RepopsDotPartials;
+// the value is RepopsLinearValue(p_K, bias)); certified: the exact sums
+// (verify::CertifiedDotPartials; the value CR(p_K + bias)). A party answers
+// with its job's mode.
+template <class Leaf>
+struct PartialsAnswerFor {
   verify::DotElement element;
-  std::vector<float> partials;
+  std::vector<Leaf> partials;
   crypto::MerkleTree tree;
   crypto::MerkleProof first, last;
   std::optional<float> bias;  // the epilogue's bias value, when the output has one
 };
+using PartialsAnswer = PartialsAnswerFor<float>;
+using CertifiedPartialsAnswer = PartialsAnswerFor<verify::ExactPartial>;
 // A posting from given partial sums (the tree and the end proofs). An honest
 // party gets its sums from AnswerPartials; a test's cheater plants its own.
 PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
                                 std::optional<float> bias);
+CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
+                                         std::vector<verify::ExactPartial> partials,
+                                         std::optional<float> bias);
 Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
+Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
+                                                        std::int64_t e);
 
 // Level 5b, the final move: the walk over the two partials trees ended at
 // leaf m+1 (leaf m agreed). Each party reveals its leaves m and m+1 with
 // proofs against its own root; anyone opens the m-th factors against the
 // agreed inputs; the referee's claim is the two reveals and the factors.
-struct StepReveal {
-  float p_m = 0.0f, next = 0.0f;
+template <class Leaf>
+struct StepRevealOf {
+  Leaf p_m{}, next{};
   crypto::MerkleProof p_m_proof, next_proof;
 };
+using StepReveal = StepRevealOf<float>;
+using CertifiedStepReveal = StepRevealOf<verify::ExactPartial>;
 StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m);
+CertifiedStepReveal AnswerStepReveal(const CertifiedPartialsAnswer& mine, std::uint64_t m);
 // Step m's factors as the final move opens them: by value against their
 // tensors, or — a factor of the batch (the first layer's x) — empty, its
 // example opened in `batch` (verify::DotStepBatchPositions); a padding tap:
@@ -112,6 +126,9 @@ std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotE
                                      std::uint64_t m);
 verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
                                           const FactorOpenings& factors);
+verify::CertifiedDotStepClaim AssembleDotStepClaim(std::uint64_t m, const CertifiedStepReveal& a,
+                                                   const CertifiedStepReveal& b,
+                                                   const FactorOpenings& factors);
 
 // The factors' tensors of a dot element (hashes and shapes of the agreed
 // inputs; a factor of the batch by which batch tensor it is).
@@ -122,7 +139,12 @@ Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify
                                            const std::array<Hash256, 2>& roots,
                                            const verify::DotStepClaim& claim,
                                            const verify::OpenedBatch* batch = nullptr);
+Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
+                                           const std::array<Hash256, 2>& roots,
+                                           const verify::CertifiedDotStepClaim& claim,
+                                           const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b);
+verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float y_a, float y_b);
 
 // ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm) ----
 //

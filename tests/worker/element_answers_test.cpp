@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <random>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "common/encoding.h"
 #include "crypto/merkle.h"
 #include "kernels/arith_hd.h"
+#include "kernels/certified.h"
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
@@ -50,12 +52,12 @@ struct Node {
   std::uint32_t slot = 0;
 };
 
-Node RandomNode(std::mt19937_64& rng, int which) {
+Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::Mode::kRepops) {
   const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 40);
   const std::int64_t k = 1 + static_cast<std::int64_t>(rng() % 300);
   const std::int64_t n = 1 + static_cast<std::int64_t>(rng() % 40);
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   const kernels::OpContext ctx(config);
   Node node;
   const kernels::OpKind kind = which == 0 ? kernels::OpKind::kLinear : kernels::OpKind::kLinearBackward;
@@ -77,37 +79,84 @@ Node RandomNode(std::mt19937_64& rng, int which) {
 // partial sums its lie needs (kind 0: honest sums, an ulp off in the
 // epilogue; 1: sums leave the honest ones at a random step and follow the
 // rule after; 2: sums made up from a random step on).
+template <class Leaf>
 struct Cheat {
   ElementSide side;
   std::int64_t e = 0;
-  PartialsAnswer partials;
+  PartialsAnswerFor<Leaf> partials;
 };
 
-Cheat PlantCheat(std::mt19937_64& rng, const Node& honest) {
-  Cheat c{honest.side, 0, {}};
+// Per leaf type: the job's mode, the honest answer, the rule's value, the
+// next leaf by the rule, a leaf moved off the honest one, a made-up leaf.
+template <class Leaf>
+struct Leaves;
+template <>
+struct Leaves<float> {
+  static constexpr kernels::Mode kMode = kernels::Mode::kRepops;
+  static Result<PartialsAnswer> Answer(const ElementSide& s, std::uint32_t slot, std::int64_t e) {
+    return AnswerPartials(s, slot, e);
+  }
+  static float Value(float p, std::optional<float> bias) { return verify::RepopsLinearValue(p, bias); }
+  static float Step(float p, float a, float b) { return kernels::hd::RepopsStep(p, a, b); }
+  static float Nudge(float p, std::mt19937_64& rng) {
+    return std::nextafter(p, rng() % 2 ? INFINITY : -INFINITY);
+  }
+  static float MadeUp(std::mt19937_64& rng) { return RandomValue(rng, kValues); }
+};
+template <>
+struct Leaves<verify::ExactPartial> {
+  using Leaf = verify::ExactPartial;
+  static constexpr kernels::Mode kMode = kernels::Mode::kCertified;
+  static Result<CertifiedPartialsAnswer> Answer(const ElementSide& s, std::uint32_t slot, std::int64_t e) {
+    return AnswerCertifiedPartials(s, slot, e);
+  }
+  static float Value(const Leaf& p, std::optional<float> bias) {
+    return verify::CertifiedLinearValue(p, bias).value();
+  }
+  static Leaf Step(const Leaf& p, float a, float b) {
+    kernels::ExactAccumulator acc = kernels::ExactAccumulator::FromEncoding(p).value();
+    acc.AddProduct(a, b);
+    return acc.Encode();
+  }
+  static Leaf Nudge(const Leaf& p, std::mt19937_64& rng) {
+    kernels::ExactAccumulator acc = kernels::ExactAccumulator::FromEncoding(p).value();
+    acc.Add(RandomValue(rng, kValues));
+    return acc.Encode();
+  }
+  static Leaf MadeUp(std::mt19937_64& rng) {
+    kernels::ExactAccumulator acc;
+    acc.Add(RandomValue(rng, kValues));
+    return acc.Encode();
+  }
+};
+
+template <class Leaf>
+Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
+  using L = Leaves<Leaf>;
+  Cheat<Leaf> c{honest.side, 0, {}};
   kernels::Tensor& out = c.side.outputs[honest.slot];
   c.e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
-  auto hp = AnswerPartials(honest.side, honest.slot, c.e);
+  auto hp = L::Answer(honest.side, honest.slot, c.e);
   EXPECT_TRUE(hp.ok()) << hp.status().ToString();
   const verify::DotElement& el = hp->element;
-  std::vector<float> lp = hp->partials;
+  std::vector<Leaf> lp = hp->partials;
   const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
   switch (rng() % 3) {
     case 0:
       out[c.e] = std::nextafter(out[c.e], INFINITY);
       break;
     case 1:
-      lp[from] = std::nextafter(lp[from], rng() % 2 ? INFINITY : -INFINITY);
+      lp[from] = L::Nudge(lp[from], rng);
       for (std::size_t m = from + 1; m < lp.size(); ++m) {
         const auto mi = static_cast<std::int64_t>(m - 1);
-        lp[m] = kernels::hd::RepopsStep(lp[m - 1], c.side.inputs[el.a_input][el.AIndex(mi)],
-                                        c.side.inputs[el.b_input][el.BIndex(mi)]);
+        lp[m] = L::Step(lp[m - 1], c.side.inputs[el.a_input][el.AIndex(mi)],
+                        c.side.inputs[el.b_input][el.BIndex(mi)]);
       }
-      out[c.e] = verify::RepopsLinearValue(lp.back(), hp->bias);
+      out[c.e] = L::Value(lp.back(), hp->bias);
       break;
     default:
-      for (std::size_t m = from; m < lp.size(); ++m) lp[m] = RandomValue(rng, kValues);
-      out[c.e] = verify::RepopsLinearValue(lp.back(), hp->bias);
+      for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(rng);
+      out[c.e] = L::Value(lp.back(), hp->bias);
       break;
   }
   if (verify::SameBits(out[c.e], honest.side.outputs[honest.slot][c.e]))  // the lie happened to be the truth
@@ -124,7 +173,10 @@ struct Outcome {
 
 // Plays levels 4 and 5b with the honest party as A (the solver's side) or as
 // B (the challenger's), every move from the worker's answer functions.
-Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
+template <class Leaf>
+Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
+  using L = Leaves<Leaf>;
+  using Rule = verify::DotPartialRule<Leaf>;
   Outcome o;
   const ElementSide& a_side = honest_is_a ? honest.side : cheat.side;
   const ElementSide& b_side = honest_is_a ? cheat.side : honest.side;
@@ -149,18 +201,18 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
   if (!e.ok()) return o;
   o.disputed = *e;
 
-  auto honest_partials = AnswerPartials(honest.side, slot, *e);
+  auto honest_partials = L::Answer(honest.side, slot, *e);
   EXPECT_TRUE(honest_partials.ok());
-  const PartialsAnswer& pa = honest_is_a ? *honest_partials : cheat.partials;
-  const PartialsAnswer& pb = honest_is_a ? cheat.partials : *honest_partials;
+  const PartialsAnswerFor<Leaf>& pa = honest_is_a ? *honest_partials : cheat.partials;
+  const PartialsAnswerFor<Leaf>& pb = honest_is_a ? cheat.partials : *honest_partials;
   const auto k = static_cast<std::uint64_t>(pa.element.k);
   const float ya = a_side.outputs[slot][*e], yb = b_side.outputs[slot][*e];
   // Posting: the ends must hold against the party's own value (p_K with the
   // epilogue is its y[e]); a party whose ends fail has no valid post.
-  const auto posts = [&](const PartialsAnswer& p, float y) {
+  const auto posts = [&](const PartialsAnswerFor<Leaf>& p, float y) {
     return verify::CheckPartialsEnds(p.tree.root(), k, p.partials.back(), p.first, p.last).ok() &&
-           verify::SameBits(p.partials.front(), +0.0f) &&
-           verify::SameBits(verify::RepopsLinearValue(p.partials.back(), p.bias), y);
+           Rule::LeafBytes(p.partials.front()) == Rule::LeafBytes(Rule::Start()) &&
+           verify::SameBits(L::Value(p.partials.back(), p.bias), y);
   };
   EXPECT_TRUE(posts(*honest_partials, honest.side.outputs[slot][*e])) << "the honest party can always post";
   const bool a_posts = posts(pa, ya), b_posts = posts(pb, yb);
@@ -179,7 +231,7 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
       EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
     }
     const std::uint64_t m = w5->disputed_leaf() - 1;
-    const verify::DotStepClaim claim =
+    const verify::DotStepClaimOf<Leaf> claim =
         AssembleDotStepClaim(m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m),
                              AnswerFactors(honest.side, pa.element, m).value());
     o.max_message = std::max(o.max_message, SizeOf(claim));
@@ -190,8 +242,8 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
     v = *verdict;
 
     // A tampered claim is refused, never judged.
-    verify::DotStepClaim bad = claim;
-    bad.next[1] = std::nextafter(bad.next[1], INFINITY);
+    verify::DotStepClaimOf<Leaf> bad = claim;
+    bad.next[1] = bad.next[0];  // A's leaf m+1, not B's (they differ)
     EXPECT_EQ(PredictDotStep(honest.side, pa.element, roots, bad).status().reason(), "elem-bad-step");
     bad = claim;
     bad.a.chunk.values[static_cast<std::size_t>(pa.element.AIndex(static_cast<std::int64_t>(m)) %
@@ -206,12 +258,13 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
   return o;
 }
 
-TEST(WorkerElementAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
+template <class Leaf>
+void PlayGames() {
   std::mt19937_64 rng(test::TestSeed());
   std::size_t games = 0, max_message = 0;
   for (int trial = 0; trial < 90; ++trial) {
-    const Node honest = RandomNode(rng, trial % 3);
-    const Cheat cheat = PlantCheat(rng, honest);
+    const Node honest = RandomNode(rng, trial % 3, Leaves<Leaf>::kMode);
+    const Cheat<Leaf> cheat = PlantCheat<Leaf>(rng, honest);
     for (bool honest_is_a : {true, false}) {  // a cheating solver; a lying challenger
       const Outcome o = Play(honest, cheat, honest_is_a);
       EXPECT_EQ(o.disputed, cheat.e) << "the walk ends at the planted value";
@@ -222,8 +275,14 @@ TEST(WorkerElementAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChall
   }
   EXPECT_EQ(games, 180u);
   EXPECT_LT(max_message, kMaxTx);
-  RecordProperty("max_message_bytes", static_cast<int>(max_message));
+  ::testing::Test::RecordProperty("max_message_bytes", static_cast<int>(max_message));
+  std::printf("[games] %zu, largest message %zu B\n", games, max_message);
 }
+
+TEST(WorkerElementAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) { PlayGames<float>(); }
+
+// Certified mode: the same games with the answers over exact partial sums.
+TEST(WorkerElementAnswers, CertifiedAnswersWinTheSameGames) { PlayGames<verify::ExactPartial>(); }
 
 TEST(WorkerElementAnswers, NodesWithoutADotRuleAreRefused) {
   std::mt19937_64 rng(test::TestSeed());

@@ -40,8 +40,9 @@ inline std::size_t SizeOf(const crypto::MerkleProof& p) { return EncodeToBytes(p
 inline std::size_t SizeOf(const kernels::ChunkOpening& o) {
   return o.values.size() * 4 + 32 + SizeOf(o.proof);
 }
-inline std::size_t SizeOf(const verify::DotStepClaim& c) {
-  return 8 + 3 * 4 + SizeOf(c.p_m_proof) + SizeOf(c.next_proof[0]) + SizeOf(c.next_proof[1]) +
+template <class Leaf>
+std::size_t SizeOf(const verify::DotStepClaimOf<Leaf>& c) {
+  return 8 + 3 * sizeof(Leaf) + SizeOf(c.p_m_proof) + SizeOf(c.next_proof[0]) + SizeOf(c.next_proof[1]) +
          SizeOf(c.a.chunk) + SizeOf(c.b.chunk);
 }
 
