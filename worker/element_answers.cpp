@@ -85,15 +85,22 @@ Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t
 
 namespace {
 
+// A posting's tree and end proofs from its partials (dot and reduction answers alike).
+template <class Answer>
+void CommitPartials(Answer& a) {
+  using Leaf = typename decltype(a.partials)::value_type;
+  a.tree = verify::PartialsTree(std::span<const Leaf>(a.partials));
+  a.first = a.tree.Prove(0);
+  a.last = a.tree.Prove(a.partials.size() - 1);
+}
+
 template <class Leaf>
 PartialsAnswerFor<Leaf> AnswerOf(const verify::DotElement& element, std::vector<Leaf> partials,
                                  std::optional<float> bias) {
   PartialsAnswerFor<Leaf> a;
   a.element = element;
   a.partials = std::move(partials);
-  a.tree = verify::PartialsTree(std::span<const Leaf>(a.partials));
-  a.first = a.tree.Prove(0);
-  a.last = a.tree.Prove(a.partials.size() - 1);
+  CommitPartials(a);
   a.bias = bias;
   return a;
 }
@@ -116,8 +123,10 @@ Result<DotTerms> TermsOf(const ElementSide& side, std::uint32_t slot, std::int64
   return DotTerms{el, std::move(a), std::move(b), bias};
 }
 
-template <class Leaf>
-StepRevealOf<Leaf> RevealOf(const PartialsAnswerFor<Leaf>& mine, std::uint64_t m) {
+// Leaves m and m+1 of a posting with their proofs (dot and reduction answers alike).
+template <class Answer>
+auto RevealOf(const Answer& mine, std::uint64_t m) {
+  using Leaf = typename decltype(mine.partials)::value_type;
   return StepRevealOf<Leaf>{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m),
                             mine.tree.Prove(m + 1)};
 }
@@ -242,9 +251,7 @@ ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element
   ReducePartialsAnswer a;
   a.element = element;
   a.partials = std::move(partials);
-  a.tree = verify::PartialsTree(a.partials);
-  a.first = a.tree.Prove(0);
-  a.last = a.tree.Prove(a.partials.size() - 1);
+  CommitPartials(a);
   return a;
 }
 
@@ -256,9 +263,7 @@ Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteS
   return ReducePartialsAnswerOf(el, std::move(partials));
 }
 
-StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) {
-  return StepReveal{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m), mine.tree.Prove(m + 1)};
-}
+StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
 
 Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
                                             std::uint64_t m) {
