@@ -719,9 +719,10 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   }
   const worker::ElementSide& side = *arb.side;
   // The partial results of the disputed value, computed once.
-  auto partials = [&]() -> Result<const worker::PartialsAnswer*> {
+  auto partials = [&]() -> Result<const worker::DotPartialsAnswer*> {
     if (!arb.partials) {
-      VT_ASSIGN_OR_RETURN(worker::PartialsAnswer p, worker::AnswerPartials(side, e.slot, e.value));
+      VT_ASSIGN_OR_RETURN(worker::DotPartialsAnswer p,
+                          worker::AnswerDotPartials(job.loaded.job.spec.mode, side, e.slot, e.value));
       arb.partials = std::move(p);
     }
     return &*arb.partials;
@@ -764,8 +765,8 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
         VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
         tree = &p->tree;
       } else {
-        VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
-        tree = &p->tree;
+        VT_ASSIGN_OR_RETURN(const worker::DotPartialsAnswer* p, partials());
+        tree = &worker::TreeOf(*p);
       }
       return send(Method::kRevealChildren,
                   EncodeToBytes(referee::RevealChildrenArgs{g.id, tree->Children(walk.current())}));
@@ -783,7 +784,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
         VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
         return send(Method::kPostPartialsRoot, EncodeToBytes(PartialsRootMove(*p, g.id)));
       }
-      VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
+      VT_ASSIGN_OR_RETURN(const worker::DotPartialsAnswer* p, partials());
       return send(Method::kPostPartialsRoot, EncodeToBytes(PartialsRootMove(*p, g.id)));
     }
     case GamePhase::kStepReveal: {
@@ -794,7 +795,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
                             RevealReduceStepMove(side, *p, e, g.id, node_root_of));
         return send(Method::kRevealReduceStep, EncodeToBytes(a));
       }
-      VT_ASSIGN_OR_RETURN(const worker::PartialsAnswer* p, partials());
+      VT_ASSIGN_OR_RETURN(const worker::DotPartialsAnswer* p, partials());
       VT_ASSIGN_OR_RETURN(referee::RevealStepArgs a, RevealStepMove(side, *p, e, g.id, node_root_of));
       return send(Method::kRevealStep, EncodeToBytes(a));
     }

@@ -104,7 +104,7 @@ class Agent {
     worker::NodeCase node_case;
     std::optional<worker::ElementSide> side;
     std::map<std::uint32_t, crypto::MerkleTree> chunk_trees;  // by output slot
-    std::optional<worker::PartialsAnswer> partials;           // of the disputed value
+    std::optional<worker::DotPartialsAnswer> partials;        // of the disputed value, the job mode's
     std::optional<worker::ReducePartialsAnswer> reduce_partials;
     std::optional<crypto::MerkleTree> state_tree;  // the assemble node's: over h_{t+1}'s leaves
   };

@@ -45,9 +45,13 @@ Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side
   return referee::RevealChunkArgs{game_id, std::move(opening)};
 }
 
-referee::PartialsRootArgs PartialsRootMove(const worker::PartialsAnswer& mine, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
-                                   mine.first, mine.last};
+referee::PartialsRootArgs PartialsRootMove(const worker::DotPartialsAnswer& mine, std::uint64_t game_id) {
+  return std::visit(
+      [&](const auto& p) {
+        return referee::PartialsRootArgs{game_id,           p.tree.root(), p.tree.top(),
+                                         p.partials.back(), p.first,       p.last};
+      },
+      mine);
 }
 
 referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id) {
@@ -56,25 +60,30 @@ referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& m
 }
 
 Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
-                                               const worker::PartialsAnswer& mine,
+                                               const worker::DotPartialsAnswer& answer,
                                                const referee::ElementGame& e, std::uint64_t game_id,
                                                std::uint8_t node_root_of) {
   VT_ASSIGN_OR_RETURN(const std::uint64_t m, StepOf(e));
-  const worker::StepReveal reveal = worker::AnswerStepReveal(mine, m);
-  VT_ASSIGN_OR_RETURN(const worker::FactorOpenings factors, worker::AnswerFactors(side, mine.element, m));
   referee::RevealStepArgs a;
+  const verify::DotElement& element = std::visit(
+      [&](const auto& mine) -> const verify::DotElement& {
+        const auto reveal = worker::AnswerStepReveal(mine, m);
+        a.p_m = reveal.p_m;
+        a.next = reveal.next;
+        a.p_m_proof = reveal.p_m_proof;
+        a.next_proof = reveal.next_proof;
+        return mine.element;
+      },
+      answer);
+  VT_ASSIGN_OR_RETURN(const worker::FactorOpenings factors, worker::AnswerFactors(side, element, m));
   a.game_id = game_id;
   a.node_root_of = node_root_of;
-  a.p_m = reveal.p_m;
-  a.next = reveal.next;
-  a.p_m_proof = reveal.p_m_proof;
-  a.next_proof = reveal.next_proof;
   a.a = factors.a;
   a.b = factors.b;
   a.batch = factors.batch;
   // The factors' inputs, a's then b's, once each; never the node's own
   // output or the batch (its example travels in `batch`).
-  for (std::uint32_t f : {mine.element.a_input, mine.element.b_input}) {
+  for (std::uint32_t f : {element.a_input, element.b_input}) {
     if (!verify::OwnOutputSlot(f) && !verify::IsBatchInput(side.refs, f))
       VT_TRY(AddOpening(side, f, a.inputs));
   }

@@ -189,6 +189,12 @@ std::string ElementRuleName(verify::ElementKind kind) {
   return "unknown";
 }
 
+// A partial result: an fp32 number, or an exact sum's canonical encoding in hex.
+Json LeafToJson(const verify::DotLeaf& leaf) {
+  if (const float* f = std::get_if<float>(&leaf)) return *f;
+  return ToHex(std::get<verify::ExactPartial>(leaf));
+}
+
 Json ElementGameToJson(const referee::ElementGame& e) {
   Json j{{"slot", e.slot},
          {"chunks", e.chunks},
@@ -201,7 +207,8 @@ Json ElementGameToJson(const referee::ElementGame& e) {
   if (e.value >= 0) j["y"] = {{"solver", e.y[0]}, {"challenger", e.y[1]}};
   for (std::size_t p = 0; p < 2; ++p) {
     const char* party = p == 0 ? "solver" : "challenger";
-    if (e.step_revealed[p]) j["step"][party] = {{"p_m", e.p_m[p]}, {"next", e.next[p]}};
+    if (e.step_revealed[p])
+      j["step"][party] = {{"p_m", LeafToJson(e.p_m[p])}, {"next", LeafToJson(e.next[p])}};
   }
   return j;
 }

@@ -80,7 +80,8 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
   t.required_node = arb.max_payload_node;
 
   // The element level (docs/referee.md "Element-level descent"). With value
-  // rules (repops): up to descent.moves more moves of a party, each opening
+  // rules (repops; certified's dot and pointwise/row rules, whose partial
+  // sums are 82-byte exact leaves): up to descent.moves more moves of a party, each opening
   // at most four chunks, three partial results and four inputs by hash (a
   // reduction step's reveal; the other moves open fewer), on top of the
   // loads, writes and walk checks of a move; the deciding move opens at most
@@ -100,7 +101,7 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     const std::uint64_t chunk_bytes = GasMeter::Add(kChunkBytes + 64, ProofBytes(d.chunk_height));
     const std::uint64_t chunk_gas =
         GasMeter::Add(vm::ProofGas(d.chunk_height), vm::HashGas(kChunkBytes + 64));
-    const std::uint64_t leaf_bytes = ProofBytes(d.partials_height) + 4;
+    const std::uint64_t leaf_bytes = GasMeter::Add(ProofBytes(d.partials_height), d.leaf_bytes);
     const std::uint64_t opening_bytes = GasMeter::Add(64 + record, ProofBytes(d.opening_height));
     const std::uint64_t opening_gas = GasMeter::Add(vm::ProofGas(d.opening_height), vm::HashGas(record));
     const std::uint64_t state_bytes =

@@ -253,7 +253,7 @@ void Encode(Writer& w, const PartialsRootArgs& v) {
   w.PutU64(v.game_id);
   w.PutHash(v.root);
   w.PutHash(v.top);
-  PutFloat(w, v.p_k);
+  verify::Encode(w, v.p_k);
   crypto::Encode(w, v.first);
   crypto::Encode(w, v.last);
 }
@@ -262,7 +262,7 @@ Result<PartialsRootArgs> Decode(Reader& r, DecodeAs<PartialsRootArgs>) {
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
-  VT_ASSIGN_OR_RETURN(v.p_k, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.p_k, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.first, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.last, GetProof(r));
   return v;
@@ -296,8 +296,8 @@ Result<verify::ValueOpening> GetFactor(Reader& r) {
 void Encode(Writer& w, const RevealStepArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);
-  PutFloat(w, v.p_m);
-  PutFloat(w, v.next);
+  verify::Encode(w, v.p_m);
+  verify::Encode(w, v.next);
   crypto::Encode(w, v.p_m_proof);
   crypto::Encode(w, v.next_proof);
   PutFactor(w, v.a);
@@ -309,8 +309,8 @@ Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
   RevealStepArgs v;
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
-  VT_ASSIGN_OR_RETURN(v.p_m, GetFloat(r));
-  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.p_m, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
+  VT_ASSIGN_OR_RETURN(v.next, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.p_m_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.a, GetFactor(r));

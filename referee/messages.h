@@ -205,12 +205,14 @@ struct RevealChunkArgs {
 };
 
 // Level 5b (dot rule): the poster's root over the K+1 partial sums of the
-// disputed value, with leaves 0 (+0) and K (p_k) proven.
+// disputed value, with leaves 0 (+0) and K (p_k) proven; the sums are the
+// job mode's (verify::DotLeaf: fp32, or exact in a certified job). The
+// reduction rule's: its Steps() + 1 fp32 partial results, p_k its last.
 struct PartialsRootArgs {
   std::uint64_t game_id = 0;
   Hash256 root;
   Hash256 top;
-  float p_k = 0.0f;
+  verify::DotLeaf p_k = 0.0f;
   crypto::MerkleProof first;
   crypto::MerkleProof last;
   bool operator==(const PartialsRootArgs&) const = default;
@@ -222,8 +224,8 @@ struct PartialsRootArgs {
 struct RevealStepArgs {
   std::uint64_t game_id = 0;
   std::uint8_t node_root_of = 0;  // producer proofs are against this party's node root
-  float p_m = 0.0f;
-  float next = 0.0f;
+  verify::DotLeaf p_m = 0.0f;     // the job mode's leaves, as in PartialsRootArgs
+  verify::DotLeaf next = 0.0f;
   crypto::MerkleProof p_m_proof;
   crypto::MerkleProof next_proof;
   verify::ValueOpening a, b;  // a factor of the batch: empty, its value from `batch`

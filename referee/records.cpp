@@ -216,6 +216,15 @@ Status GetFloats(Reader& r, std::array<float, 2>& p) {
   }
   return Status::Ok();
 }
+void PutLeaves(Writer& w, const std::array<verify::DotLeaf, 2>& p) {
+  for (const verify::DotLeaf& leaf : p) verify::Encode(w, leaf);
+}
+Status GetLeaves(Reader& r, std::array<verify::DotLeaf, 2>& p) {
+  for (verify::DotLeaf& leaf : p) {
+    VT_ASSIGN_OR_RETURN(leaf, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
+  }
+  return Status::Ok();
+}
 void PutShape(Writer& w, const std::vector<std::int64_t>& s) { w.PutVector(s, &Writer::PutI64); }
 Result<std::vector<std::int64_t>> GetShape(Reader& r) { return r.GetVector<std::int64_t>(&Reader::GetI64, kMaxRank); }
 Result<crypto::MerkleProof> GetMerkleProof(Reader& r) { return crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}); }
@@ -241,11 +250,11 @@ void Encode(Writer& w, const ElementGame& e) {
   PutBools(w, e.partials_posted);
   PutPair(w, e.partials_root);
   PutPair(w, e.partials_top);
-  PutFloats(w, e.p_k);
+  PutLeaves(w, e.p_k);
   w.PutU64(e.step_leaf);
   PutBools(w, e.step_revealed);
-  PutFloats(w, e.p_m);
-  PutFloats(w, e.next);
+  PutLeaves(w, e.p_m);
+  PutLeaves(w, e.next);
   // A proof is stored once revealed (an empty one does not decode).
   for (std::size_t q = 0; q < 2; ++q) {
     if (!e.step_revealed[q]) continue;
@@ -278,11 +287,11 @@ Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
   VT_TRY(GetBools(r, e.partials_posted));
   VT_TRY(GetPair(r, e.partials_root));
   VT_TRY(GetPair(r, e.partials_top));
-  VT_TRY(GetFloats(r, e.p_k));
+  VT_TRY(GetLeaves(r, e.p_k));
   VT_ASSIGN_OR_RETURN(e.step_leaf, r.GetU64());
   VT_TRY(GetBools(r, e.step_revealed));
-  VT_TRY(GetFloats(r, e.p_m));
-  VT_TRY(GetFloats(r, e.next));
+  VT_TRY(GetLeaves(r, e.p_m));
+  VT_TRY(GetLeaves(r, e.next));
   for (std::size_t q = 0; q < 2; ++q) {
     if (!e.step_revealed[q]) continue;
     VT_ASSIGN_OR_RETURN(e.p_m_proof[q], GetMerkleProof(r));

@@ -157,14 +157,16 @@ struct ElementGame {
   std::array<float, 2> y{};                                  // each party's value at e
   verify::ElementKind kind = verify::ElementKind::kDot;
   std::uint64_t k = 0;                                       // dot rule: terms
+  // The partial results' leaves are the job mode's (verify::DotLeaf): fp32
+  // in repops (and always for a reduction), exact in certified mode.
   std::array<bool, 2> partials_posted{};
   std::array<Hash256, 2> partials_root{};
   std::array<Hash256, 2> partials_top{};
-  std::array<float, 2> p_k{};
+  std::array<verify::DotLeaf, 2> p_k{};
   std::uint64_t step_leaf = 0;                               // m+1, where level 5b ended
   std::array<bool, 2> step_revealed{};
-  std::array<float, 2> p_m{};
-  std::array<float, 2> next{};
+  std::array<verify::DotLeaf, 2> p_m{};
+  std::array<verify::DotLeaf, 2> next{};
   std::array<crypto::MerkleProof, 2> p_m_proof{};
   std::array<crypto::MerkleProof, 2> next_proof{};
   std::array<std::uint32_t, 2> rounds{};                     // walk rounds: chunks, partial sums

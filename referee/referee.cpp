@@ -35,6 +35,13 @@ Result<verify::ElementPlan> PlanOf(const protocol::NodeRecord& rec, const Elemen
   return verify::PlanElement(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
 }
 
+// A reduction's stored partial result: fp32, the only kind its moves carry
+// (the reduction rule is played in repops jobs only).
+Result<float> Fp32Leaf(const verify::DotLeaf& leaf) {
+  if (const float* f = std::get_if<float>(&leaf)) return *f;
+  return Status::Error("game-inconsistent", "a reduction's partial result is not fp32");
+}
+
 // The node's own output slot s as a rule reads it (a kOwnOutput factor, a
 // slice with output_slot ≥ 0): the records' common hash of that slot. The
 // chunk walk took the first differing slot in verify::SlotWalkOrder, which
@@ -905,11 +912,11 @@ Status Session::RevealChunk(const RevealChunkArgs& a) {
     const protocol::NodeRecord& rec = *g.records[0];
     auto choice = verify::ChooseElementRule(rec.op_kind, rec.attrs, e.slot, e.value, rec.inputs, e.input_shapes);
     g.clocks[0].owes = g.clocks[1].owes = false;
-    if (!choice.ok()) {
-      // This value has no rule: the node is arbitrated whole after all (the
-      // element state stays, as the mark that the level was played; with
-      // today's rules, which depend on the output slot only, this does not
-      // happen).
+    if (!choice.ok() || !verify::CheckRuleInMode(l.b.mode, choice->kind).ok()) {
+      // This value has no rule the job's mode plays: the node is arbitrated
+      // whole after all (the element state stays, as the mark that the level
+      // was played; with today's rules, which depend on the output slot
+      // only, StartDescent has refused such a node already).
       g.phase = GamePhase::kArbitration;
       Owe(g, kSolver);
     } else if (choice->kind == verify::ElementKind::kDot) {
@@ -947,6 +954,9 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
   VT_TRY(CheckTop(e.k + 1, a.top, a.root, "elem-bad-top"));
   VT_TRY(ChargeProof(a.first));
   VT_TRY(ChargeProof(a.last));
+  // The job mode's leaves: fp32, or exact sums in a certified job (only its
+  // dot rule is played, CheckRuleInMode).
+  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.p_k));
   VT_TRY(verify::CheckPartialsEnds(a.root, e.k, a.p_k, a.first, a.last));
   e.partials_root[Idx(p)] = a.root;
   e.partials_top[Idx(p)] = a.top;
@@ -961,7 +971,8 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
       const protocol::NodeRecord& rec = *g.records[0];
       if (e.kind == verify::ElementKind::kReduce) {
         VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
-        return SettleElement(l, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]), "element-epilogue");
+        VT_ASSIGN_OR_RETURN(const float p_k, Fp32Leaf(e.p_k[0]));
+        return SettleElement(l, verify::JudgeReduceEpilogue(el, p_k, e.y[0], e.y[1]), "element-epilogue");
       }
       VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
       if (!el.bias_input) {
@@ -1047,8 +1058,11 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   VT_TRY(ChargeProof(a.next_proof));
   VT_TRY(ChargeChunk(a.a.chunk));
   VT_TRY(ChargeChunk(a.b.chunk));
+  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.p_m));
+  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.next));
   const Hash256& own = e.partials_root[Idx(p)];
-  const verify::DotStepClaim self{m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
+  const verify::DotStepClaimOf<verify::DotLeaf> self{
+      m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
   VT_TRY(verify::JudgeDotStepClaim(el, factors, {own, own}, self, opened).status());
   e.p_m[Idx(p)] = a.p_m;
   e.next[Idx(p)] = a.next;
@@ -1064,8 +1078,8 @@ Status Session::RevealStep(const RevealStepArgs& a) {
     VT_TRY(ChargeProof(e.next_proof[1]));
     VT_TRY(ChargeChunk(a.a.chunk));
     VT_TRY(ChargeChunk(a.b.chunk));
-    const verify::DotStepClaim claim{m,        e.p_m[0], e.p_m_proof[0], e.next, e.next_proof,
-                                     a.a,      a.b};
+    const verify::DotStepClaimOf<verify::DotLeaf> claim{m,   e.p_m[0], e.p_m_proof[0], e.next, e.next_proof,
+                                                        a.a, a.b};
     auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim, opened);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     return SettleElement(l, *verdict, "element-step");
@@ -1149,7 +1163,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     VT_TRY(ChargeProof(a.left_proof));
     if (a.right) VT_TRY(ChargeProof(a.right->second));
     for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
-    claim.next = {e.next[me], e.next[other]};
+    VT_ASSIGN_OR_RETURN(const float next_other, Fp32Leaf(e.next[other]));
+    claim.next = {a.next, next_other};
     claim.next_proof = {e.next_proof[me], e.next_proof[other]};
     auto verdict =
         verify::JudgeReduceStepClaim(el, inputs, {mine, e.partials_root[other]}, claim, opened, own);

@@ -14,7 +14,60 @@ namespace {
 
 Result<crypto::MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}); }
 
+constexpr auto kRepops = static_cast<std::uint8_t>(kernels::Mode::kRepops);
+constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
+
+// The wire tags of DotLeaf's alternatives, in its order.
+enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1 };
+
 }  // namespace
+
+Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind) {
+  if (kind == ElementKind::kState || job_mode == kRepops) return Status::Ok();
+  if (job_mode == kCertified && (kind == ElementKind::kDot || kind == ElementKind::kPlan))
+    return Status::Ok();
+  return Status::Invalid("elem-mode-no-rule",
+                         job_mode == kCertified
+                             ? "a certified reduction is arbitrated whole"
+                             : "a rounded node's values carry log entries: arbitrated whole");
+}
+
+Status CheckDotLeaf(std::uint8_t job_mode, const DotLeaf& leaf) {
+  const bool exact = std::holds_alternative<ExactPartial>(leaf);
+  if (exact != (job_mode == kCertified))
+    return Status::Invalid("elem-wrong-leaf", exact ? "an exact partial sum in a job that is not certified"
+                                                    : "an fp32 partial sum in a certified job");
+  return Status::Ok();
+}
+
+std::uint64_t DotLeafBytes(std::uint8_t job_mode) {
+  return 1 + (job_mode == kCertified ? sizeof(ExactPartial) : sizeof(float));
+}
+
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const DotLeaf& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
+  return std::visit([&](const auto& leaf) { return CheckPartialsEnds(root, k, leaf, first, last); }, p_k);
+}
+
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots,
+                                      const DotStepClaimOf<DotLeaf>& claim, const OpenedBatch* batch) {
+  return std::visit(
+      [&]<class Leaf>(const Leaf& p_m) -> Result<StepVerdict> {
+        const Leaf* next_a = std::get_if<Leaf>(&claim.next[0]);
+        const Leaf* next_b = std::get_if<Leaf>(&claim.next[1]);
+        if (next_a == nullptr || next_b == nullptr)
+          return Status::Invalid("elem-wrong-leaf", "partial sums of two kinds in one claim");
+        const DotStepClaimOf<Leaf> typed{claim.m,          p_m,     claim.p_m_proof, {*next_a, *next_b},
+                                         claim.next_proof, claim.a, claim.b};
+        return JudgeDotStepClaim(element, factors, roots, typed, batch);
+      },
+      claim.p_m);
+}
+
+StepVerdict JudgeDotEpilogue(const DotLeaf& p_k, std::optional<float> bias, float y_a, float y_b) {
+  return std::visit([&](const auto& leaf) { return JudgeDotEpilogue(leaf, bias, y_a, y_b); }, p_k);
+}
 
 bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t input) {
   return input < inputs.size() && inputs[input].source == protocol::InputSource::kBatch;
@@ -195,13 +248,15 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
     d.chunks = StateLeafCount(graph.num_state_tensors);
     return d;
   }
-  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops))
-    return Status::Invalid("elem-not-repops", "rounded and certified nodes are arbitrated whole");
+  // Before any rule: a mode with none is refused whatever the node.
+  if (job_mode != kRepops && job_mode != kCertified) VT_TRY(CheckRuleInMode(job_mode, ElementKind::kDot));
   const NodeSpec& spec = graph.nodes[node_index];
   VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
   VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));
   if (d.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
-  VT_TRY(ChooseElementRule(spec.op_kind, spec.attrs, d.slot, 0, spec.inputs, d.input_shapes).status());
+  VT_ASSIGN_OR_RETURN(ElementChoice choice,
+                      ChooseElementRule(spec.op_kind, spec.attrs, d.slot, 0, spec.inputs, d.input_shapes));
+  VT_TRY(CheckRuleInMode(job_mode, choice.kind));
   d.num_state_tensors = graph.num_state_tensors;
   d.output_shapes = spec.output_shapes;
   d.chunks = ChunkCountOf(d.output_shapes[d.slot]);
@@ -223,12 +278,12 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   bound.header_opening = true;
   bound.opening_height = std::max(state_height, height(graph.nodes.size() + 1));
   bound.final_openings = 1;  // its final move opens one input by its hash (or the header of h_t)
-  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops)) return bound;
+  if (job_mode != kRepops && job_mode != kCertified) return bound;
   for (const NodeSpec& node : graph.nodes) {
     VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
     for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
       auto choice = ChooseElementRule(node.op_kind, node.attrs, slot, 0, node.inputs, shapes);
-      if (!choice.ok()) continue;
+      if (!choice.ok() || !CheckRuleInMode(job_mode, choice->kind).ok()) continue;
       const std::uint64_t chunks = ChunkCountOf(node.output_shapes[slot]);
       if (chunks == 0) continue;
       std::uint64_t partials = 0;  // terms + 1 leaves, for the rules with partial results
@@ -251,6 +306,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
                      std::min(deciding->examples, static_cast<std::uint64_t>(kMaxOpenedExamples)));
       }
       bound.value_rules = true;
+      bound.leaf_bytes = DotLeafBytes(job_mode);
       const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
       bound.moves = std::max(bound.moves, 4 + hc + hp);
       bound.chunk_height = std::max(bound.chunk_height, hc);
@@ -272,6 +328,7 @@ Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<cons
   VT_ASSIGN_OR_RETURN(ElementChoice choice,
                       ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, input_shapes));
   DecidingMoveBound bound;
+  bound.kind = choice.kind;
   bound.openings = choice.opened_inputs.size();
   if (choice.kind != ElementKind::kPlan) {
     bound.examples = static_cast<std::uint64_t>(choice.batch_examples);
@@ -304,8 +361,7 @@ Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<cons
 bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index) {
   if (node_index == graph.nodes.size())
     return crypto::MerkleShape::IsValidLeafCount(StateLeafCount(graph.num_state_tensors));
-  if (job_mode != static_cast<std::uint8_t>(kernels::Mode::kRepops) || node_index > graph.nodes.size())
-    return false;
+  if (node_index > graph.nodes.size()) return false;
   const NodeSpec& node = graph.nodes[node_index];
   auto shapes = NodeInputShapes(graph, node);
   if (!shapes.ok() || node.output_shapes.empty()) return false;
@@ -316,7 +372,8 @@ bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint6
       // A rule there, and no value between whose slices, wherever they
       // start, would open more than a deciding move may.
       auto deciding = BoundDecidingMove(node, *shapes, slot, e);
-      if (!deciding.ok() || deciding->chunks > static_cast<std::uint64_t>(kMaxOpenedChunks) ||
+      if (!deciding.ok() || !CheckRuleInMode(job_mode, deciding->kind).ok() ||
+          deciding->chunks > static_cast<std::uint64_t>(kMaxOpenedChunks) ||
           deciding->examples > static_cast<std::uint64_t>(kMaxOpenedExamples))
         return false;
     }
@@ -395,6 +452,33 @@ Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>) {
   VT_ASSIGN_OR_RETURN(v.producer, r.GetOptional<protocol::NodeRecord>(
                                       [](Reader& rr) { return protocol::Decode(rr, DecodeAs<protocol::NodeRecord>{}); }));
   return v;
+}
+
+void Encode(Writer& w, const DotLeaf& v) {
+  if (const float* f = std::get_if<float>(&v)) {
+    w.PutU8(static_cast<std::uint8_t>(LeafTag::kFp32));
+    w.PutU32(detmath::FloatBits(*f));
+    return;
+  }
+  w.PutU8(static_cast<std::uint8_t>(LeafTag::kExact));
+  w.PutFixed(std::get<ExactPartial>(v));
+}
+
+Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>) {
+  VT_ASSIGN_OR_RETURN(std::uint8_t tag, r.GetU8());
+  switch (static_cast<LeafTag>(tag)) {
+    case LeafTag::kFp32: {
+      VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
+      return DotLeaf{detmath::BitsFloat(bits)};
+    }
+    case LeafTag::kExact: {
+      VT_ASSIGN_OR_RETURN(ByteSpan bytes, r.GetFixed(sizeof(ExactPartial)));
+      ExactPartial p;
+      std::copy(bytes.begin(), bytes.end(), p.begin());
+      return DotLeaf{p};
+    }
+  }
+  return Status::Invalid("bad-encoding", "partial-sum leaf tag " + std::to_string(tag));
 }
 
 void EncodeChunk(Writer& w, const ChunkOpening& v) {

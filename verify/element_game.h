@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "common/bytes.h"
@@ -53,6 +54,37 @@ inline constexpr std::int64_t kMaxOpenedChunks = 48;
 // the batch (verify/batch_opening.h) it opens.
 inline constexpr std::size_t kMaxOpenedInputs = 32;
 inline constexpr std::int64_t kMaxOpenedExamples = 4;
+
+// Whether a job's mode plays rule `kind` at the element level: repops every
+// rule; certified the dot rule over exact partial sums (DotPartialRule) and
+// the pointwise/row rule (ReexecuteElement runs the certified kernels), not
+// the reduction rule, whose partial results are repops' fixed tree; rounded
+// none, its values carry log entries. Every mode walks the assemble node
+// (kState). Invalid "elem-mode-no-rule" otherwise: the node is arbitrated
+// whole.
+Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind);
+
+// A dot rule's partial sum as a move carries it (post-partials-root's p_K,
+// reveal-step's p_m and p_{m+1}): the fp32 sum in a repops job, the exact
+// sum's canonical encoding in a certified one (verify/element.h). On the
+// wire a tag byte says which (0: 4 bytes of fp32, 1: 81 bytes exact); the
+// job's mode says which a move must carry (CheckDotLeaf). A reduction's
+// partial results are fp32, as are its moves' leaves.
+using DotLeaf = std::variant<float, ExactPartial>;
+// Invalid "elem-wrong-leaf" unless `leaf` is the job mode's kind of leaf.
+Status CheckDotLeaf(std::uint8_t job_mode, const DotLeaf& leaf);
+// The wire bytes of a leaf the job's mode plays (tag included).
+std::uint64_t DotLeafBytes(std::uint8_t job_mode);
+// The dot rule's checks (verify/descent.h) over moves' leaves, each for the
+// kind of leaf they hold; a claim whose leaves mix kinds is Invalid
+// "elem-wrong-leaf" (CheckDotLeaf checked each move's).
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const DotLeaf& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last);
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots,
+                                      const DotStepClaimOf<DotLeaf>& claim,
+                                      const OpenedBatch* batch = nullptr);
+StepVerdict JudgeDotEpilogue(const DotLeaf& p_k, std::optional<float> bias, float y_a, float y_b);
 
 // The rule of (op, attrs, slot, e) — the attribute overloads of
 // DotElementAt and PlanElement — and the node inputs it opens by their
@@ -120,12 +152,12 @@ Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::
 // Where the element level of a disputed node starts (docs/referee.md, "How
 // the referee plays them"). The assemble node, in every mode: the walk over
 // h_{t+1}'s StateLeafCount leaves (`assemble`; verify/state_walk.h). Any
-// other node: the job is repops and value 0 of the first differing slot
-// (FirstDifferingSlot) has a rule (ChooseElementRule) over the shapes the
-// step graph declares — never a party's. The referee checks a descent with
+// other node: value 0 of the first differing slot (FirstDifferingSlot) has
+// a rule (ChooseElementRule) over the shapes the step graph declares —
+// never a party's — that the job's mode plays (CheckRuleInMode). The referee checks a descent with
 // it; a worker asks it whether to descend or send the whole node's inputs.
-// Invalid "elem-not-repops", "elem-no-rule" (an empty output) or the
-// reasons of FirstDifferingSlot and ChooseElementRule.
+// Invalid "elem-mode-no-rule" (CheckRuleInMode), "elem-no-rule" (an empty
+// output) or the reasons of FirstDifferingSlot and ChooseElementRule.
 struct DescentStart {
   bool assemble = false;
   std::uint32_t slot = 0;
@@ -151,6 +183,7 @@ struct DescentBound {
   std::uint64_t moves = 0;
   std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
   std::uint64_t partials_height = 0;  // the deepest partial-results tree
+  std::uint64_t leaf_bytes = 0;       // a partial result's wire bytes (DotLeafBytes; 0 without value rules)
   std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
   // What one deciding move opens at most, rule by rule (DecidingMoveBound),
@@ -162,7 +195,7 @@ struct DescentBound {
   std::uint64_t final_openings = 0;
   std::uint64_t batch_examples = 0;
   bool header_opening = false;  // a deciding move may open the header of h_t (the assemble node's walk)
-  bool value_rules = false;  // some node's values can be descended into (repops), not only the assemble node
+  bool value_rules = false;     // some node's values can be descended into, not only the assemble node
 };
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph);
 
@@ -178,6 +211,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
 // (referee_scenario_economics_test) checks it against the real openings of
 // random values of every node of the presets and larger jobs.
 struct DecidingMoveBound {
+  ElementKind kind = ElementKind::kDot;  // the value's rule
   std::uint64_t chunks = 0;
   std::uint64_t openings = 0;
   std::uint64_t examples = 0;
@@ -186,8 +220,9 @@ Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<cons
                                             std::uint32_t slot, std::int64_t e);
 
 // Whether node `node_index` can always be settled at the element level:
-// the assemble node in every mode (its walk), any other in a repops job
-// with a rule for the first and the last value of every output
+// the assemble node in every mode (its walk), any other with a rule the
+// job's mode plays (CheckRuleInMode) for the first and the last value of
+// every output
 // (the rules depend on the slot, and their openings grow, if at all, towards
 // the last value — attention's causal rows) whose slices stay within the
 // caps wherever they start (BoundDecidingMove), so whichever slot a liar
@@ -234,6 +269,8 @@ struct InputHashOpening {
 // Wire codecs. A chunk carries at most kernels::kChunkValues values.
 void Encode(Writer& w, const InputHashOpening& v);
 Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>);
+void Encode(Writer& w, const DotLeaf& v);
+Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>);
 void EncodeChunk(Writer& w, const ChunkOpening& v);
 Result<ChunkOpening> DecodeChunk(Reader& r);
 void Encode(Writer& w, const ValueOpening& v);

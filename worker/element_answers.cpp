@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/mode.h"
 #include "kernels/tensor_codec.h"
 #include "protocol/state.h"
 #include "verify/element.h"
@@ -142,6 +143,21 @@ Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side,
                                                         std::int64_t e) {
   VT_ASSIGN_OR_RETURN(DotTerms t, TermsOf(side, slot, e));
   return AnswerOf(t.element, verify::CertifiedDotPartials(t.a, t.b), t.bias);
+}
+
+Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
+                                            std::uint32_t slot, std::int64_t e) {
+  VT_TRY(verify::CheckRuleInMode(job_mode, verify::ElementKind::kDot));
+  if (job_mode == static_cast<std::uint8_t>(kernels::Mode::kCertified)) {
+    VT_ASSIGN_OR_RETURN(CertifiedPartialsAnswer p, AnswerCertifiedPartials(side, slot, e));
+    return DotPartialsAnswer{std::move(p)};
+  }
+  VT_ASSIGN_OR_RETURN(PartialsAnswer p, AnswerPartials(side, slot, e));
+  return DotPartialsAnswer{std::move(p)};
+}
+
+const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer) {
+  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.tree; }, answer);
 }
 
 PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,

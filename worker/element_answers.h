@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <variant>
 #include <vector>
 
 #include "common/bytes.h"
@@ -97,6 +98,13 @@ CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
 Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
 Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
                                                         std::int64_t e);
+// The answer over the job mode's leaves (verify::DotLeaf), the one a party
+// posts: Invalid "elem-mode-no-rule" in a mode without the dot rule
+// (verify::CheckRuleInMode).
+using DotPartialsAnswer = std::variant<PartialsAnswer, CertifiedPartialsAnswer>;
+Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
+                                            std::uint32_t slot, std::int64_t e);
+const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer);
 
 // Level 5b, the final move: the walk over the two partials trees ended at
 // leaf m+1 (leaf m agreed). Each party reveals its leaves m and m+1 with

@@ -66,10 +66,12 @@ TEST(CertifiedScenario, TheCertifiedBondPricesTheExactPath) {
   whole.element_level = false;
   const vm::Amount repops_min = MinimumBond(repops.job, whole), certified_min = MinimumBond(certified.job);
   EXPECT_GT(MinimumBond(certified.job, whole), repops_min);
-  // Certified nodes are arbitrated whole; on a chain that plays the element
-  // level only the assemble node's walk (verify/state_walk.h) adds its moves.
-  EXPECT_GT(certified_min, MinimumBond(certified.job, whole)) << "the assemble node's walk is priced in";
-  EXPECT_LT(certified_min, MinimumBond(repops.job)) << "only the walk, not the value rules, is priced in";
+  // On a chain that plays the element level a certified game descends too
+  // (the dot rule over exact sums, the pointwise rule; a reduction stays
+  // whole): its moves are priced in, each at least as dear as repops' (an
+  // exact leaf travels in 82 bytes, an fp32 one in 5).
+  EXPECT_GT(certified_min, MinimumBond(certified.job, whole)) << "the element level's moves are priced in";
+  EXPECT_GT(BondTermsOf(certified.job).move_gas, BondTermsOf(repops.job).move_gas);
   EXPECT_GT(MinimumBond(repops.job), repops_min) << "the element level's moves are priced in";
   EXPECT_LT(certified_min, kChallengerBond) << "the scenarios' bonds must stay above the minimum";
   std::printf("tiny MLP minimum bond: repops %llu, certified %llu\n", static_cast<unsigned long long>(repops_min),

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "kernels/arith_hd.h"
+#include "kernels/certified.h"
 #include "verify/element.h"
 #include "verify/element_game.h"
 #include "verify/graph_source.h"
@@ -91,27 +92,70 @@ const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uin
   return it->second;
 }
 
-worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
-                                   const std::optional<SumsPlan>& lie) {
-  auto honest = worker::AnswerPartials(side, slot, e);
-  EXPECT_TRUE(honest.ok()) << honest.status().ToString();
-  if (!lie || lie->kind == SumsLie::kHonest) return std::move(honest).value();
-  const verify::DotElement& el = honest->element;
-  std::vector<float> p = honest->partials;
-  const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie->from, 1, el.k));
+namespace {
+
+// How a liar bends a partial sum of each kind: the smallest change, one step
+// of the rule, a made-up sum.
+struct Fp32Lies {
+  static float Nudge(float p) { return std::nextafter(p, INFINITY); }
+  static float Step(float prev, float a, float b) { return kernels::hd::RepopsStep(prev, a, b); }
+  static float MadeUp(float v) { return v; }
+};
+struct ExactLies {
+  static kernels::ExactAccumulator Open(const verify::ExactPartial& p) {
+    auto acc = kernels::ExactAccumulator::FromEncoding(p);
+    EXPECT_TRUE(acc.has_value());
+    return acc.value_or(kernels::ExactAccumulator{});
+  }
+  static verify::ExactPartial Nudge(const verify::ExactPartial& p) {
+    kernels::ExactAccumulator acc = Open(p);
+    acc.Add(0x1p-140f);  // far below any fp32 rounding of the sum: the value may round alike
+    return acc.Encode();
+  }
+  static verify::ExactPartial Step(const verify::ExactPartial& prev, float a, float b) {
+    kernels::ExactAccumulator acc = Open(prev);
+    acc.AddProduct(a, b);
+    return acc.Encode();
+  }
+  static verify::ExactPartial MadeUp(float v) {
+    kernels::ExactAccumulator acc;
+    acc.Add(v);
+    return acc.Encode();
+  }
+};
+
+template <class Lies, class Leaf>
+worker::PartialsAnswerFor<Leaf> Bend(const worker::ElementSide& side, worker::PartialsAnswerFor<Leaf> honest,
+                                     const SumsPlan& lie) {
+  const verify::DotElement& el = honest.element;
+  std::vector<Leaf> p = honest.partials;
+  const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, el.k));
   std::mt19937 rng(static_cast<std::uint32_t>(from));
-  if (lie->kind == SumsLie::kDiverge) {
-    p[from] = std::nextafter(p[from], INFINITY);
+  if (lie.kind == SumsLie::kDiverge) {
+    p[from] = Lies::Nudge(p[from]);
     for (std::size_t m = from + 1; m < p.size(); ++m) {
       // The factors the step multiplies (own outputs, the batch, padding taps: +0).
       const auto [a, b] = worker::FactorValues(side, el, m - 1);
-      p[m] = kernels::hd::RepopsStep(p[m - 1], a, b);
+      p[m] = Lies::Step(p[m - 1], a, b);
     }
   } else {
     std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-    for (std::size_t m = from; m < p.size(); ++m) p[m] = d(rng);
+    for (std::size_t m = from; m < p.size(); ++m) p[m] = Lies::MadeUp(d(rng));
   }
-  return worker::PartialsAnswerOf(el, std::move(p), honest->bias);
+  return worker::PartialsAnswerOf(el, std::move(p), honest.bias);
+}
+
+}  // namespace
+
+worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementSide& side, std::uint32_t slot,
+                                      std::int64_t e, const std::optional<SumsPlan>& lie) {
+  auto honest = worker::AnswerDotPartials(static_cast<std::uint8_t>(mode), side, slot, e);
+  EXPECT_TRUE(honest.ok()) << honest.status().ToString();
+  if (!honest.ok()) return {};
+  if (!lie || lie->kind == SumsLie::kHonest) return std::move(honest).value();
+  if (auto* fp32 = std::get_if<worker::PartialsAnswer>(&*honest))
+    return Bend<Fp32Lies>(side, std::move(*fp32), *lie);
+  return Bend<ExactLies>(side, std::get<worker::CertifiedPartialsAnswer>(std::move(*honest)), *lie);
 }
 
 worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,

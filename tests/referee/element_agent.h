@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/mode.h"
 #include "node/element_moves.h"
 #include "tests/referee/history.h"
 #include "worker/element_answers.h"
@@ -32,9 +33,10 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
 
 // The output's chunk tree (cached by output hash).
 const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uint32_t slot);
-// The party's partial sums of value e (its SumsPlan when it lied about e).
-worker::PartialsAnswer PartialsFor(const worker::ElementSide& side, std::uint32_t slot, std::int64_t e,
-                                   const std::optional<SumsPlan>& lie);
+// The party's partial sums of value e in the job's mode (its SumsPlan when
+// it lied about e: a certified liar's diverging sum is one exact 2^-140 off).
+worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementSide& side, std::uint32_t slot,
+                                      std::int64_t e, const std::optional<SumsPlan>& lie);
 // The reduction rule's partial results (a TreeSum output): a liar's are
 // honest (the epilogue is disputed) or made up from leaf `from` on.
 worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,

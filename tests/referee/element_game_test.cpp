@@ -23,6 +23,8 @@
 #include "referee/records.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/scenario.h"
+#include "verify/element_game.h"
+#include "verify/graph_source.h"
 #include "verify/reduce_rule.h"
 
 namespace vt::test {
@@ -38,13 +40,17 @@ constexpr std::uint64_t kLieStep = 4;
 // five 256-value chunks, so level 4 walks for real.
 constexpr std::int64_t kHidden = 320;
 
-TinyJob WideJob() { return MakeTinyJob(10, 3, kernels::Mode::kRepops, 42, kHidden); }
+constexpr kernels::Mode kRepops = kernels::Mode::kRepops;
+constexpr kernels::Mode kCertified = kernels::Mode::kCertified;
+
+TinyJob WideJob(kernels::Mode mode = kRepops) { return MakeTinyJob(10, 3, mode, 42, kHidden); }
 
 // A game's config on the wide job, both bonds at twice its minimum.
-ScenarioConfig WideConfig() {
+ScenarioConfig WideConfig(kernels::Mode mode = kRepops) {
   ScenarioConfig c;
   c.hidden = kHidden;
-  c.solver_bond = c.challenger_bond = 2 * MinimumBond(WideJob().job);
+  c.mode = mode;
+  c.solver_bond = c.challenger_bond = 2 * MinimumBond(WideJob(mode).job);
   return c;
 }
 
@@ -72,13 +78,15 @@ const Target kTargets[] = {
     {"fc.0.backward.dW", kernels::OpKind::kLinearBackward, 1, "element-epilogue", true},
 };
 
-const History& HonestHistory() {
-  static const History h = [] {
-    auto r = Train(WideJob(), {});
+const History& HonestHistory(kernels::Mode mode = kRepops) {
+  static std::map<kernels::Mode, History> trained;
+  auto it = trained.find(mode);
+  if (it == trained.end()) {
+    auto r = Train(WideJob(mode), {});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    return std::move(r).value();
-  }();
-  return h;
+    it = trained.emplace(mode, std::move(r).value()).first;
+  }
+  return it->second;
 }
 
 std::uint32_t NodeOf(const Target& t) {
@@ -105,8 +113,9 @@ struct Game {
 // target; both sides descend to the element level.
 Game PlayLies(std::vector<Lie> lies, bool liar_is_solver, SumsPlan sums,
               std::optional<GamePhase> liar_silent = std::nullopt,
-              std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
-  ScenarioConfig c = WideConfig();
+              std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true,
+              kernels::Mode mode = kRepops) {
+  ScenarioConfig c = WideConfig(mode);
   AgentPlan liar;
   liar.lies = std::move(lies);
   liar.element_level = element_level;
@@ -124,9 +133,10 @@ Game PlayLies(std::vector<Lie> lies, bool liar_is_solver, SumsPlan sums,
 }
 Game Play(const Target& t, std::int64_t value, bool liar_is_solver, SumsPlan sums,
           std::optional<GamePhase> liar_silent = std::nullopt,
-          std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true) {
+          std::optional<GamePhase> honest_silent = std::nullopt, bool element_level = true,
+          kernels::Mode mode = kRepops) {
   return PlayLies({Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, value}}, liar_is_solver, sums,
-                  liar_silent, honest_silent, element_level);
+                  liar_silent, honest_silent, element_level, mode);
 }
 
 // One game over `lies` in `c`, told by the solver or by the (one)
@@ -144,12 +154,12 @@ ScenarioReport RunLiar(ScenarioConfig c, std::vector<Lie> lies, bool liar_is_sol
 // The first value of the target from `from` whose one-ulp lie changes a
 // checkpoint (some are absorbed downstream, e.g. behind a relu or rounded
 // away in an update).
-std::int64_t ReachingValue(const Target& t, std::int64_t from) {
+std::int64_t ReachingValue(const Target& t, std::int64_t from, kernels::Mode mode = kRepops) {
   const std::int64_t n = NumelOf(t);
   for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 16); ++k) {
     const std::int64_t v = (from + k) % n;
-    auto h = Train(WideJob(), {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}});
-    if (h.ok() && h->checkpoint_tree.root() != HonestHistory().checkpoint_tree.root()) return v;
+    auto h = Train(WideJob(mode), {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}});
+    if (h.ok() && h->checkpoint_tree.root() != HonestHistory(mode).checkpoint_tree.root()) return v;
   }
   ADD_FAILURE() << "no value of " << t.name << " reaches a checkpoint";
   return 0;
@@ -471,17 +481,24 @@ struct Poker {
   }
 };
 
-TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
-  const Target& dx = kTargets[1];
-  const std::int64_t v = ReachingValue(dx, 7);
-  ScenarioConfig c = WideConfig();
-  c.clock_budget = 20;  // the refused moves below take blocks
-  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(dx), dx.slot, v}};
+// A game a test pokes moves into: the solver lies at value v of t and
+// descends with `sums`; the honest challenger answers the element level
+// (never arbitrating whole); clocks long enough for the refused moves.
+ScenarioConfig PokedGame(const Target& t, std::int64_t v, SumsPlan sums, kernels::Mode mode = kRepops) {
+  ScenarioConfig c = WideConfig(mode);
+  c.clock_budget = 20;  // the refused moves take blocks
+  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}};
   c.solver.element_level = true;
-  c.solver.sums = {SumsLie::kDiverge, 2};
-  AgentPlan honest;  // answers the element level; the liar descends
+  c.solver.sums = sums;
+  AgentPlan honest;
   honest.arbitrates = false;
   c.challengers = {honest};
+  return c;
+}
+
+TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
+  const Target& dx = kTargets[1];
+  const ScenarioConfig c = PokedGame(dx, ReachingValue(dx, 7), {SumsLie::kDiverge, 2});
   Poker p(c);
   ASSERT_TRUE(p.StepTo(GamePhase::kChunkRoots));
   const std::uint64_t id = p.d.game_ids().at(0);
@@ -508,10 +525,11 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   huge.chunk.values.resize(300, 1.0f);
   EXPECT_EQ(p.Send(2, Method::kRevealChunk, EncodeToBytes(huge)).reason, "referee-malformed-args");
   // Out of phase.
-  EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot,
-                   EncodeToBytes(node::PartialsRootMove(PartialsFor(side, dx.slot, 0, std::nullopt), id)))
-                .reason,
-            "game-wrong-phase");
+  EXPECT_EQ(
+      p.Send(2, Method::kPostPartialsRoot,
+             EncodeToBytes(node::PartialsRootMove(PartialsFor(c.mode, side, dx.slot, 0, std::nullopt), id)))
+          .reason,
+      "game-wrong-phase");
 
   // The chunk reveal: a chunk of the wrong position.
   ASSERT_TRUE(p.StepTo(GamePhase::kChunkReveal));
@@ -526,16 +544,16 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   // Partial sums whose first leaf is not +0.
   ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
   e = referee::ReadElementGame(p.d.chain().store(), id);
-  std::vector<float> sums = PartialsFor(side, dx.slot, (*e)->value, std::nullopt).partials;
+  std::vector<float> sums = worker::AnswerPartials(side, dx.slot, (*e)->value).value().partials;
   sums[0] = 1.0f;
-  const worker::PartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
+  const worker::DotPartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
   EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(bad, id))).reason,
             "elem-bad-partials");
 
   // The final step: a forged factor.
   ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
   e = referee::ReadElementGame(p.d.chain().store(), id);
-  const worker::PartialsAnswer mine = PartialsFor(side, dx.slot, (*e)->value, std::nullopt);
+  const worker::DotPartialsAnswer mine = PartialsFor(c.mode, side, dx.slot, (*e)->value, std::nullopt);
   auto step = Must(node::RevealStepMove(side, mine, **e, id, 1));
   step.a.chunk.values[0] += 1.0f;
   r = p.Send(2, Method::kRevealStep, EncodeToBytes(step));
@@ -552,8 +570,8 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   // The reduction rule's final move in a dot game.
   referee::RevealReduceStepArgs wrong_rule;
   wrong_rule.game_id = id;
-  wrong_rule.next_proof = mine.tree.Prove(1);
-  wrong_rule.left_proof = mine.tree.Prove(0);
+  wrong_rule.next_proof = worker::TreeOf(mine).Prove(1);
+  wrong_rule.left_proof = worker::TreeOf(mine).Prove(0);
   EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(wrong_rule)).reason, "elem-wrong-rule");
   // A non-party cannot move.
   EXPECT_EQ(p.Send(0, Method::kRevealStep, EncodeToBytes(Must(node::RevealStepMove(side, mine, **e, id, 1))))
@@ -572,6 +590,41 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
 // The assemble node's final move opens exactly what leaf k must be: another
 // input, the header where a tensor's hash is disputed, chunks, or a forged
 // hash are refused and change nothing; the honest opening then decides.
+// A dot game's partial sums are the job mode's (verify::CheckDotLeaf):
+// exact sums in a repops game and fp32 sums in a certified one are refused
+// at the root and at the step, and the honest party still wins.
+TEST(ElementGame, EachModePostsItsOwnKindOfPartialSums) {
+  const Target& dx = kTargets[1];
+  for (kernels::Mode mode : {kRepops, kCertified}) {
+    SCOPED_TRACE(kernels::ModeName(mode));
+    const kernels::Mode other = mode == kRepops ? kCertified : kRepops;
+    Poker p(PokedGame(dx, ReachingValue(dx, 7, mode), {SumsLie::kDiverge, 2}, mode));
+    ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
+    const std::uint64_t id = p.d.game_ids().at(0);
+    const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
+    auto e = referee::ReadElementGame(p.d.chain().store(), id);
+    ASSERT_TRUE(e.ok() && e->has_value());
+    const worker::DotPartialsAnswer wrong = PartialsFor(other, side, dx.slot, (*e)->value, std::nullopt);
+    EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(wrong, id))).reason,
+              "elem-wrong-leaf");
+    auto after = referee::ReadElementGame(p.d.chain().store(), id);
+    ASSERT_TRUE(after.ok() && after->has_value());
+    EXPECT_EQ(**after, **e) << "a refused move changes nothing";
+    ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
+    e = referee::ReadElementGame(p.d.chain().store(), id);
+    ASSERT_TRUE(e.ok() && e->has_value());
+    EXPECT_EQ(
+        p.Send(2, Method::kRevealStep, EncodeToBytes(Must(node::RevealStepMove(side, wrong, **e, id, 1))))
+            .reason,
+        "elem-wrong-leaf");
+    while (p.d.Step()) {
+    }
+    const ScenarioReport r = p.d.Finish();
+    EXPECT_EQ(r.games.at(0).game.result, GameResult::kChallengerWon);
+    EXPECT_EQ(r.games.at(0).game.reason, "element-step");
+  }
+}
+
 TEST(ElementGame, MalformedStateLeafOpeningsAreRefused) {
   ScenarioConfig c = WideConfig();
   c.clock_budget = 20;  // the refused moves below take blocks
@@ -624,16 +677,7 @@ TEST(ElementGame, MalformedStateLeafOpeningsAreRefused) {
 // refused and changes nothing; the honest moves then decide.
 TEST(ElementGame, ForgedReduceStepsAreRefused) {
   const Target& db = kTargets[5];
-  const std::int64_t v = ReachingValue(db, 0);
-  ScenarioConfig c = WideConfig();
-  c.clock_budget = 20;
-  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(db), db.slot, v}};
-  c.solver.element_level = true;
-  c.solver.sums = {SumsLie::kMadeUp, 1};
-  AgentPlan honest;
-  honest.arbitrates = false;
-  c.challengers = {honest};
-  Poker p(c);
+  Poker p(PokedGame(db, ReachingValue(db, 0), {SumsLie::kMadeUp, 1}));
   ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
   const std::uint64_t id = p.d.game_ids().at(0);
   const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(db));
@@ -706,10 +750,77 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   EXPECT_EQ(p.Send(2, Method::kPostChunkRoot,
                    EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), p.d.game_ids().at(0))))
                 .reason,
-            "elem-not-repops");
+            "elem-mode-no-rule");
   while (p.d.Step()) {
   }
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
+}
+
+// The rule that judges the target's values (the same for all of an output).
+verify::ElementKind RuleOf(const Target& t) {
+  auto graph = verify::KernelsGraphSource().Build(WideJob().job, kLieStep);
+  EXPECT_TRUE(graph.ok());
+  const verify::NodeSpec& node = graph->nodes.at(NodeOf(t));
+  auto shapes = verify::NodeInputShapes(*graph, node);
+  EXPECT_TRUE(shapes.ok());
+  auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, t.slot, 0, node.inputs, *shapes);
+  EXPECT_TRUE(choice.ok()) << t.name;
+  return choice.ok() ? choice->kind : verify::ElementKind::kState;
+}
+
+// Certified mode: the dot rule bisects exact partial sums (82-byte leaves,
+// verify::DotLeaf), the pointwise rule re-executes the certified kernels;
+// a reduction (db, the cross-entropy gradient's rows) has no certified rule
+// yet, so its node is arbitrated whole. Every target's one-ulp lie, told by
+// either side in turn, with honest sums (the epilogue decides), sums nudged
+// by an exact 2^-140 and following the rule after, or made-up sums (a step
+// decides).
+TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
+  std::size_t round = 0, element_games = 0, whole_games = 0;
+  std::uint64_t max_tx = 0;
+  for (const Target& t : kTargets) {
+    const verify::ElementKind rule = RuleOf(t);
+    const std::int64_t v = ReachingValue(t, NumelOf(t) / 2, kCertified);
+    std::vector<SumsLie> kinds = {SumsLie::kHonest};
+    if (rule == verify::ElementKind::kDot) kinds = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
+    for (SumsLie sums : kinds) {
+      const bool liar_is_solver = round++ % 2 == 0;
+      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
+                   std::to_string(static_cast<int>(sums)) +
+                   (liar_is_solver ? ", solver lies" : ", challenger lies"));
+      const Game g =
+          Play(t, v, liar_is_solver, SumsPlan{sums, 2}, std::nullopt, std::nullopt, true, kCertified);
+      ASSERT_TRUE(g.played);
+      const GameReport& gr = g.report.games.at(0);
+      if (rule == verify::ElementKind::kReduce) {
+        EXPECT_FALSE(gr.element.has_value()) << "a certified reduction is not descended into";
+        EXPECT_EQ(gr.game.reason, "arbitration");
+        EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
+        EXPECT_TRUE(g.report.failed_calls.empty()) << g.report.failed_calls.front();
+        ++whole_games;
+        continue;
+      }
+      ExpectCaughtAt(g, t, v, liar_is_solver);
+      const char* want = rule == verify::ElementKind::kPlan ? "element-reexecuted"
+                         : sums == SumsLie::kHonest         ? "element-epilogue"
+                                                            : "element-step";
+      EXPECT_EQ(gr.game.reason, want);
+      if (sums != SumsLie::kHonest) {
+        EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the exact sums were walked";
+      }
+      max_tx = std::max(max_tx, gr.max_tx_bytes);
+      ++element_games;
+      std::printf(
+          "[element-game] certified %-20s sums %d: %llu element txs, largest %llu B, final move %llu gas, "
+          "%s\n",
+          t.name, static_cast<int>(sums), static_cast<unsigned long long>(gr.element_txs),
+          static_cast<unsigned long long>(gr.max_tx_bytes), static_cast<unsigned long long>(gr.resolving_gas),
+          gr.game.reason.c_str());
+    }
+  }
+  EXPECT_EQ(element_games, 17u);
+  EXPECT_EQ(whole_games, 2u);
+  EXPECT_LE(max_tx, kMaxElementTx);
 }
 
 // The loss: consumed by nothing (the backward starts from dloss = 1), so a
@@ -728,19 +839,23 @@ std::vector<Lie> LossLies() {
 // walks run to the end) every move of the honest party but the deciding one
 // costs at most V, the deciding one at most A (it is reimbursed up to the
 // allowance), and the honest party makes at most R moves besides it.
-TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
-  const referee::BondTerms terms = BondTermsOf(WideJob().job);
+// Certified mode: the same, over the rules it plays (the dot rule's exact
+// sums, the pointwise rule; its reductions are arbitrated whole).
+void CheckBondCoversElementLevel(kernels::Mode mode) {
+  const referee::BondTerms terms = BondTermsOf(WideJob(mode).job);
   std::uint64_t max_moves = 0, max_move_gas = 0, max_final_gas = 0;
   // Each target's one-value lie, and the loss's (which needs a later lie to reach a checkpoint).
   std::vector<std::pair<std::string, std::vector<Lie>>> cheats;
-  for (const Target& t : kTargets)
-    cheats.emplace_back(
-        t.name, std::vector<Lie>{Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, ReachingValue(t, 0)}});
-  cheats.emplace_back("cross_entropy", LossLies());
+  for (const Target& t : kTargets) {
+    if (mode == kCertified && RuleOf(t) == verify::ElementKind::kReduce) continue;
+    cheats.emplace_back(t.name, std::vector<Lie>{Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot,
+                                                     ReachingValue(t, 0, mode)}});
+  }
+  if (mode == kRepops) cheats.emplace_back("cross_entropy", LossLies());
   for (const auto& [name, lies] : cheats) {
     for (SumsLie sums : {SumsLie::kHonest, SumsLie::kMadeUp}) {
       SCOPED_TRACE(name + (sums == SumsLie::kHonest ? " honest sums" : " made-up sums"));
-      ScenarioConfig c = WideConfig();
+      ScenarioConfig c = WideConfig(mode);
       c.solver.lies = lies;
       c.solver.element_level = true;
       c.solver.sums = {sums, 1};
@@ -778,13 +893,17 @@ TEST(ElementGame, TheBondMinimumCoversTheElementLevel) {
       max_moves = std::max(max_moves, moves);
     }
   }
-  std::printf("[element-game] bond terms: R = %llu moves (the honest party made at most %llu), V = %llu gas "
-              "(largest move %llu), A = %llu gas (largest deciding move %llu)\n",
-              static_cast<unsigned long long>(terms.moves), static_cast<unsigned long long>(max_moves),
-              static_cast<unsigned long long>(terms.move_gas), static_cast<unsigned long long>(max_move_gas),
-              static_cast<unsigned long long>(terms.arbitration_gas),
-              static_cast<unsigned long long>(max_final_gas));
+  std::printf(
+      "[element-game] %s bond terms: R = %llu moves (the honest party made at most %llu), V = %llu gas "
+      "(largest move %llu), A = %llu gas (largest deciding move %llu)\n",
+      std::string(kernels::ModeName(mode)).c_str(), static_cast<unsigned long long>(terms.moves),
+      static_cast<unsigned long long>(max_moves), static_cast<unsigned long long>(terms.move_gas),
+      static_cast<unsigned long long>(max_move_gas), static_cast<unsigned long long>(terms.arbitration_gas),
+      static_cast<unsigned long long>(max_final_gas));
 }
+
+TEST(ElementGame, TheBondMinimumCoversTheElementLevel) { CheckBondCoversElementLevel(kRepops); }
+TEST(ElementGame, TheBondMinimumCoversTheCertifiedElementLevel) { CheckBondCoversElementLevel(kCertified); }
 
 // The cross-entropy gradient's final step reads the row's label, a value
 // of the batch: a liar whose partial results differ only in the last leaf

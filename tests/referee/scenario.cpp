@@ -8,6 +8,7 @@
 #include "referee/bonds.h"
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
+#include "verify/graph_source.h"
 
 namespace vt::test {
 namespace {
@@ -88,6 +89,9 @@ class ScenarioDriver::Impl {
   void Act(const Agent& agent, Party p, const Game& g);
   // The element phases (docs/referee.md, "Element-level descent").
   void ActElement(const Agent& agent, Party p, const Game& g);
+  // Whether the referee plays the game's node at the element level
+  // (verify::StartDescent), as a daemon asks before it descends.
+  bool Descends(const Game& g) const;
   void ActStateWalk(const Agent& agent, Party p, const Game& g);
   const crypto::MerkleTree& WalkTree(const History& h, const Game& g) const;
 
@@ -139,7 +143,7 @@ void ScenarioDriver::Impl::Act(const Agent& agent, Party p, const Game& g) {
   }
   m_in_element = g.phase >= GamePhase::kChunkRoots;
   m_phase = g.phase;
-  if (m_in_element || (g.phase == GamePhase::kArbitration && agent.plan.element_level)) {
+  if (m_in_element || (g.phase == GamePhase::kArbitration && agent.plan.element_level && Descends(g))) {
     auto e = referee::ReadElementGame(m_chain.store(), g.id);
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     if (m_in_element || !e->has_value()) return ActElement(agent, p, g);
@@ -229,6 +233,14 @@ void ScenarioDriver::Impl::ActStateWalk(const Agent& agent, Party p, const Game&
        g.id);
 }
 
+bool ScenarioDriver::Impl::Descends(const Game& g) const {
+  if (!g.records[0] || !g.records[1]) return false;
+  auto graph = verify::KernelsGraphSource().Build(m_tiny.job, g.step);
+  EXPECT_TRUE(graph.ok()) << graph.status().ToString();
+  return graph.ok() &&
+         verify::StartDescent(m_tiny.job.mode, *graph, g.node_index, *g.records[0], *g.records[1]).ok();
+}
+
 void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g) {
   const History& h = agent.history;
   if (g.node_index + 1 == h.records[g.step].size()) return ActStateWalk(agent, p, g);
@@ -274,7 +286,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
           g.phase == GamePhase::kChunkWalk ? ChunkTreeFor(side, e.slot).Children(walk->current())
           : e.kind == verify::ElementKind::kReduce
               ? ReducePartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current())
-              : PartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current());
+              : worker::TreeOf(PartialsFor(m_config.mode, side, e.slot, e.value, sums))
+                    .Children(walk->current());
       Send(agent, Method::kRevealChildren, Enc(referee::RevealChildrenArgs{g.id, reveal}), g.id);
       return;
     }
@@ -290,7 +303,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
              Enc(node::PartialsRootMove(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
       } else {
         Send(agent, Method::kPostPartialsRoot,
-             Enc(node::PartialsRootMove(PartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
+             Enc(node::PartialsRootMove(PartialsFor(m_config.mode, side, e.slot, e.value, sums), g.id)),
+             g.id);
       }
       return;
     case GamePhase::kStepReveal:
@@ -302,8 +316,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
              g.id);
       } else {
         Send(agent, Method::kRevealStep,
-             Enc(Must(node::RevealStepMove(side, PartialsFor(side, e.slot, e.value, sums), e, g.id,
-                                           node_root_of))),
+             Enc(Must(node::RevealStepMove(side, PartialsFor(m_config.mode, side, e.slot, e.value, sums), e,
+                                           g.id, node_root_of))),
              g.id);
       }
       return;
