@@ -1,8 +1,9 @@
 // Table 4b of referee_bench as assertions: the element rules verify/
 // implements cover the node outputs of the four presets' real step graphs
-// (shapes only, no step is run), and every transaction of levels 4-5 for a
-// ruled output stays within the 64 KiB budget (docs/referee.md,
-// "Element-level descent").
+// (shapes only, no step is run) — in repops all of them, in certified mode
+// all but the reductions —, and every transaction of levels 4-5 for a ruled
+// output stays within the 64 KiB budget, a certified dot's exact leaves
+// included (docs/referee.md, "Element-level descent").
 
 #include <cstdio>
 #include <string>
@@ -21,24 +22,32 @@ struct Expected {
   std::int64_t batch;
   std::uint64_t outputs;
   std::uint64_t min_ruled;  // what this branch covers; a rule removed by mistake fails here
+  kernels::Mode mode = kernels::Mode::kRepops;
 };
 
 class DescentCoverage : public ::testing::TestWithParam<Expected> {};
 
 TEST_P(DescentCoverage, RuledOutputsFitOneTransaction) {
   const Expected& want = GetParam();
-  auto c = ImplementedCoverage(want.preset, want.batch);
+  auto c = ImplementedCoverage(want.preset, want.batch, want.mode);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::string unruled;
   for (const auto& [what, count] : c->unruled) unruled += " " + what + " x" + std::to_string(count);
-  std::printf("%s: %llu of %llu outputs ruled, largest tx %llu B (%s), referee <= %llu flops, <= %llu SHA-256 "
-              "blocks, lvl4/lvl5 %llu/%llu; unruled:%s\n",
-              want.preset, static_cast<unsigned long long>(c->ruled), static_cast<unsigned long long>(c->outputs),
-              static_cast<unsigned long long>(c->max_tx), c->max_tx_name.c_str(),
-              static_cast<unsigned long long>(c->max_flops), static_cast<unsigned long long>(c->max_sha),
-              static_cast<unsigned long long>(c->max_l4), static_cast<unsigned long long>(c->max_l5), unruled.c_str());
+  std::printf(
+      "%s %s: %llu of %llu outputs ruled, largest tx %llu B (%s), referee <= %llu flops, <= %llu SHA-256 "
+      "blocks, lvl4/lvl5 %llu/%llu; unruled:%s\n",
+      want.preset, std::string(kernels::ModeName(want.mode)).c_str(),
+      static_cast<unsigned long long>(c->ruled), static_cast<unsigned long long>(c->outputs),
+      static_cast<unsigned long long>(c->max_tx), c->max_tx_name.c_str(),
+      static_cast<unsigned long long>(c->max_flops), static_cast<unsigned long long>(c->max_sha),
+      static_cast<unsigned long long>(c->max_l4), static_cast<unsigned long long>(c->max_l5),
+      unruled.c_str());
   EXPECT_EQ(c->outputs, want.outputs);
   EXPECT_GE(c->ruled, want.min_ruled) << unruled;
+  if (want.mode == kernels::Mode::kCertified) {
+    // Certified mode plays no reduction yet: every reduction output is unruled.
+    EXPECT_LT(c->ruled, c->outputs) << "certified reductions are arbitrated whole";
+  }
   EXPECT_LE(c->max_tx, kTxBudget) << c->max_tx_name;
 }
 
@@ -46,7 +55,11 @@ INSTANTIATE_TEST_SUITE_P(Presets, DescentCoverage,
                          ::testing::Values(Expected{"gpt-tiny", 8, 222, 222},
                                            Expected{"mlp-fashion", 16, 31, 31},
                                            Expected{"cnn-fashion", 8, 157, 157},
-                                           Expected{"gpt2-small", 1, 1132, 1132}));
+                                           Expected{"gpt2-small", 1, 1132, 1132},
+                                           Expected{"gpt-tiny", 8, 222, 179, kernels::Mode::kCertified},
+                                           Expected{"mlp-fashion", 16, 31, 26, kernels::Mode::kCertified},
+                                           Expected{"cnn-fashion", 8, 157, 116, kernels::Mode::kCertified},
+                                           Expected{"gpt2-small", 1, 1132, 929, kernels::Mode::kCertified}));
 
 }  // namespace
 }  // namespace vt::referee_bench

@@ -221,10 +221,13 @@ Opened OpenSlice(std::uint64_t n, std::uint64_t first, std::uint64_t count) {
   }
   return o;
 }
-// One partial result (fp32) and its proof in a tree of k+1 leaves.
-Opened OpenPartialLeaf(std::uint64_t k) {
+// One partial result of `leaf` bytes as a move carries it (a dot step's
+// verify::DotLeaf: a tag and fp32 bits, or an exact sum in certified mode; a
+// reduction step's fp32 bits) and its proof in a tree of k+1 leaves; its
+// hash is one SHA-256 compression over an fp32 leaf, two over an exact one.
+Opened OpenPartialLeaf(std::uint64_t k, std::uint64_t leaf) {
   const unsigned siblings = crypto::MerkleShape(k + 1).ProofLength(k);
-  return {4 + 16 + kHashBytes * siblings, 2 + 2ull * siblings};
+  return {leaf + 16 + kHashBytes * siblings, (leaf + 9 + 63) / 64 + 1 + 2ull * siblings};
 }
 
 struct Implemented {
@@ -256,16 +259,21 @@ BatchPrice BatchPriceOf(const graph::StepGraph& g) {
 
 std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::vector<Shape>& in,
                                             std::size_t slot, std::uint64_t out_numel,
-                                            const BatchPrice& batch) {
+                                            const BatchPrice& batch, kernels::Mode mode) {
   std::optional<Implemented> worst;
+  // Whether the job's mode plays a rule of this kind (verify::CheckRuleInMode).
+  const auto plays = [&](verify::ElementKind rule) {
+    return verify::CheckRuleInMode(static_cast<std::uint8_t>(mode), rule).ok();
+  };
   const std::uint16_t kind = static_cast<std::uint16_t>(node.kind);
   const Opened chunk_reveal = OpenSlice(out_numel, 0, 1);  // level 4 ends with each party's chunk
   for (std::uint64_t e : {std::uint64_t{0}, out_numel / 2 + kChunk / 3, out_numel - 1}) {
     if (e >= out_numel) continue;
     Implemented p;
     const auto at = static_cast<std::int64_t>(e);
-    if (auto plan = verify::PlanElement(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at, in);
-        plan.ok()) {
+    if (auto plan =
+            verify::PlanElement(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at, in);
+        plan.ok() && plays(verify::ElementKind::kPlan)) {
       Opened all;
       std::vector<Shape> slice_shapes;
       bool own_output = false;
@@ -290,11 +298,11 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       p.sha = all.sha;
       // An own-output rule (clip's g') is the kernel's expression on the values: a few flops.
       p.flops = own_output ? 4 : kernels::OpFlops(node.kind, node.attrs, slice_shapes);
-    } else if (auto dot = verify::DotElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at,
-                                               in);
-               dot.ok()) {
+    } else if (auto dot = verify::DotElementAt(kind, EncodeToBytes(node.attrs),
+                                               static_cast<std::uint32_t>(slot), at, in);
+               dot.ok() && plays(verify::ElementKind::kDot)) {
       const std::uint64_t k = static_cast<std::uint64_t>(dot->k);
-      const Opened leaf = OpenPartialLeaf(k);
+      const Opened leaf = OpenPartialLeaf(k, verify::DotLeafBytes(static_cast<std::uint8_t>(mode)));
       const auto factor_numel = [&](std::uint32_t i) {
         return i >= verify::kOwnOutput ? Numel(node.output_shapes.at(i - verify::kOwnOutput)) : Numel(in.at(i));
       };
@@ -313,13 +321,13 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       p.sha = 3 * leaf.sha + a.sha + b.sha;
       p.flops = 2;
       p.l5 = crypto::MerkleShape(k + 1).height();
-    } else if (auto red = verify::ReduceElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot),
-                                                  at, in);
-               red.ok()) {
+    } else if (auto red = verify::ReduceElementAt(kind, EncodeToBytes(node.attrs),
+                                                  static_cast<std::uint32_t>(slot), at, in);
+               red.ok() && plays(verify::ElementKind::kReduce)) {
       // The final addition: its operand leaves (two, for a combination) or
       // the term's values, and both next leaves; posting: root and two leaves.
       const std::uint64_t steps = red->Steps();
-      const Opened leaf = OpenPartialLeaf(steps);
+      const Opened leaf = OpenPartialLeaf(steps, sizeof(float));
       // The most any one step reads: a scan step's values, a term's, or a
       // final step's (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
@@ -437,7 +445,7 @@ void DescentTable(const std::vector<std::pair<std::string, std::int64_t>>& prese
               static_cast<unsigned long long>(level12_moves));
 }
 
-Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t batch) {
+Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t batch, kernels::Mode mode) {
   VT_ASSIGN_OR_RETURN(graph::ModelSpec model, graph::ModelPreset(preset));
   graph::OptimizerSpec opt;
   opt.clip_norm = 1.0f;
@@ -451,7 +459,7 @@ Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t
     for (std::size_t s = 0; s < node.num_outputs(); ++s) {
       ++c.outputs;
       const std::uint64_t n = Numel(node.output_shapes[s]);
-      const auto p = n == 0 ? std::nullopt : ImplementedPrice(node, in, s, n, batch_price);
+      const auto p = n == 0 ? std::nullopt : ImplementedPrice(node, in, s, n, batch_price, mode);
       if (!p) {
         // clip_grad_norm has one output per gradient: counted together.
         const std::string slot_key = node.num_outputs() > 8 ? "/*" : "/" + std::to_string(s);
@@ -478,27 +486,29 @@ void ImplementedRulesTable(const std::vector<std::pair<std::string, std::int64_t
               "with the real chunk openings (%llu-value chunks, exact proof lengths, worst of three sampled values\n"
               "per output), the step graph's shapes only (no step is run)\n",
               static_cast<unsigned long long>(kChunk));
-  std::printf("%-11s %4s | %14s | %-26s %8s | %9s %8s | %5s %5s\n", "model", "B", "outputs ruled", "largest tx at",
-              "bytes", "ref flops", "ref SHA", "lvl4", "lvl5");
+  std::printf("%-11s %4s %-9s | %14s | %-26s %8s | %9s %8s | %5s %5s\n", "model", "B", "mode",
+              "outputs ruled", "largest tx at", "bytes", "ref flops", "ref SHA", "lvl4", "lvl5");
   std::vector<std::pair<std::string, RuleCoverage>> rows;
-  for (const auto& [preset, batch] : presets) {
-    auto c = ImplementedCoverage(preset, batch);
-    if (!c.ok()) continue;
-    std::printf("%-11s %4lld | %6llu / %5llu | %-26s %8llu | %9llu %8llu | %5llu %5llu\n", preset.c_str(),
-                static_cast<long long>(batch), static_cast<unsigned long long>(c->ruled),
-                static_cast<unsigned long long>(c->outputs), c->max_tx_name.substr(0, 26).c_str(),
-                static_cast<unsigned long long>(c->max_tx), static_cast<unsigned long long>(c->max_flops),
-                static_cast<unsigned long long>(c->max_sha), static_cast<unsigned long long>(c->max_l4),
-                static_cast<unsigned long long>(c->max_l5));
-    rows.emplace_back(preset, std::move(c).value());
-  }
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kCertified})
+    for (const auto& [preset, batch] : presets) {
+      auto c = ImplementedCoverage(preset, batch, mode);
+      if (!c.ok()) continue;
+      const std::string name(kernels::ModeName(mode));
+      std::printf("%-11s %4lld %-9s | %6llu / %5llu | %-26s %8llu | %9llu %8llu | %5llu %5llu\n",
+                  preset.c_str(), static_cast<long long>(batch), name.c_str(),
+                  static_cast<unsigned long long>(c->ruled), static_cast<unsigned long long>(c->outputs),
+                  c->max_tx_name.substr(0, 26).c_str(), static_cast<unsigned long long>(c->max_tx),
+                  static_cast<unsigned long long>(c->max_flops), static_cast<unsigned long long>(c->max_sha),
+                  static_cast<unsigned long long>(c->max_l4), static_cast<unsigned long long>(c->max_l5));
+      rows.emplace_back(preset + " " + name, std::move(c).value());
+    }
   std::printf("outputs ruled: node outputs whose values verify/ can judge today, of all; largest tx: the largest\n"
               "transaction of levels 4-5 among them (incl. a %llu B envelope); lvl4 / lvl5: walk rounds over the\n"
               "largest ruled output's chunk tree and the longest ruled partial-sum tree. The others still end in\n"
               "node-level arbitration:\n",
               static_cast<unsigned long long>(kTxEnvelope));
   for (const auto& [preset, c] : rows) {
-    std::printf("  %-11s", preset.c_str());
+    std::printf("  %-21s", preset.c_str());
     for (const auto& [what, count] : c.unruled) std::printf(" %s x%llu", what.c_str(), static_cast<unsigned long long>(count));
     std::printf("\n");
   }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "kernels/mode.h"
 
 namespace vt::referee_bench {
 
@@ -17,7 +18,7 @@ namespace vt::referee_bench {
 void DescentTable(const std::vector<std::pair<std::string, std::int64_t>>& presets, std::uint64_t level12_moves);
 
 // Table 4b: the element rules verify/ implements, over the same graphs, sized
-// with the real chunk openings and proof lengths.
+// with the real chunk openings and proof lengths, in repops and certified mode.
 void ImplementedRulesTable(const std::vector<std::pair<std::string, std::int64_t>>& presets);
 
 // What table 4b prints for one preset: how many node outputs verify/ has a
@@ -29,6 +30,9 @@ struct RuleCoverage {
   std::uint64_t max_flops = 0, max_sha = 0, max_l4 = 0, max_l5 = 0;
   std::map<std::string, std::uint64_t> unruled;  // "op_kind/slot" -> outputs without a rule
 };
-Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t batch);
+// `mode`: the job's (verify::CheckRuleInMode says which rules it plays; a
+// certified dot rule's leaves are exact sums, verify::DotLeafBytes).
+Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t batch,
+                                         kernels::Mode mode = kernels::Mode::kRepops);
 
 }  // namespace vt::referee_bench
