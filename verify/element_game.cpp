@@ -456,17 +456,17 @@ Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>) {
 
 void Encode(Writer& w, const DotLeaf& v) {
   if (const float* f = std::get_if<float>(&v)) {
-    w.PutU8(static_cast<std::uint8_t>(LeafTag::kFp32));
+    w.PutEnum(LeafTag::kFp32);
     w.PutU32(detmath::FloatBits(*f));
     return;
   }
-  w.PutU8(static_cast<std::uint8_t>(LeafTag::kExact));
+  w.PutEnum(LeafTag::kExact);
   w.PutFixed(std::get<ExactPartial>(v));
 }
 
 Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>) {
-  VT_ASSIGN_OR_RETURN(std::uint8_t tag, r.GetU8());
-  switch (static_cast<LeafTag>(tag)) {
+  VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kExact));
+  switch (tag) {
     case LeafTag::kFp32: {
       VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
       return DotLeaf{detmath::BitsFloat(bits)};
@@ -478,7 +478,7 @@ Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>) {
       return DotLeaf{p};
     }
   }
-  return Status::Invalid("bad-encoding", "partial-sum leaf tag " + std::to_string(tag));
+  return Status::Invalid("enc-unknown-enum", "partial-sum leaf tag");
 }
 
 void EncodeChunk(Writer& w, const ChunkOpening& v) {

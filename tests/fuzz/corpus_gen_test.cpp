@@ -101,7 +101,8 @@ std::uint32_t UnbatchedNode(const ScenarioConfig& config, kernels::OpKind op, st
   return 0;
 }
 
-// A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`;
+// A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`
+// (a certified one with element_level: exact partial sums on the wire);
 // with `element_level` the solver plants one wrong value of linear_backward's
 // dW with made-up partial sums and both sides descend into the node (levels
 // 4 and 5b), so the element-level moves become seeds too.
@@ -215,6 +216,8 @@ Corpus MakeCorpus() {
   AddDispute(c, kernels::Mode::kRepops, true);
   AddDispute(c, kernels::Mode::kRounded, false);
   AddDispute(c, kernels::Mode::kRepops, false, /*element_level=*/true);
+  // Certified mode's element-level moves carry exact partial sums (verify::DotLeaf).
+  AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true);
   // Transfers, a stranger's call, and an empty record set for the executor.
   c["tx_execute_fuzz"].push_back(fuzz::EncodeExecInput({{0, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 3}},
                                                        {3, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0}},

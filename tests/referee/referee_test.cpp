@@ -7,6 +7,7 @@
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
 #include "crypto/sha256.h"
+#include "kernels/certified.h"
 #include "kernels/chunk_tree.h"
 #include "referee/messages.h"
 #include "referee/records.h"
@@ -83,6 +84,27 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   ExpectRoundTrip(step);
   step.a = {};
   ExpectRoundTrip(step);
+  // Certified mode's leaves: exact partial sums (verify::DotLeaf), in the
+  // moves and in the element state; a leaf tag that names no kind is refused.
+  kernels::ExactAccumulator acc;
+  acc.AddProduct(3.0f, -0x1p-30f);
+  step.p_m = acc.Encode();
+  acc.Add(1e30f);
+  step.next = acc.Encode();
+  ExpectRoundTrip(step);
+  referee::PartialsRootArgs root{7, Hash256{}, Hash256{}, acc.Encode(), step.p_m_proof, step.next_proof};
+  ExpectRoundTrip(root);
+  referee::ElementGame e;
+  e.p_k = {acc.Encode(), 1.5f};
+  e.step_revealed = {true, false};
+  e.p_m[0] = step.p_m;
+  e.next[0] = step.next;
+  e.p_m_proof[0] = step.p_m_proof;
+  e.next_proof[0] = step.next_proof;
+  ExpectRoundTrip(e);
+  Bytes bad_tag = EncodeToBytes(root);
+  bad_tag[8 + 32 + 32] = 2;  // after the game id, root and top
+  EXPECT_EQ(DecodeExact<referee::PartialsRootArgs>(bad_tag).status().reason(), "enc-unknown-enum");
 }
 
 // A chain with the referee, a posted bounty of the tiny job, and helpers.
