@@ -7,8 +7,7 @@
 #include <map>
 #include <random>
 
-#include "kernels/arith_hd.h"
-#include "kernels/certified.h"
+#include "tests/support/partial_leaves.h"
 #include "verify/element.h"
 #include "verify/element_game.h"
 #include "verify/graph_source.h"
@@ -94,45 +93,17 @@ const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uin
 
 namespace {
 
-// How a liar bends a partial sum of each kind: the smallest change, one step
-// of the rule, a made-up sum.
-struct Fp32Lies {
-  static float Nudge(float p) { return std::nextafter(p, INFINITY); }
-  static float Step(float prev, float a, float b) { return kernels::hd::RepopsStep(prev, a, b); }
-  static float MadeUp(float v) { return v; }
-};
-struct ExactLies {
-  static kernels::ExactAccumulator Open(const verify::ExactPartial& p) {
-    auto acc = kernels::ExactAccumulator::FromEncoding(p);
-    EXPECT_TRUE(acc.has_value());
-    return acc.value_or(kernels::ExactAccumulator{});
-  }
-  static verify::ExactPartial Nudge(const verify::ExactPartial& p) {
-    kernels::ExactAccumulator acc = Open(p);
-    acc.Add(0x1p-140f);  // far below any fp32 rounding of the sum: the value may round alike
-    return acc.Encode();
-  }
-  static verify::ExactPartial Step(const verify::ExactPartial& prev, float a, float b) {
-    kernels::ExactAccumulator acc = Open(prev);
-    acc.AddProduct(a, b);
-    return acc.Encode();
-  }
-  static verify::ExactPartial MadeUp(float v) {
-    kernels::ExactAccumulator acc;
-    acc.Add(v);
-    return acc.Encode();
-  }
-};
-
-template <class Lies, class Leaf>
+template <class Leaf>
 worker::PartialsAnswerFor<Leaf> Bend(const worker::ElementSide& side, worker::PartialsAnswerFor<Leaf> honest,
                                      const SumsPlan& lie) {
   const verify::DotElement& el = honest.element;
   std::vector<Leaf> p = honest.partials;
   const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, el.k));
   std::mt19937 rng(static_cast<std::uint32_t>(from));
+  using Lies = PartialLeaves<Leaf>;
   if (lie.kind == SumsLie::kDiverge) {
-    p[from] = Lies::Nudge(p[from]);
+    // Far below any fp32 rounding of an exact sum: its value may round alike.
+    p[from] = Lies::Nudge(p[from], 0x1p-140f);
     for (std::size_t m = from + 1; m < p.size(); ++m) {
       // The factors the step multiplies (own outputs, the batch, padding taps: +0).
       const auto [a, b] = worker::FactorValues(side, el, m - 1);
@@ -153,9 +124,9 @@ worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementS
   EXPECT_TRUE(honest.ok()) << honest.status().ToString();
   if (!honest.ok()) return {};
   if (!lie || lie->kind == SumsLie::kHonest) return std::move(honest).value();
-  if (auto* fp32 = std::get_if<worker::PartialsAnswer>(&*honest))
-    return Bend<Fp32Lies>(side, std::move(*fp32), *lie);
-  return Bend<ExactLies>(side, std::get<worker::CertifiedPartialsAnswer>(std::move(*honest)), *lie);
+  return std::visit(
+      [&](auto& answer) -> worker::DotPartialsAnswer { return Bend(side, std::move(answer), *lie); },
+      *honest);
 }
 
 worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,

@@ -30,6 +30,7 @@
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
 #include "protocol/types.h"
+#include "tests/support/partial_leaves.h"
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
@@ -134,48 +135,8 @@ struct Side {
   std::vector<Leaf> partials;  // of the disputed value, once known
 };
 
-// Per leaf type: the mode whose kernels the layer runs in, equality of
-// committed leaves, the value from p_K, the next leaf by the rule, and
-// a leaf moved off the honest one.
 template <class Leaf>
-struct Leaves;
-template <>
-struct Leaves<float> {
-  static constexpr kernels::Mode kMode = kernels::Mode::kRepops;
-  static bool Same(float a, float b) { return SameBits(a, b); }
-  static float Value(float p, std::optional<float> bias) { return RepopsLinearValue(p, bias); }
-  static float Step(float p, float a, float b) { return kernels::hd::RepopsStep(p, a, b); }
-  static float Nudge(float p, std::mt19937_64& rng) {
-    return std::nextafter(p, rng() % 2 ? INFINITY : -INFINITY);
-  }
-  static float MadeUp(std::mt19937_64& rng) { return RandomValue(rng); }
-};
-template <>
-struct Leaves<ExactPartial> {
-  static constexpr kernels::Mode kMode = kernels::Mode::kCertified;
-  static bool Same(const ExactPartial& a, const ExactPartial& b) { return a == b; }
-  static float Value(const ExactPartial& p, std::optional<float> bias) {
-    return CertifiedLinearValue(p, bias).value();
-  }
-  static kernels::ExactAccumulator Decode(const ExactPartial& p) {
-    return kernels::ExactAccumulator::FromEncoding(p).value();
-  }
-  static ExactPartial Step(const ExactPartial& p, float a, float b) {
-    kernels::ExactAccumulator acc = Decode(p);
-    acc.AddProduct(a, b);
-    return acc.Encode();
-  }
-  static ExactPartial Nudge(const ExactPartial& p, std::mt19937_64& rng) {
-    kernels::ExactAccumulator acc = Decode(p);
-    acc.Add(RandomValue(rng));  // an exact sum off by a term the value's size may feel
-    return acc.Encode();
-  }
-  static ExactPartial MadeUp(std::mt19937_64& rng) {
-    kernels::ExactAccumulator acc;
-    acc.Add(RandomValue(rng));
-    return acc.Encode();
-  }
-};
+using Leaves = test::PartialLeaves<Leaf>;
 
 std::size_t SizeOf(const crypto::MerkleProof& p) { return EncodeToBytes(p).size(); }
 std::size_t SizeOf(const kernels::ChunkOpening& o) { return o.values.size() * 4 + 32 + SizeOf(o.proof); }
@@ -314,14 +275,14 @@ void PlayPlantedCheats() {
         break;
       case 1: {  // sums leave the honest ones at a random step, then follow the steps
         const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
-        lp[from] = L::Nudge(lp[from], rng);
+        lp[from] = L::Nudge(lp[from], RandomValue(rng));
         for (std::size_t m = from + 1; m < lp.size(); ++m) lp[m] = L::Step(lp[m - 1], fa[m - 1], fb[m - 1]);
         liar.y[e] = L::Value(lp.back(), bias);
         break;
       }
       default: {  // sums made up from a random step on
         const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
-        for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(rng);
+        for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(RandomValue(rng));
         liar.y[e] = L::Value(lp.back(), bias);
         break;
       }

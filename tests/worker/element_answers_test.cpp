@@ -26,6 +26,7 @@
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
 #include "kernels/tensor_codec.h"
+#include "tests/support/partial_leaves.h"
 #include "tests/support/test_seed.h"
 #include "tests/worker/element_test_util.h"
 #include "verify/descent.h"
@@ -86,47 +87,14 @@ struct Cheat {
   PartialsAnswerFor<Leaf> partials;
 };
 
-// Per leaf type: the job's mode, the honest answer, the rule's value, the
-// next leaf by the rule, a leaf moved off the honest one, a made-up leaf.
+// Per leaf type: the job's mode and the leaf rules (tests/support/partial_leaves.h),
+// and the honest answer in that mode.
 template <class Leaf>
-struct Leaves;
-template <>
-struct Leaves<float> {
-  static constexpr kernels::Mode kMode = kernels::Mode::kRepops;
-  static Result<PartialsAnswer> Answer(const ElementSide& s, std::uint32_t slot, std::int64_t e) {
-    return AnswerPartials(s, slot, e);
-  }
-  static float Value(float p, std::optional<float> bias) { return verify::RepopsLinearValue(p, bias); }
-  static float Step(float p, float a, float b) { return kernels::hd::RepopsStep(p, a, b); }
-  static float Nudge(float p, std::mt19937_64& rng) {
-    return std::nextafter(p, rng() % 2 ? INFINITY : -INFINITY);
-  }
-  static float MadeUp(std::mt19937_64& rng) { return RandomValue(rng, kValues); }
-};
-template <>
-struct Leaves<verify::ExactPartial> {
-  using Leaf = verify::ExactPartial;
-  static constexpr kernels::Mode kMode = kernels::Mode::kCertified;
-  static Result<CertifiedPartialsAnswer> Answer(const ElementSide& s, std::uint32_t slot, std::int64_t e) {
-    return AnswerCertifiedPartials(s, slot, e);
-  }
-  static float Value(const Leaf& p, std::optional<float> bias) {
-    return verify::CertifiedLinearValue(p, bias).value();
-  }
-  static Leaf Step(const Leaf& p, float a, float b) {
-    kernels::ExactAccumulator acc = kernels::ExactAccumulator::FromEncoding(p).value();
-    acc.AddProduct(a, b);
-    return acc.Encode();
-  }
-  static Leaf Nudge(const Leaf& p, std::mt19937_64& rng) {
-    kernels::ExactAccumulator acc = kernels::ExactAccumulator::FromEncoding(p).value();
-    acc.Add(RandomValue(rng, kValues));
-    return acc.Encode();
-  }
-  static Leaf MadeUp(std::mt19937_64& rng) {
-    kernels::ExactAccumulator acc;
-    acc.Add(RandomValue(rng, kValues));
-    return acc.Encode();
+struct Leaves : test::PartialLeaves<Leaf> {
+  static Result<PartialsAnswerFor<Leaf>> Answer(const ElementSide& s, std::uint32_t slot, std::int64_t e) {
+    VT_ASSIGN_OR_RETURN(DotPartialsAnswer a,
+                        AnswerDotPartials(static_cast<std::uint8_t>(Leaves::kMode), s, slot, e));
+    return std::get<PartialsAnswerFor<Leaf>>(std::move(a));
   }
 };
 
@@ -146,7 +114,7 @@ Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
       out[c.e] = std::nextafter(out[c.e], INFINITY);
       break;
     case 1:
-      lp[from] = L::Nudge(lp[from], rng);
+      lp[from] = L::Nudge(lp[from], RandomValue(rng, kValues));
       for (std::size_t m = from + 1; m < lp.size(); ++m) {
         const auto mi = static_cast<std::int64_t>(m - 1);
         lp[m] = L::Step(lp[m - 1], c.side.inputs[el.a_input][el.AIndex(mi)],
@@ -155,7 +123,7 @@ Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
       out[c.e] = L::Value(lp.back(), hp->bias);
       break;
     default:
-      for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(rng);
+      for (std::size_t m = from; m < lp.size(); ++m) lp[m] = L::MadeUp(RandomValue(rng, kValues));
       out[c.e] = L::Value(lp.back(), hp->bias);
       break;
   }

@@ -1,0 +1,65 @@
+#pragma once
+// How the element-level tests handle a dot rule's partial sums, per leaf
+// type (docs/referee.md, "Element-level descent"): fp32 sums in a repops job,
+// exact sums in a certified one (verify::DotPartialRule). Honest parties get
+// their leaves from the rule; test liars bend them with Nudge and MadeUp.
+
+#include <cmath>
+#include <optional>
+
+#include "kernels/arith_hd.h"
+#include "kernels/certified.h"
+#include "kernels/mode.h"
+#include "verify/element.h"
+
+namespace vt::test {
+
+template <class Leaf>
+struct PartialLeaves;
+
+template <>
+struct PartialLeaves<float> {
+  static constexpr kernels::Mode kMode = kernels::Mode::kRepops;
+  static bool Same(float a, float b) { return verify::SameBits(a, b); }
+  static float Value(float p, std::optional<float> bias) { return verify::RepopsLinearValue(p, bias); }
+  // The leaf after one step of the rule.
+  static float Step(float p, float a, float b) { return kernels::hd::RepopsStep(p, a, b); }
+  // The nearest leaf off `p`, on the side of `by`'s sign.
+  static float Nudge(float p, float by) { return std::nextafter(p, by < 0 ? -INFINITY : INFINITY); }
+  // A made-up leaf holding `v`.
+  static float MadeUp(float v) { return v; }
+};
+
+template <>
+struct PartialLeaves<verify::ExactPartial> {
+  using Leaf = verify::ExactPartial;
+  static constexpr kernels::Mode kMode = kernels::Mode::kCertified;
+  static bool Same(const Leaf& a, const Leaf& b) { return a == b; }
+  static float Value(const Leaf& p, std::optional<float> bias) {
+    return verify::CertifiedLinearValue(p, bias).value();
+  }
+  static Leaf Step(const Leaf& p, float a, float b) {
+    kernels::ExactAccumulator acc = Open(p);
+    acc.AddProduct(a, b);
+    return acc.Encode();
+  }
+  // `p` plus `by` exactly (a tiny `by` may leave the rounded value alike).
+  static Leaf Nudge(const Leaf& p, float by) {
+    kernels::ExactAccumulator acc = Open(p);
+    acc.Add(by);
+    return acc.Encode();
+  }
+  static Leaf MadeUp(float v) {
+    kernels::ExactAccumulator acc;
+    acc.Add(v);
+    return acc.Encode();
+  }
+
+ private:
+  // Every leaf a test bends is an accumulator state (the rule's own, or one it made).
+  static kernels::ExactAccumulator Open(const Leaf& p) {
+    return kernels::ExactAccumulator::FromEncoding(p).value();
+  }
+};
+
+}  // namespace vt::test
