@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,7 @@
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
 #include "tests/support/test_seed.h"
+#include "verify/certified_sum.h"
 #include "verify/descent.h"
 #include "verify/element.h"
 #include "verify/reduce_rule.h"
@@ -77,8 +80,9 @@ struct Node {
 };
 
 // A random node of each reduction in the table, run in repops mode (two
-// threads: the parallel block sums must give the tree's value).
-std::vector<Node> RandomNodes(std::mt19937_64& rng) {
+// threads: the parallel block sums must give the tree's value), or in
+// `mode`.
+std::vector<Node> RandomNodes(std::mt19937_64& rng, kernels::Mode mode = kernels::Mode::kRepops) {
   const std::int64_t rows = Pick(rng, 1, 300), c = Pick(rng, 1, 40);
   const std::int64_t nb = Pick(rng, 1, 5), ch = Pick(rng, 1, 6), h = Pick(rng, 2, 9), w = Pick(rng, 1, 9);
   const kernels::Shape x4{nb, ch, h, w};
@@ -248,7 +252,7 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng) {
        {}},
   };
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   config.threads = 2;
   const kernels::OpContext ctx(config);
   for (Node& n : nodes) {
@@ -334,6 +338,81 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
                 .reason(),
             "elem-no-reduce-rule")
       << "no empty tree";
+}
+
+// Certified mode (verify/certified_sum.h): every value of the reductions
+// that are one sum — a column's or an axis's sum or mean, a norm's mean,
+// dγ and dβ, the biases' gradients — is CR of the exact sum of the same
+// terms (CR(sum / n) for a mean), over the certified kernels' outputs, bit
+// for bit; each exact prefix sum is the one before plus its term's factors'
+// exact product (the certified dot rule's step); the other reductions are
+// refused (elem-no-certified-rule) — and exactly these node outputs are
+// covered.
+TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xce55);
+  std::set<std::string> covered, refused;
+  std::size_t checked = 0, steps = 0;
+  for (int trial = 0; trial < 4; ++trial) {
+    for (const Node& n : RandomNodes(rng, kernels::Mode::kCertified)) {
+      for (std::uint32_t slot : n.slots) {
+        const Tensor& out = n.outputs.at(slot);
+        const std::string what = n.name + " slot " + std::to_string(slot);
+        for (std::int64_t e = 0; e < out.numel(); ++e) {
+          if (!n.Covers(e)) continue;
+          auto el =
+              CertifiedSumAt(static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e, Shapes(n));
+          if (!el.ok()) {
+            EXPECT_EQ(el.status().reason(), "elem-no-certified-rule") << what;
+            refused.insert(what);
+            break;  // the rule depends on the output, not the value
+          }
+          covered.insert(what);
+          auto p = CertifiedSumPartials(*el, n.inputs, n.outputs);
+          ASSERT_TRUE(p.ok()) << what << ": " << p.status().ToString();
+          ASSERT_EQ(p->size(), static_cast<std::size_t>(el->segments[0].terms) + 1);
+          ASSERT_EQ(p->front(), ExactPartial{});
+          const std::optional<float> y = CertifiedSumValue(*el, p->back());
+          ASSERT_TRUE(y.has_value());
+          ASSERT_TRUE(SameBits(*y, out[e])) << what << " value " << e << ": " << *y << " vs " << out[e];
+          if (e % 7 != 0) {
+            ++checked;
+            continue;
+          }
+          for (std::int64_t j = 0; j < el->segments[0].terms; ++j) {
+            auto reads = ReadStep(CertifiedTermReads(*el, j), TensorValues(n.inputs, n.outputs));
+            ASSERT_TRUE(reads.ok()) << reads.status().ToString();
+            std::vector<float> v;
+            for (const ReadValue& r : *reads) v.push_back(r.value);
+            const auto [a, b] = CertifiedTermFactors(el->segments[0].term, v);
+            const auto at = static_cast<std::size_t>(j);
+            ASSERT_TRUE(CertifiedDotStepHolds((*p)[at], a, b, (*p)[at + 1]))
+                << what << " value " << e << " term " << j;
+            ++steps;
+          }
+          ++checked;
+        }
+      }
+    }
+  }
+  const std::set<std::string> want = {"linear_backward db slot 2",
+                                      "layernorm_backward slot 1",
+                                      "layernorm_backward slot 2",
+                                      "conv2d_backward slot 2",
+                                      "batchnorm2d_backward slot 1",
+                                      "batchnorm2d_backward slot 2",
+                                      "batchnorm2d_train slot 3",
+                                      "layernorm slot 1",
+                                      "sum all slot 0",
+                                      "sum axis slot 0",
+                                      "mean axis slot 0"};
+  EXPECT_EQ(covered, want);
+  for (const std::string& w : covered)
+    EXPECT_EQ(refused.count(w), 0u) << w << ": covered at some values only";
+  EXPECT_GT(checked, 200u);
+  EXPECT_GT(steps, 1000u);
+  std::printf(
+      "[certified sums] %zu values of %zu outputs reproduced, %zu steps checked; %zu outputs refused\n",
+      checked, covered.size(), steps, refused.size());
 }
 
 // An index that is not a row of its table — a loss label that is not a

@@ -1,0 +1,71 @@
+#include "verify/certified_sum.h"
+
+#include "kernels/certified.h"
+#include "kernels/ops/norm.h"
+
+namespace vt::verify {
+namespace {
+
+// The terms this slice knows the certified kernels' factors of.
+bool KnownTerm(ReduceTerm term) { return term == ReduceTerm::kValue || term == ReduceTerm::kNormProduct; }
+
+}  // namespace
+
+Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                     std::int64_t e, std::span<const kernels::Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
+  const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 &&
+                       el.final == ReduceFinal::kNone && el.outer == ReduceOuter::kNone && el.rows == 1 &&
+                       !el.attention_grad;
+  const bool plain_epilogue = el.epilogue == ReduceEpilogue::kNone || el.epilogue == ReduceEpilogue::kDivide;
+  if (!one_sum || !plain_epilogue || !KnownTerm(el.segments[0].term))
+    return Status::Invalid("elem-no-certified-rule", "not one certified sum of values or norm products");
+  return el;
+}
+
+std::vector<StepRead> CertifiedTermReads(const ReduceElement& element, std::int64_t j) {
+  ReduceStep term;
+  term.kind = ReduceStepKind::kTerm;
+  term.segment = 0;
+  term.term = j;
+  return StepReads(element, term);
+}
+
+std::pair<float, float> CertifiedTermFactors(ReduceTerm term, std::span<const float> v) {
+  switch (term) {
+    case ReduceTerm::kNormProduct:  // dy · x̂, x̂ rounded as the norm kernels round it
+      return {v[0], kernels::LayerNormXhat(v[1], v[2], v[3])};
+    default:  // kValue (CertifiedSumAt admits no other)
+      return {v[0], 1.0f};
+  }
+}
+
+Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
+                                                       std::span<const kernels::Tensor> inputs,
+                                                       std::span<const kernels::Tensor> outputs) {
+  const ReduceSegment& seg = element.segments.at(0);
+  const ValueAt value_at = TensorValues(inputs, outputs);
+  std::vector<float> a, b;
+  a.reserve(static_cast<std::size_t>(seg.terms));
+  b.reserve(static_cast<std::size_t>(seg.terms));
+  std::vector<float> values;
+  for (std::int64_t j = 0; j < seg.terms; ++j) {
+    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(CertifiedTermReads(element, j), value_at));
+    values.clear();
+    for (const ReadValue& r : reads) values.push_back(r.value);
+    const auto [fa, fb] = CertifiedTermFactors(seg.term, values);
+    a.push_back(fa);
+    b.push_back(fb);
+  }
+  return CertifiedDotPartials(a, b);
+}
+
+std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k) {
+  const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(p_k);
+  if (!sum) return std::nullopt;
+  if (element.epilogue == ReduceEpilogue::kDivide)
+    return sum->RoundDivided(static_cast<std::uint64_t>(element.divisor));
+  return sum->Round();
+}
+
+}  // namespace vt::verify

@@ -1,0 +1,63 @@
+#pragma once
+// Certified mode's reduction rule, its first slice (docs/referee.md,
+// "Element-level descent", item 20). A certified reduction is the correctly
+// rounded value of its exact sum (kernels/certified.h: SumOf, MeanOf, DotOf,
+// ColumnSumOf, ColumnDotOf in kernels/ops/op_util.h), whatever order the
+// kernel summed in — so, as for the certified dot rule, its partial results
+// are the exact prefix sums p_j = Σ_{i<j} t_i (verify::ExactPartial), one
+// term a step, and the value is CR(p_K), or CR(p_K / n) for a mean.
+//
+// A term is the exact product of two fp32 factors computed by the kernels'
+// own fp32 expressions (CertifiedTermFactors): a value v is v·1; a norm's
+// dγ term is dy·x̂ with x̂ = LayerNormXhat(x, mean, rstd) rounded. The terms
+// and their operands are the repops reduction rule's description
+// (ReduceElementAt), read without its fixed tree.
+//
+// Covered: a value that is one such sum — linear_backward's and
+// conv2d_backward's db, sum and mean, layernorm and batchnorm2d_train's
+// mean, the norms' backward dγ and dβ. Not yet (Invalid
+// "elem-no-certified-rule"): the sums behind a scan, a final or outer step
+// or a second segment (softmax and cross-entropy rows, the loss, attention,
+// pooling windows, col2im, embedding_backward, the clip norm) and the
+// norms' rstd and running variance (their epilogue after the rounded mean).
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "common/result.h"
+#include "kernels/tensor.h"
+#include "verify/element.h"
+#include "verify/reduce_rule.h"
+
+namespace vt::verify {
+
+// The value's sum, when it is one this slice covers: ReduceElementAt's
+// description (one segment, rows == 1, epilogue none or divide, a value or
+// norm-product term). Invalid "elem-no-certified-rule" otherwise, or
+// ReduceElementAt's reasons.
+Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                     std::int64_t e, std::span<const kernels::Shape> input_shapes);
+
+// The values term j reads (StepReads of the segment's term step), in the
+// segment's operand order.
+std::vector<StepRead> CertifiedTermReads(const ReduceElement& element, std::int64_t j);
+
+// The term's two fp32 factors from the values it reads: the term is their
+// product, exactly. Precondition: the values CertifiedTermReads names.
+std::pair<float, float> CertifiedTermFactors(ReduceTerm term, std::span<const float> values);
+
+// All K + 1 exact prefix sums, from the node's input tensors and its own
+// outputs (a party computes these for one value, on demand). Invalid
+// "elem-bad-index" when an operand lies outside its tensor.
+Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
+                                                       std::span<const kernels::Tensor> inputs,
+                                                       std::span<const kernels::Tensor> outputs = {});
+
+// The output value from the exact sum p_K: CR(p_K), or CR(p_K / divisor) for
+// a mean. nullopt when `p_k` is no accumulator state.
+std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k);
+
+}  // namespace vt::verify
