@@ -60,6 +60,33 @@ Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& elem
   return CertifiedDotPartials(a, b);
 }
 
+Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
+                                               std::span<const InputTensor> inputs,
+                                               const std::array<Hash256, 2>& roots,
+                                               const CertifiedSumStepClaim& claim, const OpenedBatch* batch,
+                                               std::span<const InputTensor> own) {
+  constexpr std::string_view kReason = "elem-bad-step";
+  const auto k = static_cast<std::uint64_t>(element.segments.at(0).terms);
+  if (claim.m >= k)
+    return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
+  VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
+  for (std::size_t side = 0; side < 2; ++side)
+    VT_TRY(
+        CheckPartialLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
+  VT_ASSIGN_OR_RETURN(const std::vector<float> values,
+                      OpenStepReads(CertifiedTermReads(element, static_cast<std::int64_t>(claim.m)), inputs,
+                                    own, claim.reads, batch));
+  const auto [a, b] = CertifiedTermFactors(element.segments[0].term, values);
+  return JudgeDotStep(claim.p_m, a, b, claim.next[0], claim.next[1]);
+}
+
+StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& p_k, float y_a,
+                                      float y_b) {
+  const std::optional<float> y = CertifiedSumValue(element, p_k);
+  if (!y) return StepVerdict{false, false};
+  return StepVerdict{SameBits(*y, y_a), SameBits(*y, y_b)};
+}
+
 std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k) {
   const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(p_k);
   if (!sum) return std::nullopt;

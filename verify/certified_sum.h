@@ -21,14 +21,18 @@
 // pooling windows, col2im, embedding_backward, the clip norm) and the
 // norms' rstd and running variance (their epilogue after the rounded mean).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <utility>
 #include <vector>
 
+#include "common/bytes.h"
 #include "common/result.h"
+#include "crypto/merkle.h"
 #include "kernels/tensor.h"
+#include "verify/descent.h"
 #include "verify/element.h"
 #include "verify/reduce_rule.h"
 
@@ -59,5 +63,38 @@ Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& elem
 // The output value from the exact sum p_K: CR(p_K), or CR(p_K / divisor) for
 // a mean. nullopt when `p_k` is no accumulator state.
 std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k);
+
+// Level 5b's final move for a certified sum, as one claim: the walk over
+// the K + 1 exact prefix sums ended at leaf m+1 (leaf m agreed). p_m opened
+// against roots[0], each party's p_{m+1} against its own root, and term m's
+// reads of hashed inputs (CertifiedTermReads order; a value of the batch
+// from the batch opening instead).
+struct CertifiedSumStepClaim {
+  std::uint64_t m = 0;
+  ExactPartial p_m{};
+  crypto::MerkleProof p_m_proof;
+  std::array<ExactPartial, 2> next{};
+  std::array<crypto::MerkleProof, 2> next_proof;
+  std::vector<ValueOpening> reads;
+  bool operator==(const CertifiedSumStepClaim&) const = default;
+};
+
+// The referee's verdict on it, and every worker's prediction: the leaves
+// against their roots, the reads (OpenStepReads), then the one step —
+// p_{m+1} = p_m + a·b exactly for the term's factors (the certified dot
+// rule's JudgeDotStep). Invalid "elem-bad-step" (m out of range, a proof
+// that does not check out, the wrong reads) or VerifyValue's reasons.
+Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
+                                               std::span<const InputTensor> inputs,
+                                               const std::array<Hash256, 2>& roots,
+                                               const CertifiedSumStepClaim& claim,
+                                               const OpenedBatch* batch = nullptr,
+                                               std::span<const InputTensor> own = {});
+
+// When both parties' sums agree to p_K, the epilogue is disputed: the value
+// is CertifiedSumValue(p_K) (neither party is right when p_K is no
+// accumulator state).
+StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& p_k, float y_a,
+                                      float y_b);
 
 }  // namespace vt::verify

@@ -119,6 +119,15 @@ Hash256 PartialLeafHash(const ExactPartial& p) { return LeafHash(p); }
 crypto::MerkleTree PartialsTree(std::span<const float> partials) { return TreeOver(partials); }
 crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials) { return TreeOver(partials); }
 
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
+  return CheckLeaf(reason, root, value, proof, index, count);
+}
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const ExactPartial& value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
+  return CheckLeaf(reason, root, value, proof, index, count);
+}
+
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
                          const crypto::MerkleProof& last) {
   return CheckEnds(root, k, p_k, first, last);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/bytes.h"
@@ -71,6 +72,13 @@ inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
 inline constexpr unsigned kPartialsKeptFrom = 8;
 crypto::MerkleTree PartialsTree(std::span<const float> partials);
 crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials);
+
+// Leaf `index` of a partials tree of `count` leaves under `root` is `value`
+// (the proof's position and count, then the path). Invalid `reason`.
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const ExactPartial& value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
 
 // Posting a partials root: its first leaf must be the rule's start (+0, or
 // the exact zero) and its last the party's p_K. Charge: two proofs. Invalid

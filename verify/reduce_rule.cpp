@@ -1067,49 +1067,54 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
   return p;
 }
 
-Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
-                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
-                                         const OpenedBatch* batch, std::span<const InputTensor> own) {
+Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::span<const InputTensor> inputs,
+                                         std::span<const InputTensor> own,
+                                         std::span<const ValueOpening> openings, const OpenedBatch* batch) {
   constexpr std::string_view kReason = "elem-bad-step";
-  const std::uint64_t steps = el.Steps();
-  if (claim.m >= steps) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
-  const auto check = [&](const Hash256& root, float value, const crypto::MerkleProof& proof,
-                         std::uint64_t index) -> Status {
-    if (proof.leaf_index != index || proof.leaf_count != steps + 1)
-      return Status::Invalid(kReason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
-                                          std::to_string(proof.leaf_count));
-    if (Status s = crypto::VerifyMerkleProof(root, PartialLeafHash(value), proof); !s.ok())
-      return Status::Invalid(kReason, s.ToString());
-    return Status::Ok();
-  };
-  VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, claim.m + 1));
-  // Operand leaves precede m + 1: agreed, opened against root A. Leaf 0 is +0 by the posting's end check.
-  VT_TRY(check(roots[0], claim.left, claim.left_proof, st.left));
-  for (std::size_t side = 0; side < 2; ++side) VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
-  // The second operand leaf (a combination's, the row's max for a shifted
-  // term, the sum for the final step) precedes m + 1 too.
-  if (st.reads_right) VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
-  // One value opening per read of a hashed input, in StepReads order; a
-  // value of the batch comes from the examples the move opened instead.
-  const std::vector<StepRead> reads = StepReads(el, st);
+  // One value opening per read of a hashed input, in order; a value of the
+  // batch comes from the examples the move opened instead.
   std::size_t hashed = 0;
   for (const StepRead& r : reads) {
     const InputTensor* in = TensorOfRead(inputs, own, r.input);
     if (in == nullptr) return Status::Invalid(kReason, "no input " + std::to_string(r.input));
     hashed += in->batch ? 0 : 1;
   }
-  if (claim.reads.size() != hashed) return Status::Invalid(kReason, "the step's reads");
+  if (openings.size() != hashed) return Status::Invalid(kReason, "the step's reads");
   std::size_t opened = 0;
   VT_ASSIGN_OR_RETURN(const std::vector<ReadValue> read,
                       ReadStep(reads, [&](std::uint32_t input, std::int64_t index) -> Result<float> {
                         const InputTensor& in = *TensorOfRead(inputs, own, input);
-                        if (!in.batch) return VerifyValue(in.hash, in.shape, index, claim.reads[opened++]);
+                        if (!in.batch) return VerifyValue(in.hash, in.shape, index, openings[opened++]);
                         if (batch == nullptr)
                           return Status::Invalid(kReason, "a batch value comes from the batch opening");
                         return batch->Value(*in.batch, in.shape, index);
                       }));
   std::vector<float> values;
   for (const ReadValue& r : read) values.push_back(r.value);
+  return values;
+}
+
+Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
+                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
+                                         const OpenedBatch* batch, std::span<const InputTensor> own) {
+  constexpr std::string_view kReason = "elem-bad-step";
+  const std::uint64_t steps = el.Steps();
+  if (claim.m >= steps)
+    return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
+  const auto check = [&](const Hash256& root, float value, const crypto::MerkleProof& proof,
+                         std::uint64_t index) {
+    return CheckPartialLeaf(kReason, root, value, proof, index, steps + 1);
+  };
+  VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, claim.m + 1));
+  // Operand leaves precede m + 1: agreed, opened against root A. Leaf 0 is +0 by the posting's end check.
+  VT_TRY(check(roots[0], claim.left, claim.left_proof, st.left));
+  for (std::size_t side = 0; side < 2; ++side)
+    VT_TRY(check(roots[side], claim.next[side], claim.next_proof[side], claim.m + 1));
+  // The second operand leaf (a combination's, the row's max for a shifted
+  // term, the sum for the final step) precedes m + 1 too.
+  if (st.reads_right) VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
+  VT_ASSIGN_OR_RETURN(const std::vector<float> values,
+                      OpenStepReads(StepReads(el, st), inputs, own, claim.reads, batch));
   VT_ASSIGN_OR_RETURN(const float next,
                       StepValue(el, st, claim.left, st.reads_right ? claim.right : 0.0f, values));
   return StepVerdict{SameBits(next, claim.next[0]), SameBits(next, claim.next[1])};

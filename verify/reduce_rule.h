@@ -383,6 +383,15 @@ struct InputTensor {
 const InputTensor* TensorOfRead(std::span<const InputTensor> inputs, std::span<const InputTensor> own,
                                 std::uint32_t input);
 
+// The values a step's `reads` name, from a move: one opening a read of a
+// hashed input (VerifyValue against its tensor hash, in order), a value of
+// the batch from `batch`. Invalid "elem-bad-step" (a read of no input, a
+// wrong number of openings, a batch value without a batch opening) or
+// VerifyValue's reasons.
+Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::span<const InputTensor> inputs,
+                                         std::span<const InputTensor> own,
+                                         std::span<const ValueOpening> openings, const OpenedBatch* batch);
+
 // The referee's verdict on a ReduceStepClaim, and every worker's prediction
 // of it: the step (ReduceStepAt), its operand leaves against roots[0], both
 // next leaves against their roots, the step's reads (StepReads: VerifyValue

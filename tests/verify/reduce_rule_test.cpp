@@ -29,6 +29,7 @@
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
+#include "tests/support/partial_leaves.h"
 #include "tests/support/test_seed.h"
 #include "verify/certified_sum.h"
 #include "verify/descent.h"
@@ -615,6 +616,128 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
   EXPECT_GT(step_games, games / 3);
   EXPECT_LT(max_message, kMaxTx);
   RecordProperty("max_message_bytes", static_cast<int>(max_message));
+}
+
+// The certified sums' game at level 5b (verify/certified_sum.h): a liar
+// whose value is wrong posts honest exact sums (the epilogue decides),
+// sums nudged by a random exact amount at a random step and following the
+// rule after, or sums made up from there; the walk over the exact prefix
+// sums ends at the leftmost differing one, the claim's verdict is the
+// honest party's as A and as B, tampered claims are refused, and every
+// claim stays far below 64 KiB.
+TEST(VerifyReduceRule, CertifiedSumGamesAreWonByTheHonestParty) {
+  using Exact = test::PartialLeaves<ExactPartial>;
+  std::mt19937_64 rng(test::TestSeed() ^ 0x5c5);
+  std::size_t games = 0, step_games = 0, max_claim = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    for (const Node& n : RandomNodes(rng, kernels::Mode::kCertified)) {
+      for (std::uint32_t slot : n.slots) {
+        const Tensor& out = n.outputs.at(slot);
+        const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
+        auto el =
+            CertifiedSumAt(static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e, Shapes(n));
+        if (!el.ok()) continue;
+        const std::vector<ExactPartial> hp = CertifiedSumPartials(*el, n.inputs, n.outputs).value();
+        const std::uint64_t k = hp.size() - 1;
+        std::vector<ExactPartial> lp = hp;
+        const std::uint64_t from = 1 + rng() % k;
+        const int kind = static_cast<int>(rng() % 3);
+        const auto factors = [&](std::uint64_t j) {
+          const std::vector<ReadValue> reads = ReadStep(CertifiedTermReads(*el, static_cast<std::int64_t>(j)),
+                                                        TensorValues(n.inputs, n.outputs))
+                                                   .value();
+          std::vector<float> v;
+          for (const ReadValue& r : reads) v.push_back(r.value);
+          return CertifiedTermFactors(el->segments[0].term, v);
+        };
+        if (kind == 1) {
+          lp[from] = Exact::Nudge(lp[from], RandomValue(rng));
+          for (std::uint64_t m = from + 1; m <= k; ++m) {
+            const auto [a, b] = factors(m - 1);
+            lp[m] = Exact::Step(lp[m - 1], a, b);
+          }
+        } else if (kind == 2) {
+          for (std::uint64_t m = from; m <= k; ++m) lp[m] = Exact::MadeUp(RandomValue(rng));
+        }
+        float y_honest = out[e], y_liar = CertifiedSumValue(*el, lp.back()).value();
+        if (SameBits(y_liar, y_honest)) y_liar = std::nextafter(y_liar, INFINITY);
+        const crypto::MerkleTree ht = PartialsTree(hp), lt = PartialsTree(lp);
+        std::vector<InputTensor> inputs, own;
+        for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape(), std::nullopt});
+        for (const Tensor& t : n.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
+        SCOPED_TRACE(n.name + " slot " + std::to_string(slot) + " value " + std::to_string(e) + " lie " +
+                     std::to_string(kind));
+        for (bool honest_is_a : {true, false}) {
+          const crypto::MerkleTree& ta = honest_is_a ? ht : lt;
+          const crypto::MerkleTree& tb = honest_is_a ? lt : ht;
+          const std::vector<ExactPartial>& pa = honest_is_a ? hp : lp;
+          const std::vector<ExactPartial>& pb = honest_is_a ? lp : hp;
+          for (const auto* side : {&ta, &tb})
+            ASSERT_TRUE(CheckPartialsEnds(side->root(), k, (side == &ta ? pa : pb).back(), side->Prove(0),
+                                          side->Prove(k))
+                            .ok());
+          StepVerdict v;
+          if (ta.root() == tb.root()) {
+            v = JudgeCertifiedSumEpilogue(*el, pa.back(), honest_is_a ? y_honest : y_liar,
+                                          honest_is_a ? y_liar : y_honest);
+          } else {
+            auto walk = crypto::MerkleWalk::Start(ta.leaf_count(), ta.root(), tb.root());
+            ASSERT_TRUE(walk.ok());
+            while (walk->phase() != crypto::MerkleWalk::Phase::kDone) {
+              ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kA, ta).ok());
+              ASSERT_TRUE(crypto::RespondHonestly(*walk, crypto::MerkleWalk::Party::kB, tb).ok());
+            }
+            const std::uint64_t m = walk->disputed_leaf() - 1;
+            std::uint64_t leftmost = 0;
+            while (pa[leftmost] == pb[leftmost]) ++leftmost;
+            ASSERT_EQ(m + 1, leftmost) << "the walk ends at the leftmost differing sum";
+            CertifiedSumStepClaim claim;
+            claim.m = m;
+            claim.p_m = pa[m];
+            claim.p_m_proof = ta.Prove(m);
+            claim.next = {pa[m + 1], pb[m + 1]};
+            claim.next_proof = {ta.Prove(m + 1), tb.Prove(m + 1)};
+            const std::vector<ReadValue> reads =
+                ReadStep(CertifiedTermReads(*el, static_cast<std::int64_t>(m)),
+                         TensorValues(n.inputs, n.outputs))
+                    .value();
+            for (const ReadValue& r : reads)
+              claim.reads.push_back(OpenValue(
+                  r.input >= kOwnOutput ? n.outputs[r.input - kOwnOutput] : n.inputs[r.input], r.index));
+            std::size_t size = 8 + 3 * sizeof(ExactPartial) + SizeOf(claim.p_m_proof) +
+                               SizeOf(claim.next_proof[0]) + SizeOf(claim.next_proof[1]);
+            for (const ValueOpening& o : claim.reads) size += SizeOf(o.chunk);
+            max_claim = std::max(max_claim, size);
+            const std::array<Hash256, 2> roots{ta.root(), tb.root()};
+            auto verdict = JudgeCertifiedSumStepClaim(*el, inputs, roots, claim, nullptr, own);
+            ASSERT_TRUE(verdict.ok()) << verdict.status().ToString();
+            v = *verdict;
+            ++step_games;
+            CertifiedSumStepClaim bad = claim;
+            bad.next[1] = Exact::Nudge(bad.next[1], 1.0f);
+            EXPECT_EQ(JudgeCertifiedSumStepClaim(*el, inputs, roots, bad, nullptr, own).status().reason(),
+                      "elem-bad-step");
+            bad = claim;
+            bad.m = k;
+            EXPECT_EQ(JudgeCertifiedSumStepClaim(*el, inputs, roots, bad, nullptr, own).status().reason(),
+                      "elem-bad-step");
+            bad = claim;
+            bad.reads.pop_back();
+            EXPECT_EQ(JudgeCertifiedSumStepClaim(*el, inputs, roots, bad, nullptr, own).status().reason(),
+                      "elem-bad-step");
+          }
+          EXPECT_EQ(v.a_right, honest_is_a);
+          EXPECT_EQ(v.b_right, !honest_is_a);
+          ++games;
+        }
+      }
+    }
+  }
+  EXPECT_GT(games, 40u);
+  EXPECT_GT(step_games, 20u);
+  EXPECT_LT(max_claim, kMaxTx);
+  std::printf("[certified sum games] %zu (%zu at a step), largest claim %zu B\n", games, step_games,
+              max_claim);
 }
 
 }  // namespace
