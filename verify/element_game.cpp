@@ -17,6 +17,9 @@ Result<crypto::MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, Decod
 constexpr auto kRepops = static_cast<std::uint8_t>(kernels::Mode::kRepops);
 constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
 
+// Whether the mode plays any value rule (CheckRuleInMode), not only the assemble node's walk.
+bool PlaysValueRules(std::uint8_t job_mode) { return job_mode == kRepops || job_mode == kCertified; }
+
 // The wire tags of DotLeaf's alternatives, in its order.
 enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1 };
 
@@ -249,7 +252,7 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
     return d;
   }
   // Before any rule: a mode with none is refused whatever the node.
-  if (job_mode != kRepops && job_mode != kCertified) VT_TRY(CheckRuleInMode(job_mode, ElementKind::kDot));
+  if (!PlaysValueRules(job_mode)) VT_TRY(CheckRuleInMode(job_mode, ElementKind::kDot));
   const NodeSpec& spec = graph.nodes[node_index];
   VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
   VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));
@@ -278,7 +281,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   bound.header_opening = true;
   bound.opening_height = std::max(state_height, height(graph.nodes.size() + 1));
   bound.final_openings = 1;  // its final move opens one input by its hash (or the header of h_t)
-  if (job_mode != kRepops && job_mode != kCertified) return bound;
+  if (!PlaysValueRules(job_mode)) return bound;
   for (const NodeSpec& node : graph.nodes) {
     VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
     for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
