@@ -727,10 +727,10 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
     }
     return &*arb.partials;
   };
-  auto reduce_partials = [&]() -> Result<const worker::ReducePartialsAnswer*> {
+  auto reduce_partials = [&]() -> Result<const worker::ReduceRuleAnswer*> {
     if (!arb.reduce_partials) {
-      VT_ASSIGN_OR_RETURN(worker::ReducePartialsAnswer p,
-                          worker::AnswerReducePartials(side, side.attrs, e.slot, e.value));
+      VT_ASSIGN_OR_RETURN(worker::ReduceRuleAnswer p, worker::AnswerReduceRule(job.loaded.job.spec.mode, side,
+                                                                               side.attrs, e.slot, e.value));
       arb.reduce_partials = std::move(p);
     }
     return &*arb.reduce_partials;
@@ -762,8 +762,8 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
       if (g.phase == GamePhase::kChunkWalk) {
         VT_ASSIGN_OR_RETURN(tree, ChunkTreeOf(arb, e.slot));
       } else if (reduce) {
-        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
-        tree = &p->tree;
+        VT_ASSIGN_OR_RETURN(const worker::ReduceRuleAnswer* p, reduce_partials());
+        tree = &worker::TreeOf(*p);
       } else {
         VT_ASSIGN_OR_RETURN(const worker::DotPartialsAnswer* p, partials());
         tree = &worker::TreeOf(*p);
@@ -781,7 +781,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
       Say("game " + std::to_string(g.id) + ": disputed value " + std::to_string(e.value) + " of output " +
           std::to_string(e.slot) + "; posting its " + std::to_string(e.k + 1) + " partial results");
       if (reduce) {
-        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
+        VT_ASSIGN_OR_RETURN(const worker::ReduceRuleAnswer* p, reduce_partials());
         return send(Method::kPostPartialsRoot, EncodeToBytes(PartialsRootMove(*p, g.id)));
       }
       VT_ASSIGN_OR_RETURN(const worker::DotPartialsAnswer* p, partials());
@@ -790,7 +790,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
     case GamePhase::kStepReveal: {
       if (e.step_revealed[i]) return Status::Ok();
       if (reduce) {
-        VT_ASSIGN_OR_RETURN(const worker::ReducePartialsAnswer* p, reduce_partials());
+        VT_ASSIGN_OR_RETURN(const worker::ReduceRuleAnswer* p, reduce_partials());
         VT_ASSIGN_OR_RETURN(referee::RevealReduceStepArgs a,
                             RevealReduceStepMove(side, *p, e, g.id, node_root_of));
         return send(Method::kRevealReduceStep, EncodeToBytes(a));

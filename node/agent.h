@@ -105,7 +105,7 @@ class Agent {
     std::optional<worker::ElementSide> side;
     std::map<std::uint32_t, crypto::MerkleTree> chunk_trees;  // by output slot
     std::optional<worker::DotPartialsAnswer> partials;        // of the disputed value, the job mode's
-    std::optional<worker::ReducePartialsAnswer> reduce_partials;
+    std::optional<worker::ReduceRuleAnswer> reduce_partials;  // likewise, a reduction's
     std::optional<crypto::MerkleTree> state_tree;  // the assemble node's: over h_{t+1}'s leaves
   };
   struct JobRun {

@@ -54,9 +54,13 @@ referee::PartialsRootArgs PartialsRootMove(const worker::DotPartialsAnswer& mine
       mine);
 }
 
-referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id,    mine.tree.root(), mine.tree.top(), mine.partials.back(),
-                                   mine.first, mine.last};
+referee::PartialsRootArgs PartialsRootMove(const worker::ReduceRuleAnswer& mine, std::uint64_t game_id) {
+  return std::visit(
+      [&](const auto& p) {
+        return referee::PartialsRootArgs{game_id,           p.tree.root(), p.tree.top(),
+                                         p.partials.back(), p.first,       p.last};
+      },
+      mine);
 }
 
 Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
@@ -91,24 +95,30 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
 }
 
 Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::ElementSide& side,
-                                                           const worker::ReducePartialsAnswer& mine,
+                                                           const worker::ReduceRuleAnswer& answer,
                                                            const referee::ElementGame& e,
                                                            std::uint64_t game_id, std::uint8_t node_root_of) {
   VT_ASSIGN_OR_RETURN(const std::uint64_t m, StepOf(e));
-  const worker::StepReveal reveal = worker::AnswerReduceReveal(mine, m);
-  VT_ASSIGN_OR_RETURN(worker::ReduceOperands ops, worker::AnswerReduceOperands(side, mine, m));
-  VT_ASSIGN_OR_RETURN(verify::ReduceStep step, verify::ReduceStepAt(mine.element, m + 1));
   referee::RevealReduceStepArgs a;
   a.game_id = game_id;
   a.node_root_of = node_root_of;
-  a.next = reveal.next;
-  a.next_proof = reveal.next_proof;
-  a.left = ops.left;
-  a.left_proof = ops.left_proof;
-  if (step.reads_right) a.right = std::make_pair(ops.right, ops.right_proof);
-  a.reads = ops.reads;
-  a.batch = ops.batch;
-  for (const verify::StepRead& r : verify::StepReads(mine.element, step)) {
+  std::vector<verify::StepRead> read_at;
+  VT_TRY(std::visit(
+      [&](const auto& mine) -> Status {
+        const auto reveal = worker::AnswerReduceReveal(mine, m);
+        VT_ASSIGN_OR_RETURN(auto ops, worker::AnswerReduceOperands(side, mine, m));
+        a.next = reveal.next;
+        a.next_proof = reveal.next_proof;
+        a.left = ops.left;
+        a.left_proof = ops.left_proof;
+        if (ops.right) a.right = std::make_pair(verify::PartialLeaf(ops.right->first), ops.right->second);
+        a.reads = std::move(ops.reads);
+        a.batch = std::move(ops.batch);
+        read_at = std::move(ops.read_at);
+        return Status::Ok();
+      },
+      answer));
+  for (const verify::StepRead& r : read_at) {
     if (verify::IsBatchInput(side.refs, r.input)) continue;
     if (verify::OwnOutputSlot(r.input)) continue;  // the node's own agreed output: no input opened
     VT_TRY(AddOpening(side, r.input, a.inputs));

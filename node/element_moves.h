@@ -26,9 +26,9 @@ referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::
 Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side, std::uint64_t game_id,
                                                  std::uint32_t slot, std::uint64_t chunk);
 // kPartialsRoots: the root over the value's partial results and its end
-// proofs (a dot product's in the job mode's leaves).
+// proofs, in the job mode's leaves.
 referee::PartialsRootArgs PartialsRootMove(const worker::DotPartialsAnswer& mine, std::uint64_t game_id);
-referee::PartialsRootArgs PartialsRootMove(const worker::ReducePartialsAnswer& mine, std::uint64_t game_id);
+referee::PartialsRootArgs PartialsRootMove(const worker::ReduceRuleAnswer& mine, std::uint64_t game_id);
 // kStepReveal: where the walk over the partial results ended (e.step_leaf =
 // m+1); `node_root_of` names the party whose node root the producers'
 // proofs in `side.openings` are against (the sender's own: 0 solver, 1 challenger).
@@ -37,7 +37,7 @@ Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
                                                const referee::ElementGame& e, std::uint64_t game_id,
                                                std::uint8_t node_root_of);
 Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::ElementSide& side,
-                                                           const worker::ReducePartialsAnswer& mine,
+                                                           const worker::ReduceRuleAnswer& mine,
                                                            const referee::ElementGame& e,
                                                            std::uint64_t game_id, std::uint8_t node_root_of);
 // kOpenElement: the value's input slices (pointwise/row rule) or the bias

@@ -159,7 +159,8 @@ class DisputedNode {
     const verify::NodeSpec& node = m_graph.nodes[m_game.node_index];
     auto shapes = verify::NodeInputShapes(m_graph, node);
     if (!shapes.ok()) return "unknown";
-    auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
+    auto choice =
+        verify::ChooseElementRule(m_job.mode, node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
     return choice.ok() ? ElementRuleName(choice->kind) : "unknown";
   }
 

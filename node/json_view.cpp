@@ -190,7 +190,7 @@ std::string ElementRuleName(verify::ElementKind kind) {
 }
 
 // A partial result: an fp32 number, or an exact sum's canonical encoding in hex.
-Json LeafToJson(const verify::DotLeaf& leaf) {
+Json LeafToJson(const verify::PartialLeaf& leaf) {
   if (const float* f = std::get_if<float>(&leaf)) return *f;
   return ToHex(std::get<verify::ExactPartial>(leaf));
 }

@@ -194,11 +194,6 @@ Result<ArbitrateArgs> Decode(Reader& r, DecodeAs<ArbitrateArgs>) {
 
 namespace {
 
-void PutFloat(Writer& w, float f) { w.PutU32(detmath::FloatBits(f)); }
-Result<float> GetFloat(Reader& r) {
-  VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
-  return detmath::BitsFloat(bits);
-}
 Result<verify::InputHashOpening> GetInputHash(Reader& r) {
   return verify::Decode(r, DecodeAs<verify::InputHashOpening>{});
 }
@@ -262,7 +257,7 @@ Result<PartialsRootArgs> Decode(Reader& r, DecodeAs<PartialsRootArgs>) {
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
-  VT_ASSIGN_OR_RETURN(v.p_k, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
+  VT_ASSIGN_OR_RETURN(v.p_k, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.first, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.last, GetProof(r));
   return v;
@@ -309,8 +304,8 @@ Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
   RevealStepArgs v;
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
-  VT_ASSIGN_OR_RETURN(v.p_m, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
-  VT_ASSIGN_OR_RETURN(v.next, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
+  VT_ASSIGN_OR_RETURN(v.p_m, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
+  VT_ASSIGN_OR_RETURN(v.next, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.p_m_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.a, GetFactor(r));
@@ -349,12 +344,12 @@ constexpr std::size_t kMaxTermReads = 4;
 void Encode(Writer& w, const RevealReduceStepArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);
-  PutFloat(w, v.next);
+  verify::Encode(w, v.next);
   crypto::Encode(w, v.next_proof);
-  PutFloat(w, v.left);
+  verify::Encode(w, v.left);
   crypto::Encode(w, v.left_proof);
-  w.PutOptional(v.right, [](Writer& out, const std::pair<float, crypto::MerkleProof>& r) {
-    PutFloat(out, r.first);
+  w.PutOptional(v.right, [](Writer& out, const std::pair<verify::PartialLeaf, crypto::MerkleProof>& r) {
+    verify::Encode(out, r.first);
     crypto::Encode(out, r.second);
   });
   w.PutVector(v.reads, [](Writer& out, const verify::ValueOpening& o) { verify::Encode(out, o); });
@@ -365,15 +360,15 @@ Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
   RevealReduceStepArgs v;
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.node_root_of, r.GetU8());
-  VT_ASSIGN_OR_RETURN(v.next, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.next, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
-  VT_ASSIGN_OR_RETURN(v.left, GetFloat(r));
+  VT_ASSIGN_OR_RETURN(v.left, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.left_proof, GetProof(r));
-  using Operand = std::pair<float, crypto::MerkleProof>;
+  using Operand = std::pair<verify::PartialLeaf, crypto::MerkleProof>;
   VT_ASSIGN_OR_RETURN(v.right, r.GetOptional<Operand>([](Reader& in) -> Result<Operand> {
-    VT_ASSIGN_OR_RETURN(float f, GetFloat(in));
+    VT_ASSIGN_OR_RETURN(verify::PartialLeaf leaf, verify::Decode(in, DecodeAs<verify::PartialLeaf>{}));
     VT_ASSIGN_OR_RETURN(crypto::MerkleProof p, GetProof(in));
-    return Operand{f, std::move(p)};
+    return Operand{leaf, std::move(p)};
   }));
   VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, kMaxTermReads));
   VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxTermReads));

@@ -206,13 +206,14 @@ struct RevealChunkArgs {
 
 // Level 5b (dot rule): the poster's root over the K+1 partial sums of the
 // disputed value, with leaves 0 (+0) and K (p_k) proven; the sums are the
-// job mode's (verify::DotLeaf: fp32, or exact in a certified job). The
-// reduction rule's: its Steps() + 1 fp32 partial results, p_k its last.
+// job mode's (verify::PartialLeaf: fp32, or exact in a certified job). The
+// reduction rule's: its verify::ReduceRuleSteps + 1 partial results, p_k its
+// last, likewise in the job mode's leaves.
 struct PartialsRootArgs {
   std::uint64_t game_id = 0;
   Hash256 root;
   Hash256 top;
-  verify::DotLeaf p_k = 0.0f;
+  verify::PartialLeaf p_k = 0.0f;
   crypto::MerkleProof first;
   crypto::MerkleProof last;
   bool operator==(const PartialsRootArgs&) const = default;
@@ -224,8 +225,8 @@ struct PartialsRootArgs {
 struct RevealStepArgs {
   std::uint64_t game_id = 0;
   std::uint8_t node_root_of = 0;  // producer proofs are against this party's node root
-  verify::DotLeaf p_m = 0.0f;     // the job mode's leaves, as in PartialsRootArgs
-  verify::DotLeaf next = 0.0f;
+  verify::PartialLeaf p_m = 0.0f;  // the job mode's leaves, as in PartialsRootArgs
+  verify::PartialLeaf next = 0.0f;
   crypto::MerkleProof p_m_proof;
   crypto::MerkleProof next_proof;
   verify::ValueOpening a, b;  // a factor of the batch: empty, its value from `batch`
@@ -248,20 +249,23 @@ struct OpenElementArgs {
   bool operator==(const OpenElementArgs&) const = default;
 };
 
-// The final move of the reduction rule (verify/reduce_rule.h), each party's:
-// its leaf m+1 with its proof, and the step's operands from its own tree
-// (leaf `left`, for a combination also leaf `right`: they precede m+1, so
-// they are agreed) and for a term step the term's values with the hash
-// openings of the inputs they come from (in TermReads order, once each).
+// The final move of the reduction rule (verify::ReduceMoveClaim), each
+// party's: its leaf m+1 with its proof, and the step's operands from its own
+// tree (leaf `left`, for a combination also leaf `right`: they precede m+1,
+// so they are agreed; a certified sum's `left` is leaf m, and it has no
+// `right`) and the values the step reads (verify::ReduceRuleReads) with the
+// hash openings of the inputs they come from (in that order, once each).
+// The leaves are the job mode's (verify::PartialLeaf), as in PartialsRootArgs.
 struct RevealReduceStepArgs {
   std::uint64_t game_id = 0;
   std::uint8_t node_root_of = 0;
-  float next = 0.0f;
+  verify::PartialLeaf next = 0.0f;
   crypto::MerkleProof next_proof;
-  float left = 0.0f;
+  verify::PartialLeaf left = 0.0f;
   crypto::MerkleProof left_proof;
-  std::optional<std::pair<float, crypto::MerkleProof>> right;  // the steps that read a second leaf
-  std::vector<verify::ValueOpening> reads;                     // verify::StepReads' hashed reads
+  std::optional<std::pair<verify::PartialLeaf, crypto::MerkleProof>>
+      right;                                // the steps that read a second leaf
+  std::vector<verify::ValueOpening> reads;  // the step's reads of hashed inputs
   std::vector<verify::InputHashOpening> inputs;
   std::optional<verify::BatchOpening> batch;  // the example a batch value read comes from
   bool operator==(const RevealReduceStepArgs&) const = default;

@@ -216,12 +216,12 @@ Status GetFloats(Reader& r, std::array<float, 2>& p) {
   }
   return Status::Ok();
 }
-void PutLeaves(Writer& w, const std::array<verify::DotLeaf, 2>& p) {
-  for (const verify::DotLeaf& leaf : p) verify::Encode(w, leaf);
+void PutLeaves(Writer& w, const std::array<verify::PartialLeaf, 2>& p) {
+  for (const verify::PartialLeaf& leaf : p) verify::Encode(w, leaf);
 }
-Status GetLeaves(Reader& r, std::array<verify::DotLeaf, 2>& p) {
-  for (verify::DotLeaf& leaf : p) {
-    VT_ASSIGN_OR_RETURN(leaf, verify::Decode(r, DecodeAs<verify::DotLeaf>{}));
+Status GetLeaves(Reader& r, std::array<verify::PartialLeaf, 2>& p) {
+  for (verify::PartialLeaf& leaf : p) {
+    VT_ASSIGN_OR_RETURN(leaf, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   }
   return Status::Ok();
 }

@@ -156,17 +156,17 @@ struct ElementGame {
   std::int64_t value = -1;                                   // the disputed value e
   std::array<float, 2> y{};                                  // each party's value at e
   verify::ElementKind kind = verify::ElementKind::kDot;
-  std::uint64_t k = 0;                                       // dot rule: terms
-  // The partial results' leaves are the job mode's (verify::DotLeaf): fp32
-  // in repops (and always for a reduction), exact in certified mode.
+  std::uint64_t k = 0;  // the walk's steps: dot terms, verify::ReduceRuleSteps
+  // The partial results' leaves are the job mode's (verify::PartialLeaf): fp32
+  // in repops, exact in certified mode, for the dot and the reduction rule.
   std::array<bool, 2> partials_posted{};
   std::array<Hash256, 2> partials_root{};
   std::array<Hash256, 2> partials_top{};
-  std::array<verify::DotLeaf, 2> p_k{};
+  std::array<verify::PartialLeaf, 2> p_k{};
   std::uint64_t step_leaf = 0;                               // m+1, where level 5b ended
   std::array<bool, 2> step_revealed{};
-  std::array<verify::DotLeaf, 2> p_m{};
-  std::array<verify::DotLeaf, 2> next{};
+  std::array<verify::PartialLeaf, 2> p_m{};
+  std::array<verify::PartialLeaf, 2> next{};
   std::array<crypto::MerkleProof, 2> p_m_proof{};
   std::array<crypto::MerkleProof, 2> next_proof{};
   std::array<std::uint32_t, 2> rounds{};                     // walk rounds: chunks, partial sums

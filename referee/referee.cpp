@@ -28,18 +28,13 @@ namespace {
 Result<verify::DotElement> DotOf(const protocol::NodeRecord& rec, const ElementGame& e) {
   return verify::DotElementAt(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
 }
-Result<verify::ReduceElement> ReduceOf(const protocol::NodeRecord& rec, const ElementGame& e) {
-  return verify::ReduceElementAt(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
+// The reduction rule the job's mode plays (certified: the exact sums).
+Result<verify::ReduceElement> ReduceOf(std::uint8_t mode, const protocol::NodeRecord& rec,
+                                       const ElementGame& e) {
+  return verify::ReduceRuleAt(mode, rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
 }
 Result<verify::ElementPlan> PlanOf(const protocol::NodeRecord& rec, const ElementGame& e) {
   return verify::PlanElement(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
-}
-
-// A reduction's stored partial result: fp32, the only kind its moves carry
-// (the reduction rule is played in repops jobs only).
-Result<float> Fp32Leaf(const verify::DotLeaf& leaf) {
-  if (const float* f = std::get_if<float>(&leaf)) return *f;
-  return Status::Error("game-inconsistent", "a reduction's partial result is not fp32");
 }
 
 // The node's own output slot s as a rule reads it (a kOwnOutput factor, a
@@ -910,9 +905,10 @@ Status Session::RevealChunk(const RevealChunkArgs& a) {
     e.chunk_opening = {};
     VT_TRY(Emit(topics::kElementDisputed, EncodeToBytes(ElementDisputedEvent{g.id, e.slot, e.value})));
     const protocol::NodeRecord& rec = *g.records[0];
-    auto choice = verify::ChooseElementRule(rec.op_kind, rec.attrs, e.slot, e.value, rec.inputs, e.input_shapes);
+    auto choice = verify::ChooseElementRule(l.b.mode, rec.op_kind, rec.attrs, e.slot, e.value, rec.inputs,
+                                            e.input_shapes);
     g.clocks[0].owes = g.clocks[1].owes = false;
-    if (!choice.ok() || !verify::CheckRuleInMode(l.b.mode, choice->kind).ok()) {
+    if (!choice.ok()) {
       // This value has no rule the job's mode plays: the node is arbitrated
       // whole after all (the element state stays, as the mark that the level
       // was played; with today's rules, which depend on the output slot
@@ -926,10 +922,10 @@ Status Session::RevealChunk(const RevealChunkArgs& a) {
       g.phase = GamePhase::kPartialsRoots;
       OweBoth(g);
     } else if (choice->kind == verify::ElementKind::kReduce) {
-      // The same moves over the fixed tree's Steps() + 1 partial results.
-      VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
+      // The same moves over the mode's partial results: the fixed tree's, or the exact prefix sums.
+      VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
       e.kind = verify::ElementKind::kReduce;
-      e.k = el.Steps();
+      e.k = verify::ReduceRuleSteps(l.b.mode, el);
       g.phase = GamePhase::kPartialsRoots;
       OweBoth(g);
     } else {
@@ -954,9 +950,8 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
   VT_TRY(CheckTop(e.k + 1, a.top, a.root, "elem-bad-top"));
   VT_TRY(ChargeProof(a.first));
   VT_TRY(ChargeProof(a.last));
-  // The job mode's leaves: fp32, or exact sums in a certified job (only its
-  // dot rule is played, CheckRuleInMode).
-  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.p_k));
+  // The job mode's leaves: fp32, or exact sums in a certified job.
+  VT_TRY(verify::CheckLeafKind(l.b.mode, a.p_k));
   VT_TRY(verify::CheckPartialsEnds(a.root, e.k, a.p_k, a.first, a.last));
   e.partials_root[Idx(p)] = a.root;
   e.partials_top[Idx(p)] = a.top;
@@ -970,9 +965,9 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
       // Both sums agree up to p_K (the same last leaf): the epilogue is disputed.
       const protocol::NodeRecord& rec = *g.records[0];
       if (e.kind == verify::ElementKind::kReduce) {
-        VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
-        VT_ASSIGN_OR_RETURN(const float p_k, Fp32Leaf(e.p_k[0]));
-        return SettleElement(l, verify::JudgeReduceEpilogue(el, p_k, e.y[0], e.y[1]), "element-epilogue");
+        VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
+        return SettleElement(l, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]),
+                             "element-epilogue");
       }
       VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
       if (!el.bias_input) {
@@ -1058,10 +1053,10 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   VT_TRY(ChargeProof(a.next_proof));
   VT_TRY(ChargeChunk(a.a.chunk));
   VT_TRY(ChargeChunk(a.b.chunk));
-  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.p_m));
-  VT_TRY(verify::CheckDotLeaf(l.b.mode, a.next));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, a.p_m));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, a.next));
   const Hash256& own = e.partials_root[Idx(p)];
-  const verify::DotStepClaimOf<verify::DotLeaf> self{
+  const verify::DotStepClaimOf<verify::PartialLeaf> self{
       m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
   VT_TRY(verify::JudgeDotStepClaim(el, factors, {own, own}, self, opened).status());
   e.p_m[Idx(p)] = a.p_m;
@@ -1078,8 +1073,8 @@ Status Session::RevealStep(const RevealStepArgs& a) {
     VT_TRY(ChargeProof(e.next_proof[1]));
     VT_TRY(ChargeChunk(a.a.chunk));
     VT_TRY(ChargeChunk(a.b.chunk));
-    const verify::DotStepClaimOf<verify::DotLeaf> claim{m,   e.p_m[0], e.p_m_proof[0], e.next, e.next_proof,
-                                                        a.a, a.b};
+    const verify::DotStepClaimOf<verify::PartialLeaf> claim{
+        m, e.p_m[0], e.p_m_proof[0], e.next, e.next_proof, a.a, a.b};
     auto verdict = verify::JudgeDotStepClaim(el, factors, e.partials_root, claim, opened);
     if (!verdict.ok()) return Status::Error("game-inconsistent", verdict.status().ToString());
     return SettleElement(l, *verdict, "element-step");
@@ -1097,17 +1092,21 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   ElementGame& e = move.e;
   if (e.step_revealed[Idx(p)]) return Status::Invalid("game-duplicate-move");
   if (e.kind != verify::ElementKind::kReduce) return Status::Invalid("elem-wrong-rule", "a dot product: reveal-step");
+  // The job mode's leaves, each (certified: exact sums, and no second operand).
+  VT_TRY(verify::CheckLeafKind(l.b.mode, a.next));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, a.left));
+  if (a.right) VT_TRY(verify::CheckLeafKind(l.b.mode, a.right->first));
   const protocol::NodeRecord& rec = *g.records[0];
-  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(rec, e));
+  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
   const std::uint64_t m = e.step_leaf - 1;
-  auto step = verify::ReduceStepAt(el, m + 1);
-  if (!step.ok()) return Status::Error("game-inconsistent", step.status().ToString());
-  // The inputs the step reads, by their hashes, in StepReads order, once
+  auto reads = verify::ReduceRuleReads(l.b.mode, el, m);
+  if (!reads.ok()) return Status::Error("game-inconsistent", reads.status().ToString());
+  // The inputs the step reads, by their hashes, in read order, once
   // each; a value of the batch from the example that holds it; a value of
   // the node's own agreed output (batch-norm's mean) by the records' hash.
   std::vector<std::uint32_t> want;
   std::vector<verify::InputTensor> inputs(e.input_shapes.size()), own(e.output_shapes.size());
-  for (const verify::StepRead& read : verify::StepReads(el, *step)) {
+  for (const verify::StepRead& read : *reads) {
     const std::uint32_t input = read.input;
     if (auto slot = verify::OwnOutputSlot(input)) {
       VT_ASSIGN_OR_RETURN(Hash256 h, OwnOutputHash(g, e, *slot));
@@ -1128,7 +1127,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   }
   VT_ASSIGN_OR_RETURN(
       const std::optional<verify::OpenedBatch> batch,
-      OpenMoveBatch(l, e, a.batch, verify::StepBatchPositions(el, *step, rec.inputs, e.input_shapes)));
+      OpenMoveBatch(l, e, a.batch, verify::StepBatchPositions(*reads, rec.inputs, e.input_shapes)));
   const verify::OpenedBatch* opened = batch ? &*batch : nullptr;
   // The poster's own reveal must check out on its own (its root on both
   // sides): a bad one never blocks the other party.
@@ -1137,14 +1136,8 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   if (a.right) VT_TRY(ChargeProof(a.right->second));
   for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
   const std::size_t me = Idx(p), other = 1 - me;
-  verify::ReduceStepClaim claim;
-  claim.m = m;
-  claim.left = a.left;
-  claim.left_proof = a.left_proof;
-  if (a.right) std::tie(claim.right, claim.right_proof) = *a.right;
-  claim.reads = a.reads;
-  claim.next = {a.next, a.next};
-  claim.next_proof = {a.next_proof, a.next_proof};
+  verify::ReduceMoveClaim claim{
+      m, a.left, a.left_proof, a.right, {a.next, a.next}, {a.next_proof, a.next_proof}, a.reads};
   const Hash256& mine = e.partials_root[me];
   VT_TRY(verify::JudgeReduceStepClaim(el, inputs, {mine, mine}, claim, opened, own).status());
   e.p_m[me] = a.left;  // kept only as the mark of the reveal; the verdict uses this move's operands
@@ -1163,8 +1156,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
     VT_TRY(ChargeProof(a.left_proof));
     if (a.right) VT_TRY(ChargeProof(a.right->second));
     for (const verify::ValueOpening& v : a.reads) VT_TRY(ChargeChunk(v.chunk));
-    VT_ASSIGN_OR_RETURN(const float next_other, Fp32Leaf(e.next[other]));
-    claim.next = {a.next, next_other};
+    claim.next = {a.next, e.next[other]};
     claim.next_proof = {e.next_proof[me], e.next_proof[other]};
     auto verdict =
         verify::JudgeReduceStepClaim(el, inputs, {mine, e.partials_root[other]}, claim, opened, own);

@@ -23,6 +23,10 @@ Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std:
   return el;
 }
 
+std::uint64_t CertifiedSumTerms(const ReduceElement& element) {
+  return static_cast<std::uint64_t>(element.segments.at(0).terms);
+}
+
 std::vector<StepRead> CertifiedTermReads(const ReduceElement& element, std::int64_t j) {
   ReduceStep term;
   term.kind = ReduceStepKind::kTerm;
@@ -66,7 +70,7 @@ Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
                                                const CertifiedSumStepClaim& claim, const OpenedBatch* batch,
                                                std::span<const InputTensor> own) {
   constexpr std::string_view kReason = "elem-bad-step";
-  const auto k = static_cast<std::uint64_t>(element.segments.at(0).terms);
+  const std::uint64_t k = CertifiedSumTerms(element);
   if (claim.m >= k)
     return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
   VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));

@@ -45,6 +45,9 @@ namespace vt::verify {
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes);
 
+// The sum's terms K: its walk has K + 1 leaves, p_0 = +0 … p_K.
+std::uint64_t CertifiedSumTerms(const ReduceElement& element);
+
 // The values term j reads (StepReads of the segment's term step), in the
 // segment's operand order.
 std::vector<StepRead> CertifiedTermReads(const ReduceElement& element, std::int64_t j);

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
+#include <type_traits>
 
 #include "common/detmath.h"
 #include "kernels/mode.h"
 #include "verify/batch_opening.h"
+#include "verify/certified_sum.h"
 #include "verify/element.h"
 #include "verify/state_walk.h"
 
@@ -20,22 +23,84 @@ constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified)
 // Whether the mode plays any value rule (CheckRuleInMode), not only the assemble node's walk.
 bool PlaysValueRules(std::uint8_t job_mode) { return job_mode == kRepops || job_mode == kCertified; }
 
-// The wire tags of DotLeaf's alternatives, in its order.
+// The wire tags of PartialLeaf's alternatives, in its order.
 enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1 };
 
 }  // namespace
 
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind) {
-  if (kind == ElementKind::kState || job_mode == kRepops) return Status::Ok();
-  if (job_mode == kCertified && (kind == ElementKind::kDot || kind == ElementKind::kPlan))
-    return Status::Ok();
-  return Status::Invalid("elem-mode-no-rule",
-                         job_mode == kCertified
-                             ? "a certified reduction is arbitrated whole"
-                             : "a rounded node's values carry log entries: arbitrated whole");
+  if (kind == ElementKind::kState || job_mode == kRepops || job_mode == kCertified) return Status::Ok();
+  return Status::Invalid("elem-mode-no-rule", "a rounded node's values carry log entries: arbitrated whole");
 }
 
-Status CheckDotLeaf(std::uint8_t job_mode, const DotLeaf& leaf) {
+Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
+                                   std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
+  VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce));
+  if (job_mode != kCertified) return ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
+  auto sum = CertifiedSumAt(op_kind, attrs, slot, e, input_shapes);
+  if (sum.status().reason() == "elem-no-certified-rule")
+    return Status::Invalid("elem-mode-no-rule",
+                           "a certified reduction beyond one exact sum is arbitrated whole");
+  return sum;
+}
+
+std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element) {
+  return job_mode == kCertified ? CertifiedSumTerms(element) : element.Steps();
+}
+
+Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
+                                              std::uint64_t m) {
+  if (m >= ReduceRuleSteps(job_mode, element)) return Status::Invalid("elem-bad-step", "past the last step");
+  if (job_mode == kCertified) return CertifiedTermReads(element, static_cast<std::int64_t>(m));
+  VT_ASSIGN_OR_RETURN(ReduceStep step, ReduceStepAt(element, m + 1));
+  return StepReads(element, step);
+}
+
+Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
+                                         const std::array<Hash256, 2>& roots, const ReduceMoveClaim& claim,
+                                         const OpenedBatch* batch, std::span<const InputTensor> own) {
+  return std::visit(
+      [&]<class Leaf>(const Leaf& left) -> Result<StepVerdict> {
+        const Leaf* next_a = std::get_if<Leaf>(&claim.next[0]);
+        const Leaf* next_b = std::get_if<Leaf>(&claim.next[1]);
+        const Leaf* right = claim.right ? std::get_if<Leaf>(&claim.right->first) : nullptr;
+        if (next_a == nullptr || next_b == nullptr || (claim.right && right == nullptr))
+          return Status::Invalid("elem-wrong-leaf", "partial results of two kinds in one claim");
+        if constexpr (std::is_same_v<Leaf, float>) {
+          ReduceStepClaim typed;
+          typed.m = claim.m;
+          typed.left = left;
+          typed.left_proof = claim.left_proof;
+          if (right != nullptr)
+            std::tie(typed.right, typed.right_proof) = std::pair{*right, claim.right->second};
+          typed.next = {*next_a, *next_b};
+          typed.next_proof = claim.next_proof;
+          typed.reads = claim.reads;
+          return JudgeReduceStepClaim(element, inputs, roots, typed, batch, own);
+        } else {
+          if (claim.right)
+            return Status::Invalid("elem-bad-step", "a certified sum's step reads no second leaf");
+          const CertifiedSumStepClaim typed{
+              claim.m, left, claim.left_proof, {*next_a, *next_b}, claim.next_proof, claim.reads};
+          return JudgeCertifiedSumStepClaim(element, inputs, roots, typed, batch, own);
+        }
+      },
+      claim.left);
+}
+
+StepVerdict JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a, float y_b) {
+  return std::visit(
+      [&]<class Leaf>(const Leaf& sum) {
+        if constexpr (std::is_same_v<Leaf, float>) {
+          return JudgeReduceEpilogue(element, sum, y_a, y_b);
+        } else {
+          return JudgeCertifiedSumEpilogue(element, sum, y_a, y_b);
+        }
+      },
+      p_k);
+}
+
+Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf) {
   const bool exact = std::holds_alternative<ExactPartial>(leaf);
   if (exact != (job_mode == kCertified))
     return Status::Invalid("elem-wrong-leaf", exact ? "an exact partial sum in a job that is not certified"
@@ -43,18 +108,18 @@ Status CheckDotLeaf(std::uint8_t job_mode, const DotLeaf& leaf) {
   return Status::Ok();
 }
 
-std::uint64_t DotLeafBytes(std::uint8_t job_mode) {
+std::uint64_t PartialLeafBytes(std::uint8_t job_mode) {
   return 1 + (job_mode == kCertified ? sizeof(ExactPartial) : sizeof(float));
 }
 
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const DotLeaf& p_k,
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const PartialLeaf& p_k,
                          const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
   return std::visit([&](const auto& leaf) { return CheckPartialsEnds(root, k, leaf, first, last); }, p_k);
 }
 
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
                                       const std::array<Hash256, 2>& roots,
-                                      const DotStepClaimOf<DotLeaf>& claim, const OpenedBatch* batch) {
+                                      const DotStepClaimOf<PartialLeaf>& claim, const OpenedBatch* batch) {
   return std::visit(
       [&]<class Leaf>(const Leaf& p_m) -> Result<StepVerdict> {
         const Leaf* next_a = std::get_if<Leaf>(&claim.next[0]);
@@ -68,7 +133,7 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
       claim.p_m);
 }
 
-StepVerdict JudgeDotEpilogue(const DotLeaf& p_k, std::optional<float> bias, float y_a, float y_b) {
+StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b) {
   return std::visit([&](const auto& leaf) { return JudgeDotEpilogue(leaf, bias, y_a, y_b); }, p_k);
 }
 
@@ -76,7 +141,8 @@ bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t inpu
   return input < inputs.size() && inputs[input].source == protocol::InputSource::kBatch;
 }
 
-Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
+                                        std::uint32_t slot, std::int64_t e,
                                         std::span<const protocol::InputRef> inputs,
                                         std::span<const Shape> input_shapes) {
   ElementChoice choice;
@@ -100,17 +166,20 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
       }
     }
     if (dot->bias_input) add(*dot->bias_input);
-  } else if (auto reduce = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce.ok()) {
+  } else if (ReduceElementAt(op_kind, attrs, slot, e, input_shapes).ok()) {
+    // The mode's reduction rule (certified: the exact sums where CertifiedSumAt covers the value).
+    VT_ASSIGN_OR_RETURN(const ReduceElement reduce,
+                        ReduceRuleAt(job_mode, op_kind, attrs, slot, e, input_shapes));
     // Any step may be disputed: every input a segment's operand reads
     // (clip's norm: one input a segment), the scan's and the final step's.
     // A batch input is read through one example a step.
     choice.kind = ElementKind::kReduce;
     std::vector<std::uint32_t> reads;
-    for (const ReduceSegment& seg : reduce->segments)
+    for (const ReduceSegment& seg : reduce.segments)
       for (const TermOperand& op : seg.operands) reads.push_back(op.input);
-    for (const TermOperand& op : reduce->scan_reads) reads.push_back(op.input);
-    if (reduce->attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
-    for (const TermOperand& op : reduce->final_reads) {
+    for (const TermOperand& op : reduce.scan_reads) reads.push_back(op.input);
+    if (reduce.attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
+    for (const TermOperand& op : reduce.final_reads) {
       // A gathered value of the batch: its example is known only from the value that names it.
       if (op.gather_from >= 0 && IsBatchInput(inputs, op.input))
         return Status::Invalid("elem-no-rule", "a gathered batch read");
@@ -152,6 +221,7 @@ Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, s
   } else {
     return Status::Invalid("elem-no-rule", plan.status().ToString());
   }
+  VT_TRY(CheckRuleInMode(job_mode, choice.kind));
   for (auto* list : {&choice.opened_inputs, &choice.own_slots, &choice.batch_inputs}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
@@ -194,12 +264,12 @@ std::vector<std::uint64_t> DotStepBatchPositions(const DotElement& element, std:
   return positions;
 }
 
-std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, const ReduceStep& step,
+std::vector<std::uint64_t> StepBatchPositions(std::span<const StepRead> reads,
                                               std::span<const protocol::InputRef> inputs,
                                               std::span<const Shape> input_shapes) {
   std::vector<std::uint64_t> positions;
   // A batch read is never gathered (ChooseElementRule): its index is known.
-  for (const StepRead& r : StepReads(element, step)) {
+  for (const StepRead& r : reads) {
     if (r.input >= input_shapes.size() || !IsBatchInput(inputs, r.input)) continue;
     for (std::uint64_t k : BatchPositionsOf(input_shapes[r.input], r.index, 1)) positions.push_back(k);
   }
@@ -257,9 +327,8 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
   VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
   VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));
   if (d.slot >= spec.output_shapes.size()) return Status::Error("graph-invalid", "output shape not declared");
-  VT_ASSIGN_OR_RETURN(ElementChoice choice,
-                      ChooseElementRule(spec.op_kind, spec.attrs, d.slot, 0, spec.inputs, d.input_shapes));
-  VT_TRY(CheckRuleInMode(job_mode, choice.kind));
+  VT_ASSIGN_OR_RETURN(ElementChoice choice, ChooseElementRule(job_mode, spec.op_kind, spec.attrs, d.slot, 0,
+                                                              spec.inputs, d.input_shapes));
   d.num_state_tensors = graph.num_state_tensors;
   d.output_shapes = spec.output_shapes;
   d.chunks = ChunkCountOf(d.output_shapes[d.slot]);
@@ -285,8 +354,8 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   for (const NodeSpec& node : graph.nodes) {
     VT_ASSIGN_OR_RETURN(std::vector<Shape> shapes, NodeInputShapes(graph, node));
     for (std::uint32_t slot = 0; slot < node.output_shapes.size(); ++slot) {
-      auto choice = ChooseElementRule(node.op_kind, node.attrs, slot, 0, node.inputs, shapes);
-      if (!choice.ok() || !CheckRuleInMode(job_mode, choice->kind).ok()) continue;
+      auto choice = ChooseElementRule(job_mode, node.op_kind, node.attrs, slot, 0, node.inputs, shapes);
+      if (!choice.ok()) continue;
       const std::uint64_t chunks = ChunkCountOf(node.output_shapes[slot]);
       if (chunks == 0) continue;
       std::uint64_t partials = 0;  // terms + 1 leaves, for the rules with partial results
@@ -294,11 +363,12 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
         VT_ASSIGN_OR_RETURN(DotElement el, DotElementAt(node.op_kind, node.attrs, slot, 0, shapes));
         partials = static_cast<std::uint64_t>(el.k) + 1;
       } else if (choice->kind == ElementKind::kReduce) {
-        VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(node.op_kind, node.attrs, slot, 0, shapes));
-        partials = el.Steps() + 1;
+        VT_ASSIGN_OR_RETURN(ReduceElement el,
+                            ReduceRuleAt(job_mode, node.op_kind, node.attrs, slot, 0, shapes));
+        partials = ReduceRuleSteps(job_mode, el) + 1;
       }
       for (std::int64_t e : {std::int64_t{0}, kernels::NumElements(node.output_shapes[slot]) - 1}) {
-        auto deciding = BoundDecidingMove(node, shapes, slot, e);
+        auto deciding = BoundDecidingMove(job_mode, node, shapes, slot, e);
         if (!deciding.ok()) continue;  // no rule at the last value: not covered (ElementCoversNode)
         // A value past the caps has no deciding move (ChooseElementRule's elem-too-wide).
         bound.final_chunks = std::max(
@@ -309,7 +379,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
                      std::min(deciding->examples, static_cast<std::uint64_t>(kMaxOpenedExamples)));
       }
       bound.value_rules = true;
-      bound.leaf_bytes = DotLeafBytes(job_mode);
+      bound.leaf_bytes = PartialLeafBytes(job_mode);
       const std::uint64_t hc = height(chunks), hp = partials == 0 ? 0 : height(partials);
       bound.moves = std::max(bound.moves, 4 + hc + hp);
       bound.chunk_height = std::max(bound.chunk_height, hc);
@@ -326,10 +396,11 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
   return bound;
 }
 
-Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<const Shape> input_shapes,
-                                            std::uint32_t slot, std::int64_t e) {
-  VT_ASSIGN_OR_RETURN(ElementChoice choice,
-                      ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, input_shapes));
+Result<DecidingMoveBound> BoundDecidingMove(std::uint8_t job_mode, const NodeSpec& node,
+                                            std::span<const Shape> input_shapes, std::uint32_t slot,
+                                            std::int64_t e) {
+  VT_ASSIGN_OR_RETURN(ElementChoice choice, ChooseElementRule(job_mode, node.op_kind, node.attrs, slot, e,
+                                                              node.inputs, input_shapes));
   DecidingMoveBound bound;
   bound.kind = choice.kind;
   bound.openings = choice.opened_inputs.size();
@@ -374,9 +445,8 @@ bool ElementCoversNode(std::uint8_t job_mode, const StepGraph& graph, std::uint6
     for (std::int64_t e : {std::int64_t{0}, numel - 1}) {
       // A rule there, and no value between whose slices, wherever they
       // start, would open more than a deciding move may.
-      auto deciding = BoundDecidingMove(node, *shapes, slot, e);
-      if (!deciding.ok() || !CheckRuleInMode(job_mode, deciding->kind).ok() ||
-          deciding->chunks > static_cast<std::uint64_t>(kMaxOpenedChunks) ||
+      auto deciding = BoundDecidingMove(job_mode, node, *shapes, slot, e);
+      if (!deciding.ok() || deciding->chunks > static_cast<std::uint64_t>(kMaxOpenedChunks) ||
           deciding->examples > static_cast<std::uint64_t>(kMaxOpenedExamples))
         return false;
     }
@@ -457,7 +527,7 @@ Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>) {
   return v;
 }
 
-void Encode(Writer& w, const DotLeaf& v) {
+void Encode(Writer& w, const PartialLeaf& v) {
   if (const float* f = std::get_if<float>(&v)) {
     w.PutEnum(LeafTag::kFp32);
     w.PutU32(detmath::FloatBits(*f));
@@ -467,18 +537,18 @@ void Encode(Writer& w, const DotLeaf& v) {
   w.PutFixed(std::get<ExactPartial>(v));
 }
 
-Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>) {
+Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>) {
   VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kExact));
   switch (tag) {
     case LeafTag::kFp32: {
       VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
-      return DotLeaf{detmath::BitsFloat(bits)};
+      return PartialLeaf{detmath::BitsFloat(bits)};
     }
     case LeafTag::kExact: {
       VT_ASSIGN_OR_RETURN(ByteSpan bytes, r.GetFixed(sizeof(ExactPartial)));
       ExactPartial p;
       std::copy(bytes.begin(), bytes.end(), p.begin());
-      return DotLeaf{p};
+      return PartialLeaf{p};
     }
   }
   return Status::Invalid("enc-unknown-enum", "partial-sum leaf tag");

@@ -4,17 +4,21 @@
 // every worker predicting it both need, written once. The rules themselves
 // are verify/descent.h (dot rule: DisputedValue, CheckPartialsEnds,
 // JudgeDotStepClaim, JudgeDotEpilogue, VerifyInputHash) and
-// verify/element_rules.h (pointwise and row: PlanElement, ReexecuteElement);
+// verify/element_rules.h (pointwise and row: PlanElement, ReexecuteElement),
+// verify/reduce_rule.h and verify/certified_sum.h (the reductions, repops
+// and certified);
 // this file only chooses among them, reads shapes from the step graph, opens
 // input slices chunk by chunk and gives the wire codecs of the moves' parts.
 //
 // Protocol-facing: referee/ reaches the kernels types it needs (shapes,
 // chunk openings) through the aliases below.
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -56,45 +60,86 @@ inline constexpr std::size_t kMaxOpenedInputs = 32;
 inline constexpr std::int64_t kMaxOpenedExamples = 4;
 
 // Whether a job's mode plays rule `kind` at the element level: repops every
-// rule; certified the dot rule over exact partial sums (DotPartialRule) and
-// the pointwise/row rule (ReexecuteElement runs the certified kernels), not
-// the reduction rule, whose partial results are repops' fixed tree; rounded
-// none, its values carry log entries. Every mode walks the assemble node
-// (kState). Invalid "elem-mode-no-rule" otherwise: the node is arbitrated
-// whole.
+// rule; certified the dot rule and the reduction rule over exact partial
+// sums (DotPartialRule; verify/certified_sum.h, where CertifiedSumAt covers
+// the value: ChooseElementRule asks it) and the pointwise/row rule
+// (ReexecuteElement runs the certified kernels); rounded none, its values
+// carry log entries. Every mode walks the assemble node (kState). Invalid
+// "elem-mode-no-rule" otherwise: the node is arbitrated whole.
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind);
 
-// A dot rule's partial sum as a move carries it (post-partials-root's p_K,
-// reveal-step's p_m and p_{m+1}): the fp32 sum in a repops job, the exact
-// sum's canonical encoding in a certified one (verify/element.h). On the
-// wire a tag byte says which (0: 4 bytes of fp32, 1: 81 bytes exact); the
-// job's mode says which a move must carry (CheckDotLeaf). A reduction's
-// partial results are fp32, as are its moves' leaves.
-using DotLeaf = std::variant<float, ExactPartial>;
+// A partial result as a move carries it (post-partials-root's p_K, the
+// reveals' leaves): the fp32 value in a repops job, the exact sum's
+// canonical encoding in a certified one (verify/element.h), for the dot and
+// the reduction rule alike. On the wire a tag byte says which (0: 4 bytes of
+// fp32, 1: 81 bytes exact); the job's mode says which a move must carry
+// (CheckLeafKind).
+using PartialLeaf = std::variant<float, ExactPartial>;
 // Invalid "elem-wrong-leaf" unless `leaf` is the job mode's kind of leaf.
-Status CheckDotLeaf(std::uint8_t job_mode, const DotLeaf& leaf);
+Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf);
 // The wire bytes of a leaf the job's mode plays (tag included).
-std::uint64_t DotLeafBytes(std::uint8_t job_mode);
+std::uint64_t PartialLeafBytes(std::uint8_t job_mode);
 // The dot rule's checks (verify/descent.h) over moves' leaves, each for the
 // kind of leaf they hold; a claim whose leaves mix kinds is Invalid
-// "elem-wrong-leaf" (CheckDotLeaf checked each move's).
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const DotLeaf& p_k,
+// "elem-wrong-leaf" (CheckLeafKind checked each move's).
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const PartialLeaf& p_k,
                          const crypto::MerkleProof& first, const crypto::MerkleProof& last);
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
                                       const std::array<Hash256, 2>& roots,
-                                      const DotStepClaimOf<DotLeaf>& claim,
+                                      const DotStepClaimOf<PartialLeaf>& claim,
                                       const OpenedBatch* batch = nullptr);
-StepVerdict JudgeDotEpilogue(const DotLeaf& p_k, std::optional<float> bias, float y_a, float y_b);
+StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b);
 
-// The rule of (op, attrs, slot, e) — the attribute overloads of
-// DotElementAt and PlanElement — and the node inputs it opens by their
+// The reduction rule as a job's mode plays it at value e: repops over the
+// fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
+// certified over the exact prefix sums of the same terms (CertifiedSumAt:
+// CertifiedSumTerms + 1 exact leaves). Invalid "elem-mode-no-rule" in a
+// mode without it, or where CertifiedSumAt does not cover the value; the
+// element functions' reasons otherwise.
+Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
+                                   std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes);
+// The steps of its walk: leaves 0 … ReduceRuleSteps.
+std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element);
+// The values the step to leaf m+1 reads (StepReads; certified: term m's,
+// CertifiedTermReads). Invalid "elem-bad-step" past the last step.
+Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
+                                              std::uint64_t m);
+
+// The reduction rule's final move over moves' leaves: the repops claim
+// (ReduceStepClaim: the step's operand leaves `left` and, for the steps
+// that read it, `right`) in fp32 leaves; the certified sum's
+// (CertifiedSumStepClaim: `left` is p_m, no `right`) in exact ones. The
+// leaves' kind says which; a claim whose leaves mix kinds is Invalid
+// "elem-wrong-leaf", a certified one with a `right` "elem-bad-step".
+struct ReduceMoveClaim {
+  std::uint64_t m = 0;
+  PartialLeaf left = 0.0f;
+  crypto::MerkleProof left_proof;
+  std::optional<std::pair<PartialLeaf, crypto::MerkleProof>> right;
+  std::array<PartialLeaf, 2> next{};
+  std::array<crypto::MerkleProof, 2> next_proof;
+  std::vector<ValueOpening> reads;  // the step's reads of hashed inputs (ReduceRuleReads order)
+  bool operator==(const ReduceMoveClaim&) const = default;
+};
+Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
+                                         const std::array<Hash256, 2>& roots, const ReduceMoveClaim& claim,
+                                         const OpenedBatch* batch = nullptr,
+                                         std::span<const InputTensor> own = {});
+// The epilogue over the agreed last leaf (JudgeReduceEpilogue,
+// JudgeCertifiedSumEpilogue).
+StepVerdict JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a, float y_b);
+
+// The rule of (op, attrs, slot, e) that the job's mode plays — the
+// attribute overloads of DotElementAt, ReduceRuleAt and PlanElement, then
+// CheckRuleInMode — and the node inputs it opens by their
 // tensor hashes (each has one: a state tensor or an earlier node's output)
 // or from the batch (batch_inputs: examples
 // opened against the dataset commitment). Not among them: a dot factor or
 // plan slice of the node's own output (kOwnOutput + s, output_slot ≥ 0:
 // opened against the records' common output hash of slot s, which
 // SlotWalkOrder makes agreed) and a plan slice with count 0 (the input is
-// not read). Invalid "elem-no-rule" when neither rule accepts the value,
+// not read). Invalid "elem-mode-no-rule" when the value's rule is not the
+// mode's, "elem-no-rule" when no rule accepts the value,
 // "elem-batch-input" when a rule would open a batch input by its hash,
 // "elem-too-wide" when its slices span more than kMaxOpenedChunks chunks
 // (or it opens more than kMaxOpenedInputs inputs or kMaxOpenedExamples
@@ -106,7 +151,8 @@ struct ElementChoice {
   std::vector<std::uint32_t> batch_inputs;   // increasing node input indices of the batch read
   std::int64_t batch_examples = 0;           // examples the final move opens
 };
-Result<ElementChoice> ChooseElementRule(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
+                                        std::uint32_t slot, std::int64_t e,
                                         std::span<const protocol::InputRef> inputs,
                                         std::span<const Shape> input_shapes);
 
@@ -132,7 +178,7 @@ std::vector<std::uint64_t> DotStepBatchPositions(const DotElement& element, std:
 
 // The same for one step of the reduction rule: the examples holding the
 // batch values the step reads (verify::StepReads), merged and increasing.
-std::vector<std::uint64_t> StepBatchPositions(const ReduceElement& element, const ReduceStep& step,
+std::vector<std::uint64_t> StepBatchPositions(std::span<const StepRead> reads,
                                               std::span<const protocol::InputRef> inputs,
                                               std::span<const Shape> input_shapes);
 
@@ -154,10 +200,10 @@ Result<std::uint32_t> FirstDifferingSlot(std::uint16_t op_kind, const protocol::
 // h_{t+1}'s StateLeafCount leaves (`assemble`; verify/state_walk.h). Any
 // other node: value 0 of the first differing slot (FirstDifferingSlot) has
 // a rule (ChooseElementRule) over the shapes the step graph declares —
-// never a party's — that the job's mode plays (CheckRuleInMode). The referee checks a descent with
-// it; a worker asks it whether to descend or send the whole node's inputs.
-// Invalid "elem-mode-no-rule" (CheckRuleInMode), "elem-no-rule" (an empty
-// output) or the reasons of FirstDifferingSlot and ChooseElementRule.
+// never a party's — that the job's mode plays. The referee checks a
+// descent with it; a worker asks it whether to descend or send the whole
+// node's inputs. Invalid "elem-mode-no-rule" (CheckRuleInMode), "elem-no-rule"
+// (an empty output) or the reasons of FirstDifferingSlot and ChooseElementRule.
 struct DescentStart {
   bool assemble = false;
   std::uint32_t slot = 0;
@@ -183,7 +229,7 @@ struct DescentBound {
   std::uint64_t moves = 0;
   std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
   std::uint64_t partials_height = 0;  // the deepest partial-results tree
-  std::uint64_t leaf_bytes = 0;       // a partial result's wire bytes (DotLeafBytes; 0 without value rules)
+  std::uint64_t leaf_bytes = 0;  // a partial result's wire bytes (PartialLeafBytes; 0 without value rules)
   std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
   // What one deciding move opens at most, rule by rule (DecidingMoveBound),
@@ -216,14 +262,14 @@ struct DecidingMoveBound {
   std::uint64_t openings = 0;
   std::uint64_t examples = 0;
 };
-Result<DecidingMoveBound> BoundDecidingMove(const NodeSpec& node, std::span<const Shape> input_shapes,
-                                            std::uint32_t slot, std::int64_t e);
+Result<DecidingMoveBound> BoundDecidingMove(std::uint8_t job_mode, const NodeSpec& node,
+                                            std::span<const Shape> input_shapes, std::uint32_t slot,
+                                            std::int64_t e);
 
 // Whether node `node_index` can always be settled at the element level:
 // the assemble node in every mode (its walk), any other with a rule the
-// job's mode plays (CheckRuleInMode) for the first and the last value of
-// every output
-// (the rules depend on the slot, and their openings grow, if at all, towards
+// job's mode plays (ChooseElementRule) for the first and the last value of
+// every output (the rules depend on the slot, and their openings grow, if at all, towards
 // the last value — attention's causal rows) whose slices stay within the
 // caps wherever they start (BoundDecidingMove), so whichever slot a liar
 // makes differ and whichever value the walk ends at, the honest party descends
@@ -269,8 +315,8 @@ struct InputHashOpening {
 // Wire codecs. A chunk carries at most kernels::kChunkValues values.
 void Encode(Writer& w, const InputHashOpening& v);
 Result<InputHashOpening> Decode(Reader& r, DecodeAs<InputHashOpening>);
-void Encode(Writer& w, const DotLeaf& v);
-Result<DotLeaf> Decode(Reader& r, DecodeAs<DotLeaf>);
+void Encode(Writer& w, const PartialLeaf& v);
+Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>);
 void EncodeChunk(Writer& w, const ChunkOpening& v);
 Result<ChunkOpening> DecodeChunk(Reader& r);
 void Encode(Writer& w, const ValueOpening& v);

@@ -159,7 +159,7 @@ std::uint64_t AttentionGradSteps(const AttentionGrad& g) {
 }
 
 // The leaf of dP_tj in the run of row t starting at `base`.
-std::uint64_t DotLeaf(const AttentionGrad& g, std::uint64_t base, std::int64_t j) {
+std::uint64_t PartialLeaf(const AttentionGrad& g, std::uint64_t base, std::int64_t j) {
   return base + static_cast<std::uint64_t>((j + 1) * g.d) - 1;
 }
 
@@ -178,7 +178,7 @@ ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base,
       st.kind = ReduceStepKind::kWeightedTerm;
       st.segment = static_cast<std::uint32_t>(st.term);
       st.reads_right = true;
-      st.right = DotLeaf(g, base, st.term);
+      st.right = PartialLeaf(g, base, st.term);
     }
   }
   st.row = t;
@@ -197,7 +197,7 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
     if (leaf < ds0 + static_cast<std::uint64_t>(t + 1)) {  // dS_tu = (att_tu·(dP_tu − r_t))·scale
       st.kind = ReduceStepKind::kAttnDs;
       st.term = static_cast<std::int64_t>(leaf - ds0);
-      st.left = DotLeaf(g, base, st.term);
+      st.left = PartialLeaf(g, base, st.term);
       st.reads_right = true;
       st.right = ds0 - 1;
       return st;
@@ -220,7 +220,7 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
     st.kind = ReduceStepKind::kAttnDs;  // the run's last leaf: dS_tu
     st.row = t;
     st.term = u;
-    st.left = DotLeaf(g, base, u);
+    st.left = PartialLeaf(g, base, u);
     st.reads_right = true;
     st.right = leaf - 1;
     return st;
@@ -964,7 +964,7 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
     for (std::int64_t j = 0; j <= t; ++j) {
       st.segment = static_cast<std::uint32_t>(j);
       VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + att * p[DotLeaf(g, base, j)]);
+      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + att * p[PartialLeaf(g, base, j)]);
     }
     const std::uint64_t dots = static_cast<std::uint64_t>((t + 1) * g.d);
     for (std::int64_t b = 0; b + 1 < Blocks(t + 1); ++b) {
@@ -981,7 +981,7 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
     st.row = t;
     st.term = u;
     VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-    p.push_back(AttentionDs(g, att, p[DotLeaf(g, base, u)], r));
+    p.push_back(AttentionDs(g, att, p[PartialLeaf(g, base, u)], r));
     ds_leaf[static_cast<std::size_t>(g.dk ? t : u)] = p.size() - 1;
     return Status::Ok();
   };

@@ -1,13 +1,14 @@
 #include "worker/element_answers.h"
-#include "verify/batch_opening.h"
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "kernels/mode.h"
 #include "kernels/tensor_codec.h"
 #include "protocol/state.h"
+#include "verify/batch_opening.h"
 #include "verify/element.h"
 #include "verify/graph_source.h"
 #include "worker/dispute.h"
@@ -263,12 +264,55 @@ verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float
   return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
 }
 
-ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials) {
-  ReducePartialsAnswer a;
+namespace {
+
+template <class Leaf>
+ReducePartialsAnswerFor<Leaf> ReduceAnswerOf(const verify::ReduceElement& element,
+                                             std::vector<Leaf> partials) {
+  ReducePartialsAnswerFor<Leaf> a;
   a.element = element;
   a.partials = std::move(partials);
   CommitPartials(a);
   return a;
+}
+
+// The step's reads opened: each value of a hashed input against its tensor
+// (the node's own outputs at kOwnOutput + s), the batch's through the
+// examples that hold them.
+template <class Leaf>
+Status OpenReads(const ElementSide& side, ReduceOperandsFor<Leaf>& o) {
+  VT_ASSIGN_OR_RETURN(const std::vector<verify::ReadValue> values,
+                      verify::ReadStep(o.read_at, verify::TensorValues(side.inputs, side.outputs)));
+  for (const verify::ReadValue& r : values) {
+    // A value of the batch travels in its example, not as a value opening.
+    if (verify::IsBatchInput(side.refs, r.input)) continue;
+    o.reads.push_back(verify::OpenValue(FactorTensor(side, r.input), r.index));
+  }
+  const std::vector<std::uint64_t> positions =
+      verify::StepBatchPositions(o.read_at, side.refs, InputShapes(side));
+  if (!positions.empty()) {
+    if (side.examples.empty())
+      return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
+    o.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
+  }
+  return Status::Ok();
+}
+
+std::vector<verify::InputTensor> OwnTensorsOf(const ElementSide& side) {
+  std::vector<verify::InputTensor> own;
+  for (const kernels::Tensor& t : side.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
+  return own;
+}
+
+}  // namespace
+
+ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
+                                            std::vector<float> partials) {
+  return ReduceAnswerOf(element, std::move(partials));
+}
+CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
+                                          std::vector<verify::ExactPartial> partials) {
+  return ReduceAnswerOf(element, std::move(partials));
 }
 
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
@@ -276,10 +320,38 @@ Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteS
   const std::vector<kernels::Shape> shapes = InputShapes(side);
   VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::ReduceElementAt(side.op_kind, attrs, slot, e, shapes));
   VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs, side.outputs));
-  return ReducePartialsAnswerOf(el, std::move(partials));
+  return ReduceAnswerOf(el, std::move(partials));
+}
+
+Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                              std::int64_t e) {
+  const std::vector<kernels::Shape> shapes = InputShapes(side);
+  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::CertifiedSumAt(side.op_kind, attrs, slot, e, shapes));
+  VT_ASSIGN_OR_RETURN(std::vector<verify::ExactPartial> partials,
+                      verify::CertifiedSumPartials(el, side.inputs, side.outputs));
+  return ReduceAnswerOf(el, std::move(partials));
+}
+
+Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
+                                          std::uint32_t slot, std::int64_t e) {
+  // The mode's rule at this value, as the referee chooses it.
+  VT_TRY(verify::ReduceRuleAt(job_mode, side.op_kind, attrs, slot, e, InputShapes(side)).status());
+  if (job_mode == static_cast<std::uint8_t>(kernels::Mode::kCertified)) {
+    VT_ASSIGN_OR_RETURN(CertifiedSumAnswer p, AnswerCertifiedSum(side, attrs, slot, e));
+    return ReduceRuleAnswer{std::move(p)};
+  }
+  VT_ASSIGN_OR_RETURN(ReducePartialsAnswer p, AnswerReducePartials(side, attrs, slot, e));
+  return ReduceRuleAnswer{std::move(p)};
+}
+
+const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer) {
+  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.tree; }, answer);
 }
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
+CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint64_t m) {
+  return RevealOf(mine, m);
+}
 
 Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
                                             std::uint64_t m) {
@@ -287,25 +359,21 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
   ReduceOperands o;
   o.left = mine.partials[st.left];
   o.left_proof = mine.tree.Prove(st.left);
-  if (st.reads_right) {
-    o.right = mine.partials[st.right];
-    o.right_proof = mine.tree.Prove(st.right);
-  }
-  VT_ASSIGN_OR_RETURN(
-      const std::vector<verify::ReadValue> reads,
-      verify::ReadStep(verify::StepReads(mine.element, st), verify::TensorValues(side.inputs, side.outputs)));
-  for (const verify::ReadValue& r : reads) {
-    // A value of the batch travels in its example, not as a value opening.
-    if (verify::IsBatchInput(side.refs, r.input)) continue;
-    o.reads.push_back(verify::OpenValue(FactorTensor(side, r.input), r.index));
-  }
-  const std::vector<std::uint64_t> positions =
-      verify::StepBatchPositions(mine.element, st, side.refs, InputShapes(side));
-  if (!positions.empty()) {
-    if (side.examples.empty())
-      return Status::Invalid("elem-no-input-opening", "the side has no batch openings");
-    o.batch = verify::OpenBatch(side.header, side.header_proof, side.examples, positions);
-  }
+  if (st.reads_right) o.right = std::make_pair(mine.partials[st.right], mine.tree.Prove(st.right));
+  o.read_at = verify::StepReads(mine.element, st);
+  VT_TRY(OpenReads(side, o));
+  return o;
+}
+
+Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const CertifiedSumAnswer& mine,
+                                                  std::uint64_t m) {
+  if (m >= verify::CertifiedSumTerms(mine.element))
+    return Status::Invalid("elem-bad-step", "past the last term");
+  CertifiedSumOperands o;
+  o.left = mine.partials[m];
+  o.left_proof = mine.tree.Prove(m);
+  o.read_at = verify::CertifiedTermReads(mine.element, static_cast<std::int64_t>(m));
+  VT_TRY(OpenReads(side, o));
   return o;
 }
 
@@ -314,13 +382,19 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
   verify::ReduceStepClaim c;
   c.m = m;
   c.left = from_a.left;
-  c.right = from_a.right;
   c.left_proof = from_a.left_proof;
-  c.right_proof = from_a.right_proof;
+  if (from_a.right) std::tie(c.right, c.right_proof) = *from_a.right;
   c.next = {a.next, b.next};
   c.next_proof = {a.next_proof, b.next_proof};
   c.reads = from_a.reads;
   return c;
+}
+
+verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
+                                                      const CertifiedStepReveal& a,
+                                                      const CertifiedStepReveal& b) {
+  return verify::CertifiedSumStepClaim{
+      m, from_a.left, from_a.left_proof, {a.next, b.next}, {a.next_proof, b.next_proof}, from_a.reads};
 }
 
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side) {
@@ -341,13 +415,21 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
                                               const std::array<Hash256, 2>& roots,
                                               const verify::ReduceStepClaim& claim,
                                               const verify::OpenedBatch* batch) {
-  std::vector<verify::InputTensor> own;
-  for (const kernels::Tensor& t : side.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
-  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch, own);
+  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch, OwnTensorsOf(side));
+}
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::CertifiedSumStepClaim& claim,
+                                              const verify::OpenedBatch* batch) {
+  return verify::JudgeCertifiedSumStepClaim(element, InputTensorsOf(side), roots, claim, batch,
+                                            OwnTensorsOf(side));
 }
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
+}
+verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b) {
+  return verify::JudgeCertifiedSumEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
 }
 
 Result<StateLeafAnswer> AnswerStateLeaf(const verify::ArbitrationPayload& assemble, std::uint64_t leaf) {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -34,6 +35,7 @@
 #include "protocol/state.h"
 #include "protocol/types.h"
 #include "verify/batch_opening.h"
+#include "verify/certified_sum.h"
 #include "verify/descent.h"
 #include "verify/element_game.h"
 #include "verify/reduce_rule.h"
@@ -98,7 +100,7 @@ CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
 Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
 Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
                                                         std::int64_t e);
-// The answer over the job mode's leaves (verify::DotLeaf), the one a party
+// The answer over the job mode's leaves (verify::PartialLeaf), the one a party
 // posts: Invalid "elem-mode-no-rule" in a mode without the dot rule
 // (verify::CheckRuleInMode).
 using DotPartialsAnswer = std::variant<PartialsAnswer, CertifiedPartialsAnswer>;
@@ -154,41 +156,75 @@ Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify
 verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b);
 verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float y_a, float y_b);
 
-// ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm) ----
+// ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm;
+//      verify/certified_sum.h: a certified job's exact sums) ----
 //
-// The same moves over the partial results of a fixed-tree sum: posting
-// (AnswerReducePartials, whose ends verify::CheckPartialsEnds checks with
-// k = element.Steps()), the reveal of leaf m+1 (AnswerReduceReveal), and the
-// final claim: party A opens the step's operand leaves from its tree (they
-// precede m+1: agreed) and the term's input values (AnswerReduceOperands).
-struct ReducePartialsAnswer {
+// The same moves over the partial results of a sum in the job mode's
+// leaves: posting (AnswerReducePartials, AnswerCertifiedSum; their ends
+// verify::CheckPartialsEnds checks with k = verify::ReduceRuleSteps), the
+// reveal of leaf m+1 (AnswerReduceReveal), and the final claim: party A
+// opens the step's operand leaves from its tree (they precede m+1: agreed;
+// a certified sum's is leaf m) and the values the step reads
+// (AnswerReduceOperands).
+template <class Leaf>
+struct ReducePartialsAnswerFor {
   verify::ReduceElement element;
-  std::vector<float> partials;
+  std::vector<Leaf> partials;
   crypto::MerkleTree tree;
   crypto::MerkleProof first, last;
 };
+using ReducePartialsAnswer = ReducePartialsAnswerFor<float>;
+using CertifiedSumAnswer = ReducePartialsAnswerFor<verify::ExactPartial>;
 ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials);
+CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
+                                          std::vector<verify::ExactPartial> partials);
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
                                                   std::int64_t e);
+Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                              std::int64_t e);
+// The answer in the job mode's leaves, the one a party posts
+// (verify::ReduceRuleAt's reasons in a mode or at a value without it).
+using ReduceRuleAnswer = std::variant<ReducePartialsAnswer, CertifiedSumAnswer>;
+Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
+                                          std::uint32_t slot, std::int64_t e);
+const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer);
+
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m);
-struct ReduceOperands {
-  float left = 0.0f, right = 0.0f;
-  crypto::MerkleProof left_proof, right_proof;
+CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint64_t m);
+template <class Leaf>
+struct ReduceOperandsFor {
+  Leaf left{};
+  crypto::MerkleProof left_proof;
+  std::optional<std::pair<Leaf, crypto::MerkleProof>> right;  // the steps that read a second leaf
+  std::vector<verify::StepRead> read_at;                      // what the step reads (verify::ReduceRuleReads)
   std::vector<verify::ValueOpening> reads;    // the hashed inputs' (a batch value travels in `batch`)
   std::optional<verify::BatchOpening> batch;  // the examples the step's batch values come from
 };
+using ReduceOperands = ReduceOperandsFor<float>;
+using CertifiedSumOperands = ReduceOperandsFor<verify::ExactPartial>;
 Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
                                             std::uint64_t m);
+Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const CertifiedSumAnswer& mine,
+                                                  std::uint64_t m);
 verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
                                                 const StepReveal& b);
+verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
+                                                      const CertifiedStepReveal& a,
+                                                      const CertifiedStepReveal& b);
 // The node's inputs by hash and shape, as the referee opens them.
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side);
+// The verdicts, by the referee's own functions.
 Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
                                               const std::array<Hash256, 2>& roots,
                                               const verify::ReduceStepClaim& claim,
                                               const verify::OpenedBatch* batch = nullptr);
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::CertifiedSumStepClaim& claim,
+                                              const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b);
+verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b);
 
 // ---- the assemble node's walk (verify/state_walk.h) ----
 //

@@ -104,9 +104,11 @@ std::uint32_t UnbatchedNode(const ScenarioConfig& config, kernels::OpKind op, st
 // A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`
 // (a certified one with element_level: exact partial sums on the wire);
 // with `element_level` the solver plants one wrong value of linear_backward's
-// dW with made-up partial sums and both sides descend into the node (levels
-// 4 and 5b), so the element-level moves become seeds too.
-void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds, bool element_level = false) {
+// output `slot` (dW: the dot rule; db: the reduction rule) with made-up
+// partial sums and both sides descend into the node (levels 4 and 5b), so
+// the element-level moves become seeds too.
+void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds, bool element_level = false,
+                std::uint32_t slot = 1) {
   ScenarioConfig config;
   config.mode = mode;
   config.solver.lies = {Lie{mode == kernels::Mode::kRounded ? LieKind::kLog : LieKind::kOutput, 4, 2}};
@@ -114,7 +116,7 @@ void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds, bool element_lev
   if (element_level) {
     config.element_level_enabled = true;
     config.solver.lies = {
-        Lie{LieKind::kOneValue, 4, UnbatchedNode(config, kernels::OpKind::kLinearBackward, 4), 1, 0}};
+        Lie{LieKind::kOneValue, 4, UnbatchedNode(config, kernels::OpKind::kLinearBackward, 4), slot, 0}};
     config.solver.element_level = true;
     config.solver.sums = SumsPlan{SumsLie::kMadeUp, 1};
     config.challengers[0].element_level = true;
@@ -216,8 +218,10 @@ Corpus MakeCorpus() {
   AddDispute(c, kernels::Mode::kRepops, true);
   AddDispute(c, kernels::Mode::kRounded, false);
   AddDispute(c, kernels::Mode::kRepops, false, /*element_level=*/true);
-  // Certified mode's element-level moves carry exact partial sums (verify::DotLeaf).
+  // Certified mode's element-level moves carry exact partial sums (verify::PartialLeaf).
   AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true);
+  // … and its sums' moves too (a certified db: reveal-reduce-step with exact leaves).
+  AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true, /*slot=*/2);
   // Transfers, a stranger's call, and an empty record set for the executor.
   c["tx_execute_fuzz"].push_back(fuzz::EncodeExecInput({{0, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 3}},
                                                        {3, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0}},
@@ -257,6 +261,13 @@ TEST(FuzzCorpus, SeedsComeFromARealDisputeAndDecode) {
                 seed.size() < 4) << "an arbitration seed";
     break;
   }
+  std::size_t exact_reduce_steps = 0;
+  for (const Bytes& seed : c.at("referee_args_fuzz")) {
+    if (seed[0] != 17) continue;  // reveal-reduce-step (ArgsSelector)
+    auto step = DecodeExact<referee::RevealReduceStepArgs>(ByteSpan(seed).subspan(1));
+    if (step.ok() && std::holds_alternative<verify::ExactPartial>(step->next)) ++exact_reduce_steps;
+  }
+  EXPECT_GE(exact_reduce_steps, 1u) << "a certified sum's final move";
   const auto& bundles = c.at("log_bundle_fuzz");
   bool bundle_ok = false;
   for (const Bytes& seed : bundles) {

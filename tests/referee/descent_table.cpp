@@ -222,7 +222,7 @@ Opened OpenSlice(std::uint64_t n, std::uint64_t first, std::uint64_t count) {
   return o;
 }
 // One partial result of `leaf` bytes as a move carries it (a dot step's
-// verify::DotLeaf: a tag and fp32 bits, or an exact sum in certified mode; a
+// verify::PartialLeaf: a tag and fp32 bits, or an exact sum in certified mode; a
 // reduction step's fp32 bits) and its proof in a tree of k+1 leaves; its
 // hash is one SHA-256 compression over an fp32 leaf, two over an exact one.
 Opened OpenPartialLeaf(std::uint64_t k, std::uint64_t leaf) {
@@ -271,38 +271,12 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
     if (e >= out_numel) continue;
     Implemented p;
     const auto at = static_cast<std::int64_t>(e);
-    if (auto plan =
-            verify::PlanElement(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at, in);
-        plan.ok() && plays(verify::ElementKind::kPlan)) {
-      Opened all;
-      std::vector<Shape> slice_shapes;
-      bool own_output = false;
-      for (std::size_t i = 0; i < plan->inputs.size(); ++i) {
-        const verify::InputSlice& is = plan->inputs[i];
-        own_output = own_output || is.output_slot >= 0;
-        slice_shapes.push_back(is.shape);
-        if (is.count == 0) continue;
-        if (is.output_slot < 0 && node.inputs.at(i).source == graph::NodeInputSource::kBatch) {
-          all.bytes +=
-              batch.header + verify::BatchPositionsOf(in[i], is.first, is.count).size() * batch.example;
-          continue;
-        }
-        const std::uint64_t of = is.output_slot >= 0
-                                     ? Numel(node.output_shapes.at(static_cast<std::size_t>(is.output_slot)))
-                                     : Numel(in[i]);
-        const Opened o = OpenSlice(of, static_cast<std::uint64_t>(is.first), static_cast<std::uint64_t>(is.count));
-        all.bytes += o.bytes;
-        all.sha += o.sha;
-      }
-      p.tx_bytes = kTxEnvelope + all.bytes;
-      p.sha = all.sha;
-      // An own-output rule (clip's g') is the kernel's expression on the values: a few flops.
-      p.flops = own_output ? 4 : kernels::OpFlops(node.kind, node.attrs, slice_shapes);
-    } else if (auto dot = verify::DotElementAt(kind, EncodeToBytes(node.attrs),
-                                               static_cast<std::uint32_t>(slot), at, in);
-               dot.ok() && plays(verify::ElementKind::kDot)) {
+    if (auto dot =
+            verify::DotElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at, in);
+        dot.ok()) {
+      if (!plays(verify::ElementKind::kDot)) return std::nullopt;
       const std::uint64_t k = static_cast<std::uint64_t>(dot->k);
-      const Opened leaf = OpenPartialLeaf(k, verify::DotLeafBytes(static_cast<std::uint8_t>(mode)));
+      const Opened leaf = OpenPartialLeaf(k, verify::PartialLeafBytes(static_cast<std::uint8_t>(mode)));
       const auto factor_numel = [&](std::uint32_t i) {
         return i >= verify::kOwnOutput ? Numel(node.output_shapes.at(i - verify::kOwnOutput)) : Numel(in.at(i));
       };
@@ -321,23 +295,28 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       p.sha = 3 * leaf.sha + a.sha + b.sha;
       p.flops = 2;
       p.l5 = crypto::MerkleShape(k + 1).height();
-    } else if (auto red = verify::ReduceElementAt(kind, EncodeToBytes(node.attrs),
-                                                  static_cast<std::uint32_t>(slot), at, in);
-               red.ok() && plays(verify::ElementKind::kReduce)) {
+    } else if (verify::ReduceElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at,
+                                       in)
+                   .ok()) {
+      // The mode's reduction rule (certified: the exact sums, where it covers the value).
+      auto red = verify::ReduceRuleAt(static_cast<std::uint8_t>(mode), kind, EncodeToBytes(node.attrs),
+                                      static_cast<std::uint32_t>(slot), at, in);
+      if (!red.ok()) return std::nullopt;
       // The final addition: its operand leaves (two, for a combination) or
       // the term's values, and both next leaves; posting: root and two leaves.
-      const std::uint64_t steps = red->Steps();
-      const Opened leaf = OpenPartialLeaf(steps, sizeof(float));
+      const auto job_mode = static_cast<std::uint8_t>(mode);
+      const std::uint64_t steps = verify::ReduceRuleSteps(job_mode, *red);
+      const Opened leaf = OpenPartialLeaf(steps, verify::PartialLeafBytes(job_mode));
       // The most any one step reads: a scan step's values, a term's, or a
       // final step's (cross-entropy's: a logit, dloss and the label from its example).
       Opened term;
       for (std::uint64_t at_leaf :
            {std::uint64_t{1}, steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->scan_count),
             red->BlockSteps()}) {
-        auto st = verify::ReduceStepAt(*red, at_leaf);
-        if (!st.ok()) continue;
+        auto step_reads = verify::ReduceRuleReads(job_mode, *red, at_leaf - 1);
+        if (!step_reads.ok()) continue;
         Opened reads;
-        for (const verify::StepRead& r : verify::StepReads(*red, *st)) {
+        for (const verify::StepRead& r : *step_reads) {
           const auto own = verify::OwnOutputSlot(r.input);  // batch-norm's mean
           if (!own && node.inputs.at(r.input).source == graph::NodeInputSource::kBatch) {
             reads.bytes += batch.header + batch.example;
@@ -361,6 +340,34 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
         if (seg.term == verify::ReduceTerm::kScaledNormProduct) p.flops = std::max<std::uint64_t>(p.flops, 5);
       }
       p.l5 = crypto::MerkleShape(steps + 1).height();
+    } else if (auto plan = verify::PlanElement(kind, EncodeToBytes(node.attrs),
+                                               static_cast<std::uint32_t>(slot), at, in);
+               plan.ok() && plays(verify::ElementKind::kPlan)) {
+      Opened all;
+      std::vector<Shape> slice_shapes;
+      bool own_output = false;
+      for (std::size_t i = 0; i < plan->inputs.size(); ++i) {
+        const verify::InputSlice& is = plan->inputs[i];
+        own_output = own_output || is.output_slot >= 0;
+        slice_shapes.push_back(is.shape);
+        if (is.count == 0) continue;
+        if (is.output_slot < 0 && node.inputs.at(i).source == graph::NodeInputSource::kBatch) {
+          all.bytes +=
+              batch.header + verify::BatchPositionsOf(in[i], is.first, is.count).size() * batch.example;
+          continue;
+        }
+        const std::uint64_t of = is.output_slot >= 0
+                                     ? Numel(node.output_shapes.at(static_cast<std::size_t>(is.output_slot)))
+                                     : Numel(in[i]);
+        const Opened o =
+            OpenSlice(of, static_cast<std::uint64_t>(is.first), static_cast<std::uint64_t>(is.count));
+        all.bytes += o.bytes;
+        all.sha += o.sha;
+      }
+      p.tx_bytes = kTxEnvelope + all.bytes;
+      p.sha = all.sha;
+      // An own-output rule (clip's g') is the kernel's expression on the values: a few flops.
+      p.flops = own_output ? 4 : kernels::OpFlops(node.kind, node.attrs, slice_shapes);
     } else {
       return std::nullopt;
     }

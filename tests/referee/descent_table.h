@@ -31,7 +31,7 @@ struct RuleCoverage {
   std::map<std::string, std::uint64_t> unruled;  // "op_kind/slot" -> outputs without a rule
 };
 // `mode`: the job's (verify::CheckRuleInMode says which rules it plays; a
-// certified dot rule's leaves are exact sums, verify::DotLeafBytes).
+// certified dot rule's leaves are exact sums, verify::PartialLeafBytes).
 Result<RuleCoverage> ImplementedCoverage(const std::string& preset, std::int64_t batch,
                                          kernels::Mode mode = kernels::Mode::kRepops);
 

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <type_traits>
 
 #include "tests/support/partial_leaves.h"
+#include "verify/certified_sum.h"
 #include "verify/element.h"
 #include "verify/element_game.h"
 #include "verify/graph_source.h"
@@ -129,17 +131,51 @@ worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementS
       *honest);
 }
 
-worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
-                                               std::int64_t e, const std::optional<SumsPlan>& lie) {
-  auto honest = worker::AnswerReducePartials(side, side.attrs, slot, e);
+namespace {
+
+// A reduction's sums bent: made up from leaf `from` on — or, for a certified
+// sum told to diverge, one exact 2^-140 off there, then following the rule
+// (its terms' factors), so only that one step is wrong.
+template <class Leaf>
+worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
+                                               worker::ReducePartialsAnswerFor<Leaf> honest,
+                                               const SumsPlan& lie) {
+  std::vector<Leaf> p = std::move(honest.partials);
+  const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, p.size() - 1));
+  using Lies = PartialLeaves<Leaf>;
+  if (lie.kind == SumsLie::kDiverge && std::is_same_v<Leaf, verify::ExactPartial>) {
+    p[from] = Lies::Nudge(p[from], 0x1p-140f);
+    const verify::ValueAt values = verify::TensorValues(side.inputs, side.outputs);
+    for (std::size_t m = from + 1; m < p.size(); ++m) {
+      auto read = verify::ReadStep(
+          verify::CertifiedTermReads(honest.element, static_cast<std::int64_t>(m - 1)), values);
+      EXPECT_TRUE(read.ok()) << read.status().ToString();
+      std::vector<float> v;
+      if (read.ok())
+        for (const verify::ReadValue& r : *read) v.push_back(r.value);
+      const auto [a, b] = verify::CertifiedTermFactors(honest.element.segments[0].term, v);
+      p[m] = Lies::Step(p[m - 1], a, b);
+    }
+  } else {
+    std::mt19937 rng(static_cast<std::uint32_t>(from));
+    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+    for (std::size_t m = from; m < p.size(); ++m) p[m] = Lies::MadeUp(d(rng));
+  }
+  return worker::ReducePartialsAnswerOf(honest.element, std::move(p));
+}
+
+}  // namespace
+
+worker::ReduceRuleAnswer ReducePartialsFor(kernels::Mode mode, const worker::ElementSide& side,
+                                           std::uint32_t slot, std::int64_t e,
+                                           const std::optional<SumsPlan>& lie) {
+  auto honest = worker::AnswerReduceRule(static_cast<std::uint8_t>(mode), side, side.attrs, slot, e);
   EXPECT_TRUE(honest.ok()) << honest.status().ToString();
+  if (!honest.ok()) return {};
   if (!lie || lie->kind == SumsLie::kHonest) return std::move(honest).value();
-  std::vector<float> p = honest->partials;
-  const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie->from, 1, p.size() - 1));
-  std::mt19937 rng(static_cast<std::uint32_t>(from));
-  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-  for (std::size_t m = from; m < p.size(); ++m) p[m] = d(rng);
-  return worker::ReducePartialsAnswerOf(honest->element, std::move(p));
+  return std::visit(
+      [&](auto& answer) -> worker::ReduceRuleAnswer { return BendSums(side, std::move(answer), *lie); },
+      *honest);
 }
 
 }  // namespace vt::test

@@ -37,10 +37,13 @@ const crypto::MerkleTree& ChunkTreeFor(const worker::ElementSide& side, std::uin
 // it lied about e: a certified liar's diverging sum is one exact 2^-140 off).
 worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementSide& side, std::uint32_t slot,
                                       std::int64_t e, const std::optional<SumsPlan>& lie);
-// The reduction rule's partial results (a TreeSum output): a liar's are
-// honest (the epilogue is disputed) or made up from leaf `from` on.
-worker::ReducePartialsAnswer ReducePartialsFor(const worker::ElementSide& side, std::uint32_t slot,
-                                               std::int64_t e, const std::optional<SumsPlan>& lie);
+// The reduction rule's partial results in the job's mode (the fixed tree's,
+// or a certified sum's exact prefix sums): a liar's are honest (the
+// epilogue is disputed) or made up from leaf `from` on; a certified liar's
+// diverging sums are one exact 2^-140 off there and follow the rule after.
+worker::ReduceRuleAnswer ReducePartialsFor(kernels::Mode mode, const worker::ElementSide& side,
+                                           std::uint32_t slot, std::int64_t e,
+                                           const std::optional<SumsPlan>& lie);
 
 // A move that must build (a test failure otherwise; then an empty move).
 template <class T>

@@ -587,44 +587,71 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   EXPECT_EQ(rep.games[0].game.reason, "element-step");
 }
 
-// The assemble node's final move opens exactly what leaf k must be: another
-// input, the header where a tensor's hash is disputed, chunks, or a forged
-// hash are refused and change nothing; the honest opening then decides.
-// A dot game's partial sums are the job mode's (verify::CheckDotLeaf):
-// exact sums in a repops game and fp32 sums in a certified one are refused
-// at the root and at the step, and the honest party still wins.
+// A game's partial results are the job mode's (verify::CheckLeafKind), for
+// the dot rule (dx) and the reduction rule (db) alike: exact sums in a
+// repops game and fp32 sums in a certified one are refused at the root and
+// at the step, as is a second operand leaf on a certified sum's step; the
+// honest party still wins.
 TEST(ElementGame, EachModePostsItsOwnKindOfPartialSums) {
-  const Target& dx = kTargets[1];
-  for (kernels::Mode mode : {kRepops, kCertified}) {
-    SCOPED_TRACE(kernels::ModeName(mode));
-    const kernels::Mode other = mode == kRepops ? kCertified : kRepops;
-    Poker p(PokedGame(dx, ReachingValue(dx, 7, mode), {SumsLie::kDiverge, 2}, mode));
-    ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
-    const std::uint64_t id = p.d.game_ids().at(0);
-    const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-    auto e = referee::ReadElementGame(p.d.chain().store(), id);
-    ASSERT_TRUE(e.ok() && e->has_value());
-    const worker::DotPartialsAnswer wrong = PartialsFor(other, side, dx.slot, (*e)->value, std::nullopt);
-    EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(wrong, id))).reason,
-              "elem-wrong-leaf");
-    auto after = referee::ReadElementGame(p.d.chain().store(), id);
-    ASSERT_TRUE(after.ok() && after->has_value());
-    EXPECT_EQ(**after, **e) << "a refused move changes nothing";
-    ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
-    e = referee::ReadElementGame(p.d.chain().store(), id);
-    ASSERT_TRUE(e.ok() && e->has_value());
-    EXPECT_EQ(
-        p.Send(2, Method::kRevealStep, EncodeToBytes(Must(node::RevealStepMove(side, wrong, **e, id, 1))))
-            .reason,
-        "elem-wrong-leaf");
-    while (p.d.Step()) {
+  for (const Target* t : {&kTargets[1], &kTargets[5]}) {
+    for (kernels::Mode mode : {kRepops, kCertified}) {
+      SCOPED_TRACE(std::string(t->name) + " " + std::string(kernels::ModeName(mode)));
+      const kernels::Mode other = mode == kRepops ? kCertified : kRepops;
+      Poker p(PokedGame(*t, ReachingValue(*t, 7, mode), {SumsLie::kDiverge, 2}, mode));
+      ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
+      const std::uint64_t id = p.d.game_ids().at(0);
+      const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(*t));
+      auto e = referee::ReadElementGame(p.d.chain().store(), id);
+      ASSERT_TRUE(e.ok() && e->has_value());
+      const bool reduce = (*e)->kind == verify::ElementKind::kReduce;
+      ASSERT_EQ(reduce, t == &kTargets[5]);
+      const std::int64_t v = (*e)->value;
+      const worker::DotPartialsAnswer wrong_dot =
+          reduce ? worker::DotPartialsAnswer{} : PartialsFor(other, side, t->slot, v, std::nullopt);
+      const worker::ReduceRuleAnswer wrong_sum =
+          reduce ? ReducePartialsFor(other, side, t->slot, v, std::nullopt) : worker::ReduceRuleAnswer{};
+      const referee::PartialsRootArgs root =
+          reduce ? node::PartialsRootMove(wrong_sum, id) : node::PartialsRootMove(wrong_dot, id);
+      EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(root)).reason, "elem-wrong-leaf");
+      auto after = referee::ReadElementGame(p.d.chain().store(), id);
+      ASSERT_TRUE(after.ok() && after->has_value());
+      EXPECT_EQ(**after, **e) << "a refused move changes nothing";
+      ASSERT_TRUE(p.StepTo(GamePhase::kStepReveal));
+      e = referee::ReadElementGame(p.d.chain().store(), id);
+      ASSERT_TRUE(e.ok() && e->has_value());
+      if (!reduce) {
+        EXPECT_EQ(p.Send(2, Method::kRevealStep,
+                         EncodeToBytes(Must(node::RevealStepMove(side, wrong_dot, **e, id, 1))))
+                      .reason,
+                  "elem-wrong-leaf");
+      } else {
+        EXPECT_EQ(p.Send(2, Method::kRevealReduceStep,
+                         EncodeToBytes(Must(node::RevealReduceStepMove(side, wrong_sum, **e, id, 1))))
+                      .reason,
+                  "elem-wrong-leaf");
+        if (mode == kCertified) {
+          const worker::ReduceRuleAnswer mine = ReducePartialsFor(mode, side, t->slot, v, std::nullopt);
+          referee::RevealReduceStepArgs two = Must(node::RevealReduceStepMove(side, mine, **e, id, 1));
+          ASSERT_FALSE(two.right.has_value());
+          two.right = std::make_pair(two.left, two.left_proof);
+          EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(two)).reason, "elem-bad-step");
+        }
+      }
+      auto unchanged = referee::ReadElementGame(p.d.chain().store(), id);
+      ASSERT_TRUE(unchanged.ok() && unchanged->has_value());
+      EXPECT_EQ(**unchanged, **e) << "a refused move changes nothing";
+      while (p.d.Step()) {
+      }
+      const ScenarioReport r = p.d.Finish();
+      EXPECT_EQ(r.games.at(0).game.result, GameResult::kChallengerWon);
+      EXPECT_EQ(r.games.at(0).game.reason, "element-step");
     }
-    const ScenarioReport r = p.d.Finish();
-    EXPECT_EQ(r.games.at(0).game.result, GameResult::kChallengerWon);
-    EXPECT_EQ(r.games.at(0).game.reason, "element-step");
   }
 }
 
+// The assemble node's final move opens exactly what leaf k must be: another
+// input, the header where a tensor's hash is disputed, chunks, or a forged
+// hash are refused and change nothing; the honest opening then decides.
 TEST(ElementGame, MalformedStateLeafOpeningsAreRefused) {
   ScenarioConfig c = WideConfig();
   c.clock_budget = 20;  // the refused moves below take blocks
@@ -684,7 +711,8 @@ TEST(ElementGame, ForgedReduceStepsAreRefused) {
   auto e = referee::ReadElementGame(p.d.chain().store(), id);
   ASSERT_TRUE(e.ok() && e->has_value());
   EXPECT_EQ((*e)->kind, verify::ElementKind::kReduce);
-  const worker::ReducePartialsAnswer mine = ReducePartialsFor(side, db.slot, (*e)->value, std::nullopt);
+  const worker::ReduceRuleAnswer mine =
+      ReducePartialsFor(kernels::Mode::kRepops, side, db.slot, (*e)->value, std::nullopt);
   auto step = Must(node::RevealReduceStepMove(side, mine, **e, id, 1));
   ASSERT_FALSE(step.reads.empty()) << "the first differing leaf is a term step";
   auto forged = step;
@@ -703,13 +731,13 @@ TEST(ElementGame, ForgedReduceStepsAreRefused) {
   }
   // A leaf m+1 that is not under the poster's root.
   forged = step;
-  forged.next = std::nextafter(forged.next, INFINITY);
+  forged.next = std::nextafter(std::get<float>(forged.next), INFINITY);
   EXPECT_EQ(p.Send(2, Method::kRevealReduceStep, EncodeToBytes(forged)).reason, "elem-bad-step");
   // The dot rule's move in a reduction game.
   referee::RevealStepArgs dot;
   dot.game_id = id;
-  dot.p_m_proof = mine.tree.Prove(0);
-  dot.next_proof = mine.tree.Prove(1);
+  dot.p_m_proof = worker::TreeOf(mine).Prove(0);
+  dot.next_proof = worker::TreeOf(mine).Prove(1);
   dot.a = dot.b = verify::OpenValue(side.outputs[0], 0);
   EXPECT_EQ(p.Send(2, Method::kRevealStep, EncodeToBytes(dot)).reason, "elem-wrong-rule");
   EXPECT_EQ(p.Game().phase, GamePhase::kStepReveal);
@@ -756,33 +784,39 @@ TEST(ElementGame, RoundedModeIsArbitratedWhole) {
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
 }
 
-// The rule that judges the target's values (the same for all of an output).
-verify::ElementKind RuleOf(const Target& t) {
-  auto graph = verify::KernelsGraphSource().Build(WideJob().job, kLieStep);
+// The rule the job's mode plays for the target's values (the same for all
+// of an output); nullopt when it plays none and the node is arbitrated whole.
+std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = kRepops) {
+  auto graph = verify::KernelsGraphSource().Build(WideJob(mode).job, kLieStep);
   EXPECT_TRUE(graph.ok());
   const verify::NodeSpec& node = graph->nodes.at(NodeOf(t));
   auto shapes = verify::NodeInputShapes(*graph, node);
   EXPECT_TRUE(shapes.ok());
-  auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, t.slot, 0, node.inputs, *shapes);
-  EXPECT_TRUE(choice.ok()) << t.name;
-  return choice.ok() ? choice->kind : verify::ElementKind::kState;
+  auto choice = verify::ChooseElementRule(static_cast<std::uint8_t>(mode), node.op_kind, node.attrs, t.slot,
+                                          0, node.inputs, *shapes);
+  if (!choice.ok()) {
+    EXPECT_EQ(choice.status().reason(), "elem-mode-no-rule") << t.name;
+    return std::nullopt;
+  }
+  return choice->kind;
 }
 
-// Certified mode: the dot rule bisects exact partial sums (82-byte leaves,
-// verify::DotLeaf), the pointwise rule re-executes the certified kernels;
-// a reduction (db, the cross-entropy gradient's rows) has no certified rule
-// yet, so its node is arbitrated whole. Every target's one-ulp lie, told by
-// either side in turn, with honest sums (the epilogue decides), sums nudged
-// by an exact 2^-140 and following the rule after, or made-up sums (a step
-// decides).
+// Certified mode: the dot rule and the sums (db) bisect exact partial sums
+// (82-byte leaves, verify::PartialLeaf), the pointwise rule re-executes the
+// certified kernels; the cross-entropy gradient's rows have no certified
+// rule yet, so that node is arbitrated whole. Every target's one-ulp lie,
+// told by either side in turn, with honest sums (the epilogue decides), sums
+// nudged by an exact 2^-140 and following the rule after, or made-up sums
+// (a step decides).
 TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
   std::size_t round = 0, element_games = 0, whole_games = 0;
   std::uint64_t max_tx = 0;
   for (const Target& t : kTargets) {
-    const verify::ElementKind rule = RuleOf(t);
+    const std::optional<verify::ElementKind> rule = RuleOf(t, kCertified);
     const std::int64_t v = ReachingValue(t, NumelOf(t) / 2, kCertified);
     std::vector<SumsLie> kinds = {SumsLie::kHonest};
-    if (rule == verify::ElementKind::kDot) kinds = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
+    if (rule == verify::ElementKind::kDot || rule == verify::ElementKind::kReduce)
+      kinds = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
     for (SumsLie sums : kinds) {
       const bool liar_is_solver = round++ % 2 == 0;
       SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
@@ -792,8 +826,8 @@ TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
           Play(t, v, liar_is_solver, SumsPlan{sums, 2}, std::nullopt, std::nullopt, true, kCertified);
       ASSERT_TRUE(g.played);
       const GameReport& gr = g.report.games.at(0);
-      if (rule == verify::ElementKind::kReduce) {
-        EXPECT_FALSE(gr.element.has_value()) << "a certified reduction is not descended into";
+      if (!rule) {
+        EXPECT_FALSE(gr.element.has_value()) << "a certified row reduction is not descended into";
         EXPECT_EQ(gr.game.reason, "arbitration");
         EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
         EXPECT_TRUE(g.report.failed_calls.empty()) << g.report.failed_calls.front();
@@ -818,8 +852,8 @@ TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
           gr.game.reason.c_str());
     }
   }
-  EXPECT_EQ(element_games, 17u);
-  EXPECT_EQ(whole_games, 2u);
+  EXPECT_EQ(element_games, 20u);
+  EXPECT_EQ(whole_games, 1u);
   EXPECT_LE(max_tx, kMaxElementTx);
 }
 
@@ -839,15 +873,16 @@ std::vector<Lie> LossLies() {
 // walks run to the end) every move of the honest party but the deciding one
 // costs at most V, the deciding one at most A (it is reimbursed up to the
 // allowance), and the honest party makes at most R moves besides it.
-// Certified mode: the same, over the rules it plays (the dot rule's exact
-// sums, the pointwise rule; its reductions are arbitrated whole).
+// Certified mode: the same, over the rules it plays (the dot rule's and the
+// sums' exact partial sums, the pointwise rule; its row reductions are
+// arbitrated whole).
 void CheckBondCoversElementLevel(kernels::Mode mode) {
   const referee::BondTerms terms = BondTermsOf(WideJob(mode).job);
   std::uint64_t max_moves = 0, max_move_gas = 0, max_final_gas = 0;
   // Each target's one-value lie, and the loss's (which needs a later lie to reach a checkpoint).
   std::vector<std::pair<std::string, std::vector<Lie>>> cheats;
   for (const Target& t : kTargets) {
-    if (mode == kCertified && RuleOf(t) == verify::ElementKind::kReduce) continue;
+    if (!RuleOf(t, mode)) continue;
     cheats.emplace_back(t.name, std::vector<Lie>{Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot,
                                                      ReachingValue(t, 0, mode)}});
   }

@@ -84,7 +84,7 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   ExpectRoundTrip(step);
   step.a = {};
   ExpectRoundTrip(step);
-  // Certified mode's leaves: exact partial sums (verify::DotLeaf), in the
+  // Certified mode's leaves: exact partial sums (verify::PartialLeaf), in the
   // moves and in the element state; a leaf tag that names no kind is refused.
   kernels::ExactAccumulator acc;
   acc.AddProduct(3.0f, -0x1p-30f);

@@ -285,7 +285,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
       const crypto::NodeReveal reveal =
           g.phase == GamePhase::kChunkWalk ? ChunkTreeFor(side, e.slot).Children(walk->current())
           : e.kind == verify::ElementKind::kReduce
-              ? ReducePartialsFor(side, e.slot, e.value, sums).tree.Children(walk->current())
+              ? worker::TreeOf(ReducePartialsFor(m_config.mode, side, e.slot, e.value, sums))
+                    .Children(walk->current())
               : worker::TreeOf(PartialsFor(m_config.mode, side, e.slot, e.value, sums))
                     .Children(walk->current());
       Send(agent, Method::kRevealChildren, Enc(referee::RevealChildrenArgs{g.id, reveal}), g.id);
@@ -300,7 +301,8 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
       if (e.partials_posted[me]) return;
       if (e.kind == verify::ElementKind::kReduce) {
         Send(agent, Method::kPostPartialsRoot,
-             Enc(node::PartialsRootMove(ReducePartialsFor(side, e.slot, e.value, sums), g.id)), g.id);
+             Enc(node::PartialsRootMove(ReducePartialsFor(m_config.mode, side, e.slot, e.value, sums), g.id)),
+             g.id);
       } else {
         Send(agent, Method::kPostPartialsRoot,
              Enc(node::PartialsRootMove(PartialsFor(m_config.mode, side, e.slot, e.value, sums), g.id)),
@@ -310,10 +312,11 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     case GamePhase::kStepReveal:
       if (e.step_revealed[me]) return;
       if (e.kind == verify::ElementKind::kReduce) {
-        Send(agent, Method::kRevealReduceStep,
-             Enc(Must(node::RevealReduceStepMove(side, ReducePartialsFor(side, e.slot, e.value, sums), e,
-                                                 g.id, node_root_of))),
-             g.id);
+        Send(
+            agent, Method::kRevealReduceStep,
+            Enc(Must(node::RevealReduceStepMove(
+                side, ReducePartialsFor(m_config.mode, side, e.slot, e.value, sums), e, g.id, node_root_of))),
+            g.id);
       } else {
         Send(agent, Method::kRevealStep,
              Enc(Must(node::RevealStepMove(side, PartialsFor(m_config.mode, side, e.slot, e.value, sums), e,

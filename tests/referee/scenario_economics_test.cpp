@@ -567,7 +567,7 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
         const std::int64_t numel = kernels::NumElements(node.output_shapes[slot]);
         verify::DecidingMoveBound bound;
         for (std::int64_t e : {std::int64_t{0}, numel - 1}) {
-          auto b = verify::BoundDecidingMove(node, *shapes, slot, e);
+          auto b = verify::BoundDecidingMove(job.mode, node, *shapes, slot, e);
           if (!b.ok()) continue;
           bound.chunks = std::max(bound.chunks, b->chunks);
           bound.openings = std::max(bound.openings, b->openings);
@@ -575,7 +575,8 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
         }
         for (int draw = 0; draw < 24; ++draw) {
           const std::int64_t e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(numel));
-          auto choice = verify::ChooseElementRule(node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
+          auto choice =
+              verify::ChooseElementRule(job.mode, node.op_kind, node.attrs, slot, e, node.inputs, *shapes);
           if (!choice.ok()) continue;
           ++values;
           EXPECT_LE(choice->opened_inputs.size(), bound.openings)

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <random>
 
+#include "kernels/mode.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
 #include "verify/element.h"
@@ -24,15 +25,17 @@ std::uint16_t K(OpKind k) { return static_cast<std::uint16_t>(k); }
 InputRef State(std::uint32_t i) { return InputRef{InputSource::kState, i, 0}; }
 InputRef Batch(std::uint32_t i) { return InputRef{InputSource::kBatch, i, 0}; }
 InputRef Node(std::uint32_t i) { return InputRef{InputSource::kNode, i, 0}; }
+constexpr auto kRepops = static_cast<std::uint8_t>(kernels::Mode::kRepops);
 
 TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
   const std::vector<Shape> linear = {{4, 6}, {8, 6}, {8}};
-  auto dot = ChooseElementRule(K(OpKind::kLinear), {}, 0, 5, std::vector<InputRef>{Node(1), State(0), State(1)}, linear);
+  auto dot = ChooseElementRule(kRepops, K(OpKind::kLinear), {}, 0, 5,
+                               std::vector<InputRef>{Node(1), State(0), State(1)}, linear);
   ASSERT_TRUE(dot.ok()) << dot.status().ToString();
   EXPECT_EQ(dot->kind, ElementKind::kDot);
   EXPECT_EQ(dot->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
   // x is the batch (the first layer): read from one example a step, W and b by hash.
-  auto first = ChooseElementRule(K(OpKind::kLinear), {}, 0, 5,
+  auto first = ChooseElementRule(kRepops, K(OpKind::kLinear), {}, 0, 5,
                                  std::vector<InputRef>{Batch(0), State(0), State(1)}, linear);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
   EXPECT_EQ(first->kind, ElementKind::kDot);
@@ -49,17 +52,19 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
             (std::vector<std::uint64_t>{3}));
   EXPECT_TRUE(
       DotStepBatchPositions(dw, 3, std::vector<InputRef>{Node(0), Node(1), State(0)}, backward).empty());
-  auto relu = ChooseElementRule(K(OpKind::kRelu), {}, 0, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{4, 8}});
+  auto relu = ChooseElementRule(kRepops, K(OpKind::kRelu), {}, 0, 3, std::vector<InputRef>{Node(0)},
+                                std::vector<Shape>{{4, 8}});
   ASSERT_TRUE(relu.ok());
   EXPECT_EQ(relu->kind, ElementKind::kPlan);
   // linear's bias gradient: the reduction rule over dy's rows (only dy opened).
-  auto db = ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0, std::vector<InputRef>{Node(0), Node(1), State(0)},
+  auto db = ChooseElementRule(kRepops, K(OpKind::kLinearBackward), {}, 2, 0,
+                              std::vector<InputRef>{Node(0), Node(1), State(0)},
                               std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
   ASSERT_TRUE(db.ok()) << db.status().ToString();
   EXPECT_EQ(db->kind, ElementKind::kReduce);
   EXPECT_EQ(db->opened_inputs, (std::vector<std::uint32_t>{0}));
   // … whose dy were the batch: read from its examples (verify/batch_opening.h), one a step.
-  auto db_batch = ChooseElementRule(K(OpKind::kLinearBackward), {}, 2, 0,
+  auto db_batch = ChooseElementRule(kRepops, K(OpKind::kLinearBackward), {}, 2, 0,
                                     std::vector<InputRef>{Batch(0), Node(1), State(0)},
                                     std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
   ASSERT_TRUE(db_batch.ok()) << db_batch.status().ToString();
@@ -67,16 +72,66 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
   EXPECT_EQ(db_batch->batch_inputs, (std::vector<std::uint32_t>{0}));
   EXPECT_EQ(db_batch->batch_examples, 1);
   // dx over a batch dy: the dot rule reads dy's row from its example.
-  auto dx_batch = ChooseElementRule(K(OpKind::kLinearBackward), {}, 0, 0,
+  auto dx_batch = ChooseElementRule(kRepops, K(OpKind::kLinearBackward), {}, 0, 0,
                                     std::vector<InputRef>{Batch(0), Node(1), State(0)},
                                     std::vector<Shape>{{4, 8}, {4, 6}, {8, 6}});
   ASSERT_TRUE(dx_batch.ok()) << dx_batch.status().ToString();
   EXPECT_EQ(dx_batch->batch_inputs, (std::vector<std::uint32_t>{0}));
   // No such output: no rule.
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kLinear), {}, 1, 0, std::vector<InputRef>{Node(1), State(0), State(1)}, linear)
+  EXPECT_EQ(ChooseElementRule(kRepops, K(OpKind::kLinear), {}, 1, 0,
+                              std::vector<InputRef>{Node(1), State(0), State(1)}, linear)
                 .status()
                 .reason(),
             "elem-no-rule");
+}
+
+// Each mode plays its own rules: certified the dot rule, the pointwise/row
+// rule and the reductions that are one exact sum (db, layer-norm's mean),
+// over a walk of one step a term; not a row statistic past one sum
+// (layer-norm's rstd) or a softmax row; rounded none.
+TEST(ElementGameRules, EachModePlaysItsOwnRules) {
+  constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
+  constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
+  const std::vector<InputRef> backward_refs = {Node(0), Node(1), State(0)};
+  const std::vector<Shape> backward = {{5, 8}, {5, 6}, {8, 6}};
+  for (std::uint8_t mode : {kRepops, kCertified}) {
+    auto db = ChooseElementRule(mode, K(OpKind::kLinearBackward), {}, 2, 3, backward_refs, backward);
+    ASSERT_TRUE(db.ok()) << db.status().ToString();
+    EXPECT_EQ(db->kind, ElementKind::kReduce);
+    EXPECT_EQ(db->opened_inputs, (std::vector<std::uint32_t>{0}));
+    auto el = ReduceRuleAt(mode, K(OpKind::kLinearBackward), {}, 2, 3, backward);
+    ASSERT_TRUE(el.ok());
+    // Five rows: the fixed tree's 5 terms and its combination; the exact sum's 5 terms.
+    EXPECT_EQ(ReduceRuleSteps(mode, *el), mode == kRepops ? el->Steps() : 5u);
+    auto last = ReduceRuleReads(mode, *el, ReduceRuleSteps(mode, *el) - 1);
+    ASSERT_TRUE(last.ok());
+    EXPECT_EQ(ReduceRuleReads(mode, *el, ReduceRuleSteps(mode, *el)).status().reason(), "elem-bad-step");
+    if (mode == kCertified) {
+      ASSERT_EQ(last->size(), 1u);
+      EXPECT_EQ(last->front().index, 4 * 8 + 3) << "term 4 reads dy[4, 3]";
+    }
+  }
+  const Bytes eps = EncodeToBytes(kernels::LayerNormAttrs(1e-5f));
+  const std::vector<InputRef> ln_refs = {Node(0), State(0), State(1)};
+  const std::vector<Shape> ln = {{2, 16}, {16}, {16}};
+  auto mean = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 1, 1, ln_refs, ln);
+  ASSERT_TRUE(mean.ok()) << mean.status().ToString();
+  EXPECT_EQ(mean->kind, ElementKind::kReduce);
+  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln).status().reason(),
+            "elem-mode-no-rule");
+  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kSoftmax), {}, 0, 3, std::vector<InputRef>{Node(0)},
+                              std::vector<Shape>{{2, 16}})
+                .status()
+                .reason(),
+            "elem-mode-no-rule");
+  auto y = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln);
+  ASSERT_TRUE(y.ok()) << y.status().ToString();
+  EXPECT_EQ(y->kind, ElementKind::kPlan);
+  for (std::uint32_t slot : {0u, 2u})
+    EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, slot, 3, backward_refs, backward)
+                  .status()
+                  .reason(),
+              "elem-mode-no-rule");
 }
 
 TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {
@@ -87,23 +142,24 @@ TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed)
   const std::vector<InputRef> refs = {Node(0), State(0), State(1)};
   const Bytes eps = EncodeToBytes(kernels::LayerNormAttrs(1e-5f));
   const std::vector<Shape> ln = {{2, d}, {d}, {d}};
-  auto y = ChooseElementRule(K(OpKind::kLayerNorm), eps, 0, d + 7, refs, ln);
+  auto y = ChooseElementRule(kRepops, K(OpKind::kLayerNorm), eps, 0, d + 7, refs, ln);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);
   EXPECT_EQ(y->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
   EXPECT_EQ(y->own_slots, (std::vector<std::uint32_t>{1, 2}));
   for (std::uint32_t slot : {1u, 2u}) {
-    auto stat = ChooseElementRule(K(OpKind::kLayerNorm), eps, slot, 1, refs, ln);
+    auto stat = ChooseElementRule(kRepops, K(OpKind::kLayerNorm), eps, slot, 1, refs, ln);
     ASSERT_TRUE(stat.ok()) << stat.status().ToString();
     EXPECT_EQ(stat->kind, ElementKind::kReduce);
   }
-  EXPECT_FALSE(ChooseElementRule(K(OpKind::kLayerNorm), eps, 1, 2, refs, ln).ok()) << "two rows: no mean[2]";
-  auto dx = ChooseElementRule(K(OpKind::kLayerNormBackward), {}, 0, d + 7,
+  EXPECT_FALSE(ChooseElementRule(kRepops, K(OpKind::kLayerNorm), eps, 1, 2, refs, ln).ok())
+      << "two rows: no mean[2]";
+  auto dx = ChooseElementRule(kRepops, K(OpKind::kLayerNormBackward), {}, 0, d + 7,
                               std::vector<InputRef>{Node(1), Node(0), State(0), Node(0), Node(0)},
                               std::vector<Shape>{{2, d}, {2, d}, {d}, {2}, {2}});
   ASSERT_TRUE(dx.ok()) << dx.status().ToString();
   EXPECT_EQ(dx->kind, ElementKind::kReduce);
-  auto softmax = ChooseElementRule(K(OpKind::kSoftmax), {}, 0, 70000, std::vector<InputRef>{Node(0)},
+  auto softmax = ChooseElementRule(kRepops, K(OpKind::kSoftmax), {}, 0, 70000, std::vector<InputRef>{Node(0)},
                                    std::vector<Shape>{{2, 65536}});
   ASSERT_TRUE(softmax.ok()) << softmax.status().ToString();
   EXPECT_EQ(softmax->kind, ElementKind::kReduce);
@@ -113,12 +169,13 @@ TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed)
   kernels::Pool2dParams wide;
   wide.kernel_h = wide.kernel_w = 512;
   wide.stride_h = wide.stride_w = 1;
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kAvgPool2dBackward), EncodeToBytes(kernels::Pool2dAttrs(wide)), 0,
-                              600 * 1024 + 600, std::vector<InputRef>{Node(1), Node(0)},
-                              std::vector<Shape>{{1, 1, 513, 513}, {1, 1, 1024, 1024}})
-                .status()
-                .reason(),
-            "elem-too-wide");
+  EXPECT_EQ(
+      ChooseElementRule(kRepops, K(OpKind::kAvgPool2dBackward), EncodeToBytes(kernels::Pool2dAttrs(wide)), 0,
+                        600 * 1024 + 600, std::vector<InputRef>{Node(1), Node(0)},
+                        std::vector<Shape>{{1, 1, 513, 513}, {1, 1, 1024, 1024}})
+          .status()
+          .reason(),
+      "elem-too-wide");
 }
 
 TEST(ElementGameRules, SlicesOpenChunkByChunkAgainstTheHash) {
@@ -228,43 +285,48 @@ TEST(ElementGameRules, AttributeRulesOwnOutputsAndUnreadInputsArePlayed) {
   p.pad_h = p.pad_w = 1;
   const Bytes conv = EncodeToBytes(kernels::Conv2dAttrs(p));
   const std::vector<Shape> conv_in = {{2, 3, 5, 5}, {4, 3, 3, 3}, {4}};
-  auto c = ChooseElementRule(K(OpKind::kConv2d), conv, 0, 0, three, conv_in);
+  auto c = ChooseElementRule(kRepops, K(OpKind::kConv2d), conv, 0, 0, three, conv_in);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->kind, ElementKind::kDot);
   EXPECT_EQ(c->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2}));
   EXPECT_TRUE(c->own_slots.empty());
-  EXPECT_EQ(ChooseElementRule(K(OpKind::kConv2d), {}, 0, 0, three, conv_in).status().reason(), "elem-no-rule");
+  EXPECT_EQ(ChooseElementRule(kRepops, K(OpKind::kConv2d), {}, 0, 0, three, conv_in).status().reason(),
+            "elem-no-rule");
   // attention's y reads the node's own att (slot 1) and v from qkv.
   const Bytes att = EncodeToBytes(kernels::AttentionAttrs(2));
   const std::vector<Shape> qkv = {{1, 6, 3 * 2 * 4}};
-  auto y = ChooseElementRule(K(OpKind::kAttention), att, 0, 7, std::vector<InputRef>{Node(0)}, qkv);
+  auto y = ChooseElementRule(kRepops, K(OpKind::kAttention), att, 0, 7, std::vector<InputRef>{Node(0)}, qkv);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kDot);
   EXPECT_EQ(y->opened_inputs, (std::vector<std::uint32_t>{0}));
   EXPECT_EQ(y->own_slots, (std::vector<std::uint32_t>{1}));
   // att[0, 0, 1, 1] is a walk over row 1's scores (q and k from qkv);
   // att[0, 0, 0, 2], above the diagonal, the mask's +0: nothing opened.
-  auto a = ChooseElementRule(K(OpKind::kAttention), att, 1, 7, std::vector<InputRef>{Node(0)}, qkv);
+  auto a = ChooseElementRule(kRepops, K(OpKind::kAttention), att, 1, 7, std::vector<InputRef>{Node(0)}, qkv);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   EXPECT_EQ(a->kind, ElementKind::kReduce);
   EXPECT_EQ(a->opened_inputs, (std::vector<std::uint32_t>{0}));
-  auto masked = ChooseElementRule(K(OpKind::kAttention), att, 1, 2, std::vector<InputRef>{Node(0)}, qkv);
+  auto masked =
+      ChooseElementRule(kRepops, K(OpKind::kAttention), att, 1, 2, std::vector<InputRef>{Node(0)}, qkv);
   ASSERT_TRUE(masked.ok()) << masked.status().ToString();
   EXPECT_EQ(masked->kind, ElementKind::kPlan);
   EXPECT_TRUE(masked->opened_inputs.empty() && masked->own_slots.empty());
   // clip_grad_norm's g'_1: g_1 at e and the own norm (slot 3); g_0 and g_2 unread — even the batch.
   const Bytes clip = EncodeToBytes(kernels::ClipGradNormAttrs(1.0f));
-  auto g1 = ChooseElementRule(K(OpKind::kClipGradNorm), clip, 1, 2, std::vector<InputRef>{Batch(0), Node(1), Node(2)},
-                              std::vector<Shape>{{3}, {4}, {5}});
+  auto g1 =
+      ChooseElementRule(kRepops, K(OpKind::kClipGradNorm), clip, 1, 2,
+                        std::vector<InputRef>{Batch(0), Node(1), Node(2)}, std::vector<Shape>{{3}, {4}, {5}});
   ASSERT_TRUE(g1.ok()) << g1.status().ToString();
   EXPECT_EQ(g1->opened_inputs, (std::vector<std::uint32_t>{1}));
   EXPECT_EQ(g1->own_slots, (std::vector<std::uint32_t>{3}));
   // dropout's keep reads no input; its y reads x and the own keep.
   const Bytes drop = EncodeToBytes(kernels::OpAttrs{{}, {kernels::OpAttrs::Bits(0.25f)}});
-  auto keep = ChooseElementRule(K(OpKind::kDropout), drop, 1, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{8}});
+  auto keep = ChooseElementRule(kRepops, K(OpKind::kDropout), drop, 1, 3, std::vector<InputRef>{Node(0)},
+                                std::vector<Shape>{{8}});
   ASSERT_TRUE(keep.ok()) << keep.status().ToString();
   EXPECT_TRUE(keep->opened_inputs.empty());
-  auto dy = ChooseElementRule(K(OpKind::kDropout), drop, 0, 3, std::vector<InputRef>{Node(0)}, std::vector<Shape>{{8}});
+  auto dy = ChooseElementRule(kRepops, K(OpKind::kDropout), drop, 0, 3, std::vector<InputRef>{Node(0)},
+                              std::vector<Shape>{{8}});
   ASSERT_TRUE(dy.ok()) << dy.status().ToString();
   EXPECT_EQ(dy->opened_inputs, (std::vector<std::uint32_t>{0}));
   EXPECT_EQ(dy->own_slots, (std::vector<std::uint32_t>{1}));
