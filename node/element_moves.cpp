@@ -32,6 +32,12 @@ Result<std::uint64_t> StepOf(const referee::ElementGame& e) {
   return e.step_leaf - 1;
 }
 
+// A posting of any answer's partial results (its root, top, last leaf and end proofs).
+template <class Answer>
+referee::PartialsRootArgs RootMoveOf(const Answer& p, std::uint64_t game_id) {
+  return referee::PartialsRootArgs{game_id, p.tree.root(), p.tree.top(), p.partials.back(), p.first, p.last};
+}
+
 }  // namespace
 
 referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id) {
@@ -46,21 +52,11 @@ Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side
 }
 
 referee::PartialsRootArgs PartialsRootMove(const worker::DotPartialsAnswer& mine, std::uint64_t game_id) {
-  return std::visit(
-      [&](const auto& p) {
-        return referee::PartialsRootArgs{game_id,           p.tree.root(), p.tree.top(),
-                                         p.partials.back(), p.first,       p.last};
-      },
-      mine);
+  return std::visit([&](const auto& p) { return RootMoveOf(p, game_id); }, mine);
 }
 
 referee::PartialsRootArgs PartialsRootMove(const worker::ReduceRuleAnswer& mine, std::uint64_t game_id) {
-  return std::visit(
-      [&](const auto& p) {
-        return referee::PartialsRootArgs{game_id,           p.tree.root(), p.tree.top(),
-                                         p.partials.back(), p.first,       p.last};
-      },
-      mine);
+  return std::visit([&](const auto& p) { return RootMoveOf(p, game_id); }, mine);
 }
 
 Result<referee::RevealStepArgs> RevealStepMove(const worker::ElementSide& side,
