@@ -2,12 +2,16 @@
 
 #include "kernels/certified.h"
 #include "kernels/ops/norm.h"
+#include "kernels/ops/op_util.h"
 
 namespace vt::verify {
 namespace {
 
 // The terms this slice knows the certified kernels' factors of.
-bool KnownTerm(ReduceTerm term) { return term == ReduceTerm::kValue || term == ReduceTerm::kNormProduct; }
+bool KnownTerm(ReduceTerm term) {
+  return term == ReduceTerm::kValue || term == ReduceTerm::kNormProduct ||
+         term == ReduceTerm::kSquaredDeviation;
+}
 
 }  // namespace
 
@@ -17,9 +21,11 @@ Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std:
   const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 &&
                        el.final == ReduceFinal::kNone && el.outer == ReduceOuter::kNone && el.rows == 1 &&
                        !el.attention_grad;
-  const bool plain_epilogue = el.epilogue == ReduceEpilogue::kNone || el.epilogue == ReduceEpilogue::kDivide;
-  if (!one_sum || !plain_epilogue || !KnownTerm(el.segments[0].term))
-    return Status::Invalid("elem-no-certified-rule", "not one certified sum of values or norm products");
+  const bool known_epilogue = el.epilogue == ReduceEpilogue::kNone ||
+                              el.epilogue == ReduceEpilogue::kDivide || el.epilogue == ReduceEpilogue::kRstd;
+  if (!one_sum || !known_epilogue || !KnownTerm(el.segments[0].term))
+    return Status::Invalid("elem-no-certified-rule",
+                           "not one certified sum of values, deviations or norm products");
   return el;
 }
 
@@ -39,6 +45,10 @@ std::pair<float, float> CertifiedTermFactors(ReduceTerm term, std::span<const fl
   switch (term) {
     case ReduceTerm::kNormProduct:  // dy · x̂, x̂ rounded as the norm kernels round it
       return {v[0], kernels::LayerNormXhat(v[1], v[2], v[3])};
+    case ReduceTerm::kSquaredDeviation: {  // d · d, d = x − mean rounded (the norms' variance)
+      const float d = v[0] - v[1];
+      return {d, d};
+    }
     default:  // kValue (CertifiedSumAt admits no other)
       return {v[0], 1.0f};
   }
@@ -94,9 +104,15 @@ StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactP
 std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k) {
   const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(p_k);
   if (!sum) return std::nullopt;
-  if (element.epilogue == ReduceEpilogue::kDivide)
-    return sum->RoundDivided(static_cast<std::uint64_t>(element.divisor));
-  return sum->Round();
+  switch (element.epilogue) {
+    case ReduceEpilogue::kDivide:
+      return sum->RoundDivided(static_cast<std::uint64_t>(element.divisor));
+    case ReduceEpilogue::kRstd:  // the norm kernels' rstd from the rounded variance
+      return kernels::NormRstd<kernels::opsdetail::CertifiedMath>(
+          sum->RoundDivided(static_cast<std::uint64_t>(element.divisor)), element.eps);
+    default:  // kNone (CertifiedSumAt admits no other)
+      return sum->Round();
+  }
 }
 
 }  // namespace vt::verify

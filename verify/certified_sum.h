@@ -9,17 +9,19 @@
 //
 // A term is the exact product of two fp32 factors computed by the kernels'
 // own fp32 expressions (CertifiedTermFactors): a value v is v·1; a norm's
-// dγ term is dy·x̂ with x̂ = LayerNormXhat(x, mean, rstd) rounded. The terms
-// and their operands are the repops reduction rule's description
-// (ReduceElementAt), read without its fixed tree.
+// dγ term is dy·x̂ with x̂ = LayerNormXhat(x, mean, rstd) rounded; a norm's
+// variance term is d·d with d = x − mean rounded (mean the node's own
+// output). The terms and their operands are the repops reduction rule's
+// description (ReduceElementAt), read without its fixed tree.
 //
 // Covered: a value that is one such sum — linear_backward's and
 // conv2d_backward's db, sum and mean, layernorm and batchnorm2d_train's
-// mean, the norms' backward dγ and dβ. Not yet (Invalid
-// "elem-no-certified-rule"): the sums behind a scan, a final or outer step
-// or a second segment (softmax and cross-entropy rows, the loss, attention,
-// pooling windows, col2im, embedding_backward, the clip norm) and the
-// norms' rstd and running variance (their epilogue after the rounded mean).
+// mean and rstd (NormRstd of CR(Σd²/n)), the norms' backward dγ and dβ. Not
+// yet (Invalid "elem-no-certified-rule"): the sums behind a scan, a final
+// or outer step or a second segment (softmax and cross-entropy rows, the
+// loss, attention, pooling windows, col2im, embedding_backward, the clip
+// norm, batch-norm's running variance, which reads running_var after the
+// sum).
 
 #include <array>
 #include <cstdint>
@@ -39,8 +41,8 @@
 namespace vt::verify {
 
 // The value's sum, when it is one this slice covers: ReduceElementAt's
-// description (one segment, rows == 1, epilogue none or divide, a value or
-// norm-product term). Invalid "elem-no-certified-rule" otherwise, or
+// description (one segment, rows == 1, epilogue none, divide or rstd; a
+// value, squared-deviation or norm-product term). Invalid "elem-no-certified-rule" otherwise, or
 // ReduceElementAt's reasons.
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes);
@@ -63,8 +65,9 @@ Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& elem
                                                        std::span<const kernels::Tensor> inputs,
                                                        std::span<const kernels::Tensor> outputs = {});
 
-// The output value from the exact sum p_K: CR(p_K), or CR(p_K / divisor) for
-// a mean. nullopt when `p_k` is no accumulator state.
+// The output value from the exact sum p_K: CR(p_K), CR(p_K / divisor) for
+// a mean, NormRstd(CR(p_K / divisor), eps) for a norm's rstd. nullopt when
+// `p_k` is no accumulator state.
 std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k);
 
 // Level 5b's final move for a certified sum, as one claim: the walk over

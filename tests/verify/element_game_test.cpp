@@ -86,9 +86,9 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
 }
 
 // Each mode plays its own rules: certified the dot rule, the pointwise/row
-// rule and the reductions that are one exact sum (db, layer-norm's mean),
-// over a walk of one step a term; not a row statistic past one sum
-// (layer-norm's rstd) or a softmax row; rounded none.
+// rule and the reductions that are one exact sum (db, layer-norm's mean and
+// rstd), over a walk of one step a term; not the loss or a softmax row;
+// rounded none.
 TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
   constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
@@ -114,10 +114,16 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   const Bytes eps = EncodeToBytes(kernels::LayerNormAttrs(1e-5f));
   const std::vector<InputRef> ln_refs = {Node(0), State(0), State(1)};
   const std::vector<Shape> ln = {{2, 16}, {16}, {16}};
-  auto mean = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 1, 1, ln_refs, ln);
-  ASSERT_TRUE(mean.ok()) << mean.status().ToString();
-  EXPECT_EQ(mean->kind, ElementKind::kReduce);
-  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln).status().reason(),
+  for (std::uint32_t slot : {1u, 2u}) {  // the mean and the rstd: one exact sum each
+    auto stat = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, slot, 1, ln_refs, ln);
+    ASSERT_TRUE(stat.ok()) << stat.status().ToString();
+    EXPECT_EQ(stat->kind, ElementKind::kReduce);
+  }
+  // The loss reads its rows' maxima, sums and labels after the sums: not one exact sum.
+  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kCrossEntropy), {}, 0, 0,
+                              std::vector<InputRef>{Node(0), Batch(1)}, std::vector<Shape>{{4, 10}, {4}})
+                .status()
+                .reason(),
             "elem-mode-no-rule");
   EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kSoftmax), {}, 0, 3, std::vector<InputRef>{Node(0)},
                               std::vector<Shape>{{2, 16}})

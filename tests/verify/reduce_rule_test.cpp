@@ -343,8 +343,9 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
 
 // Certified mode (verify/certified_sum.h): every value of the reductions
 // that are one sum — a column's or an axis's sum or mean, a norm's mean,
-// dγ and dβ, the biases' gradients — is CR of the exact sum of the same
-// terms (CR(sum / n) for a mean), over the certified kernels' outputs, bit
+// rstd, dγ and dβ, the biases' gradients — is CR of the exact sum of the
+// same terms (CR(sum / n) for a mean; the norm's rstd from CR(Σd²/n)), over
+// the certified kernels' outputs, bit
 // for bit; each exact prefix sum is the one before plus its term's factors'
 // exact product (the certified dot rule's step); the other reductions are
 // refused (elem-no-certified-rule) — and exactly these node outputs are
@@ -402,7 +403,9 @@ TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
                                       "batchnorm2d_backward slot 1",
                                       "batchnorm2d_backward slot 2",
                                       "batchnorm2d_train slot 3",
+                                      "batchnorm2d_train slot 4",
                                       "layernorm slot 1",
+                                      "layernorm slot 2",
                                       "sum all slot 0",
                                       "sum axis slot 0",
                                       "mean axis slot 0"};

@@ -10,13 +10,17 @@
 // the worker's answers is judged by PredictReduceStep — the referee's own
 // verify::JudgeReduceStepClaim. Properties: the disputed value is the
 // planted one, the honest party wins as solver (root A) and as challenger
-// (root B), no message reaches 64 KiB.
+// (root B), no message reaches 64 KiB. Certified mode plays the same
+// games over the exact prefix sums of the reductions that are one sum
+// (AnswerCertifiedSum … the same overloads, verify/certified_sum.h).
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <span>
+#include <utility>
 #include <vector>
 
 #include "common/encoding.h"
@@ -24,8 +28,10 @@
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
+#include "tests/support/partial_leaves.h"
 #include "tests/support/test_seed.h"
 #include "tests/worker/element_test_util.h"
+#include "verify/certified_sum.h"
 #include "verify/descent.h"
 #include "verify/element.h"
 #include "verify/reduce_rule.h"
@@ -51,8 +57,9 @@ struct Node {
 
 // which: 0 linear_backward db, 1 layernorm_backward dγ, 2 its dβ, 3 clip_grad_norm's norm,
 // 4 batchnorm2d_train's rstd, 5 its running variance (both read its own mean),
-// 6 conv2d_backward's dx.
-Node RandomNode(std::mt19937_64& rng, int which) {
+// 6 conv2d_backward's dx, 7 layernorm's rstd (reading its own mean). The
+// outputs are the op's in `mode`.
+Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::Mode::kRepops) {
   const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 400), c = 1 + static_cast<std::int64_t>(rng() % 30);
   Node node;
   kernels::OpKind kind = kernels::OpKind::kLinearBackward;
@@ -97,6 +104,13 @@ Node RandomNode(std::mt19937_64& rng, int which) {
       node.slot = 0;
       break;
     }
+    case 7:
+      kind = kernels::OpKind::kLayerNorm;
+      attrs = kernels::LayerNormAttrs(1e-5f);
+      node.side.inputs = {RandomTensor(rng, kValues, {rows, c}), RandomTensor(rng, kValues, {c}),
+                          RandomTensor(rng, kValues, {c})};
+      node.slot = 2;
+      break;
     default:
       kind = kernels::OpKind::kClipGradNorm;
       attrs = kernels::ClipGradNormAttrs(1.0f);
@@ -108,7 +122,7 @@ Node RandomNode(std::mt19937_64& rng, int which) {
   node.side.op_kind = static_cast<std::uint16_t>(kind);
   node.attrs = EncodeToBytes(attrs);
   kernels::ExecConfig config;
-  config.mode = kernels::Mode::kRepops;
+  config.mode = mode;
   config.threads = 2;
   const kernels::OpContext ctx(config);
   std::vector<const kernels::Tensor*> in;
@@ -124,25 +138,60 @@ std::size_t SizeOf(const verify::ReduceStepClaim& c) {
   return s;
 }
 
+std::size_t SizeOf(const verify::CertifiedSumStepClaim& c) {
+  std::size_t s = 8 + 3 * sizeof(verify::ExactPartial) + SizeOf(c.p_m_proof) + SizeOf(c.next_proof[0]) +
+                  SizeOf(c.next_proof[1]);
+  for (const verify::ValueOpening& r : c.reads) s += SizeOf(r.chunk);
+  return s;
+}
+
+// The rule a mode plays, by its leaves: repops the fixed tree's fp32
+// results, certified a sum's exact prefix sums.
+template <class Leaf>
+struct Rule;
+template <>
+struct Rule<float> {
+  static Result<ReducePartialsAnswer> Answer(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                             std::int64_t e) {
+    return AnswerReducePartials(side, attrs, slot, e);
+  }
+  static std::uint64_t Steps(const verify::ReduceElement& el) { return el.Steps(); }
+  static float Value(const verify::ReduceElement& el, float p) { return verify::ReduceOutput(el, p); }
+};
+template <>
+struct Rule<verify::ExactPartial> {
+  static Result<CertifiedSumAnswer> Answer(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
+                                           std::int64_t e) {
+    return AnswerCertifiedSum(side, attrs, slot, e);
+  }
+  static std::uint64_t Steps(const verify::ReduceElement& el) { return verify::CertifiedSumTerms(el); }
+  static float Value(const verify::ReduceElement& el, const verify::ExactPartial& p) {
+    return verify::CertifiedSumValue(el, p).value_or(NAN);
+  }
+};
+
 // The cheater: value e planted wrong, with partial results that are the
 // honest ones (a wrong epilogue), or leave them at a random leaf (made up from there).
+template <class Leaf>
 struct Cheat {
   ElementSide side;
   std::int64_t e = 0;
-  ReducePartialsAnswer partials;
+  ReducePartialsAnswerFor<Leaf> partials;
 };
 
-Cheat PlantCheat(std::mt19937_64& rng, const Node& honest) {
-  Cheat c{honest.side, 0, {}};
+template <class Leaf>
+Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
+  Cheat<Leaf> c{honest.side, 0, {}};
   kernels::Tensor& out = c.side.outputs[honest.slot];
   c.e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
-  auto hp = AnswerReducePartials(honest.side, honest.attrs, honest.slot, c.e);
+  auto hp = Rule<Leaf>::Answer(honest.side, honest.attrs, honest.slot, c.e);
   EXPECT_TRUE(hp.ok()) << hp.status().ToString();
-  std::vector<float> lp = hp->partials;
+  std::vector<Leaf> lp = hp->partials;
   if (rng() % 3 != 0) {
-    for (std::size_t m = 1 + rng() % (lp.size() - 1); m < lp.size(); ++m) lp[m] = RandomValue(rng, kValues);
+    for (std::size_t m = 1 + rng() % (lp.size() - 1); m < lp.size(); ++m)
+      lp[m] = test::PartialLeaves<Leaf>::MadeUp(RandomValue(rng, kValues));
   }
-  out[c.e] = verify::ReduceOutput(hp->element, lp.back());
+  out[c.e] = Rule<Leaf>::Value(hp->element, lp.back());
   if (verify::SameBits(out[c.e], honest.side.outputs[honest.slot][c.e])) out[c.e] = std::nextafter(out[c.e], INFINITY);
   c.partials = ReducePartialsAnswerOf(hp->element, std::move(lp));
   return c;
@@ -154,7 +203,8 @@ struct Outcome {
   std::size_t max_message = 0;
 };
 
-Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
+template <class Leaf>
+Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   Outcome o;
   const ElementSide& a_side = honest_is_a ? honest.side : cheat.side;
   const ElementSide& b_side = honest_is_a ? cheat.side : honest.side;
@@ -177,12 +227,12 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
   if (!e.ok()) return o;
   o.disputed = *e;
 
-  auto honest_partials = AnswerReducePartials(honest.side, honest.attrs, slot, *e);
+  auto honest_partials = Rule<Leaf>::Answer(honest.side, honest.attrs, slot, *e);
   EXPECT_TRUE(honest_partials.ok());
-  const ReducePartialsAnswer& pa = honest_is_a ? *honest_partials : cheat.partials;
-  const ReducePartialsAnswer& pb = honest_is_a ? cheat.partials : *honest_partials;
-  const std::uint64_t k = pa.element.Steps();
-  for (const ReducePartialsAnswer* p : {&pa, &pb})
+  const ReducePartialsAnswerFor<Leaf>& pa = honest_is_a ? *honest_partials : cheat.partials;
+  const ReducePartialsAnswerFor<Leaf>& pb = honest_is_a ? cheat.partials : *honest_partials;
+  const std::uint64_t k = Rule<Leaf>::Steps(pa.element);
+  for (const ReducePartialsAnswerFor<Leaf>* p : {&pa, &pb})
     EXPECT_TRUE(verify::CheckPartialsEnds(p->tree.root(), k, p->partials.back(), p->first, p->last).ok());
   verify::StepVerdict v;
   if (pa.tree.root() == pb.tree.root()) {
@@ -198,7 +248,7 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
     auto operands = AnswerReduceOperands(a_side, pa, m);
     EXPECT_TRUE(operands.ok()) << operands.status().ToString();
     if (!operands.ok()) return o;
-    const verify::ReduceStepClaim claim =
+    const auto claim =
         AssembleReduceStepClaim(m, *operands, AnswerReduceReveal(pa, m), AnswerReduceReveal(pb, m));
     o.max_message = std::max(o.max_message, SizeOf(claim));
     const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
@@ -206,8 +256,8 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
     EXPECT_TRUE(verdict.ok()) << verdict.status().ToString();
     if (!verdict.ok()) return o;
     v = *verdict;
-    verify::ReduceStepClaim bad = claim;
-    bad.next[0] = std::nextafter(bad.next[0], -INFINITY);
+    auto bad = claim;
+    bad.next[0] = test::PartialLeaves<Leaf>::Nudge(bad.next[0], -1.0f);
     EXPECT_EQ(PredictReduceStep(honest.side, pa.element, roots, bad).status().reason(), "elem-bad-step");
   }
   EXPECT_FALSE(v.a_right && v.b_right);
@@ -215,12 +265,15 @@ Outcome Play(const Node& honest, const Cheat& cheat, bool honest_is_a) {
   return o;
 }
 
-TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
-  std::mt19937_64 rng(test::TestSeed());
+// Plays `trials` cheats on the nodes `kinds` draws, in the mode of `Leaf`;
+// returns the games played and the largest message.
+template <class Leaf>
+std::pair<std::size_t, std::size_t> PlayCheats(std::mt19937_64& rng, std::span<const int> kinds, int trials) {
   std::size_t games = 0, max_message = 0;
-  for (int trial = 0; trial < 42; ++trial) {
-    const Node honest = RandomNode(rng, trial % 7);
-    const Cheat cheat = PlantCheat(rng, honest);
+  for (int trial = 0; trial < trials; ++trial) {
+    const Node honest = RandomNode(rng, kinds[static_cast<std::size_t>(trial) % kinds.size()],
+                                   test::PartialLeaves<Leaf>::kMode);
+    const Cheat<Leaf> cheat = PlantCheat<Leaf>(rng, honest);
     for (bool honest_is_a : {true, false}) {
       const Outcome o = Play(honest, cheat, honest_is_a);
       EXPECT_EQ(o.disputed, cheat.e) << "the walk ends at the planted value";
@@ -229,9 +282,27 @@ TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndA
       ++games;
     }
   }
+  return {games, max_message};
+}
+
+TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
+  std::mt19937_64 rng(test::TestSeed());
+  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6};
+  const auto [games, max_message] = PlayCheats<float>(rng, kKinds, 42);
   EXPECT_EQ(games, 84u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("largest message: %zu B\n", max_message);
+}
+
+// Certified mode: db, dγ, dβ, and the norms' rstd (a sum of squared
+// deviations from the node's own mean) over exact prefix sums.
+TEST(WorkerElementReduceAnswers, CertifiedSumsAreWonByTheHonestPartyToo) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xce);
+  constexpr int kKinds[] = {0, 1, 2, 4, 7};
+  const auto [games, max_message] = PlayCheats<verify::ExactPartial>(rng, kKinds, 30);
+  EXPECT_EQ(games, 60u);
+  EXPECT_LT(max_message, kMaxTx);
+  std::printf("certified: largest message: %zu B\n", max_message);
 }
 
 TEST(WorkerElementReduceAnswers, OutputsWithoutAReductionRuleAreRefused) {
