@@ -13,35 +13,9 @@ bool KnownTerm(ReduceTerm term) {
          term == ReduceTerm::kSquaredDeviation;
 }
 
-}  // namespace
-
-Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                     std::int64_t e, std::span<const kernels::Shape> input_shapes) {
-  VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
-  const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 &&
-                       el.final == ReduceFinal::kNone && el.outer == ReduceOuter::kNone && el.rows == 1 &&
-                       !el.attention_grad;
-  const bool known_epilogue = el.epilogue == ReduceEpilogue::kNone ||
-                              el.epilogue == ReduceEpilogue::kDivide || el.epilogue == ReduceEpilogue::kRstd;
-  if (!one_sum || !known_epilogue || !KnownTerm(el.segments[0].term))
-    return Status::Invalid("elem-no-certified-rule",
-                           "not one certified sum of values, deviations or norm products");
-  return el;
-}
-
-std::uint64_t CertifiedSumTerms(const ReduceElement& element) {
-  return static_cast<std::uint64_t>(element.segments.at(0).terms);
-}
-
-std::vector<StepRead> CertifiedTermReads(const ReduceElement& element, std::int64_t j) {
-  ReduceStep term;
-  term.kind = ReduceStepKind::kTerm;
-  term.segment = 0;
-  term.term = j;
-  return StepReads(element, term);
-}
-
-std::pair<float, float> CertifiedTermFactors(ReduceTerm term, std::span<const float> v) {
+// The term's two fp32 factors from the values it reads (CertifiedStepReads'
+// order): the term is their product, exactly.
+std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v) {
   switch (term) {
     case ReduceTerm::kNormProduct:  // dy · x̂, x̂ rounded as the norm kernels round it
       return {v[0], kernels::LayerNormXhat(v[1], v[2], v[3])};
@@ -54,24 +28,77 @@ std::pair<float, float> CertifiedTermFactors(ReduceTerm term, std::span<const fl
   }
 }
 
+}  // namespace
+
+Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                     std::int64_t e, std::span<const kernels::Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
+  const bool known_final =
+      el.final == ReduceFinal::kNone || (el.final == ReduceFinal::kRunningVar && el.final_reads.size() == 1);
+  const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 && known_final &&
+                       el.outer == ReduceOuter::kNone && el.rows == 1 && !el.attention_grad;
+  const bool known_epilogue = el.epilogue == ReduceEpilogue::kNone ||
+                              el.epilogue == ReduceEpilogue::kDivide || el.epilogue == ReduceEpilogue::kRstd;
+  if (!one_sum || !known_epilogue || !KnownTerm(el.segments[0].term))
+    return Status::Invalid("elem-no-certified-rule",
+                           "not one certified sum of values, deviations or norm products");
+  return el;
+}
+
+std::uint64_t CertifiedSumTerms(const ReduceElement& element) {
+  return static_cast<std::uint64_t>(element.segments.at(0).terms);
+}
+
+std::uint64_t CertifiedSumSteps(const ReduceElement& element) {
+  return CertifiedSumTerms(element) + (element.final == ReduceFinal::kNone ? 0 : 1);
+}
+
+std::vector<StepRead> CertifiedStepReads(const ReduceElement& element, std::uint64_t m) {
+  ReduceStep step;
+  if (m < CertifiedSumTerms(element)) {
+    step.kind = ReduceStepKind::kTerm;
+    step.segment = 0;
+    step.term = static_cast<std::int64_t>(m);
+  } else {
+    step.kind = ReduceStepKind::kFinal;
+  }
+  return StepReads(element, step);
+}
+
+std::optional<ExactPartial> CertifiedNextLeaf(const ReduceElement& element, std::uint64_t m,
+                                              const ExactPartial& p_m, std::span<const float> values) {
+  std::optional<kernels::ExactAccumulator> acc = kernels::ExactAccumulator::FromEncoding(p_m);
+  if (!acc) return std::nullopt;
+  if (m < CertifiedSumTerms(element)) {
+    const auto [a, b] = TermFactors(element.segments[0].term, values);
+    acc->AddProduct(a, b);
+    return acc->Encode();
+  }
+  // kRunningVar (CertifiedSumAt admits no other final step): the kernel's
+  // fp32 update of running_var by the unbiased variance CR(Σd²/(n−1)).
+  const float running = kernels::BatchNormRunning(
+      values[0], acc->RoundDivided(static_cast<std::uint64_t>(element.divisor)), element.momentum);
+  kernels::ExactAccumulator value;
+  value.Add(running);
+  return value.Encode();
+}
+
 Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
                                                        std::span<const kernels::Tensor> inputs,
                                                        std::span<const kernels::Tensor> outputs) {
-  const ReduceSegment& seg = element.segments.at(0);
   const ValueAt value_at = TensorValues(inputs, outputs);
-  std::vector<float> a, b;
-  a.reserve(static_cast<std::size_t>(seg.terms));
-  b.reserve(static_cast<std::size_t>(seg.terms));
+  const std::uint64_t steps = CertifiedSumSteps(element);
+  std::vector<ExactPartial> p;
+  p.reserve(static_cast<std::size_t>(steps) + 1);
+  p.emplace_back();  // +0
   std::vector<float> values;
-  for (std::int64_t j = 0; j < seg.terms; ++j) {
-    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(CertifiedTermReads(element, j), value_at));
+  for (std::uint64_t m = 0; m < steps; ++m) {
+    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(CertifiedStepReads(element, m), value_at));
     values.clear();
     for (const ReadValue& r : reads) values.push_back(r.value);
-    const auto [fa, fb] = CertifiedTermFactors(seg.term, values);
-    a.push_back(fa);
-    b.push_back(fb);
+    p.push_back(CertifiedNextLeaf(element, m, p.back(), values).value());  // the rule's own leaves: states
   }
-  return CertifiedDotPartials(a, b);
+  return p;
 }
 
 Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
@@ -80,7 +107,7 @@ Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
                                                const CertifiedSumStepClaim& claim, const OpenedBatch* batch,
                                                std::span<const InputTensor> own) {
   constexpr std::string_view kReason = "elem-bad-step";
-  const std::uint64_t k = CertifiedSumTerms(element);
+  const std::uint64_t k = CertifiedSumSteps(element);
   if (claim.m >= k)
     return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
   VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
@@ -88,22 +115,23 @@ Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
     VT_TRY(
         CheckPartialLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
   VT_ASSIGN_OR_RETURN(const std::vector<float> values,
-                      OpenStepReads(CertifiedTermReads(element, static_cast<std::int64_t>(claim.m)), inputs,
-                                    own, claim.reads, batch));
-  const auto [a, b] = CertifiedTermFactors(element.segments[0].term, values);
-  return JudgeDotStep(claim.p_m, a, b, claim.next[0], claim.next[1]);
+                      OpenStepReads(CertifiedStepReads(element, claim.m), inputs, own, claim.reads, batch));
+  const std::optional<ExactPartial> next = CertifiedNextLeaf(element, claim.m, claim.p_m, values);
+  if (!next) return StepVerdict{false, false};  // an agreed leaf that is no state: both committed garbage
+  return StepVerdict{claim.next[0] == *next, claim.next[1] == *next};
 }
 
-StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& p_k, float y_a,
+StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& last, float y_a,
                                       float y_b) {
-  const std::optional<float> y = CertifiedSumValue(element, p_k);
+  const std::optional<float> y = CertifiedSumValue(element, last);
   if (!y) return StepVerdict{false, false};
   return StepVerdict{SameBits(*y, y_a), SameBits(*y, y_b)};
 }
 
-std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& p_k) {
-  const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(p_k);
+std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& last) {
+  const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(last);
   if (!sum) return std::nullopt;
+  if (element.final != ReduceFinal::kNone) return sum->Round();  // the final leaf holds the value exactly
   switch (element.epilogue) {
     case ReduceEpilogue::kDivide:
       return sum->RoundDivided(static_cast<std::uint64_t>(element.divisor));

@@ -45,13 +45,13 @@ Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind,
 }
 
 std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element) {
-  return job_mode == kCertified ? CertifiedSumTerms(element) : element.Steps();
+  return job_mode == kCertified ? CertifiedSumSteps(element) : element.Steps();
 }
 
 Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
                                               std::uint64_t m) {
   if (m >= ReduceRuleSteps(job_mode, element)) return Status::Invalid("elem-bad-step", "past the last step");
-  if (job_mode == kCertified) return CertifiedTermReads(element, static_cast<std::int64_t>(m));
+  if (job_mode == kCertified) return CertifiedStepReads(element, m);
   VT_ASSIGN_OR_RETURN(ReduceStep step, ReduceStepAt(element, m + 1));
   return StepReads(element, step);
 }

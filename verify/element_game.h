@@ -93,15 +93,15 @@ StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, 
 // The reduction rule as a job's mode plays it at value e: repops over the
 // fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
 // certified over the exact prefix sums of the same terms (CertifiedSumAt:
-// CertifiedSumTerms + 1 exact leaves). Invalid "elem-mode-no-rule" in a
+// CertifiedSumSteps + 1 exact leaves). Invalid "elem-mode-no-rule" in a
 // mode without it, or where CertifiedSumAt does not cover the value; the
 // element functions' reasons otherwise.
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes);
 // The steps of its walk: leaves 0 … ReduceRuleSteps.
 std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element);
-// The values the step to leaf m+1 reads (StepReads; certified: term m's,
-// CertifiedTermReads). Invalid "elem-bad-step" past the last step.
+// The values the step to leaf m+1 reads (StepReads; certified:
+// CertifiedStepReads). Invalid "elem-bad-step" past the last step.
 Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
                                               std::uint64_t m);
 

@@ -367,12 +367,12 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
 
 Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const CertifiedSumAnswer& mine,
                                                   std::uint64_t m) {
-  if (m >= verify::CertifiedSumTerms(mine.element))
-    return Status::Invalid("elem-bad-step", "past the last term");
+  if (m >= verify::CertifiedSumSteps(mine.element))
+    return Status::Invalid("elem-bad-step", "past the last step");
   CertifiedSumOperands o;
   o.left = mine.partials[m];
   o.left_proof = mine.tree.Prove(m);
-  o.read_at = verify::CertifiedTermReads(mine.element, static_cast<std::int64_t>(m));
+  o.read_at = verify::CertifiedStepReads(mine.element, m);
   VT_TRY(OpenReads(side, o));
   return o;
 }

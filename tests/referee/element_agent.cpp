@@ -135,7 +135,7 @@ namespace {
 
 // A reduction's sums bent: made up from leaf `from` on — or, for a certified
 // sum told to diverge, one exact 2^-140 off there, then following the rule
-// (its terms' factors), so only that one step is wrong.
+// (CertifiedNextLeaf), so only that one step is wrong.
 template <class Leaf>
 worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
                                                worker::ReducePartialsAnswerFor<Leaf> honest,
@@ -143,24 +143,24 @@ worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
   std::vector<Leaf> p = std::move(honest.partials);
   const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, p.size() - 1));
   using Lies = PartialLeaves<Leaf>;
-  if (lie.kind == SumsLie::kDiverge && std::is_same_v<Leaf, verify::ExactPartial>) {
-    p[from] = Lies::Nudge(p[from], 0x1p-140f);
-    const verify::ValueAt values = verify::TensorValues(side.inputs, side.outputs);
-    for (std::size_t m = from + 1; m < p.size(); ++m) {
-      auto read = verify::ReadStep(
-          verify::CertifiedTermReads(honest.element, static_cast<std::int64_t>(m - 1)), values);
-      EXPECT_TRUE(read.ok()) << read.status().ToString();
-      std::vector<float> v;
-      if (read.ok())
-        for (const verify::ReadValue& r : *read) v.push_back(r.value);
-      const auto [a, b] = verify::CertifiedTermFactors(honest.element.segments[0].term, v);
-      p[m] = Lies::Step(p[m - 1], a, b);
+  if constexpr (std::is_same_v<Leaf, verify::ExactPartial>) {
+    if (lie.kind == SumsLie::kDiverge) {
+      p[from] = Lies::Nudge(p[from], 0x1p-140f);
+      const verify::ValueAt values = verify::TensorValues(side.inputs, side.outputs);
+      for (std::size_t m = from + 1; m < p.size(); ++m) {
+        auto read = verify::ReadStep(verify::CertifiedStepReads(honest.element, m - 1), values);
+        EXPECT_TRUE(read.ok()) << read.status().ToString();
+        std::vector<float> v;
+        if (read.ok())
+          for (const verify::ReadValue& r : *read) v.push_back(r.value);
+        p[m] = verify::CertifiedNextLeaf(honest.element, m - 1, p[m - 1], v).value();
+      }
+      return worker::ReducePartialsAnswerOf(honest.element, std::move(p));
     }
-  } else {
-    std::mt19937 rng(static_cast<std::uint32_t>(from));
-    std::uniform_real_distribution<float> d(-4.0f, 4.0f);
-    for (std::size_t m = from; m < p.size(); ++m) p[m] = Lies::MadeUp(d(rng));
   }
+  std::mt19937 rng(static_cast<std::uint32_t>(from));
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  for (std::size_t m = from; m < p.size(); ++m) p[m] = Lies::MadeUp(d(rng));
   return worker::ReducePartialsAnswerOf(honest.element, std::move(p));
 }
 
