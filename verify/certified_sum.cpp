@@ -33,6 +33,11 @@ std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v) {
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
+  VT_TRY(CheckCertifiedSum(el));
+  return el;
+}
+
+Status CheckCertifiedSum(const ReduceElement& el) {
   const bool known_final =
       el.final == ReduceFinal::kNone || (el.final == ReduceFinal::kRunningVar && el.final_reads.size() == 1);
   const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 && known_final &&
@@ -42,7 +47,7 @@ Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std:
   if (!one_sum || !known_epilogue || !KnownTerm(el.segments[0].term))
     return Status::Invalid("elem-no-certified-rule",
                            "not one certified sum of values, deviations or norm products");
-  return el;
+  return Status::Ok();
 }
 
 std::uint64_t CertifiedSumTerms(const ReduceElement& element) {

@@ -47,6 +47,8 @@ namespace vt::verify {
 // ReduceElementAt's reasons.
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes);
+// The same test on a description ReduceElementAt already gave.
+Status CheckCertifiedSum(const ReduceElement& element);
 
 // The sum's terms K.
 std::uint64_t CertifiedSumTerms(const ReduceElement& element);

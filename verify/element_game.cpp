@@ -33,15 +33,25 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind) {
   return Status::Invalid("elem-mode-no-rule", "a rounded node's values carry log entries: arbitrated whole");
 }
 
-Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
-                                   std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
+namespace {
+
+// Whether the job's mode plays the reduction rule on this description
+// (certified: only where it is one exact sum).
+Status CheckReduceInMode(std::uint8_t job_mode, const ReduceElement& element) {
   VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce));
-  if (job_mode != kCertified) return ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
-  auto sum = CertifiedSumAt(op_kind, attrs, slot, e, input_shapes);
-  if (sum.status().reason() == "elem-no-certified-rule")
+  if (job_mode == kCertified && !CheckCertifiedSum(element).ok())
     return Status::Invalid("elem-mode-no-rule",
                            "a certified reduction beyond one exact sum is arbitrated whole");
-  return sum;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
+                                   std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ReduceElement element, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
+  VT_TRY(CheckReduceInMode(job_mode, element));
+  return element;
 }
 
 std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element) {
@@ -166,10 +176,10 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
       }
     }
     if (dot->bias_input) add(*dot->bias_input);
-  } else if (ReduceElementAt(op_kind, attrs, slot, e, input_shapes).ok()) {
+  } else if (auto reduce_at = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce_at.ok()) {
     // The mode's reduction rule (certified: the exact sums where CertifiedSumAt covers the value).
-    VT_ASSIGN_OR_RETURN(const ReduceElement reduce,
-                        ReduceRuleAt(job_mode, op_kind, attrs, slot, e, input_shapes));
+    VT_TRY(CheckReduceInMode(job_mode, *reduce_at));
+    const ReduceElement& reduce = *reduce_at;
     // Any step may be disputed: every input a segment's operand reads
     // (clip's norm: one input a segment), the scan's and the final step's.
     // A batch input is read through one example a step.
