@@ -317,6 +317,24 @@ void ExactAccumulator::Add(float x) {
   }
 }
 
+void ExactAccumulator::Add(const ExactAccumulator& other) {
+  std::int64_t d[kDigits];
+  other.FoldedDigits(d);
+  // Both sides' digits below the top in [0, 2^32) (the top one signed), so
+  // each digit of the sum moves by < 2^33 before the carry.
+  Normalize();
+  for (int k = 0; k + 1 < kDigits; ++k) {
+    const std::int64_t carry = d[k] >> 32;
+    d[k] -= carry * (std::int64_t{1} << 32);
+    d[k + 1] += carry;
+  }
+  for (int k = 0; k < kDigits; ++k) m_digit[k] += d[k];
+  Normalize();
+  m_nan = m_nan || other.m_nan;
+  m_pos_inf = m_pos_inf || other.m_pos_inf;
+  m_neg_inf = m_neg_inf || other.m_neg_inf;
+}
+
 void ExactAccumulator::AddProduct(float a, float b) {
   std::int64_t ma = 0, mb = 0;
   int ea = 0, eb = 0;

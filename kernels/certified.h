@@ -102,6 +102,9 @@ class ExactAccumulator {
  public:
   void Add(float x);
   void AddProduct(float a, float b);
+  // Another accumulator's exact sum (a sum of sums: the certified walk's
+  // outer stage adding the exact dots of col2im's taps, docs/referee.md).
+  void Add(const ExactAccumulator& other);
   // value · 2^exponent, exactly (exponent ≥ kLsbExponent; the result stays
   // inside the accumulator's range, e.g. |value| < 2^63 and exponent ≤ 208,
   // as the exact GEMM's exponent buckets are).

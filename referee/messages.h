@@ -207,7 +207,7 @@ struct RevealChunkArgs {
 // Level 5b (dot rule): the poster's root over the K+1 partial sums of the
 // disputed value, with leaves 0 (+0) and K (p_k) proven; the sums are the
 // job mode's (verify::PartialLeaf: fp32, or exact in a certified job). The
-// reduction rule's: its verify::ReduceRuleSteps + 1 partial results, p_k its
+// reduction rule's: its ReduceElement::Steps() + 1 partial results, p_k its
 // last, likewise in the job mode's leaves.
 struct PartialsRootArgs {
   std::uint64_t game_id = 0;
@@ -253,7 +253,7 @@ struct OpenElementArgs {
 // party's: its leaf m+1 with its proof, and the step's operands from its own
 // tree (leaf `left`, for a combination also leaf `right`: they precede m+1,
 // so they are agreed; a certified sum's `left` is leaf m, and it has no
-// `right`) and the values the step reads (verify::ReduceRuleReads) with the
+// `right`) and the values the step reads (verify::StepReadsAt) with the
 // hash openings of the inputs they come from (in that order, once each).
 // The leaves are the job mode's (verify::PartialLeaf), as in PartialsRootArgs.
 struct RevealReduceStepArgs {

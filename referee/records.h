@@ -156,7 +156,7 @@ struct ElementGame {
   std::int64_t value = -1;                                   // the disputed value e
   std::array<float, 2> y{};                                  // each party's value at e
   verify::ElementKind kind = verify::ElementKind::kDot;
-  std::uint64_t k = 0;  // the walk's steps: dot terms, verify::ReduceRuleSteps
+  std::uint64_t k = 0;  // the walk's steps: dot terms, verify::ReduceElement::Steps
   // The partial results' leaves are the job mode's (verify::PartialLeaf): fp32
   // in repops, exact in certified mode, for the dot and the reduction rule.
   std::array<bool, 2> partials_posted{};

@@ -925,7 +925,7 @@ Status Session::RevealChunk(const RevealChunkArgs& a) {
       // The same moves over the mode's partial results: the fixed tree's, or the exact prefix sums.
       VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
       e.kind = verify::ElementKind::kReduce;
-      e.k = verify::ReduceRuleSteps(l.b.mode, el);
+      e.k = el.Steps();
       g.phase = GamePhase::kPartialsRoots;
       OweBoth(g);
     } else {
@@ -1099,7 +1099,7 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   const protocol::NodeRecord& rec = *g.records[0];
   VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
   const std::uint64_t m = e.step_leaf - 1;
-  auto reads = verify::ReduceRuleReads(l.b.mode, el, m);
+  auto reads = verify::StepReadsAt(el, m);
   if (!reads.ok()) return Status::Error("game-inconsistent", reads.status().ToString());
   // The inputs the step reads, by their hashes, in read order, once
   // each; a value of the batch from the example that holds it; a value of

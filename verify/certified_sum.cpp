@@ -1,31 +1,181 @@
 #include "verify/certified_sum.h"
 
+#include <bit>
+#include <string>
+
 #include "kernels/certified.h"
+#include "kernels/ops/attention.h"
+#include "kernels/ops/embedding.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/op_util.h"
+#include "kernels/ops/softmax.h"
 
 namespace vt::verify {
 namespace {
 
-// The terms this slice knows the certified kernels' factors of.
-bool KnownTerm(ReduceTerm term) {
-  return term == ReduceTerm::kValue || term == ReduceTerm::kNormProduct ||
-         term == ReduceTerm::kSquaredDeviation;
-}
+using Acc = kernels::ExactAccumulator;
+using M = kernels::opsdetail::CertifiedMath;
 
-// The term's two fp32 factors from the values it reads (CertifiedStepReads'
-// order): the term is their product, exactly.
-std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v) {
+constexpr std::uint8_t kHeldFlag = 8;
+
+// The term's two fp32 factors from the values it reads (StepReads' order;
+// `max` the row's max for an exponential): the term is their product,
+// exactly — the certified kernels' terms (kernels/ops: norm.cpp, softmax.cpp,
+// optim.cpp's CertifiedNorm).
+std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v, float max) {
   switch (term) {
+    case ReduceTerm::kValue:
+      return {v[0], 1.0f};
+    case ReduceTerm::kSquare:  // the clip norm's g·g
+      return {v[0], v[0]};
     case ReduceTerm::kNormProduct:  // dy · x̂, x̂ rounded as the norm kernels round it
       return {v[0], kernels::LayerNormXhat(v[1], v[2], v[3])};
+    case ReduceTerm::kExpShifted:  // the row's ExpShifted value
+      return {M::Exp(v[0] - max), 1.0f};
     case ReduceTerm::kSquaredDeviation: {  // d · d, d = x − mean rounded (the norms' variance)
       const float d = v[0] - v[1];
       return {d, d};
     }
-    default:  // kValue (CertifiedSumAt admits no other)
-      return {v[0], 1.0f};
+    case ReduceTerm::kProduct:  // softmax_backward's dy · y
+      return {v[0], v[1]};
+    case ReduceTerm::kScaledNormProduct:  // layernorm_backward's g · x̂, g = dy·γ rounded
+      return {v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4])};
+    case ReduceTerm::kRoundedProduct:  // layernorm_backward's g = dy·γ rounded
+      return {v[0] * v[1], 1.0f};
   }
+  return {0.0f, 0.0f};
+}
+
+// Whether a scan's leaves are sums (it adds) or values (a max).
+bool ScanAdds(ReduceScan scan) {
+  return scan == ReduceScan::kMaskedSum || scan == ReduceScan::kDot || scan == ReduceScan::kSum;
+}
+
+// Whether leaf `leaf`'s step makes a value (else a sum; leaf 0 is +0, a sum).
+bool MakesValue(const ReduceElement& el, const ReduceStep& st) {
+  switch (st.kind) {
+    case ReduceStepKind::kScan:
+      return !ScanAdds(el.scan);
+    case ReduceStepKind::kFinal:
+    case ReduceStepKind::kLeafMax:
+    case ReduceStepKind::kLeafExp:
+    case ReduceStepKind::kLeafDiv:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The leaves a step reads, as what they hold.
+struct Operand {
+  const ExactPartial& leaf;
+  std::optional<float> Value() const { return HeldValueOf(leaf); }
+  std::optional<Acc> Sum() const { return Acc::FromEncoding(leaf); }
+};
+
+std::optional<ExactPartial> Held(std::optional<float> v) {
+  if (!v) return std::nullopt;
+  return HeldValue(*v);
+}
+
+// A sum leaf plus a term a·b (or a sum state).
+std::optional<ExactPartial> Added(const Operand& left, float a, float b) {
+  std::optional<Acc> acc = left.Sum();
+  if (!acc) return std::nullopt;
+  acc->AddProduct(a, b);
+  return acc->Encode();
+}
+
+// The final step's value (reduce_rule.h ReduceFinal), the certified kernels'
+// expression: left and right are the max (a value) or a sum, v the reads.
+Result<std::optional<float>> FinalValue(const ReduceElement& el, const Operand& left, const Operand& right,
+                                        std::span<const float> v) {
+  const auto divisor = static_cast<std::uint64_t>(el.divisor);
+  const std::optional<Acc> sum = right.Sum();
+  switch (el.final) {
+    case ReduceFinal::kAttentionScale: {  // CR(q·k) · scale
+      const std::optional<Acc> dot = left.Sum();
+      if (!v.empty()) break;
+      if (!dot) return std::optional<float>();
+      return std::optional<float>(dot->Round() * kernels::AttentionScale<M>(el.scale_dim));
+    }
+    case ReduceFinal::kRunningVar:  // (running_var[c]); right: ssq
+      if (v.size() != 1) break;
+      if (!sum) return std::optional<float>();
+      return std::optional<float>(kernels::BatchNormRunning(v[0], sum->RoundDivided(divisor), el.momentum));
+    case ReduceFinal::kSoftmaxValue: {  // (x); left: max, right: Σ Exp(x − max)
+      if (v.size() != 1) break;
+      const std::optional<float> max = left.Value();
+      if (!max || !sum) return std::optional<float>();
+      return std::optional<float>(M::Exp(v[0] - *max) / sum->Round());
+    }
+    case ReduceFinal::kSoftmaxGrad:  // (y, dy); right: Σ dy·y
+      if (v.size() != 2) break;
+      if (!sum) return std::optional<float>();
+      return std::optional<float>(v[0] * (v[1] - sum->Round()));
+    case ReduceFinal::kLayerNormGrad: {  // (dy, γ, x, mean, rstd); left Σ g, right Σ g·x̂
+      if (v.size() != 5) break;
+      const std::optional<Acc> a = left.Sum();
+      if (!a || !sum) return std::optional<float>();
+      return std::optional<float>(
+          kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]),
+                                      a->RoundDivided(divisor), sum->RoundDivided(divisor), v[4]));
+    }
+    case ReduceFinal::kCrossEntropyLoss: {  // (label, x[label]); ReadStep checked the label
+      if (v.size() != 2) break;
+      const std::optional<float> max = left.Value();
+      if (!max || !sum) return std::optional<float>();
+      return std::optional<float>(kernels::CrossEntropyRowLoss(*max, M::Log(sum->Round()), v[1]));
+    }
+    case ReduceFinal::kCrossEntropyGrad: {  // (x, label, dloss); the label must be a class
+      if (v.size() != 3) break;
+      if (!kernels::IsRowIndex(v[1], el.scan_count))
+        return Status::Invalid("bad-index", "label " + std::to_string(v[1]) + " is not a class");
+      const std::optional<float> max = left.Value();
+      if (!max || !sum) return std::optional<float>();
+      const float g = v[2] / static_cast<float>(el.divisor);
+      return std::optional<float>(kernels::CrossEntropyGradValue(
+          M::Exp(v[0] - *max), sum->Round(), v[1] == static_cast<float>(el.final_class), g));
+    }
+    case ReduceFinal::kNone:
+      break;
+  }
+  return Status::Invalid("elem-bad-step", "the final step's reads");
+}
+
+// A scan step (reduce_rule.h ReduceScan): the adding ones exactly, the max
+// ones as the kernels compare.
+Result<std::optional<ExactPartial>> ScanLeaf(const ReduceElement& el, const ReduceStep& st,
+                                             const Operand& left, std::span<const float> v) {
+  const bool first = st.term == 0;
+  switch (el.scan) {
+    case ReduceScan::kMax:
+    case ReduceScan::kPoolMax: {  // a comparison: the fp32 rule's own step
+      const std::optional<float> prev = first ? std::optional<float>(0.0f) : left.Value();
+      if (!prev) return std::optional<ExactPartial>();
+      VT_ASSIGN_OR_RETURN(const float next, StepValue(el, st, *prev, 0.0f, v));
+      return std::optional<ExactPartial>(HeldValue(next));
+    }
+    case ReduceScan::kMaskedSum:
+      if (v.size() != 2) break;
+      if (!kernels::IsRowIndex(v[0], el.key_rows))
+        return Status::Invalid(
+            "bad-index", "index " + std::to_string(v[0]) + " is not a row of " + std::to_string(el.key_rows));
+      if (v[0] != static_cast<float>(el.key)) {
+        if (!left.Sum()) return std::optional<ExactPartial>();
+        return std::optional<ExactPartial>(left.leaf);
+      }
+      return Added(left, v[1], 1.0f);
+    case ReduceScan::kDot:
+      if (v.size() != 2) break;
+      return Added(left, v[0], v[1]);
+    case ReduceScan::kSum:
+      if (v.size() != 1) break;
+      return Added(left, v[0], 1.0f);
+    case ReduceScan::kNone:
+      break;
+  }
+  return Status::Invalid("elem-bad-step", "the scan step's reads");
 }
 
 }  // namespace
@@ -33,119 +183,172 @@ std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v) {
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
-  VT_TRY(CheckCertifiedSum(el));
+  VT_TRY(MakeCertifiedSum(el));
   return el;
 }
 
-Status CheckCertifiedSum(const ReduceElement& el) {
-  const bool known_final =
-      el.final == ReduceFinal::kNone || (el.final == ReduceFinal::kRunningVar && el.final_reads.size() == 1);
-  const bool one_sum = el.scan == ReduceScan::kNone && el.segments.size() == 1 && known_final &&
-                       el.outer == ReduceOuter::kNone && el.rows == 1 && !el.attention_grad;
-  const bool known_epilogue = el.epilogue == ReduceEpilogue::kNone ||
-                              el.epilogue == ReduceEpilogue::kDivide || el.epilogue == ReduceEpilogue::kRstd;
-  if (!one_sum || !known_epilogue || !KnownTerm(el.segments[0].term))
-    return Status::Invalid("elem-no-certified-rule",
-                           "not one certified sum of values, deviations or norm products");
+Status MakeCertifiedSum(ReduceElement& el) {
+  if (el.attention_grad)
+    return Status::Invalid("elem-no-certified-rule", "attention_backward's dq and dk: an fp32 layout");
+  el.exact = true;
   return Status::Ok();
 }
 
-std::uint64_t CertifiedSumTerms(const ReduceElement& element) {
-  return static_cast<std::uint64_t>(element.segments.at(0).terms);
+ExactPartial HeldValue(float v) {
+  ExactPartial leaf{};
+  leaf[0] = kHeldFlag;
+  const auto bits = std::bit_cast<std::uint32_t>(v);
+  for (std::size_t j = 0; j < 4; ++j) leaf[1 + j] = static_cast<std::uint8_t>(bits >> (8 * j));
+  return leaf;
 }
 
-std::uint64_t CertifiedSumSteps(const ReduceElement& element) {
-  return CertifiedSumTerms(element) + (element.final == ReduceFinal::kNone ? 0 : 1);
+std::optional<float> HeldValueOf(const ExactPartial& leaf) {
+  if (leaf[0] != kHeldFlag) return std::nullopt;
+  for (std::size_t i = 5; i < leaf.size(); ++i)
+    if (leaf[i] != 0) return std::nullopt;
+  std::uint32_t bits = 0;
+  for (std::size_t j = 0; j < 4; ++j) bits |= std::uint32_t{leaf[1 + j]} << (8 * j);
+  return std::bit_cast<float>(bits);
 }
 
-std::vector<StepRead> CertifiedStepReads(const ReduceElement& element, std::uint64_t m) {
-  ReduceStep step;
-  if (m < CertifiedSumTerms(element)) {
-    step.kind = ReduceStepKind::kTerm;
-    step.segment = 0;
-    step.term = static_cast<std::int64_t>(m);
-  } else {
-    step.kind = ReduceStepKind::kFinal;
+Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, const ReduceStep& st,
+                                                      const ExactPartial& left_leaf,
+                                                      const ExactPartial& right_leaf,
+                                                      std::span<const float> v) {
+  using Leaf = std::optional<ExactPartial>;
+  const Operand left{left_leaf}, right{right_leaf};
+  switch (st.kind) {
+    case ReduceStepKind::kTerm: {
+      if (st.segment >= el.segments.size() || v.size() != el.segments[st.segment].operands.size())
+        return Status::Invalid("elem-bad-step", "the term's reads");
+      const ReduceTerm term = el.segments[st.segment].term;
+      float max = 0.0f;
+      if (term == ReduceTerm::kExpShifted) {
+        const std::optional<float> m = right.Value();
+        if (!m) return Leaf();
+        max = *m;
+      }
+      const auto [a, b] = TermFactors(term, v, max);
+      return Added(left, a, b);
+    }
+    case ReduceStepKind::kCombine: {  // the outer sum: a row's final value or e_j, else the row's sum
+      std::optional<Acc> acc = left.Sum();
+      if (!acc) return Leaf();
+      if (el.final != ReduceFinal::kNone || el.outer == ReduceOuter::kSoftmax) {
+        const std::optional<float> x = right.Value();
+        if (!x) return Leaf();
+        acc->Add(*x);
+      } else {
+        const std::optional<Acc> row = right.Sum();
+        if (!row) return Leaf();
+        acc->Add(*row);
+      }
+      return Leaf(acc->Encode());
+    }
+    case ReduceStepKind::kScan:
+      return ScanLeaf(el, st, left, v);
+    case ReduceStepKind::kFinal: {
+      VT_ASSIGN_OR_RETURN(const std::optional<float> y, FinalValue(el, left, right, v));
+      return Held(y);
+    }
+    case ReduceStepKind::kLeafMax: {  // a comparison: the fp32 rule's own step
+      const std::optional<float> x = right.Value();
+      const std::optional<float> max = st.term == 0 ? std::optional<float>(0.0f) : left.Value();
+      if (!x || !max) return Leaf();
+      VT_ASSIGN_OR_RETURN(const float next, StepValue(el, st, *max, *x, v));
+      return Leaf(HeldValue(next));
+    }
+    case ReduceStepKind::kLeafExp: {  // Exp(x_j − max)
+      const std::optional<float> max = left.Value(), x = right.Value();
+      if (!x || !max) return Leaf();
+      return Leaf(HeldValue(M::Exp(*x - *max)));
+    }
+    case ReduceStepKind::kLeafDiv: {  // e_pick / CR(z)
+      const std::optional<float> e = left.Value();
+      const std::optional<Acc> z = right.Sum();
+      if (!e || !z) return Leaf();
+      return Leaf(HeldValue(*e / z->Round()));
+    }
+    default:
+      break;
   }
-  return StepReads(element, step);
+  return Status::Invalid("elem-no-certified-rule", "an fp32 layout's step");
 }
 
-std::optional<ExactPartial> CertifiedNextLeaf(const ReduceElement& element, std::uint64_t m,
-                                              const ExactPartial& p_m, std::span<const float> values) {
-  std::optional<kernels::ExactAccumulator> acc = kernels::ExactAccumulator::FromEncoding(p_m);
-  if (!acc) return std::nullopt;
-  if (m < CertifiedSumTerms(element)) {
-    const auto [a, b] = TermFactors(element.segments[0].term, values);
-    acc->AddProduct(a, b);
-    return acc->Encode();
-  }
-  // kRunningVar (CertifiedSumAt admits no other final step): the kernel's
-  // fp32 update of running_var by the unbiased variance CR(Σd²/(n−1)).
-  const float running = kernels::BatchNormRunning(
-      values[0], acc->RoundDivided(static_cast<std::uint64_t>(element.divisor)), element.momentum);
-  kernels::ExactAccumulator value;
-  value.Add(running);
-  return value.Encode();
-}
-
-Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
+Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& el,
                                                        std::span<const kernels::Tensor> inputs,
                                                        std::span<const kernels::Tensor> outputs) {
+  if (!el.exact) return Status::Invalid("elem-wrong-leaf", "a tree sum's leaves are ReducePartials'");
   const ValueAt value_at = TensorValues(inputs, outputs);
-  const std::uint64_t steps = CertifiedSumSteps(element);
+  const std::uint64_t steps = el.Steps();
   std::vector<ExactPartial> p;
   p.reserve(static_cast<std::size_t>(steps) + 1);
   p.emplace_back();  // +0
   std::vector<float> values;
-  for (std::uint64_t m = 0; m < steps; ++m) {
-    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(CertifiedStepReads(element, m), value_at));
+  for (std::uint64_t leaf = 1; leaf <= steps; ++leaf) {
+    VT_ASSIGN_OR_RETURN(const ReduceStep st, ReduceStepAt(el, leaf));
+    VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
     values.clear();
     for (const ReadValue& r : reads) values.push_back(r.value);
-    p.push_back(CertifiedNextLeaf(element, m, p.back(), values).value());  // the rule's own leaves: states
+    VT_ASSIGN_OR_RETURN(const std::optional<ExactPartial> next,
+                        CertifiedStepLeaf(el, st, p[st.left], p[st.reads_right ? st.right : 0], values));
+    p.push_back(next.value());  // the rule's own leaves are of their kinds
   }
   return p;
 }
 
-Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
-                                               std::span<const InputTensor> inputs,
+Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
                                                const std::array<Hash256, 2>& roots,
                                                const CertifiedSumStepClaim& claim, const OpenedBatch* batch,
                                                std::span<const InputTensor> own) {
   constexpr std::string_view kReason = "elem-bad-step";
-  const std::uint64_t k = CertifiedSumSteps(element);
+  if (!el.exact) return Status::Invalid("elem-wrong-leaf", "exact leaves for a tree sum");
+  const std::uint64_t k = el.Steps();
   if (claim.m >= k)
     return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
-  VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
+  VT_ASSIGN_OR_RETURN(const ReduceStep st, ReduceStepAt(el, claim.m + 1));
+  if (claim.right.has_value() != st.reads_right)
+    return Status::Invalid(kReason,
+                           st.reads_right ? "the step reads a second leaf" : "the step reads one leaf");
+  // Operand leaves precede m + 1: agreed, opened against root A. Leaf 0 is +0 by the posting's end check.
+  VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.left, claim.left_proof, st.left, k + 1));
+  if (claim.right)
+    VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.right->first, claim.right->second, st.right, k + 1));
   for (std::size_t side = 0; side < 2; ++side)
     VT_TRY(
         CheckPartialLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
   VT_ASSIGN_OR_RETURN(const std::vector<float> values,
-                      OpenStepReads(CertifiedStepReads(element, claim.m), inputs, own, claim.reads, batch));
-  const std::optional<ExactPartial> next = CertifiedNextLeaf(element, claim.m, claim.p_m, values);
-  if (!next) return StepVerdict{false, false};  // an agreed leaf that is no state: both committed garbage
+                      OpenStepReads(StepReads(el, st), inputs, own, claim.reads, batch));
+  VT_ASSIGN_OR_RETURN(
+      const std::optional<ExactPartial> next,
+      CertifiedStepLeaf(el, st, claim.left, claim.right ? claim.right->first : ExactPartial{}, values));
+  if (!next) return StepVerdict{false, false};  // an agreed leaf that is not its kind: both committed garbage
   return StepVerdict{claim.next[0] == *next, claim.next[1] == *next};
+}
+
+std::optional<float> CertifiedSumValue(const ReduceElement& el, const ExactPartial& last) {
+  const std::uint64_t steps = el.Steps();
+  const Result<ReduceStep> st = ReduceStepAt(el, steps);
+  if (st.ok() && MakesValue(el, *st)) return HeldValueOf(last);
+  const std::optional<Acc> sum = Acc::FromEncoding(last);
+  if (!sum) return std::nullopt;
+  const auto divisor = static_cast<std::uint64_t>(el.divisor);
+  switch (el.epilogue) {
+    case ReduceEpilogue::kDivide:
+      return sum->RoundDivided(divisor);
+    case ReduceEpilogue::kSqrt:
+      return sum->RoundSqrt();
+    case ReduceEpilogue::kRstd:  // the norm kernels' rstd from the rounded variance
+      return kernels::NormRstd<M>(sum->RoundDivided(divisor), el.eps);
+    case ReduceEpilogue::kNone:
+      break;
+  }
+  return sum->Round();
 }
 
 StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& last, float y_a,
                                       float y_b) {
-  const std::optional<float> y = CertifiedSumValue(element, last);
-  if (!y) return StepVerdict{false, false};
-  return StepVerdict{SameBits(*y, y_a), SameBits(*y, y_b)};
-}
-
-std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& last) {
-  const std::optional<kernels::ExactAccumulator> sum = kernels::ExactAccumulator::FromEncoding(last);
-  if (!sum) return std::nullopt;
-  if (element.final != ReduceFinal::kNone) return sum->Round();  // the final leaf holds the value exactly
-  switch (element.epilogue) {
-    case ReduceEpilogue::kDivide:
-      return sum->RoundDivided(static_cast<std::uint64_t>(element.divisor));
-    case ReduceEpilogue::kRstd:  // the norm kernels' rstd from the rounded variance
-      return kernels::NormRstd<kernels::opsdetail::CertifiedMath>(
-          sum->RoundDivided(static_cast<std::uint64_t>(element.divisor)), element.eps);
-    default:  // kNone (CertifiedSumAt admits no other)
-      return sum->Round();
-  }
+  return ValueVerdict(CertifiedSumValue(element, last), y_a, y_b);
 }
 
 }  // namespace vt::verify

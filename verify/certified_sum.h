@@ -1,27 +1,31 @@
 #pragma once
-// Certified mode's reduction rule, its first slice (docs/referee.md,
-// "Element-level descent", item 20). A certified reduction is the correctly
-// rounded value of its exact sum (kernels/certified.h: SumOf, MeanOf, DotOf,
-// ColumnSumOf, ColumnDotOf in kernels/ops/op_util.h), whatever order the
-// kernel summed in — so, as for the certified dot rule, its partial results
-// are the exact prefix sums p_j = Σ_{i<j} t_i (verify::ExactPartial), one
-// term a step, and the value is CR(p_K), or CR(p_K / n) for a mean.
+// Certified mode's reduction rule (docs/referee.md, "Element-level descent",
+// item 22). A certified reduction is the correctly rounded value of its
+// exact sum (kernels/certified.h: SumOf, MeanOf, DotOf, ColumnSumOf,
+// ColumnDotOf in kernels/ops/op_util.h), whatever order the kernel summed
+// in — so its walk is the repops rule's description (ReduceElementAt) with
+// exact sums (ReduceElement::exact): each sum is its terms' exact prefix
+// sums (verify::ExactPartial), one term a step, and a value computed from
+// sums rounds them as the kernels do: CR(Σ), CR(Σ / n), CR(sqrt Σ).
 //
-// A term is the exact product of two fp32 factors computed by the kernels'
-// own fp32 expressions (CertifiedNextLeaf): a value v is v·1; a norm's
-// dγ term is dy·x̂ with x̂ = LayerNormXhat(x, mean, rstd) rounded; a norm's
-// variance term is d·d with d = x − mean rounded (mean the node's own
-// output). The terms and their operands are the repops reduction rule's
-// description (ReduceElementAt), read without its fixed tree.
+// A leaf is one of two things, fixed by its step:
+//   a sum       — an accumulator state (ExactAccumulator's encoding): term
+//                 steps, the adding scans (embedding_backward's masked sum,
+//                 attention's and col2im's dots, a pooling window's sum), the
+//                 outer sums (cross-entropy's loss, col2im's taps, the
+//                 attention softmax's z);
+//   a value     — an fp32 value computed by the kernels' own fp32
+//                 expression, held bit for bit (HeldValue): the max scans,
+//                 the final steps (cross-entropy's gradient and row loss,
+//                 softmax, layernorm_backward's dx, an attention score,
+//                 batch-norm's running variance), the outer softmax's max,
+//                 exponentials and quotient.
+// A term is the exact product of two fp32 factors from the kernels' own
+// expressions (a value v is v·1; a norm's dγ term dy·x̂; a variance term
+// d·d; Exp(x − max)·1; layernorm_backward's g = dy·γ rounded, g·1 and g·x̂).
 //
-// Covered: a value that is one such sum — linear_backward's and
-// conv2d_backward's db, sum and mean, layernorm and batchnorm2d_train's
-// mean and rstd (NormRstd of CR(Σd²/n)), batchnorm2d_train's running
-// variance (one final step after the sum, reading running_var), the norms'
-// backward dγ and dβ. Not yet (Invalid "elem-no-certified-rule"): the sums
-// behind a scan, any other final step, an outer step or a second segment
-// (softmax and cross-entropy rows, the loss, attention, pooling windows,
-// col2im, embedding_backward, the clip norm, layernorm_backward's dx).
+// Covered: every reduction ReduceElementAt describes but attention_backward's
+// dq and dk (AttentionGrad's fp32 layout: Invalid "elem-no-certified-rule").
 
 #include <array>
 #include <cstdint>
@@ -40,72 +44,70 @@
 
 namespace vt::verify {
 
-// The value's sum, when it is one this slice covers: ReduceElementAt's
-// description (one segment, rows == 1, epilogue none, divide or rstd, no
-// final step but batch-norm's running variance; a value, squared-deviation
-// or norm-product term). Invalid "elem-no-certified-rule" otherwise, or
+// ReduceElementAt's description with exact sums. Invalid
+// "elem-no-certified-rule" for attention_backward's dq and dk, or
 // ReduceElementAt's reasons.
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes);
-// The same test on a description ReduceElementAt already gave.
-Status CheckCertifiedSum(const ReduceElement& element);
+// The same test on a description ReduceElementAt already gave; true makes it exact.
+Status MakeCertifiedSum(ReduceElement& element);
 
-// The sum's terms K.
-std::uint64_t CertifiedSumTerms(const ReduceElement& element);
-// The walk's steps: the K terms (leaves p_0 = +0 … p_K), then, for a value
-// computed from the sum and a value read after it (batch-norm's running
-// variance, kRunningVar), one final step whose leaf K+1 is that value,
-// held exactly.
-std::uint64_t CertifiedSumSteps(const ReduceElement& element);
+// A value leaf: flags byte 8 (which no accumulator state has) and the
+// value's fp32 bits in the first digit, every other byte 0 — one encoding
+// per bit pattern, −0 and NaN payloads included. HeldValueOf is its
+// inverse: nullopt for any other byte string.
+ExactPartial HeldValue(float v);
+std::optional<float> HeldValueOf(const ExactPartial& leaf);
 
-// The values step m reads (leaf m → m+1): term m's (StepReads of the
-// segment's term step, in its operand order), the final step's
-// (running_var[c]).
-std::vector<StepRead> CertifiedStepReads(const ReduceElement& element, std::uint64_t m);
+// Leaf m+1 of `step` (ReduceStepAt of the exact element) from its operand
+// leaves and the values it reads (StepReads order): a sum leaf adds its term
+// (or the row's sum, or e_j) exactly; a value leaf is the kernels' fp32
+// expression of its operands (a sum read as a value rounded as the kernel
+// rounds it). nullopt when an operand leaf is not the kind its step makes
+// (both parties agreed on garbage); Invalid "bad-index" when a label or an
+// index is not a row (the operator fails on its inputs, as the kernel
+// does), "elem-bad-step" for the wrong number of reads.
+Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& element, const ReduceStep& step,
+                                                      const ExactPartial& left, const ExactPartial& right,
+                                                      std::span<const float> values);
 
-// Leaf m+1 from leaf m and the values step m reads: term m is the exact
-// product of two fp32 factors from the kernels' own expressions (a value v
-// is v·1; a norm's dγ term dy·x̂, x̂ = LayerNormXhat rounded; a variance
-// term d·d, d = x − mean rounded), added exactly; the final step's leaf is
-// BatchNormRunning(running_var, CR(p_K / divisor), momentum), exactly.
-// nullopt when p_m is no accumulator state. Precondition: m <
-// CertifiedSumSteps and the values CertifiedStepReads names.
-std::optional<ExactPartial> CertifiedNextLeaf(const ReduceElement& element, std::uint64_t m,
-                                              const ExactPartial& p_m, std::span<const float> values);
-
-// All CertifiedSumSteps + 1 leaves, from the node's input tensors and its
-// own outputs (a party computes these for one value, on demand). Invalid
-// "elem-bad-index" when an operand lies outside its tensor.
+// All Steps() + 1 leaves, from the node's input tensors and its own outputs
+// (a party computes these for one value, on demand). Invalid
+// "elem-bad-index" when an operand lies outside its tensor, or
+// CertifiedStepLeaf's reasons.
 Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
                                                        std::span<const kernels::Tensor> inputs,
                                                        std::span<const kernels::Tensor> outputs = {});
 
-// The output value from the last leaf: CR(p_K), CR(p_K / divisor) for a
-// mean, NormRstd(CR(p_K / divisor), eps) for a norm's rstd; after a final
-// step, the value its leaf holds. nullopt when the leaf is no accumulator
-// state.
+// The output value from the last leaf: a value leaf's value; a sum's
+// CR(p), CR(p / divisor) for a mean, CR(sqrt p) for the clip norm,
+// NormRstd(CR(p / divisor), eps) for a norm's rstd. nullopt when the leaf is
+// not the kind the last step makes.
 std::optional<float> CertifiedSumValue(const ReduceElement& element, const ExactPartial& last);
 
-// Level 5b's final move for a certified sum, as one claim: the walk over
-// the CertifiedSumSteps + 1 leaves ended at leaf m+1 (leaf m agreed). p_m
-// opened against roots[0], each party's p_{m+1} against its own root, and
-// step m's reads of hashed inputs (CertifiedStepReads order; a value of the
-// batch from the batch opening instead).
+// Level 5b's final move for a certified sum, as one claim: the walk over the
+// Steps() + 1 leaves ended at leaf m+1 (leaf m agreed). The step's operand
+// leaves opened against roots[0] (`right` exactly for the steps that read
+// one), each party's leaf m+1 against its own root, and the step's reads of
+// hashed inputs (StepReads order; a value of the batch from the batch
+// opening instead).
 struct CertifiedSumStepClaim {
   std::uint64_t m = 0;
-  ExactPartial p_m{};
-  crypto::MerkleProof p_m_proof;
+  ExactPartial left{};
+  crypto::MerkleProof left_proof;
+  std::optional<std::pair<ExactPartial, crypto::MerkleProof>> right;
   std::array<ExactPartial, 2> next{};
   std::array<crypto::MerkleProof, 2> next_proof;
   std::vector<ValueOpening> reads;
   bool operator==(const CertifiedSumStepClaim&) const = default;
 };
 
-// The referee's verdict on it, and every worker's prediction: the leaves
-// against their roots, the reads (OpenStepReads), then the one step — each
-// party's p_{m+1} against CertifiedNextLeaf (for a term, the certified dot
-// rule's step). Invalid "elem-bad-step" (m out of range, a proof
-// that does not check out, the wrong reads) or VerifyValue's reasons.
+// The referee's verdict on it, and every worker's prediction: the step
+// (ReduceStepAt), its operand leaves against roots[0], both next leaves
+// against their roots, the reads (OpenStepReads), then the one step
+// (CertifiedStepLeaf). Invalid "elem-bad-step" (m out of range, a proof
+// that does not check out, a `right` the step does not read or lacks, the
+// wrong reads), CertifiedStepLeaf's or VerifyValue's reasons.
 Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
                                                std::span<const InputTensor> inputs,
                                                const std::array<Hash256, 2>& roots,
@@ -114,8 +116,7 @@ Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& element,
                                                std::span<const InputTensor> own = {});
 
 // When both parties' leaves agree to the last, the epilogue is disputed: the
-// value is CertifiedSumValue(last) (neither party is right when it is no
-// accumulator state).
+// value is CertifiedSumValue(last) (neither party is right when it is none).
 StepVerdict JudgeCertifiedSumEpilogue(const ReduceElement& element, const ExactPartial& p_k, float y_a,
                                       float y_b);
 

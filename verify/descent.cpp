@@ -106,9 +106,7 @@ StepVerdict JudgeStep(const Leaf& p_m, float a_m, float b_m, const Leaf& next_a,
 
 template <class Leaf>
 StepVerdict JudgeEpilogue(const Leaf& p_k, std::optional<float> bias, float y_a, float y_b) {
-  const std::optional<float> y = DotPartialRule<Leaf>::Value(p_k, bias);
-  if (!y) return StepVerdict{};  // an agreed p_K that is no sum: neither is right
-  return StepVerdict{SameBits(*y, y_a), SameBits(*y, y_b)};
+  return ValueVerdict(DotPartialRule<Leaf>::Value(p_k, bias), y_a, y_b);
 }
 
 }  // namespace
@@ -268,6 +266,11 @@ Result<DotElement> DotElementAt(std::uint16_t op_kind, std::uint32_t slot, std::
     if (slot == 1) return Strided(0, 1, e / k, n, e % k, k, r);        // dw
   }
   return Status::Invalid("elem-no-dot-rule");
+}
+
+StepVerdict ValueVerdict(std::optional<float> truth, float y_a, float y_b) {
+  if (!truth) return StepVerdict{};
+  return StepVerdict{SameBits(*truth, y_a), SameBits(*truth, y_b)};
 }
 
 StepVerdict JudgeDotStep(float p_m, float a_m, float b_m, float next_a, float next_b) {

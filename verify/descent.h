@@ -154,6 +154,10 @@ struct StepVerdict {
   bool b_right = false;
 };
 StepVerdict JudgeDotStep(float p_m, float a_m, float b_m, float next_a, float next_b);
+// The verdict on a disputed value whose true value is `truth`: which
+// party's value has its bits (neither where there is none — both parties
+// agreed on operands that give no value). Every rule's epilogue ends here.
+StepVerdict ValueVerdict(std::optional<float> truth, float y_a, float y_b);
 StepVerdict JudgeDotStep(const ExactPartial& p_m, float a_m, float b_m, const ExactPartial& next_a,
                          const ExactPartial& next_b);
 

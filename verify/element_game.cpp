@@ -35,13 +35,13 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind) {
 
 namespace {
 
-// Whether the job's mode plays the reduction rule on this description
-// (certified: only where it is one exact sum).
-Status CheckReduceInMode(std::uint8_t job_mode, const ReduceElement& element) {
+// The description as the job's mode plays it (certified: its sums exact,
+// where MakeCertifiedSum covers it).
+Status PlayInMode(std::uint8_t job_mode, ReduceElement& element) {
   VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce));
-  if (job_mode == kCertified && !CheckCertifiedSum(element).ok())
+  if (job_mode == kCertified && !MakeCertifiedSum(element).ok())
     return Status::Invalid("elem-mode-no-rule",
-                           "a certified reduction beyond one exact sum is arbitrated whole");
+                           "attention_backward's dq and dk are arbitrated whole in certified mode");
   return Status::Ok();
 }
 
@@ -50,20 +50,8 @@ Status CheckReduceInMode(std::uint8_t job_mode, const ReduceElement& element) {
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ReduceElement element, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
-  VT_TRY(CheckReduceInMode(job_mode, element));
+  VT_TRY(PlayInMode(job_mode, element));
   return element;
-}
-
-std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element) {
-  return job_mode == kCertified ? CertifiedSumSteps(element) : element.Steps();
-}
-
-Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
-                                              std::uint64_t m) {
-  if (m >= ReduceRuleSteps(job_mode, element)) return Status::Invalid("elem-bad-step", "past the last step");
-  if (job_mode == kCertified) return CertifiedStepReads(element, m);
-  VT_ASSIGN_OR_RETURN(ReduceStep step, ReduceStepAt(element, m + 1));
-  return StepReads(element, step);
 }
 
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
@@ -76,6 +64,8 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
         const Leaf* right = claim.right ? std::get_if<Leaf>(&claim.right->first) : nullptr;
         if (next_a == nullptr || next_b == nullptr || (claim.right && right == nullptr))
           return Status::Invalid("elem-wrong-leaf", "partial results of two kinds in one claim");
+        if (std::is_same_v<Leaf, ExactPartial> != element.exact)
+          return Status::Invalid("elem-wrong-leaf", "the leaves are not the sum's kind");
         if constexpr (std::is_same_v<Leaf, float>) {
           ReduceStepClaim typed;
           typed.m = claim.m;
@@ -88,10 +78,11 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
           typed.reads = claim.reads;
           return JudgeReduceStepClaim(element, inputs, roots, typed, batch, own);
         } else {
-          if (claim.right)
-            return Status::Invalid("elem-bad-step", "a certified sum's step reads no second leaf");
+          std::optional<std::pair<ExactPartial, crypto::MerkleProof>> typed_right;
+          if (right != nullptr) typed_right.emplace(*right, claim.right->second);
           const CertifiedSumStepClaim typed{
-              claim.m, left, claim.left_proof, {*next_a, *next_b}, claim.next_proof, claim.reads};
+              claim.m,          left,       claim.left_proof, typed_right, {*next_a, *next_b},
+              claim.next_proof, claim.reads};
           return JudgeCertifiedSumStepClaim(element, inputs, roots, typed, batch, own);
         }
       },
@@ -177,8 +168,8 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
     }
     if (dot->bias_input) add(*dot->bias_input);
   } else if (auto reduce_at = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce_at.ok()) {
-    // The mode's reduction rule (certified: the exact sums where CertifiedSumAt covers the value).
-    VT_TRY(CheckReduceInMode(job_mode, *reduce_at));
+    // The mode's reduction rule (certified: exact sums where MakeCertifiedSum covers the value).
+    VT_TRY(PlayInMode(job_mode, *reduce_at));
     const ReduceElement& reduce = *reduce_at;
     // Any step may be disputed: every input a segment's operand reads
     // (clip's norm: one input a segment), the scan's and the final step's.
@@ -375,7 +366,7 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
       } else if (choice->kind == ElementKind::kReduce) {
         VT_ASSIGN_OR_RETURN(ReduceElement el,
                             ReduceRuleAt(job_mode, node.op_kind, node.attrs, slot, 0, shapes));
-        partials = ReduceRuleSteps(job_mode, el) + 1;
+        partials = el.Steps() + 1;
       }
       for (std::int64_t e : {std::int64_t{0}, kernels::NumElements(node.output_shapes[slot]) - 1}) {
         auto deciding = BoundDecidingMove(job_mode, node, shapes, slot, e);
@@ -516,9 +507,7 @@ std::vector<ChunkOpening> OpenSlice(const kernels::Tensor& t, const InputSlice& 
   return chunks;
 }
 
-StepVerdict JudgeElementValue(float value, float y_a, float y_b) {
-  return StepVerdict{SameBits(value, y_a), SameBits(value, y_b)};
-}
+StepVerdict JudgeElementValue(float value, float y_a, float y_b) { return ValueVerdict(value, y_a, y_b); }
 
 void Encode(Writer& w, const InputHashOpening& v) {
   w.PutU32(v.input);

@@ -92,25 +92,20 @@ StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, 
 
 // The reduction rule as a job's mode plays it at value e: repops over the
 // fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
-// certified over the exact prefix sums of the same terms (CertifiedSumAt:
-// CertifiedSumSteps + 1 exact leaves). Invalid "elem-mode-no-rule" in a
-// mode without it, or where CertifiedSumAt does not cover the value; the
-// element functions' reasons otherwise.
+// certified over the same description with exact sums (CertifiedSumAt:
+// Steps() + 1 exact leaves). Invalid "elem-mode-no-rule" in a mode without
+// it, or where CertifiedSumAt does not cover the value; the element
+// functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
+// StepReadsAt.
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes);
-// The steps of its walk: leaves 0 … ReduceRuleSteps.
-std::uint64_t ReduceRuleSteps(std::uint8_t job_mode, const ReduceElement& element);
-// The values the step to leaf m+1 reads (StepReads; certified:
-// CertifiedStepReads). Invalid "elem-bad-step" past the last step.
-Result<std::vector<StepRead>> ReduceRuleReads(std::uint8_t job_mode, const ReduceElement& element,
-                                              std::uint64_t m);
 
-// The reduction rule's final move over moves' leaves: the repops claim
-// (ReduceStepClaim: the step's operand leaves `left` and, for the steps
-// that read it, `right`) in fp32 leaves; the certified sum's
-// (CertifiedSumStepClaim: `left` is p_m, no `right`) in exact ones. The
-// leaves' kind says which; a claim whose leaves mix kinds is Invalid
-// "elem-wrong-leaf", a certified one with a `right` "elem-bad-step".
+// The reduction rule's final move over moves' leaves: the step's operand
+// leaves `left` and, for the steps that read it, `right`, the parties'
+// next leaves and the step's reads — the repops claim (ReduceStepClaim) in
+// fp32 leaves, the certified one (CertifiedSumStepClaim) in exact ones. The
+// leaves' kind says which; a claim whose leaves mix kinds, or are not the
+// description's kind (ReduceElement::exact), is Invalid "elem-wrong-leaf".
 struct ReduceMoveClaim {
   std::uint64_t m = 0;
   PartialLeaf left = 0.0f;
@@ -118,7 +113,7 @@ struct ReduceMoveClaim {
   std::optional<std::pair<PartialLeaf, crypto::MerkleProof>> right;
   std::array<PartialLeaf, 2> next{};
   std::array<crypto::MerkleProof, 2> next_proof;
-  std::vector<ValueOpening> reads;  // the step's reads of hashed inputs (ReduceRuleReads order)
+  std::vector<ValueOpening> reads;  // the step's reads of hashed inputs (StepReads order)
   bool operator==(const ReduceMoveClaim&) const = default;
 };
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,

@@ -31,6 +31,10 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 std::int64_t Blocks(std::int64_t n) { return (n + kTreeBlock - 1) / kTreeBlock; }
 // Additions of one segment: one per term, one per combination of its blocks.
 std::uint64_t SegmentSteps(std::int64_t n) { return static_cast<std::uint64_t>(n + Blocks(n) - 1); }
+// The same in the element's order: an exact sum has no combinations.
+std::uint64_t SumSteps(const ReduceElement& el, std::int64_t n) {
+  return el.exact ? static_cast<std::uint64_t>(n) : SegmentSteps(n);
+}
 
 // The halving tree over `count` items (kernels' CombinePairwise): its
 // count − 1 combinations are numbered in post-order from `base`. The
@@ -72,21 +76,25 @@ struct HalvingTree {
 // Where segment s's leaves start (its first term step), and the leaf of its sum.
 std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
   std::uint64_t start = 1 + static_cast<std::uint64_t>(el.scan_count);
-  for (std::size_t i = 0; i < s; ++i) start += SegmentSteps(el.segments[i].terms);
+  for (std::size_t i = 0; i < s; ++i) start += SumSteps(el, el.segments[i].terms);
   return start;
 }
 std::uint64_t SegmentSumLeaf(const ReduceElement& el, std::size_t s) {
-  return SegmentStart(el, s) + SegmentSteps(el.segments[s].terms) - 1;
+  return SegmentStart(el, s) + SumSteps(el, el.segments[s].terms) - 1;
 }
 
 // Step `local` (0-based) of a TreeSum of n terms whose leaves start at
 // `start`: term step `term` (its left operand the block's previous leaf, or
 // leaf 0 = +0 at a block's start) or a combination of its block sums.
-ReduceStep SegmentStepAt(std::uint64_t start, std::int64_t n, std::uint64_t local) {
+// An exact sum (`exact`) is its term steps alone, term 0's left operand
+// `first_left` (+0, or the sum it continues).
+ReduceStep SegmentStepAt(std::uint64_t start, std::int64_t n, std::uint64_t local, bool exact = false,
+                         std::uint64_t first_left = 0) {
   ReduceStep st;
   if (local < static_cast<std::uint64_t>(n)) {
     st.term = static_cast<std::int64_t>(local);
-    st.left = st.term % kTreeBlock == 0 ? 0 : start + local - 1;
+    const bool starts = exact ? local == 0 : st.term % kTreeBlock == 0;
+    st.left = !starts ? start + local - 1 : exact ? first_left : 0;
     return st;
   }
   const HalvingTree tree{start + static_cast<std::uint64_t>(n), Blocks(n)};
@@ -120,12 +128,14 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   }
   std::uint64_t start = 1 + max_leaves;
   for (std::size_t s = 0; s < el.segments.size(); ++s) {
-    const std::uint64_t steps = SegmentSteps(el.segments[s].terms);
+    const std::uint64_t steps = SumSteps(el, el.segments[s].terms);
     if (leaf >= start + steps) {
       start += steps;
       continue;
     }
-    st = SegmentStepAt(start, el.segments[s].terms, leaf - start);
+    // An exact segment whose sum is not kept apart continues the one before.
+    const std::uint64_t continues = el.exact && s > 0 && !el.separate_sums ? SegmentSumLeaf(el, s - 1) : 0;
+    st = SegmentStepAt(start, el.segments[s].terms, leaf - start, el.exact, continues);
     st.segment = static_cast<std::uint32_t>(s);
     if (st.kind == ReduceStepKind::kTerm && el.segments[s].term == ReduceTerm::kExpShifted) {
       st.reads_right = true;  // the row's max
@@ -357,8 +367,8 @@ ReduceElement NormSquaredDeviations(std::int64_t n, const TermOperand& x, std::u
 }  // namespace
 
 std::uint64_t ReduceElement::BlockSteps() const {
-  std::uint64_t steps = segments.empty() || separate_sums ? 0 : segments.size() - 1;
-  for (const ReduceSegment& s : segments) steps += SegmentSteps(s.terms);
+  std::uint64_t steps = segments.empty() || separate_sums || exact ? 0 : segments.size() - 1;
+  for (const ReduceSegment& s : segments) steps += SumSteps(*this, s.terms);
   return steps + static_cast<std::uint64_t>(scan_count) + (final != ReduceFinal::kNone ? 1 : 0);
 }
 
@@ -369,9 +379,9 @@ std::uint64_t ReduceElement::Steps() const {
     case ReduceOuter::kNone:
       return in_rows;
     case ReduceOuter::kSum:
-      return in_rows + SegmentSteps(rows);
-    case ReduceOuter::kSoftmax:  // the max, the exponentials, their TreeSum, the quotient
-      return in_rows + 2 * static_cast<std::uint64_t>(rows) + SegmentSteps(rows) + 1;
+      return in_rows + SumSteps(*this, rows);
+    case ReduceOuter::kSoftmax:  // the max, the exponentials, their sum, the quotient
+      return in_rows + 2 * static_cast<std::uint64_t>(rows) + SumSteps(*this, rows) + 1;
   }
   return in_rows;
 }
@@ -460,7 +470,7 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     const std::int64_t r = e / c;
     const TermOperand dy{0, r * c, 1}, gamma{2, 0, 1}, x{1, r * c, 1}, mean{3, r, 0}, rstd{4, r, 0};
     ReduceElement el;
-    el.segments = {ReduceSegment{c, ReduceTerm::kProduct, {dy, gamma}},
+    el.segments = {ReduceSegment{c, ReduceTerm::kRoundedProduct, {dy, gamma}},
                    ReduceSegment{c, ReduceTerm::kScaledNormProduct, {dy, gamma, x, mean, rstd}}};
     el.separate_sums = true;
     el.final = ReduceFinal::kLayerNormGrad;
@@ -733,8 +743,8 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
     }
     local -= 2 * rows;
   }
-  // A TreeSum whose term j adds the leaf of x_j (kSum) or of e_j (kSoftmax).
-  st = SegmentStepAt(sum_start, el.rows, local);
+  // A sum whose term j adds the leaf of x_j (kSum) or of e_j (kSoftmax).
+  st = SegmentStepAt(sum_start, el.rows, local, el.exact);
   if (st.kind == ReduceStepKind::kTerm) {
     st.kind = ReduceStepKind::kCombine;
     st.reads_right = true;
@@ -801,6 +811,11 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
   return reads;
 }
 
+Result<std::vector<StepRead>> StepReadsAt(const ReduceElement& el, std::uint64_t m) {
+  VT_ASSIGN_OR_RETURN(const ReduceStep st, ReduceStepAt(el, m + 1));
+  return StepReads(el, st);
+}
+
 Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const ValueAt& value_at) {
   std::vector<ReadValue> out;
   out.reserve(reads.size());
@@ -854,6 +869,7 @@ float TermValue(ReduceTerm term, std::span<const float> v, float max) {
       return d * d;
     }
     case ReduceTerm::kProduct:
+    case ReduceTerm::kRoundedProduct:
       return v[0] * v[1];
     case ReduceTerm::kScaledNormProduct:  // layernorm_backward's g·x̂
       return (v[0] * v[1]) * kernels::LayerNormXhat(v[2], v[3], v[4]);
@@ -1013,6 +1029,7 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
 
 Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
                                           std::span<const kernels::Tensor> outputs) {
+  if (el.exact) return Status::Invalid("elem-wrong-leaf", "an exact sum's leaves are CertifiedSumPartials'");
   const ValueAt value_at = TensorValues(inputs, outputs);
   if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at);
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
@@ -1121,8 +1138,7 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<cons
 }
 
 StepVerdict JudgeReduceEpilogue(const ReduceElement& el, float sum, float y_a, float y_b) {
-  const float y = ReduceOutput(el, sum);
-  return StepVerdict{SameBits(y, y_a), SameBits(y, y_b)};
+  return ValueVerdict(ReduceOutput(el, sum), y_a, y_b);
 }
 
 }  // namespace vt::verify

@@ -64,6 +64,10 @@ enum class ReduceTerm : std::uint8_t {
   kSquaredDeviation = 4,  // (x − mean)·(x − mean)  (the norms' ssq: x, mean)
   kProduct = 5,           // a·b                        (softmax_backward's dy·y; layer-norm's g = dy·γ)
   kScaledNormProduct = 6,  // (dy·γ)·x̂, x̂ = (x − mean)·rstd  (layernorm_backward's g·x̂: dy, γ, x, mean, rstd)
+  // a·b rounded, a value of its own (layernorm_backward's g = dy·γ): as
+  // kProduct in fp32; an exact sum adds the rounded product, where
+  // kProduct's exact term is a·b itself (softmax_backward's dy·y).
+  kRoundedProduct = 7,
 };
 
 // What the output value is, from the sum.
@@ -212,6 +216,13 @@ struct ReduceElement {
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
   float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the norm node's attributes
   std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
+  // The sums are exact (certified mode, verify/certified_sum.h): a segment
+  // is its terms' exact prefix sums (term 0 from +0, or, segments not kept
+  // separate, from the previous segment's sum; no block combinations), the
+  // outer stage's sum adds each row's last leaf (or e_j) to the sum before
+  // it, and the scans that add (kMaskedSum, kDot, kSum) add exactly. Its
+  // leaves are ExactPartial (CertifiedStepLeaf), not fp32.
+  bool exact = false;
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
   // Steps of the whole computation: the tree has Steps() + 1 leaves.
@@ -317,6 +328,8 @@ struct StepRead {
 };
 // The values any step reads (none for a combination), in order.
 std::vector<StepRead> StepReads(const ReduceElement& element, const ReduceStep& step);
+// The values the step to leaf m+1 reads. Invalid "elem-bad-step" past the last step.
+Result<std::vector<StepRead>> StepReadsAt(const ReduceElement& element, std::uint64_t m);
 
 // A read resolved: where it read and what.
 struct ReadValue {

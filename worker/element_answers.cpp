@@ -353,10 +353,13 @@ CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint
   return RevealOf(mine, m);
 }
 
-Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
-                                            std::uint64_t m) {
+namespace {
+
+template <class Leaf>
+Result<ReduceOperandsFor<Leaf>> OperandsOf(const ElementSide& side, const ReducePartialsAnswerFor<Leaf>& mine,
+                                           std::uint64_t m) {
   VT_ASSIGN_OR_RETURN(verify::ReduceStep st, verify::ReduceStepAt(mine.element, m + 1));
-  ReduceOperands o;
+  ReduceOperandsFor<Leaf> o;
   o.left = mine.partials[st.left];
   o.left_proof = mine.tree.Prove(st.left);
   if (st.reads_right) o.right = std::make_pair(mine.partials[st.right], mine.tree.Prove(st.right));
@@ -365,16 +368,15 @@ Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const Reduc
   return o;
 }
 
+}  // namespace
+
+Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
+                                            std::uint64_t m) {
+  return OperandsOf(side, mine, m);
+}
 Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const CertifiedSumAnswer& mine,
                                                   std::uint64_t m) {
-  if (m >= verify::CertifiedSumSteps(mine.element))
-    return Status::Invalid("elem-bad-step", "past the last step");
-  CertifiedSumOperands o;
-  o.left = mine.partials[m];
-  o.left_proof = mine.tree.Prove(m);
-  o.read_at = verify::CertifiedStepReads(mine.element, m);
-  VT_TRY(OpenReads(side, o));
-  return o;
+  return OperandsOf(side, mine, m);
 }
 
 verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
@@ -393,8 +395,13 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
 verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
                                                       const CertifiedStepReveal& a,
                                                       const CertifiedStepReveal& b) {
-  return verify::CertifiedSumStepClaim{
-      m, from_a.left, from_a.left_proof, {a.next, b.next}, {a.next_proof, b.next_proof}, from_a.reads};
+  return verify::CertifiedSumStepClaim{m,
+                                       from_a.left,
+                                       from_a.left_proof,
+                                       from_a.right,
+                                       {a.next, b.next},
+                                       {a.next_proof, b.next_proof},
+                                       from_a.reads};
 }
 
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side) {

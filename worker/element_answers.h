@@ -161,10 +161,10 @@ verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float
 //
 // The same moves over the partial results of a sum in the job mode's
 // leaves: posting (AnswerReducePartials, AnswerCertifiedSum; their ends
-// verify::CheckPartialsEnds checks with k = verify::ReduceRuleSteps), the
+// verify::CheckPartialsEnds checks with k = ReduceElement::Steps), the
 // reveal of leaf m+1 (AnswerReduceReveal), and the final claim: party A
-// opens the step's operand leaves from its tree (they precede m+1: agreed;
-// a certified sum's is leaf m) and the values the step reads
+// opens the step's operand leaves from its tree (they precede m+1: agreed)
+// and the values the step reads
 // (AnswerReduceOperands).
 template <class Leaf>
 struct ReducePartialsAnswerFor {
@@ -197,7 +197,7 @@ struct ReduceOperandsFor {
   Leaf left{};
   crypto::MerkleProof left_proof;
   std::optional<std::pair<Leaf, crypto::MerkleProof>> right;  // the steps that read a second leaf
-  std::vector<verify::StepRead> read_at;                      // what the step reads (verify::ReduceRuleReads)
+  std::vector<verify::StepRead> read_at;                      // what the step reads (verify::StepReads)
   std::vector<verify::ValueOpening> reads;    // the hashed inputs' (a batch value travels in `batch`)
   std::optional<verify::BatchOpening> batch;  // the examples the step's batch values come from
 };

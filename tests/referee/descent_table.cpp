@@ -305,7 +305,7 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       // The final addition: its operand leaves (two, for a combination) or
       // the term's values, and both next leaves; posting: root and two leaves.
       const auto job_mode = static_cast<std::uint8_t>(mode);
-      const std::uint64_t steps = verify::ReduceRuleSteps(job_mode, *red);
+      const std::uint64_t steps = red->Steps();
       const Opened leaf = OpenPartialLeaf(steps, verify::PartialLeafBytes(job_mode));
       // The most any one step reads: a scan step's values, a term's, or a
       // final step's (cross-entropy's: a logit, dloss and the label from its example).
@@ -313,7 +313,7 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       for (std::uint64_t at_leaf :
            {std::uint64_t{1}, steps, std::uint64_t{1} + static_cast<std::uint64_t>(red->scan_count),
             red->BlockSteps()}) {
-        auto step_reads = verify::ReduceRuleReads(job_mode, *red, at_leaf - 1);
+        auto step_reads = verify::StepReadsAt(*red, at_leaf - 1);
         if (!step_reads.ok()) continue;
         Opened reads;
         for (const verify::StepRead& r : *step_reads) {

@@ -10,6 +10,7 @@
 #include "kernels/arith_hd.h"
 #include "kernels/certified.h"
 #include "kernels/mode.h"
+#include "verify/certified_sum.h"
 #include "verify/element.h"
 
 namespace vt::test {
@@ -43,8 +44,11 @@ struct PartialLeaves<verify::ExactPartial> {
     acc.AddProduct(a, b);
     return acc.Encode();
   }
-  // `p` plus `by` exactly (a tiny `by` may leave the rounded value alike).
+  // `p` plus `by` exactly (a tiny `by` may leave the rounded value alike);
+  // a held value (verify::HeldValue) the nearest value off it instead.
   static Leaf Nudge(const Leaf& p, float by) {
+    if (const std::optional<float> v = verify::HeldValueOf(p))
+      return verify::HeldValue(std::nextafter(*v, by < 0 ? -INFINITY : INFINITY));
     kernels::ExactAccumulator acc = Open(p);
     acc.Add(by);
     return acc.Encode();
@@ -56,7 +60,7 @@ struct PartialLeaves<verify::ExactPartial> {
   }
 
  private:
-  // Every leaf a test bends is an accumulator state (the rule's own, or one it made).
+  // Every other leaf a test bends is an accumulator state (the rule's own, or one it made).
   static kernels::ExactAccumulator Open(const Leaf& p) {
     return kernels::ExactAccumulator::FromEncoding(p).value();
   }

@@ -86,9 +86,9 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
 }
 
 // Each mode plays its own rules: certified the dot rule, the pointwise/row
-// rule and the reductions that are one exact sum (db, layer-norm's mean and
-// rstd), over a walk of one step a term; not the loss or a softmax row;
-// rounded none.
+// rule and the reductions with exact sums (db, layer-norm's mean and rstd,
+// the loss: one step a term, no combinations), but not attention_backward's
+// dq and dk; rounded none.
 TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
   constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
@@ -101,11 +101,12 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
     EXPECT_EQ(db->opened_inputs, (std::vector<std::uint32_t>{0}));
     auto el = ReduceRuleAt(mode, K(OpKind::kLinearBackward), {}, 2, 3, backward);
     ASSERT_TRUE(el.ok());
-    // Five rows: the fixed tree's 5 terms and its combination; the exact sum's 5 terms.
-    EXPECT_EQ(ReduceRuleSteps(mode, *el), mode == kRepops ? el->Steps() : 5u);
-    auto last = ReduceRuleReads(mode, *el, ReduceRuleSteps(mode, *el) - 1);
+    // Five rows: the exact sum's 5 terms (the fixed tree's block of 5 terms too).
+    EXPECT_EQ(el->exact, mode == kCertified);
+    EXPECT_EQ(el->Steps(), 5u);
+    auto last = StepReadsAt(*el, el->Steps() - 1);
     ASSERT_TRUE(last.ok());
-    EXPECT_EQ(ReduceRuleReads(mode, *el, ReduceRuleSteps(mode, *el)).status().reason(), "elem-bad-step");
+    EXPECT_EQ(StepReadsAt(*el, el->Steps()).status().reason(), "elem-bad-step");
     if (mode == kCertified) {
       ASSERT_EQ(last->size(), 1u);
       EXPECT_EQ(last->front().index, 4 * 8 + 3) << "term 4 reads dy[4, 3]";
@@ -119,17 +120,27 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
     ASSERT_TRUE(stat.ok()) << stat.status().ToString();
     EXPECT_EQ(stat->kind, ElementKind::kReduce);
   }
-  // The loss reads its rows' maxima, sums and labels after the sums: not one exact sum.
-  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kCrossEntropy), {}, 0, 0,
-                              std::vector<InputRef>{Node(0), Batch(1)}, std::vector<Shape>{{4, 10}, {4}})
+  // The loss: per row its max (100 steps), its exact sum of Exp(x − max)
+  // (100) and its loss, then the exact sum of the 4 rows' losses — where the
+  // fixed tree adds one combination of its two blocks a row.
+  const std::vector<Shape> loss = {{4, 100}, {4}};
+  auto ce = ChooseElementRule(kCertified, K(OpKind::kCrossEntropy), {}, 0, 0,
+                              std::vector<InputRef>{Node(0), Batch(1)}, loss);
+  ASSERT_TRUE(ce.ok()) << ce.status().ToString();
+  EXPECT_EQ(ce->kind, ElementKind::kReduce);
+  EXPECT_EQ(ReduceRuleAt(kCertified, K(OpKind::kCrossEntropy), {}, 0, 0, loss)->Steps(), 4u * 201u + 4u);
+  EXPECT_EQ(ReduceRuleAt(kRepops, K(OpKind::kCrossEntropy), {}, 0, 0, loss)->Steps(), 4u * 202u + 4u);
+  // attention_backward's dq (dqkv's first third) has its own fp32 layout; dv is an exact dot.
+  const Bytes one_head = EncodeToBytes(kernels::AttentionAttrs(1));
+  const std::vector<InputRef> attn_refs = {Node(0), Node(1), Node(2)};
+  const std::vector<Shape> attn = {{1, 3, 4}, {1, 3, 12}, {1, 1, 3, 3}};
+  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 0, attn_refs, attn)
                 .status()
                 .reason(),
             "elem-mode-no-rule");
-  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kSoftmax), {}, 0, 3, std::vector<InputRef>{Node(0)},
-                              std::vector<Shape>{{2, 16}})
-                .status()
-                .reason(),
-            "elem-mode-no-rule");
+  auto dv = ChooseElementRule(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 8, attn_refs, attn);
+  ASSERT_TRUE(dv.ok()) << dv.status().ToString();
+  EXPECT_EQ(dv->kind, ElementKind::kReduce);
   auto y = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);

@@ -57,8 +57,10 @@ struct Node {
 
 // which: 0 linear_backward db, 1 layernorm_backward dγ, 2 its dβ, 3 clip_grad_norm's norm,
 // 4 batchnorm2d_train's rstd, 5 its running variance (both read its own mean),
-// 6 conv2d_backward's dx, 7 layernorm's rstd (reading its own mean). The
-// outputs are the op's in `mode`.
+// 6 conv2d_backward's dx, 7 layernorm's rstd (reading its own mean), 8
+// cross_entropy_backward's dlogits (a row's max, its sum of exponentials, a
+// final step reading the label), 9 layernorm_backward's dx (two sums kept
+// apart, a final step). The outputs are the op's in `mode`.
 Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::Mode::kRepops) {
   const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 400), c = 1 + static_cast<std::int64_t>(rng() % 30);
   Node node;
@@ -111,6 +113,24 @@ Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::M
                           RandomTensor(rng, kValues, {c})};
       node.slot = 2;
       break;
+    case 8: {
+      kind = kernels::OpKind::kCrossEntropyBackward;
+      const std::int64_t classes = 1 + c * 3, batch = 1 + rows % 9;
+      kernels::Tensor labels({batch});
+      for (float& v : labels.values()) v = static_cast<float>(rng() % static_cast<std::uint64_t>(classes));
+      node.side.inputs = {RandomTensor(rng, kValues, {1}), RandomTensor(rng, kValues, {batch, classes}),
+                          std::move(labels)};
+      node.slot = 0;
+      break;
+    }
+    case 9:
+      kind = kernels::OpKind::kLayerNormBackward;
+      node.side.inputs = {RandomTensor(rng, kValues, {1 + rows % 5, c * 4}),
+                          RandomTensor(rng, kValues, {1 + rows % 5, c * 4}),
+                          RandomTensor(rng, kValues, {c * 4}), RandomTensor(rng, kValues, {1 + rows % 5}),
+                          RandomTensor(rng, kValues, {1 + rows % 5}, true)};
+      node.slot = 0;
+      break;
     default:
       kind = kernels::OpKind::kClipGradNorm;
       attrs = kernels::ClipGradNormAttrs(1.0f);
@@ -139,8 +159,9 @@ std::size_t SizeOf(const verify::ReduceStepClaim& c) {
 }
 
 std::size_t SizeOf(const verify::CertifiedSumStepClaim& c) {
-  std::size_t s = 8 + 3 * sizeof(verify::ExactPartial) + SizeOf(c.p_m_proof) + SizeOf(c.next_proof[0]) +
-                  SizeOf(c.next_proof[1]);
+  std::size_t s = 8 + 3 * sizeof(verify::ExactPartial) + SizeOf(c.left_proof) + SizeOf(c.next_proof[0]) +
+                  SizeOf(c.next_proof[1]) +
+                  (c.right ? sizeof(verify::ExactPartial) + SizeOf(c.right->second) : 0);
   for (const verify::ValueOpening& r : c.reads) s += SizeOf(r.chunk);
   return s;
 }
@@ -155,7 +176,6 @@ struct Rule<float> {
                                              std::int64_t e) {
     return AnswerReducePartials(side, attrs, slot, e);
   }
-  static std::uint64_t Steps(const verify::ReduceElement& el) { return el.Steps(); }
   static float Value(const verify::ReduceElement& el, float p) { return verify::ReduceOutput(el, p); }
 };
 template <>
@@ -164,7 +184,6 @@ struct Rule<verify::ExactPartial> {
                                            std::int64_t e) {
     return AnswerCertifiedSum(side, attrs, slot, e);
   }
-  static std::uint64_t Steps(const verify::ReduceElement& el) { return verify::CertifiedSumSteps(el); }
   static float Value(const verify::ReduceElement& el, const verify::ExactPartial& p) {
     return verify::CertifiedSumValue(el, p).value_or(NAN);
   }
@@ -231,7 +250,7 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   EXPECT_TRUE(honest_partials.ok());
   const ReducePartialsAnswerFor<Leaf>& pa = honest_is_a ? *honest_partials : cheat.partials;
   const ReducePartialsAnswerFor<Leaf>& pb = honest_is_a ? cheat.partials : *honest_partials;
-  const std::uint64_t k = Rule<Leaf>::Steps(pa.element);
+  const std::uint64_t k = pa.element.Steps();
   for (const ReducePartialsAnswerFor<Leaf>* p : {&pa, &pb})
     EXPECT_TRUE(verify::CheckPartialsEnds(p->tree.root(), k, p->partials.back(), p->first, p->last).ok());
   verify::StepVerdict v;
@@ -287,21 +306,23 @@ std::pair<std::size_t, std::size_t> PlayCheats(std::mt19937_64& rng, std::span<c
 
 TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
   std::mt19937_64 rng(test::TestSeed());
-  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6};
-  const auto [games, max_message] = PlayCheats<float>(rng, kKinds, 42);
-  EXPECT_EQ(games, 84u);
+  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const auto [games, max_message] = PlayCheats<float>(rng, kKinds, 50);
+  EXPECT_EQ(games, 100u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("largest message: %zu B\n", max_message);
 }
 
-// Certified mode: db, dγ, dβ, the norms' rstd (a sum of squared
-// deviations from the node's own mean) and batch-norm's running variance
-// (a final step after the sum) over exact prefix sums.
+// Certified mode: every kind over exact sums — db, dγ, dβ, the clip norm,
+// the norms' rstd (a sum of squared deviations from the node's own mean),
+// batch-norm's running variance (a final step after the sum), col2im's taps
+// (an outer sum of exact dots), cross-entropy's dlogits and
+// layernorm_backward's dx (held values beside the sums).
 TEST(WorkerElementReduceAnswers, CertifiedSumsAreWonByTheHonestPartyToo) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xce);
-  constexpr int kKinds[] = {0, 1, 2, 4, 5, 7};
-  const auto [games, max_message] = PlayCheats<verify::ExactPartial>(rng, kKinds, 36);
-  EXPECT_EQ(games, 72u);
+  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const auto [games, max_message] = PlayCheats<verify::ExactPartial>(rng, kKinds, 40);
+  EXPECT_EQ(games, 80u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("certified: largest message: %zu B\n", max_message);
 }

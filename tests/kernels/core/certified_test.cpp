@@ -489,6 +489,20 @@ TEST(ExactAccumulator, EncodingIsCanonicalAndDecodes) {
     const ExactAccumulator forward = sum(false), backward = sum(true);
     const ExactAccumulator::Encoded e = forward.Encode();
     ASSERT_EQ(e, backward.Encode()) << "trial " << trial << ": the order changed the encoding";
+    // Two accumulators over a split of the terms, added, hold the whole sum.
+    ExactAccumulator head, tail;
+    const std::size_t split = s.NextU32() % (n + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      ExactAccumulator& part = i < split ? head : tail;
+      const auto& [a, b] = terms[i];
+      if (b) {
+        part.AddProduct(a, *b);
+      } else {
+        part.Add(a);
+      }
+    }
+    head.Add(tail);
+    EXPECT_EQ(head.Encode(), e) << "trial " << trial << ": split at " << split;
     const auto back = ExactAccumulator::FromEncoding(e);
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(back->Encode(), e);
