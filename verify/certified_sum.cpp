@@ -60,6 +60,7 @@ bool MakesValue(const ReduceElement& el, const ReduceStep& st) {
     case ReduceStepKind::kLeafMax:
     case ReduceStepKind::kLeafExp:
     case ReduceStepKind::kLeafDiv:
+    case ReduceStepKind::kAttnDs:
       return true;
     default:
       return false;
@@ -183,15 +184,8 @@ Result<std::optional<ExactPartial>> ScanLeaf(const ReduceElement& el, const Redu
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
-  VT_TRY(MakeCertifiedSum(el));
-  return el;
-}
-
-Status MakeCertifiedSum(ReduceElement& el) {
-  if (el.attention_grad)
-    return Status::Invalid("elem-no-certified-rule", "attention_backward's dq and dk: an fp32 layout");
   el.exact = true;
-  return Status::Ok();
+  return el;
 }
 
 ExactPartial HeldValue(float v) {
@@ -269,10 +263,33 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
       if (!e || !z) return Leaf();
       return Leaf(HeldValue(*e / z->Round()));
     }
-    default:
-      break;
+    // attention_backward's dq and dk (AttentionGrad): the kernel's dP and
+    // r_t are CR of exact dots, dS its fp32 expression of them, dq and dk
+    // CR of the exact GEMM element over every u (or t), masked +0 included.
+    case ReduceStepKind::kDotStep:  // dP_tj's exact dot: + dy·v
+      if (v.size() != 2) break;
+      return Added(left, v[0], v[1]);
+    case ReduceStepKind::kWeightedTerm: {  // r_t's exact sum: + att·CR(dP)
+      const std::optional<Acc> dp = right.Sum();
+      if (v.size() != 1) break;
+      if (!dp) return Leaf();
+      return Added(left, v[0], dp->Round());
+    }
+    case ReduceStepKind::kAttnDs: {  // dS = AttentionDsValue(att, CR(dP), CR(r), scale)
+      const std::optional<Acc> dp = left.Sum(), r = right.Sum();
+      if (v.size() != 1 || !el.attention_grad) break;
+      if (!dp || !r) return Leaf();
+      return Leaf(HeldValue(kernels::AttentionDsValue(v[0], dp->Round(), r->Round(),
+                                                      kernels::AttentionScale<M>(el.attention_grad->d))));
+    }
+    case ReduceStepKind::kGemmStep: {  // + dS·x, +0·x where masked
+      if (v.size() != 1) break;
+      const std::optional<float> ds = st.reads_right ? right.Value() : std::optional<float>(+0.0f);
+      if (!ds) return Leaf();
+      return Added(left, *ds, v[0]);
+    }
   }
-  return Status::Invalid("elem-no-certified-rule", "an fp32 layout's step");
+  return Status::Invalid("elem-bad-step", "the step's reads");
 }
 
 Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& el,

@@ -19,13 +19,14 @@
 //                 the final steps (cross-entropy's gradient and row loss,
 //                 softmax, layernorm_backward's dx, an attention score,
 //                 batch-norm's running variance), the outer softmax's max,
-//                 exponentials and quotient.
+//                 exponentials and quotient, attention_backward's dS.
 // A term is the exact product of two fp32 factors from the kernels' own
 // expressions (a value v is v·1; a norm's dγ term dy·x̂; a variance term
 // d·d; Exp(x − max)·1; layernorm_backward's g = dy·γ rounded, g·1 and g·x̂).
 //
-// Covered: every reduction ReduceElementAt describes but attention_backward's
-// dq and dk (AttentionGrad's fp32 layout: Invalid "elem-no-certified-rule").
+// Covered: every reduction ReduceElementAt describes, attention_backward's
+// dq and dk included (AttentionGrad's layout: dP and r_t exact sums, dS a
+// held value, the GEMM element an exact sum).
 
 #include <array>
 #include <cstdint>
@@ -44,13 +45,10 @@
 
 namespace vt::verify {
 
-// ReduceElementAt's description with exact sums. Invalid
-// "elem-no-certified-rule" for attention_backward's dq and dk, or
+// ReduceElementAt's description with exact sums (exact = true), or
 // ReduceElementAt's reasons.
 Result<ReduceElement> CertifiedSumAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                      std::int64_t e, std::span<const kernels::Shape> input_shapes);
-// The same test on a description ReduceElementAt already gave; true makes it exact.
-Status MakeCertifiedSum(ReduceElement& element);
 
 // A value leaf: flags byte 8 (which no accumulator state has) and the
 // value's fp32 bits in the first digit, every other byte 0 — one encoding

@@ -94,8 +94,7 @@ StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, 
 // fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
 // certified over the same description with exact sums (CertifiedSumAt:
 // Steps() + 1 exact leaves). Invalid "elem-mode-no-rule" in a mode without
-// it, or where CertifiedSumAt does not cover the value; the element
-// functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
+// it; the element functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
 // StepReadsAt.
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes);

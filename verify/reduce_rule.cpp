@@ -154,17 +154,18 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
 
 // ---- attention_backward's dq and dk (AttentionGrad) ----
 
-// Leaves of row t's run: its t+1 dot blocks dP_tj, r_t's TreeSum and, for
-// dk, its dS_tu.
-std::uint64_t RowLeaves(const AttentionGrad& g, std::int64_t t) {
-  return static_cast<std::uint64_t>((t + 1) * g.d) + SegmentSteps(t + 1) + (g.dk ? 1 : 0);
+// Leaves of row t's run: its t+1 dot blocks dP_tj, r_t's sum (a TreeSum,
+// or `exact` its t+1 exact prefix sums) and, for dk, its dS_tu.
+std::uint64_t RowLeaves(const AttentionGrad& g, std::int64_t t, bool exact) {
+  const std::uint64_t r_steps = exact ? static_cast<std::uint64_t>(t + 1) : SegmentSteps(t + 1);
+  return static_cast<std::uint64_t>((t + 1) * g.d) + r_steps + (g.dk ? 1 : 0);
 }
 
-std::uint64_t AttentionGradSteps(const AttentionGrad& g) {
+std::uint64_t AttentionGradSteps(const AttentionGrad& g, bool exact) {
   const auto gemm = static_cast<std::uint64_t>(g.t_count);
-  if (!g.dk) return RowLeaves(g, g.fixed) + static_cast<std::uint64_t>(g.fixed + 1) + gemm;
+  if (!g.dk) return RowLeaves(g, g.fixed, exact) + static_cast<std::uint64_t>(g.fixed + 1) + gemm;
   std::uint64_t steps = gemm;
-  for (std::int64_t t = g.fixed; t < g.t_count; ++t) steps += RowLeaves(g, t);
+  for (std::int64_t t = g.fixed; t < g.t_count; ++t) steps += RowLeaves(g, t, exact);
   return steps;
 }
 
@@ -174,7 +175,8 @@ std::uint64_t PartialLeaf(const AttentionGrad& g, std::uint64_t base, std::int64
 }
 
 // Step `local` (0-based) of row t's dot blocks and r_t's TreeSum, its run starting at leaf `base`.
-ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base, std::uint64_t local) {
+ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base, std::uint64_t local,
+                     bool exact) {
   const auto dots = static_cast<std::uint64_t>((t + 1) * g.d);
   ReduceStep st;
   if (local < dots) {
@@ -183,7 +185,7 @@ ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base,
     st.term = static_cast<std::int64_t>(local % static_cast<std::uint64_t>(g.d));
     st.left = st.term == 0 ? 0 : base + local - 1;
   } else {
-    st = SegmentStepAt(base + dots, t + 1, local - dots);
+    st = SegmentStepAt(base + dots, t + 1, local - dots, exact);
     if (st.kind == ReduceStepKind::kTerm) {
       st.kind = ReduceStepKind::kWeightedTerm;
       st.segment = static_cast<std::uint32_t>(st.term);
@@ -196,13 +198,13 @@ ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base,
 }
 
 // Step `leaf` (1 ≤ leaf ≤ AttentionGradSteps) of the layout in reduce_rule.h.
-ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
+ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf, bool exact) {
   ReduceStep st;
   std::uint64_t base = 1;  // the first leaf of the current row's run
   if (!g.dk) {
     const std::int64_t t = g.fixed;
-    const std::uint64_t run = RowLeaves(g, t), ds0 = base + run;
-    if (leaf < ds0) return RowStepAt(g, t, base, leaf - base);
+    const std::uint64_t run = RowLeaves(g, t, exact), ds0 = base + run;
+    if (leaf < ds0) return RowStepAt(g, t, base, leaf - base, exact);
     st.row = t;
     if (leaf < ds0 + static_cast<std::uint64_t>(t + 1)) {  // dS_tu = (att_tu·(dP_tu − r_t))·scale
       st.kind = ReduceStepKind::kAttnDs;
@@ -221,12 +223,12 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
   }
   const std::int64_t u = g.fixed;
   for (std::int64_t t = u; t < g.t_count; ++t) {
-    const std::uint64_t run = RowLeaves(g, t);
+    const std::uint64_t run = RowLeaves(g, t, exact);
     if (leaf >= base + run) {
       base += run;
       continue;
     }
-    if (leaf + 1 < base + run) return RowStepAt(g, t, base, leaf - base);
+    if (leaf + 1 < base + run) return RowStepAt(g, t, base, leaf - base, exact);
     st.kind = ReduceStepKind::kAttnDs;  // the run's last leaf: dS_tu
     st.row = t;
     st.term = u;
@@ -242,7 +244,7 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf) {
   st.reads_right = st.row >= u;
   if (st.reads_right) {  // row t's dS leaf, the last of its run
     std::uint64_t end = 0;
-    for (std::int64_t t = u; t <= st.row; ++t) end += RowLeaves(g, t);
+    for (std::int64_t t = u; t <= st.row; ++t) end += RowLeaves(g, t, exact);
     st.right = end;
   }
   return st;
@@ -373,7 +375,7 @@ std::uint64_t ReduceElement::BlockSteps() const {
 }
 
 std::uint64_t ReduceElement::Steps() const {
-  if (attention_grad) return AttentionGradSteps(*attention_grad);
+  if (attention_grad) return AttentionGradSteps(*attention_grad, exact);
   const std::uint64_t in_rows = static_cast<std::uint64_t>(rows) * BlockSteps();
   switch (outer) {
     case ReduceOuter::kNone:
@@ -701,7 +703,7 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
-  if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf);
+  if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf, el.exact);
   const std::uint64_t block = el.BlockSteps(), in_rows = static_cast<std::uint64_t>(el.rows) * block;
   if (leaf <= in_rows) {
     // Row r's block: its steps as for one row, their leaves shifted past
@@ -957,7 +959,7 @@ namespace {
 // in AttentionGradStepAt's order with its steps' expressions.
 Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at) {
   std::vector<float> p;
-  p.reserve(AttentionGradSteps(g) + 1);
+  p.reserve(AttentionGradSteps(g, false) + 1);
   p.push_back(+0.0f);
   const auto read = [&](const StepRead& r) { return value_at(r.input, r.index); };
   // Row t's dot blocks and r_t's TreeSum; returns the run's first leaf.

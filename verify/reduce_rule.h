@@ -220,8 +220,10 @@ struct ReduceElement {
   // is its terms' exact prefix sums (term 0 from +0, or, segments not kept
   // separate, from the previous segment's sum; no block combinations), the
   // outer stage's sum adds each row's last leaf (or e_j) to the sum before
-  // it, and the scans that add (kMaskedSum, kDot, kSum) add exactly. Its
-  // leaves are ExactPartial (CertifiedStepLeaf), not fp32.
+  // it, and the scans that add (kMaskedSum, kDot, kSum) add exactly;
+  // AttentionGrad's dot blocks, r_t and GEMM element are exact sums too (r_t
+  // without combinations). Its leaves are ExactPartial (CertifiedStepLeaf),
+  // not fp32.
   bool exact = false;
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;

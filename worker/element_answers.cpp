@@ -334,14 +334,16 @@ Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan 
 
 Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
                                           std::uint32_t slot, std::int64_t e) {
-  // The mode's rule at this value, as the referee chooses it.
-  VT_TRY(verify::ReduceRuleAt(job_mode, side.op_kind, attrs, slot, e, InputShapes(side)).status());
-  if (job_mode == static_cast<std::uint8_t>(kernels::Mode::kCertified)) {
-    VT_ASSIGN_OR_RETURN(CertifiedSumAnswer p, AnswerCertifiedSum(side, attrs, slot, e));
-    return ReduceRuleAnswer{std::move(p)};
+  // The mode's rule at this value, as the referee chooses it: its leaves' kind follows.
+  VT_ASSIGN_OR_RETURN(verify::ReduceElement el,
+                      verify::ReduceRuleAt(job_mode, side.op_kind, attrs, slot, e, InputShapes(side)));
+  if (el.exact) {
+    VT_ASSIGN_OR_RETURN(std::vector<verify::ExactPartial> partials,
+                        verify::CertifiedSumPartials(el, side.inputs, side.outputs));
+    return ReduceRuleAnswer{ReduceAnswerOf(el, std::move(partials))};
   }
-  VT_ASSIGN_OR_RETURN(ReducePartialsAnswer p, AnswerReducePartials(side, attrs, slot, e));
-  return ReduceRuleAnswer{std::move(p)};
+  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs, side.outputs));
+  return ReduceRuleAnswer{ReduceAnswerOf(el, std::move(partials))};
 }
 
 const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer) {

@@ -87,8 +87,8 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
 
 // Each mode plays its own rules: certified the dot rule, the pointwise/row
 // rule and the reductions with exact sums (db, layer-norm's mean and rstd,
-// the loss: one step a term, no combinations), but not attention_backward's
-// dq and dk; rounded none.
+// the loss: one step a term, no combinations; attention_backward's dq);
+// rounded none.
 TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
   constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
@@ -130,17 +130,18 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(ce->kind, ElementKind::kReduce);
   EXPECT_EQ(ReduceRuleAt(kCertified, K(OpKind::kCrossEntropy), {}, 0, 0, loss)->Steps(), 4u * 201u + 4u);
   EXPECT_EQ(ReduceRuleAt(kRepops, K(OpKind::kCrossEntropy), {}, 0, 0, loss)->Steps(), 4u * 202u + 4u);
-  // attention_backward's dq (dqkv's first third) has its own fp32 layout; dv is an exact dot.
+  // attention_backward's dq (row t = 2 of 3, D = 4): its dot blocks (3 × 4
+  // steps), r_t's exact sum (3), the dS values (3) and the GEMM element (3);
+  // the fixed tree's r_t is one block too.
   const Bytes one_head = EncodeToBytes(kernels::AttentionAttrs(1));
   const std::vector<InputRef> attn_refs = {Node(0), Node(1), Node(2)};
   const std::vector<Shape> attn = {{1, 3, 4}, {1, 3, 12}, {1, 1, 3, 3}};
-  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 0, attn_refs, attn)
-                .status()
-                .reason(),
-            "elem-mode-no-rule");
-  auto dv = ChooseElementRule(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 8, attn_refs, attn);
-  ASSERT_TRUE(dv.ok()) << dv.status().ToString();
-  EXPECT_EQ(dv->kind, ElementKind::kReduce);
+  auto dq =
+      ChooseElementRule(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 2 * 12, attn_refs, attn);
+  ASSERT_TRUE(dq.ok()) << dq.status().ToString();
+  EXPECT_EQ(dq->kind, ElementKind::kReduce);
+  EXPECT_EQ(ReduceRuleAt(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 2 * 12, attn)->Steps(),
+            12u + 3u + 3u + 3u);
   auto y = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);

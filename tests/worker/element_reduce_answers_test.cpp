@@ -60,7 +60,8 @@ struct Node {
 // 6 conv2d_backward's dx, 7 layernorm's rstd (reading its own mean), 8
 // cross_entropy_backward's dlogits (a row's max, its sum of exponentials, a
 // final step reading the label), 9 layernorm_backward's dx (two sums kept
-// apart, a final step). The outputs are the op's in `mode`.
+// apart, a final step), 10 attention_backward's dqkv (dq and dk recompute
+// their dS terms). The outputs are the op's in `mode`.
 Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::Mode::kRepops) {
   const std::int64_t rows = 1 + static_cast<std::int64_t>(rng() % 400), c = 1 + static_cast<std::int64_t>(rng() % 30);
   Node node;
@@ -131,6 +132,16 @@ Node RandomNode(std::mt19937_64& rng, int which, kernels::Mode mode = kernels::M
                           RandomTensor(rng, kValues, {1 + rows % 5}, true)};
       node.slot = 0;
       break;
+    case 10: {
+      kind = kernels::OpKind::kAttentionBackward;
+      const std::int64_t heads = 1 + rows % 2, d = 1 + c % 4, t = 1 + rows % 6, b = 1 + c % 2;
+      attrs = kernels::AttentionAttrs(heads);
+      node.side.inputs = {RandomTensor(rng, kValues, {b, t, heads * d}),
+                          RandomTensor(rng, kValues, {b, t, 3 * heads * d}),
+                          RandomTensor(rng, kValues, {b, heads, t, t}, true)};
+      node.slot = 0;
+      break;
+    }
     default:
       kind = kernels::OpKind::kClipGradNorm;
       attrs = kernels::ClipGradNormAttrs(1.0f);
@@ -306,9 +317,9 @@ std::pair<std::size_t, std::size_t> PlayCheats(std::mt19937_64& rng, std::span<c
 
 TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndAsChallenger) {
   std::mt19937_64 rng(test::TestSeed());
-  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  const auto [games, max_message] = PlayCheats<float>(rng, kKinds, 50);
-  EXPECT_EQ(games, 100u);
+  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const auto [games, max_message] = PlayCheats<float>(rng, kKinds, 55);
+  EXPECT_EQ(games, 110u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("largest message: %zu B\n", max_message);
 }
@@ -317,12 +328,13 @@ TEST(WorkerElementReduceAnswers, TheHonestPartyWinsAtThePlantedValueAsSolverAndA
 // the norms' rstd (a sum of squared deviations from the node's own mean),
 // batch-norm's running variance (a final step after the sum), col2im's taps
 // (an outer sum of exact dots), cross-entropy's dlogits and
-// layernorm_backward's dx (held values beside the sums).
+// layernorm_backward's dx (held values beside the sums), attention_backward's
+// dqkv (exact dots, held dS values, an exact GEMM element).
 TEST(WorkerElementReduceAnswers, CertifiedSumsAreWonByTheHonestPartyToo) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xce);
-  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
-  const auto [games, max_message] = PlayCheats<verify::ExactPartial>(rng, kKinds, 40);
-  EXPECT_EQ(games, 80u);
+  constexpr int kKinds[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  const auto [games, max_message] = PlayCheats<verify::ExactPartial>(rng, kKinds, 44);
+  EXPECT_EQ(games, 88u);
   EXPECT_LT(max_message, kMaxTx);
   std::printf("certified: largest message: %zu B\n", max_message);
 }
