@@ -46,16 +46,12 @@ std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v, f
   return {0.0f, 0.0f};
 }
 
-// Whether a scan's leaves are sums (it adds) or values (a max).
-bool ScanAdds(ReduceScan scan) {
-  return scan == ReduceScan::kMaskedSum || scan == ReduceScan::kDot || scan == ReduceScan::kSum;
-}
-
-// Whether leaf `leaf`'s step makes a value (else a sum; leaf 0 is +0, a sum).
+// Whether a step's leaf is a value (else a sum; leaf 0 is +0, a sum): a
+// max scan's, a final step's, the outer softmax's, a dS.
 bool MakesValue(const ReduceElement& el, const ReduceStep& st) {
   switch (st.kind) {
     case ReduceStepKind::kScan:
-      return !ScanAdds(el.scan);
+      return el.scan == ReduceScan::kMax || el.scan == ReduceScan::kPoolMax;
     case ReduceStepKind::kFinal:
     case ReduceStepKind::kLeafMax:
     case ReduceStepKind::kLeafExp:
@@ -79,7 +75,7 @@ std::optional<ExactPartial> Held(std::optional<float> v) {
   return HeldValue(*v);
 }
 
-// A sum leaf plus a term a·b (or a sum state).
+// A sum leaf plus the exact product a·b (nullopt when the leaf is no sum).
 std::optional<ExactPartial> Added(const Operand& left, float a, float b) {
   std::optional<Acc> acc = left.Sum();
   if (!acc) return std::nullopt;

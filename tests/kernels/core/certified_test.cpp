@@ -459,7 +459,8 @@ float AnyFloat(PhiloxStream& s) { return std::bit_cast<float>(s.NextU32()); }
 
 // The canonical encoding (the element-level dispute's certified partial
 // sums) depends only on the exact state: the same terms in another order,
-// across bucket folds, encode alike; FromEncoding inverts it and keeps the value.
+// across bucket folds, encode alike; FromEncoding inverts it and keeps the
+// value; two accumulators over a split of the terms, added, encode the whole.
 TEST(ExactAccumulator, EncodingIsCanonicalAndDecodes) {
   PhiloxStream s(79, 0, 0);
   for (int trial = 0; trial < 40; ++trial) {
