@@ -31,9 +31,9 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 std::int64_t Blocks(std::int64_t n) { return (n + kTreeBlock - 1) / kTreeBlock; }
 // Additions of one segment: one per term, one per combination of its blocks.
 std::uint64_t SegmentSteps(std::int64_t n) { return static_cast<std::uint64_t>(n + Blocks(n) - 1); }
-// The same in the element's order: an exact sum has no combinations.
-std::uint64_t SumSteps(const ReduceElement& el, std::int64_t n) {
-  return el.exact ? static_cast<std::uint64_t>(n) : SegmentSteps(n);
+// The same in either order: an exact sum (`exact`) has no combinations.
+std::uint64_t SumSteps(bool exact, std::int64_t n) {
+  return exact ? static_cast<std::uint64_t>(n) : SegmentSteps(n);
 }
 
 // The halving tree over `count` items (kernels' CombinePairwise): its
@@ -76,11 +76,11 @@ struct HalvingTree {
 // Where segment s's leaves start (its first term step), and the leaf of its sum.
 std::uint64_t SegmentStart(const ReduceElement& el, std::size_t s) {
   std::uint64_t start = 1 + static_cast<std::uint64_t>(el.scan_count);
-  for (std::size_t i = 0; i < s; ++i) start += SumSteps(el, el.segments[i].terms);
+  for (std::size_t i = 0; i < s; ++i) start += SumSteps(el.exact, el.segments[i].terms);
   return start;
 }
 std::uint64_t SegmentSumLeaf(const ReduceElement& el, std::size_t s) {
-  return SegmentStart(el, s) + SumSteps(el, el.segments[s].terms) - 1;
+  return SegmentStart(el, s) + SumSteps(el.exact, el.segments[s].terms) - 1;
 }
 
 // Step `local` (0-based) of a TreeSum of n terms whose leaves start at
@@ -128,7 +128,7 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   }
   std::uint64_t start = 1 + max_leaves;
   for (std::size_t s = 0; s < el.segments.size(); ++s) {
-    const std::uint64_t steps = SumSteps(el, el.segments[s].terms);
+    const std::uint64_t steps = SumSteps(el.exact, el.segments[s].terms);
     if (leaf >= start + steps) {
       start += steps;
       continue;
@@ -157,8 +157,7 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
 // Leaves of row t's run: its t+1 dot blocks dP_tj, r_t's sum (a TreeSum,
 // or `exact` its t+1 exact prefix sums) and, for dk, its dS_tu.
 std::uint64_t RowLeaves(const AttentionGrad& g, std::int64_t t, bool exact) {
-  const std::uint64_t r_steps = exact ? static_cast<std::uint64_t>(t + 1) : SegmentSteps(t + 1);
-  return static_cast<std::uint64_t>((t + 1) * g.d) + r_steps + (g.dk ? 1 : 0);
+  return static_cast<std::uint64_t>((t + 1) * g.d) + SumSteps(exact, t + 1) + (g.dk ? 1 : 0);
 }
 
 std::uint64_t AttentionGradSteps(const AttentionGrad& g, bool exact) {
@@ -370,7 +369,7 @@ ReduceElement NormSquaredDeviations(std::int64_t n, const TermOperand& x, std::u
 
 std::uint64_t ReduceElement::BlockSteps() const {
   std::uint64_t steps = segments.empty() || separate_sums || exact ? 0 : segments.size() - 1;
-  for (const ReduceSegment& s : segments) steps += SumSteps(*this, s.terms);
+  for (const ReduceSegment& s : segments) steps += SumSteps(exact, s.terms);
   return steps + static_cast<std::uint64_t>(scan_count) + (final != ReduceFinal::kNone ? 1 : 0);
 }
 
@@ -381,9 +380,9 @@ std::uint64_t ReduceElement::Steps() const {
     case ReduceOuter::kNone:
       return in_rows;
     case ReduceOuter::kSum:
-      return in_rows + SumSteps(*this, rows);
+      return in_rows + SumSteps(exact, rows);
     case ReduceOuter::kSoftmax:  // the max, the exponentials, their sum, the quotient
-      return in_rows + 2 * static_cast<std::uint64_t>(rows) + SumSteps(*this, rows) + 1;
+      return in_rows + 2 * static_cast<std::uint64_t>(rows) + SumSteps(exact, rows) + 1;
   }
   return in_rows;
 }
