@@ -86,39 +86,44 @@ std::optional<std::uint8_t> ArgsSelector(std::uint16_t method) {
   return std::nullopt;
 }
 
-// The first node of step `step` of the scenario's tiny job with this op kind
-// whose inputs are not the batch (an element-level rule can open them).
-std::uint32_t UnbatchedNode(const ScenarioConfig& config, kernels::OpKind op, std::uint64_t step) {
+// The first node of step `step` of the scenario's tiny job with this op
+// kind (linear_backward: the one whose inputs are not the batch).
+std::uint32_t NodeOf(const ScenarioConfig& config, kernels::OpKind op, std::uint64_t step) {
   const auto h = Train(MakeTinyJob(config.steps, config.interval, config.mode, 42, config.hidden), {});
   EXPECT_TRUE(h.ok()) << h.status().ToString();
   const auto& records = h->records[step];
   for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
     bool batch = false;
     for (const auto& ref : records[n].inputs) batch = batch || ref.source == protocol::InputSource::kBatch;
-    if (records[n].op_kind == static_cast<std::uint16_t>(op) && !batch) return n;
+    if (records[n].op_kind == static_cast<std::uint16_t>(op) &&
+        (!batch || op != kernels::OpKind::kLinearBackward))
+      return n;
   }
-  ADD_FAILURE() << "no unbatched node of op " << static_cast<int>(op);
+  ADD_FAILURE() << "no node of op " << static_cast<int>(op);
   return 0;
 }
 
 // A dispute of the fuzz world's shape (tx_execute_fuzz.cpp), mode `mode`
 // (a certified one with element_level: exact partial sums on the wire);
-// with `element_level` the solver plants one wrong value of linear_backward's
-// output `slot` (dW: the dot rule; db: the reduction rule) with made-up
-// partial sums and both sides descend into the node (levels 4 and 5b), so
-// the element-level moves become seeds too.
+// with `element_level` the solver plants one wrong value of `op`'s output
+// `slot` (linear_backward's dW: the dot rule; its db, or the cross-entropy
+// gradient: the reduction rule) with made-up partial sums and both sides
+// descend into the node (levels 4 and 5b), so the element-level moves
+// become seeds too.
 void AddDispute(Corpus& c, kernels::Mode mode, bool exec_seeds, bool element_level = false,
-                std::uint32_t slot = 1) {
+                std::uint32_t slot = 1, kernels::OpKind op = kernels::OpKind::kLinearBackward) {
   ScenarioConfig config;
   config.mode = mode;
   config.solver.lies = {Lie{mode == kernels::Mode::kRounded ? LieKind::kLog : LieKind::kOutput, 4, 2}};
   config.challengers = {AgentPlan{}};
   if (element_level) {
     config.element_level_enabled = true;
-    config.solver.lies = {
-        Lie{LieKind::kOneValue, 4, UnbatchedNode(config, kernels::OpKind::kLinearBackward, 4), slot, 0}};
+    config.solver.lies = {Lie{LieKind::kOneValue, 4, NodeOf(config, op, 4), slot, 0}};
     config.solver.element_level = true;
-    config.solver.sums = SumsPlan{SumsLie::kMadeUp, 1};
+    // Made up from the first step; the cross-entropy gradient's only the
+    // last, so the final move is its final step (it reads the row's max and sum).
+    config.solver.sums =
+        SumsPlan{SumsLie::kMadeUp, op == kernels::OpKind::kLinearBackward ? 1 : ~std::uint64_t{0}};
     config.challengers[0].element_level = true;
   }
   ScenarioDriver d(config);
@@ -222,6 +227,9 @@ Corpus MakeCorpus() {
   AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true);
   // … and its sums' moves too (a certified db: reveal-reduce-step with exact leaves).
   AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true, /*slot=*/2);
+  // … and a composite one's (the cross-entropy gradient: held values and a `right` operand leaf).
+  AddDispute(c, kernels::Mode::kCertified, false, /*element_level=*/true, /*slot=*/0,
+             kernels::OpKind::kCrossEntropyBackward);
   // Transfers, a stranger's call, and an empty record set for the executor.
   c["tx_execute_fuzz"].push_back(fuzz::EncodeExecInput({{0, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 3}},
                                                        {3, 0, Bytes{1, 0, 0, 0, 0, 0, 0, 0, 0}},
@@ -261,13 +269,16 @@ TEST(FuzzCorpus, SeedsComeFromARealDisputeAndDecode) {
                 seed.size() < 4) << "an arbitration seed";
     break;
   }
-  std::size_t exact_reduce_steps = 0;
+  std::size_t exact_reduce_steps = 0, exact_right = 0;
   for (const Bytes& seed : c.at("referee_args_fuzz")) {
     if (seed[0] != 17) continue;  // reveal-reduce-step (ArgsSelector)
     auto step = DecodeExact<referee::RevealReduceStepArgs>(ByteSpan(seed).subspan(1));
-    if (step.ok() && std::holds_alternative<verify::ExactPartial>(step->next)) ++exact_reduce_steps;
+    if (!step.ok() || !std::holds_alternative<verify::ExactPartial>(step->next)) continue;
+    ++exact_reduce_steps;
+    exact_right += step->right ? 1 : 0;
   }
-  EXPECT_GE(exact_reduce_steps, 1u) << "a certified sum's final move";
+  EXPECT_GE(exact_reduce_steps, 2u) << "certified sums' final moves";
+  EXPECT_GE(exact_right, 1u) << "a certified step that reads a second leaf";
   const auto& bundles = c.at("log_bundle_fuzz");
   bool bundle_ok = false;
   for (const Bytes& seed : bundles) {
