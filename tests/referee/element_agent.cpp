@@ -135,7 +135,7 @@ namespace {
 
 // A reduction's sums bent: made up from leaf `from` on — or, for a certified
 // sum told to diverge, one exact 2^-140 off there, then following the rule
-// (CertifiedStepLeaf), so only that one step is wrong.
+// (FollowRule), so only that one step is wrong.
 template <class Leaf>
 worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
                                                worker::ReducePartialsAnswerFor<Leaf> honest,
@@ -147,17 +147,7 @@ worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
     if (lie.kind == SumsLie::kDiverge) {
       p[from] = Lies::Nudge(p[from], 0x1p-140f);
       const verify::ValueAt values = verify::TensorValues(side.inputs, side.outputs);
-      for (std::size_t m = from + 1; m < p.size(); ++m) {
-        const verify::ReduceStep st = verify::ReduceStepAt(honest.element, m).value();
-        auto read = verify::ReadStep(verify::StepReads(honest.element, st), values);
-        EXPECT_TRUE(read.ok()) << read.status().ToString();
-        std::vector<float> v;
-        if (read.ok())
-          for (const verify::ReadValue& r : *read) v.push_back(r.value);
-        p[m] = verify::CertifiedStepLeaf(honest.element, st, p[st.left], p[st.reads_right ? st.right : 0], v)
-                   .value()
-                   .value();
-      }
+      for (std::size_t m = from + 1; m < p.size(); ++m) p[m] = FollowRule(honest.element, p, m, values);
       return worker::ReducePartialsAnswerOf(honest.element, std::move(p));
     }
   }

@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "kernels/arith_hd.h"
 #include "kernels/certified.h"
@@ -65,5 +67,18 @@ struct PartialLeaves<verify::ExactPartial> {
     return kernels::ExactAccumulator::FromEncoding(p).value();
   }
 };
+
+// Certified walks: leaf `leaf` by the rule (verify::CertifiedStepLeaf) from
+// the leaves before it and the values `value_at` gives — how a test liar
+// that bent an earlier leaf goes on.
+inline verify::ExactPartial FollowRule(const verify::ReduceElement& el,
+                                       std::span<const verify::ExactPartial> p, std::uint64_t leaf,
+                                       const verify::ValueAt& value_at) {
+  const verify::ReduceStep st = verify::ReduceStepAt(el, leaf).value();
+  const std::vector<verify::ReadValue> reads = verify::ReadStep(verify::StepReads(el, st), value_at).value();
+  std::vector<float> v;
+  for (const verify::ReadValue& r : reads) v.push_back(r.value);
+  return verify::CertifiedStepLeaf(el, st, p[st.left], p[st.reads_right ? st.right : 0], v).value().value();
+}
 
 }  // namespace vt::test

@@ -386,15 +386,6 @@ std::vector<float> StepValues(const ReduceElement& el, const ReduceStep& st, con
   return v;
 }
 
-// Leaf `leaf` by the rule from the leaves before it.
-ExactPartial FollowRule(const ReduceElement& el, const std::vector<ExactPartial>& p, std::uint64_t leaf,
-                        const Node& n) {
-  const ReduceStep st = ReduceStepAt(el, leaf).value();
-  return CertifiedStepLeaf(el, st, p[st.left], p[st.reads_right ? st.right : 0], StepValues(el, st, n))
-      .value()
-      .value();
-}
-
 TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xce55);
   std::set<std::string> covered, refused;
@@ -728,7 +719,8 @@ TEST(VerifyReduceRule, CertifiedSumGamesAreWonByTheHonestParty) {
         const int kind = static_cast<int>(rng() % 3);
         if (kind == 1) {
           lp[from] = Exact::Nudge(lp[from], RandomValue(rng));
-          for (std::uint64_t m = from + 1; m <= k; ++m) lp[m] = FollowRule(*el, lp, m, n);
+          for (std::uint64_t m = from + 1; m <= k; ++m)
+            lp[m] = test::FollowRule(*el, lp, m, TensorValues(n.inputs, n.outputs));
         } else if (kind == 2) {
           for (std::uint64_t m = from; m <= k; ++m) lp[m] = Exact::MadeUp(RandomValue(rng));
         }
