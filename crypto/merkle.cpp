@@ -160,22 +160,32 @@ MerkleTree::MerkleTree(std::vector<Hash256> leaf_hashes) : m_shape(leaf_hashes.s
   BuildAbove(0);
 }
 
-MerkleTree::MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
-                       unsigned kept_from)
+MerkleTree::MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf, unsigned kept_from,
+                       std::optional<std::vector<Hash256>> kept)
     : m_shape(leaf_count), m_leaf(std::move(leaf)) {
   assert(leaf_count <= kMaxMerkleLeaves);
   m_kept_from = std::min(kept_from, m_shape.height());
   m_levels.resize(m_shape.height() + 1);
-  std::vector<Hash256>& kept = m_levels[m_kept_from];
-  kept.reserve(m_shape.NodesAt(m_kept_from));
-  for (std::uint64_t j = 0; j < m_shape.NodesAt(m_kept_from); ++j)
-    kept.push_back(Recompute({m_kept_from, j}));
+  if (kept) {
+    assert(m_kept_from == kept_from && kept->size() == m_shape.NodesAt(m_kept_from));
+    m_levels[m_kept_from] = std::move(*kept);
+  } else {
+    std::vector<Hash256>& level = m_levels[m_kept_from];
+    level.reserve(m_shape.NodesAt(m_kept_from));
+    for (std::uint64_t j = 0; j < m_shape.NodesAt(m_kept_from); ++j)
+      level.push_back(Recompute({m_kept_from, j}));
+  }
   BuildAbove(m_kept_from);
 }
 
 MerkleTree MerkleTree::FromLeafSource(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
                                       unsigned kept_from) {
-  return MerkleTree(leaf_count, std::move(leaf), kept_from);
+  return MerkleTree(leaf_count, std::move(leaf), kept_from, std::nullopt);
+}
+
+MerkleTree MerkleTree::FromKeptLevel(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
+                                     unsigned kept_from, std::vector<Hash256> kept) {
+  return MerkleTree(leaf_count, std::move(leaf), kept_from, std::move(kept));
 }
 
 void MerkleTree::BuildAbove(unsigned level) {

@@ -21,6 +21,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <utility>
 #include <vector>
@@ -121,6 +122,14 @@ class MerkleTree {
   // 8 GB. Precondition: leaf_count <= kMaxMerkleLeaves.
   static MerkleTree FromLeafSource(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
                                    unsigned kept_from);
+  // The same, from the kept level's nodes the caller already hashed while
+  // producing its leaves in one pass (node j of level `kept_from` is
+  // FromLeafHashes over leaves [j·2^kept_from, (j+1)·2^kept_from), the last
+  // run short: its top), so `leaf` is asked only for later proofs and
+  // reveals. Preconditions: 1 <= leaf_count <= kMaxMerkleLeaves, kept_from <=
+  // MerkleShape(leaf_count).height(), kept.size() == NodesAt(kept_from).
+  static MerkleTree FromKeptLevel(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf,
+                                  unsigned kept_from, std::vector<Hash256> kept);
 
   const MerkleShape& shape() const { return m_shape; }
   std::uint64_t leaf_count() const { return m_shape.leaf_count(); }
@@ -138,7 +147,8 @@ class MerkleTree {
  private:
   explicit MerkleTree(std::vector<Hash256> leaf_hashes);
 
-  MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf, unsigned kept_from);
+  MerkleTree(std::uint64_t leaf_count, std::function<Hash256(std::uint64_t)> leaf, unsigned kept_from,
+             std::optional<std::vector<Hash256>> kept);
   void BuildAbove(unsigned level);  // m_levels[level] filled: every level above it, the top and root
   // The hash of a node below the kept levels, from its leaves.
   Hash256 Recompute(MerkleNodeId node) const;
@@ -146,7 +156,7 @@ class MerkleTree {
   MerkleShape m_shape;
   std::vector<std::vector<Hash256>> m_levels;  // below m_kept_from: empty
   unsigned m_kept_from = 0;
-  std::function<Hash256(std::uint64_t)> m_leaf;  // FromLeafSource only
+  std::function<Hash256(std::uint64_t)> m_leaf;  // FromLeafSource and FromKeptLevel only
   Hash256 m_top;
   Hash256 m_root;
 };
