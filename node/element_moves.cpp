@@ -35,7 +35,8 @@ Result<std::uint64_t> StepOf(const referee::ElementGame& e) {
 // A posting of any answer's partial results (its root, top, last leaf and end proofs).
 template <class Answer>
 referee::PartialsRootArgs RootMoveOf(const Answer& p, std::uint64_t game_id) {
-  return referee::PartialsRootArgs{game_id, p.tree.root(), p.tree.top(), p.partials.back(), p.first, p.last};
+  return referee::PartialsRootArgs{
+      game_id, p.partials.tree().root(), p.partials.tree().top(), p.partials.back(), p.first, p.last};
 }
 
 }  // namespace

@@ -288,26 +288,33 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
   return Status::Invalid("elem-bad-step", "the step's reads");
 }
 
-Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& el,
-                                                       std::span<const kernels::Tensor> inputs,
-                                                       std::span<const kernels::Tensor> outputs) {
+Status ComputeCertifiedSumPartials(const ReduceElement& el, const ValueAt& value_at,
+                                   LeafSink<ExactPartial>& p) {
   if (!el.exact) return Status::Invalid("elem-wrong-leaf", "a tree sum's leaves are ReducePartials'");
-  const ValueAt value_at = TensorValues(inputs, outputs);
   const std::uint64_t steps = el.Steps();
-  std::vector<ExactPartial> p;
-  p.reserve(static_cast<std::size_t>(steps) + 1);
-  p.emplace_back();  // +0
+  p.Push(ExactPartial{});  // +0
   std::vector<float> values;
   for (std::uint64_t leaf = 1; leaf <= steps; ++leaf) {
     VT_ASSIGN_OR_RETURN(const ReduceStep st, ReduceStepAt(el, leaf));
     VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
     values.clear();
     for (const ReadValue& r : reads) values.push_back(r.value);
-    VT_ASSIGN_OR_RETURN(const std::optional<ExactPartial> next,
-                        CertifiedStepLeaf(el, st, p[st.left], p[st.reads_right ? st.right : 0], values));
-    p.push_back(next.value());  // the rule's own leaves are of their kinds
+    // The previous leaf is the usual left operand: no lookup for it.
+    const ExactPartial left = st.left + 1 == leaf ? p.Back() : p.At(st.left);
+    VT_ASSIGN_OR_RETURN(
+        const std::optional<ExactPartial> next,
+        CertifiedStepLeaf(el, st, left, st.reads_right ? p.At(st.right) : ExactPartial{}, values));
+    p.Push(next.value());  // the rule's own leaves are of their kinds
   }
-  return p;
+  return Status::Ok();
+}
+
+Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& el,
+                                                       std::span<const kernels::Tensor> inputs,
+                                                       std::span<const kernels::Tensor> outputs) {
+  HeldLeaves<ExactPartial> p;
+  VT_TRY(ComputeCertifiedSumPartials(el, TensorValues(inputs, outputs), p));
+  return std::move(p.leaves);
 }
 
 Result<StepVerdict> JudgeCertifiedSumStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,

@@ -69,10 +69,13 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& eleme
                                                       const ExactPartial& left, const ExactPartial& right,
                                                       std::span<const float> values);
 
-// All Steps() + 1 leaves, from the node's input tensors and its own outputs
-// (a party computes these for one value, on demand). Invalid
-// "elem-bad-index" when an operand lies outside its tensor, or
-// CertifiedStepLeaf's reasons.
+// All Steps() + 1 leaves from the values `value_at` reads (a party
+// computes these for one value, on demand), pushed in order. Invalid
+// "elem-bad-index" when an operand lies outside its tensor,
+// "elem-wrong-leaf" for a tree sum's element, or CertifiedStepLeaf's reasons.
+Status ComputeCertifiedSumPartials(const ReduceElement& element, const ValueAt& value_at,
+                                   LeafSink<ExactPartial>& out);
+// The same from the node's input tensors and its own outputs, held whole.
 Result<std::vector<ExactPartial>> CertifiedSumPartials(const ReduceElement& element,
                                                        std::span<const kernels::Tensor> inputs,
                                                        std::span<const kernels::Tensor> outputs = {});

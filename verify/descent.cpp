@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <memory>
 #include <string>
 #include <string_view>
 
@@ -66,16 +65,10 @@ Hash256 LeafHash(const Leaf& p) {
 
 template <class Leaf>
 crypto::MerkleTree TreeOver(std::span<const Leaf> partials) {
-  if (partials.size() <= kPartialsKeptWhole) {
-    std::vector<Hash256> leaves;
-    leaves.reserve(partials.size());
-    for (const Leaf& p : partials) leaves.push_back(LeafHash(p));
-    return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
-  }
-  // Its own copy of the values, hashed again on demand.
-  auto values = std::make_shared<const std::vector<Leaf>>(partials.begin(), partials.end());
-  return crypto::MerkleTree::FromLeafSource(
-      partials.size(), [values](std::uint64_t i) { return LeafHash((*values)[i]); }, kPartialsKeptFrom);
+  std::vector<Hash256> leaves;
+  leaves.reserve(partials.size());
+  for (const Leaf& p : partials) leaves.push_back(LeafHash(p));
+  return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
 }
 
 // Leaf `index` of a tree of `count` leaves under `root` is `value`.

@@ -64,10 +64,10 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
 // for both leaf types (DotPartialRule).
 Hash256 PartialLeafHash(float p);
 Hash256 PartialLeafHash(const ExactPartial& p);
-// The tree over them. Past kPartialsKeptWhole leaves only the levels from
-// kPartialsKeptFrom up are kept (crypto::MerkleTree::FromLeafSource): a
-// party answering over GPT-2's clip norm (1.2·10^8 leaves) holds ~1 GB, not
-// 8 GB; a proof or reveal below them rehashes at most 2^8 leaves.
+// The tree over them, every level kept. A party keeps the leaves and tree
+// of a long walk as runs (verify/partials.h): past kPartialsKeptWhole
+// leaves, the tree's levels from kPartialsKeptFrom up, and a run of
+// 2^kPartialsKeptFrom leaves recomputed when a move asks for one.
 inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
 inline constexpr unsigned kPartialsKeptFrom = 8;
 crypto::MerkleTree PartialsTree(std::span<const float> partials);

@@ -956,14 +956,12 @@ namespace {
 
 // AttentionGrad's leaves computed straight through (GPT-2's dk: ~3.4 × 10^7),
 // in AttentionGradStepAt's order with its steps' expressions.
-Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at) {
-  std::vector<float> p;
-  p.reserve(AttentionGradSteps(g, false) + 1);
-  p.push_back(+0.0f);
+Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, LeafSink<float>& p) {
+  p.Push(+0.0f);
   const auto read = [&](const StepRead& r) { return value_at(r.input, r.index); };
   // Row t's dot blocks and r_t's TreeSum; returns the run's first leaf.
   const auto run = [&](std::int64_t t) -> Result<std::uint64_t> {
-    const std::uint64_t base = p.size();
+    const std::uint64_t base = p.Size();
     ReduceStep st;
     st.row = t;
     st.kind = ReduceStepKind::kDotStep;
@@ -974,19 +972,19 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
         const std::vector<StepRead> reads = AttentionGradReads(g, st);
         VT_ASSIGN_OR_RETURN(float dy, read(reads[0]));
         VT_ASSIGN_OR_RETURN(float v, read(reads[1]));
-        p.push_back(kernels::hd::RepopsStep(i == 0 ? +0.0f : p.back(), dy, v));
+        p.Push(kernels::hd::RepopsStep(i == 0 ? +0.0f : p.Back(), dy, v));
       }
     }
     st.kind = ReduceStepKind::kWeightedTerm;
     for (std::int64_t j = 0; j <= t; ++j) {
       st.segment = static_cast<std::uint32_t>(j);
       VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-      p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + att * p[PartialLeaf(g, base, j)]);
+      p.Push((j % kTreeBlock == 0 ? +0.0f : p.Back()) + att * p.At(PartialLeaf(g, base, j)));
     }
     const std::uint64_t dots = static_cast<std::uint64_t>((t + 1) * g.d);
     for (std::int64_t b = 0; b + 1 < Blocks(t + 1); ++b) {
-      const ReduceStep combine = SegmentStepAt(base + dots, t + 1, p.size() - base - dots);
-      p.push_back(p[combine.left] + p[combine.right]);
+      const ReduceStep combine = SegmentStepAt(base + dots, t + 1, p.Size() - base - dots);
+      p.Push(p.At(combine.left) + p.At(combine.right));
     }
     return base;
   };
@@ -998,18 +996,18 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
     st.row = t;
     st.term = u;
     VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-    p.push_back(AttentionDs(g, att, p[PartialLeaf(g, base, u)], r));
-    ds_leaf[static_cast<std::size_t>(g.dk ? t : u)] = p.size() - 1;
+    p.Push(AttentionDs(g, att, p.At(PartialLeaf(g, base, u)), r));
+    ds_leaf[static_cast<std::size_t>(g.dk ? t : u)] = p.Size() - 1;
     return Status::Ok();
   };
   if (!g.dk) {  // row t's run, then its dS_tu for every u ≤ t
     VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(g.fixed));
-    const float r = p.back();
+    const float r = p.Back();
     for (std::int64_t u = 0; u <= g.fixed; ++u) VT_TRY(push_ds(g.fixed, u, base, r));
   } else {  // every row t ≥ u: its run, then its dS_tu
     for (std::int64_t t = g.fixed; t < g.t_count; ++t) {
       VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(t));
-      VT_TRY(push_ds(t, g.fixed, base, p.back()));
+      VT_TRY(push_ds(t, g.fixed, base, p.Back()));
     }
   }
   // The GEMM element over the K dimension (dq: u; dk: t), +0 where masked.
@@ -1020,31 +1018,27 @@ Result<std::vector<float>> AttentionGradPartials(const AttentionGrad& g, const V
     st.term = g.dk ? g.fixed : k;
     const bool masked = g.dk ? k < g.fixed : k > g.fixed;
     VT_ASSIGN_OR_RETURN(float x, read(AttentionGradReads(g, st)[0]));
-    const float d_s = masked ? +0.0f : p[ds_leaf[static_cast<std::size_t>(k)]];
-    p.push_back(kernels::hd::RepopsStep(k == 0 ? +0.0f : p.back(), d_s, x));
+    const float d_s = masked ? +0.0f : p.At(ds_leaf[static_cast<std::size_t>(k)]);
+    p.Push(kernels::hd::RepopsStep(k == 0 ? +0.0f : p.Back(), d_s, x));
   }
-  return p;
+  return Status::Ok();
 }
 
 }  // namespace
 
-Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
-                                          std::span<const kernels::Tensor> outputs) {
+Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, LeafSink<float>& p) {
   if (el.exact) return Status::Invalid("elem-wrong-leaf", "an exact sum's leaves are CertifiedSumPartials'");
-  const ValueAt value_at = TensorValues(inputs, outputs);
-  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at);
+  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at, p);
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
-  std::vector<float> p;
-  p.reserve(steps + 1);
-  p.push_back(+0.0f);
+  p.Push(+0.0f);
   // Any step by the rule: combinations, final steps, the outer sum.
   const auto step = [&]() -> Status {
-    VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.size()));
+    VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.Size()));
     VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
     std::vector<float> v;
     for (const ReadValue& r : reads) v.push_back(r.value);
-    VT_ASSIGN_OR_RETURN(float next, StepValue(el, st, p[st.left], p[st.right], v));
-    p.push_back(next);
+    VT_ASSIGN_OR_RETURN(float next, StepValue(el, st, p.At(st.left), p.At(st.right), v));
+    p.Push(next);
     return Status::Ok();
   };
   // The scan, then the term steps straight through each segment (a party
@@ -1060,12 +1054,12 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
         VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
       }
       // Every block's scan starts from leaf 0 (+0), as ReduceStepAt has it.
-      const float prev = j == 0 ? +0.0f : p.back();
+      const float prev = j == 0 ? +0.0f : p.Back();
       VT_ASSIGN_OR_RETURN(float next,
                           ScanValue(el, j, prev, std::span<const float>(values).first(el.scan_reads.size())));
-      p.push_back(next);
+      p.Push(next);
     }
-    const float max = p.back();
+    const float max = p.Back();
     for (const ReduceSegment& seg : el.segments) {
       const std::int64_t n = seg.terms;
       for (std::int64_t j = 0; j < n; ++j) {
@@ -1075,14 +1069,21 @@ Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<con
         }
         const float term =
             TermValue(seg.term, std::span<const float>(values).first(seg.operands.size()), max);
-        p.push_back((j % kTreeBlock == 0 ? +0.0f : p.back()) + term);
+        p.Push((j % kTreeBlock == 0 ? +0.0f : p.Back()) + term);
       }
       for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());
     }
-    while (p.size() <= static_cast<std::uint64_t>(r + 1) * block) VT_TRY(step());
+    while (p.Size() <= static_cast<std::uint64_t>(r + 1) * block) VT_TRY(step());
   }
-  while (p.size() <= steps) VT_TRY(step());
-  return p;
+  while (p.Size() <= steps) VT_TRY(step());
+  return Status::Ok();
+}
+
+Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
+                                          std::span<const kernels::Tensor> outputs) {
+  HeldLeaves<float> p;
+  VT_TRY(ComputeReducePartials(el, TensorValues(inputs, outputs), p));
+  return std::move(p.leaves);
 }
 
 Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::span<const InputTensor> inputs,

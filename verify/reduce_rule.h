@@ -361,9 +361,33 @@ Result<float> StepValue(const ReduceElement& element, const ReduceStep& step, fl
 // The output value from the sum (the epilogue).
 float ReduceOutput(const ReduceElement& element, float sum);
 
-// All Steps() + 1 partial results from the node's input tensors and its own
-// outputs (a party computes these for one value, on demand). Invalid
-// "elem-bad-index" when an operand lies outside its tensor.
+// Where a party's partial results go as they are computed, leaf 0 first:
+// a vector (HeldLeaves) or verify/rule_leaves.h's checkpoints, which keep
+// GPT-2's 1.2·10^8 leaves in a few MB. `At` reads an earlier leaf (a
+// combination's operands, the row's max), `Size` counts those pushed.
+template <class Leaf>
+class LeafSink {
+ public:
+  virtual ~LeafSink() = default;
+  virtual void Push(const Leaf& leaf) = 0;
+  virtual Leaf At(std::uint64_t i) const = 0;
+  virtual std::uint64_t Size() const = 0;
+  Leaf Back() const { return At(Size() - 1); }
+};
+template <class Leaf>
+struct HeldLeaves final : LeafSink<Leaf> {
+  std::vector<Leaf> leaves;
+  void Push(const Leaf& leaf) override { leaves.push_back(leaf); }
+  Leaf At(std::uint64_t i) const override { return leaves[static_cast<std::size_t>(i)]; }
+  std::uint64_t Size() const override { return leaves.size(); }
+};
+
+// All Steps() + 1 partial results from the values `value_at` reads (a party
+// computes these for one value, on demand), pushed in order. Invalid
+// "elem-bad-index" when an operand lies outside its tensor,
+// "elem-wrong-leaf" for an exact element.
+Status ComputeReducePartials(const ReduceElement& element, const ValueAt& value_at, LeafSink<float>& out);
+// The same from the node's input tensors and its own outputs, held whole.
 Result<std::vector<float>> ReducePartials(const ReduceElement& element,
                                           std::span<const kernels::Tensor> inputs,
                                           std::span<const kernels::Tensor> outputs = {});

@@ -90,10 +90,8 @@ namespace {
 // A posting's tree and end proofs from its partials (dot and reduction answers alike).
 template <class Answer>
 void CommitPartials(Answer& a) {
-  using Leaf = typename decltype(a.partials)::value_type;
-  a.tree = verify::PartialsTree(std::span<const Leaf>(a.partials));
-  a.first = a.tree.Prove(0);
-  a.last = a.tree.Prove(a.partials.size() - 1);
+  a.first = a.partials.tree().Prove(0);
+  a.last = a.partials.tree().Prove(a.partials.size() - 1);
 }
 
 template <class Leaf>
@@ -101,7 +99,7 @@ PartialsAnswerFor<Leaf> AnswerOf(const verify::DotElement& element, std::vector<
                                  std::optional<float> bias) {
   PartialsAnswerFor<Leaf> a;
   a.element = element;
-  a.partials = std::move(partials);
+  a.partials = verify::Partials<Leaf>(std::move(partials));
   CommitPartials(a);
   a.bias = bias;
   return a;
@@ -128,9 +126,9 @@ Result<DotTerms> TermsOf(const ElementSide& side, std::uint32_t slot, std::int64
 // Leaves m and m+1 of a posting with their proofs (dot and reduction answers alike).
 template <class Answer>
 auto RevealOf(const Answer& mine, std::uint64_t m) {
-  using Leaf = typename decltype(mine.partials)::value_type;
-  return StepRevealOf<Leaf>{mine.partials[m], mine.partials[m + 1], mine.tree.Prove(m),
-                            mine.tree.Prove(m + 1)};
+  using Leaf = decltype(mine.partials.back());
+  return StepRevealOf<Leaf>{mine.partials[m], mine.partials[m + 1], mine.partials.tree().Prove(m),
+                            mine.partials.tree().Prove(m + 1)};
 }
 
 }  // namespace
@@ -158,7 +156,7 @@ Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const Element
 }
 
 const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer) {
-  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.tree; }, answer);
+  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
 }
 
 PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
@@ -268,12 +266,22 @@ namespace {
 
 template <class Leaf>
 ReducePartialsAnswerFor<Leaf> ReduceAnswerOf(const verify::ReduceElement& element,
-                                             std::vector<Leaf> partials) {
+                                             verify::Partials<Leaf> partials) {
   ReducePartialsAnswerFor<Leaf> a;
   a.element = element;
   a.partials = std::move(partials);
   CommitPartials(a);
   return a;
+}
+
+// The honest answer at `el`: its leaves computed from the side's tensors.
+template <class Leaf>
+Result<ReducePartialsAnswerFor<Leaf>> ReduceAnswerAt(const ElementSide& side, const verify::ReduceElement& el,
+                                                     verify::LeafKeeping keeping) {
+  VT_ASSIGN_OR_RETURN(
+      verify::Partials<Leaf> partials,
+      verify::Partials<Leaf>::Compute(el, verify::TensorValues(side.inputs, side.outputs), keeping));
+  return ReduceAnswerOf(el, std::move(partials));
 }
 
 // The step's reads opened: each value of a hashed input against its tensor
@@ -308,46 +316,42 @@ std::vector<verify::InputTensor> OwnTensorsOf(const ElementSide& side) {
 
 ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
                                             std::vector<float> partials) {
-  return ReduceAnswerOf(element, std::move(partials));
+  return ReduceAnswerOf(element, verify::Partials<float>(std::move(partials)));
 }
 CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
                                           std::vector<verify::ExactPartial> partials) {
-  return ReduceAnswerOf(element, std::move(partials));
+  return ReduceAnswerOf(element, verify::Partials<verify::ExactPartial>(std::move(partials)));
 }
 
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                                  std::int64_t e) {
-  const std::vector<kernels::Shape> shapes = InputShapes(side);
-  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::ReduceElementAt(side.op_kind, attrs, slot, e, shapes));
-  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs, side.outputs));
-  return ReduceAnswerOf(el, std::move(partials));
+                                                  std::int64_t e, verify::LeafKeeping keeping) {
+  VT_ASSIGN_OR_RETURN(const verify::ReduceElement el,
+                      verify::ReduceElementAt(side.op_kind, attrs, slot, e, InputShapes(side)));
+  return ReduceAnswerAt<float>(side, el, keeping);
 }
 
 Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                              std::int64_t e) {
-  const std::vector<kernels::Shape> shapes = InputShapes(side);
-  VT_ASSIGN_OR_RETURN(verify::ReduceElement el, verify::CertifiedSumAt(side.op_kind, attrs, slot, e, shapes));
-  VT_ASSIGN_OR_RETURN(std::vector<verify::ExactPartial> partials,
-                      verify::CertifiedSumPartials(el, side.inputs, side.outputs));
-  return ReduceAnswerOf(el, std::move(partials));
+                                              std::int64_t e, verify::LeafKeeping keeping) {
+  VT_ASSIGN_OR_RETURN(const verify::ReduceElement el,
+                      verify::CertifiedSumAt(side.op_kind, attrs, slot, e, InputShapes(side)));
+  return ReduceAnswerAt<verify::ExactPartial>(side, el, keeping);
 }
 
 Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
-                                          std::uint32_t slot, std::int64_t e) {
+                                          std::uint32_t slot, std::int64_t e, verify::LeafKeeping keeping) {
   // The mode's rule at this value, as the referee chooses it: its leaves' kind follows.
-  VT_ASSIGN_OR_RETURN(verify::ReduceElement el,
+  VT_ASSIGN_OR_RETURN(const verify::ReduceElement el,
                       verify::ReduceRuleAt(job_mode, side.op_kind, attrs, slot, e, InputShapes(side)));
   if (el.exact) {
-    VT_ASSIGN_OR_RETURN(std::vector<verify::ExactPartial> partials,
-                        verify::CertifiedSumPartials(el, side.inputs, side.outputs));
-    return ReduceRuleAnswer{ReduceAnswerOf(el, std::move(partials))};
+    VT_ASSIGN_OR_RETURN(CertifiedSumAnswer a, ReduceAnswerAt<verify::ExactPartial>(side, el, keeping));
+    return ReduceRuleAnswer{std::move(a)};
   }
-  VT_ASSIGN_OR_RETURN(std::vector<float> partials, verify::ReducePartials(el, side.inputs, side.outputs));
-  return ReduceRuleAnswer{ReduceAnswerOf(el, std::move(partials))};
+  VT_ASSIGN_OR_RETURN(ReducePartialsAnswer a, ReduceAnswerAt<float>(side, el, keeping));
+  return ReduceRuleAnswer{std::move(a)};
 }
 
 const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer) {
-  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.tree; }, answer);
+  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
 }
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
@@ -363,8 +367,8 @@ Result<ReduceOperandsFor<Leaf>> OperandsOf(const ElementSide& side, const Reduce
   VT_ASSIGN_OR_RETURN(verify::ReduceStep st, verify::ReduceStepAt(mine.element, m + 1));
   ReduceOperandsFor<Leaf> o;
   o.left = mine.partials[st.left];
-  o.left_proof = mine.tree.Prove(st.left);
-  if (st.reads_right) o.right = std::make_pair(mine.partials[st.right], mine.tree.Prove(st.right));
+  o.left_proof = mine.partials.tree().Prove(st.left);
+  if (st.reads_right) o.right = std::make_pair(mine.partials[st.right], mine.partials.tree().Prove(st.right));
   o.read_at = verify::StepReads(mine.element, st);
   VT_TRY(OpenReads(side, o));
   return o;

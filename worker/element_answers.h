@@ -38,6 +38,7 @@
 #include "verify/certified_sum.h"
 #include "verify/descent.h"
 #include "verify/element_game.h"
+#include "verify/partials.h"
 #include "verify/reduce_rule.h"
 #include "verify/wire.h"
 
@@ -83,8 +84,7 @@ Result<kernels::ChunkOpening> AnswerChunk(const ElementSide& side, std::uint32_t
 template <class Leaf>
 struct PartialsAnswerFor {
   verify::DotElement element;
-  std::vector<Leaf> partials;
-  crypto::MerkleTree tree;
+  verify::Partials<Leaf> partials;  // held whole, with their tree
   crypto::MerkleProof first, last;
   std::optional<float> bias;  // the epilogue's bias value, when the output has one
 };
@@ -165,12 +165,13 @@ verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float
 // reveal of leaf m+1 (AnswerReduceReveal), and the final claim: party A
 // opens the step's operand leaves from its tree (they precede m+1: agreed)
 // and the values the step reads
-// (AnswerReduceOperands).
+// (AnswerReduceOperands). A long walk's leaves are kept as runs and
+// recomputed from the side's tensors when a move asks for them
+// (verify/partials.h): the side must outlive the answer.
 template <class Leaf>
 struct ReducePartialsAnswerFor {
   verify::ReduceElement element;
-  std::vector<Leaf> partials;
-  crypto::MerkleTree tree;
+  verify::Partials<Leaf> partials;  // with their tree
   crypto::MerkleProof first, last;
 };
 using ReducePartialsAnswer = ReducePartialsAnswerFor<float>;
@@ -178,16 +179,18 @@ using CertifiedSumAnswer = ReducePartialsAnswerFor<verify::ExactPartial>;
 ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials);
 CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
                                           std::vector<verify::ExactPartial> partials);
-// `attrs`: the node's canonical attributes (the sum/mean axis).
+// `attrs`: the node's canonical attributes (the sum/mean axis); `keeping`:
+// how many leaves are held whole (tests play short walks as runs too).
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                                  std::int64_t e);
+                                                  std::int64_t e, verify::LeafKeeping keeping = {});
 Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                              std::int64_t e);
+                                              std::int64_t e, verify::LeafKeeping keeping = {});
 // The answer in the job mode's leaves, the one a party posts
 // (verify::ReduceRuleAt's reasons in a mode or at a value without it).
 using ReduceRuleAnswer = std::variant<ReducePartialsAnswer, CertifiedSumAnswer>;
 Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
-                                          std::uint32_t slot, std::int64_t e);
+                                          std::uint32_t slot, std::int64_t e,
+                                          verify::LeafKeeping keeping = {});
 const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer);
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m);

@@ -20,10 +20,13 @@
 //     one-ulp cheat in one value, level-4 and level-5b moves, the largest
 //     transaction and the final move's gas against the node-level
 //     arbitration of the same cheat.
+//  6. A party's answer over the longest reduction walks (long_walks.h):
+//     what it holds and what a game's moves recompute.
 //
 //   referee_bench                 tables 1-3; GPT-2 small as flops only
 //   referee_bench --gpt2-small    also times GPT-2 small (B=1, T=1024): minutes on 2 cores
 //   referee_bench --quick         one small case of each (the CTest smoke run)
+//   referee_bench --long-walks    table 6 alone (with --gpt2-small: GPT-2 small's walks, ~1 GB, minutes)
 //   referee_bench --threads=N     operator threads for the training step (default: all cores)
 // Other flags go to Google Benchmark (the timed parts are registered benchmarks).
 
@@ -41,6 +44,7 @@
 
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
+#include "referee/bench/long_walks.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "referee/referee.h"
@@ -407,7 +411,7 @@ void Table5() {
 
 int main(int argc, char** argv) {
   using namespace vt::referee_bench;
-  bool quick = false, gpt2 = false;
+  bool quick = false, gpt2 = false, long_walks = false;
   g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -415,11 +419,17 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (std::strcmp(argv[i], "--gpt2-small") == 0) {
       gpt2 = true;
+    } else if (std::strcmp(argv[i], "--long-walks") == 0) {
+      long_walks = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
     } else {
       args.push_back(argv[i]);
     }
+  }
+  if (long_walks) {
+    LongWalksTable(quick, gpt2);
+    return 0;
   }
   Table1(quick);
   Table2(quick);
@@ -456,5 +466,6 @@ int main(int argc, char** argv) {
       {"gpt-tiny", 8}, {"mlp-fashion", 16}, {"cnn-fashion", 8}, {"gpt2-small", 1}};
   DescentTable(descent, kLevel12MovesAt2Pow30);
   ImplementedRulesTable(descent);
+  LongWalksTable(quick, gpt2);
   return 0;
 }

@@ -99,7 +99,7 @@ template <class Leaf>
 worker::PartialsAnswerFor<Leaf> Bend(const worker::ElementSide& side, worker::PartialsAnswerFor<Leaf> honest,
                                      const SumsPlan& lie) {
   const verify::DotElement& el = honest.element;
-  std::vector<Leaf> p = honest.partials;
+  std::vector<Leaf> p = honest.partials.All();
   const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, el.k));
   std::mt19937 rng(static_cast<std::uint32_t>(from));
   using Lies = PartialLeaves<Leaf>;
@@ -140,7 +140,7 @@ template <class Leaf>
 worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
                                                worker::ReducePartialsAnswerFor<Leaf> honest,
                                                const SumsPlan& lie) {
-  std::vector<Leaf> p = std::move(honest.partials);
+  std::vector<Leaf> p = honest.partials.All();
   const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, p.size() - 1));
   using Lies = PartialLeaves<Leaf>;
   if constexpr (std::is_same_v<Leaf, verify::ExactPartial>) {

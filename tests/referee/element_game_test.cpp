@@ -544,7 +544,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   // Partial sums whose first leaf is not +0.
   ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
   e = referee::ReadElementGame(p.d.chain().store(), id);
-  std::vector<float> sums = worker::AnswerPartials(side, dx.slot, (*e)->value).value().partials;
+  std::vector<float> sums = worker::AnswerPartials(side, dx.slot, (*e)->value).value().partials.All();
   sums[0] = 1.0f;
   const worker::DotPartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
   EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(bad, id))).reason,

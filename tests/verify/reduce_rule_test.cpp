@@ -17,7 +17,9 @@
 #include <cstdio>
 #include <random>
 #include <set>
+#include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "common/encoding.h"
@@ -36,6 +38,8 @@
 #include "verify/certified_sum.h"
 #include "verify/descent.h"
 #include "verify/element.h"
+#include "verify/element_game.h"
+#include "verify/partials.h"
 #include "verify/reduce_rule.h"
 
 namespace vt::verify {
@@ -458,6 +462,133 @@ TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
   std::printf(
       "[certified sums] %zu values of %zu outputs reproduced, %zu steps checked; %zu outputs refused\n",
       checked, covered.size(), steps, refused.size());
+}
+
+// A party's leaves kept as runs (verify/partials.h) are the leaves held
+// whole: on random nodes of every reduction output, in both modes, with runs
+// of 2, 4 or 8 leaves (the same code GPT-2's walks use with 256), the tree is
+// the same tree (root, proofs) and every leaf read back — last to first, so
+// each run is recomputed from its first leaf through earlier runs' operand
+// leaves it no longer holds — equals the held one bit for bit.
+template <class Leaf>
+void ExpectRunsAreTheLeaves(const ReduceElement& el, const Node& n, const std::vector<Leaf>& held,
+                            unsigned run_log2, std::mt19937_64& rng, std::size_t& runs_checked) {
+  auto kept = Partials<Leaf>::Compute(el, TensorValues(n.inputs, n.outputs), LeafKeeping{0, run_log2});
+  ASSERT_TRUE(kept.ok()) << kept.status().ToString();
+  ASSERT_EQ(kept->size(), held.size());
+  const crypto::MerkleTree whole = PartialsTree(std::span<const Leaf>(held));
+  ASSERT_EQ(kept->tree().root(), whole.root());
+  const auto same = [](const Leaf& a, const Leaf& b) {
+    if constexpr (std::is_same_v<Leaf, float>) {
+      return SameBits(a, b);
+    } else {
+      return a == b;
+    }
+  };
+  const std::uint64_t count = held.size();
+  for (int k = 0; k < 8; ++k) {
+    const std::uint64_t i = rng() % count;
+    ASSERT_EQ(kept->tree().Prove(i), whole.Prove(i)) << "leaf " << i;
+  }
+  if (count <= 3000) {
+    for (std::uint64_t i = count; i-- > 0;)
+      ASSERT_TRUE(same((*kept)[i], held[i])) << "leaf " << i << " of " << count;
+  } else {
+    for (int k = 0; k < 64; ++k) {
+      const std::uint64_t i = rng() % count;
+      ASSERT_TRUE(same((*kept)[i], held[i])) << "leaf " << i << " of " << count;
+    }
+  }
+  // Read back from more runs than are cached, some leaves were recomputed
+  // (unless every leaf read was a run's first or a leaf a later run reads).
+  if (count > (std::uint64_t{16} << run_log2) && kept->RecomputedSteps() > 0) ++runs_checked;
+}
+
+TEST(VerifyReduceRule, PartialsKeptAsRunsAreTheLeavesHeldWhole) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x5e1f);
+  std::size_t values = 0, runs_checked = 0;
+  for (const kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kCertified}) {
+    const bool certified = mode == kernels::Mode::kCertified;
+    for (int trial = 0; trial < 2; ++trial) {
+      for (const Node& n : RandomNodes(rng, mode)) {
+        for (std::uint32_t slot : n.slots) {
+          const std::int64_t numel = n.outputs.at(slot).numel();
+          for (int k = 0; k < 4; ++k) {
+            const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(numel));
+            if (!n.Covers(e)) continue;
+            auto el = ReduceRuleAt(static_cast<std::uint8_t>(mode), static_cast<std::uint16_t>(n.kind),
+                                   EncodeToBytes(n.attrs), slot, e, Shapes(n));
+            if (!el.ok()) continue;  // a value no tap reaches
+            SCOPED_TRACE(n.name + " slot " + std::to_string(slot) + " value " + std::to_string(e));
+            const unsigned run_log2 = 1 + static_cast<unsigned>(rng() % 3);
+            if (certified) {
+              auto held = CertifiedSumPartials(*el, n.inputs, n.outputs);
+              ASSERT_TRUE(held.ok()) << held.status().ToString();
+              ExpectRunsAreTheLeaves(*el, n, *held, run_log2, rng, runs_checked);
+            } else {
+              auto held = ReducePartials(*el, n.inputs, n.outputs);
+              ASSERT_TRUE(held.ok()) << held.status().ToString();
+              ExpectRunsAreTheLeaves(*el, n, *held, run_log2, rng, runs_checked);
+            }
+            if (::testing::Test::HasFatalFailure()) return;
+            ++values;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(values, 150u);
+  EXPECT_GT(runs_checked, 60u);
+  std::printf("[partials as runs] %zu values, %zu read back through recomputed runs\n", values, runs_checked);
+}
+
+// The point of runs: a long walk's party holds a few bytes a run, computes
+// its leaves in one pass (a step's operands from an earlier run are kept as
+// they are pushed), and one game's moves — the walk's reveals down to the disputed leaf d, leaves d−1
+// and d, the final claim's operand leaves, all with proofs — recompute a few
+// runs, not the value. A clip norm over 2^18 gradients (GPT-2 small's has
+// 1.2·10^8), both modes, default keeping (runs of 256), three games each.
+template <class Leaf>
+void ExpectAGameRecomputesAFewRuns(const ReduceElement& el, std::span<const Tensor> inputs,
+                                   const std::vector<Leaf>& held, std::mt19937_64& rng) {
+  const std::uint64_t n = held.size();
+  const std::uint64_t run = std::uint64_t{1} << kPartialsKeptFrom;
+  for (int game = 0; game < 3; ++game) {
+    auto p = Partials<Leaf>::Compute(el, TensorValues(inputs));
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    ASSERT_GT(n, kPartialsKeptWhole) << "kept as runs";
+    EXPECT_LT(p->HeldBytes(), n * sizeof(Leaf) / 8);
+    const std::uint64_t recomputed_by_the_pass = p->RecomputedSteps();
+    EXPECT_EQ(recomputed_by_the_pass, 0u)
+        << "the one pass finds every earlier operand among the leaves it keeps";
+    const crypto::MerkleTree& tree = p->tree();
+    const std::uint64_t d = 1 + rng() % (n - 1);
+    for (unsigned level = tree.shape().height(); level >= 1; --level) {
+      const crypto::MerkleNodeId node{level, d >> level};
+      if (tree.shape().Kind(node) == crypto::MerkleNodeKind::kPair) (void)tree.Children(node);
+    }
+    const ReduceStep st = ReduceStepAt(el, d).value();
+    for (const std::uint64_t i : {d - 1, d, st.left, st.reads_right ? st.right : 0}) {
+      ASSERT_EQ(PartialLeafHash((*p)[i]), PartialLeafHash(held[i])) << "leaf " << i;
+      ASSERT_TRUE(crypto::VerifyMerkleProof(tree.root(), PartialLeafHash(held[i]), tree.Prove(i)).ok());
+    }
+    EXPECT_LE(p->RecomputedSteps() - recomputed_by_the_pass, 8 * run) << "leaf " << d << " of " << n;
+  }
+}
+
+TEST(VerifyReduceRule, AGameOverALongWalkRecomputesAFewRuns) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x10a9);
+  const std::vector<Tensor> grads{RandomTensor(rng, {std::int64_t{1} << 18})};
+  const std::vector<kernels::Shape> shapes{grads[0].shape()};
+  const Bytes attrs = EncodeToBytes(kernels::ClipGradNormAttrs(1.0f));
+  const auto at = [&](kernels::Mode mode) {
+    return ReduceRuleAt(static_cast<std::uint8_t>(mode), static_cast<std::uint16_t>(OpKind::kClipGradNorm),
+                        attrs, 1, 0, shapes)
+        .value();
+  };
+  const ReduceElement repops = at(kernels::Mode::kRepops), certified = at(kernels::Mode::kCertified);
+  ExpectAGameRecomputesAFewRuns(repops, grads, ReducePartials(repops, grads).value(), rng);
+  ExpectAGameRecomputesAFewRuns(certified, grads, CertifiedSumPartials(certified, grads).value(), rng);
 }
 
 // A certified walk's value leaf holds its fp32 value bit for bit — −0, the

@@ -107,7 +107,7 @@ Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
   auto hp = L::Answer(honest.side, honest.slot, c.e);
   EXPECT_TRUE(hp.ok()) << hp.status().ToString();
   const verify::DotElement& el = hp->element;
-  std::vector<Leaf> lp = hp->partials;
+  std::vector<Leaf> lp = hp->partials.All();
   const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
   switch (rng() % 3) {
     case 0:
@@ -178,8 +178,8 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   // Posting: the ends must hold against the party's own value (p_K with the
   // epilogue is its y[e]); a party whose ends fail has no valid post.
   const auto posts = [&](const PartialsAnswerFor<Leaf>& p, float y) {
-    return verify::CheckPartialsEnds(p.tree.root(), k, p.partials.back(), p.first, p.last).ok() &&
-           Rule::LeafBytes(p.partials.front()) == Rule::LeafBytes(Rule::Start()) &&
+    return verify::CheckPartialsEnds(p.partials.tree().root(), k, p.partials.back(), p.first, p.last).ok() &&
+           Rule::LeafBytes(p.partials[0]) == Rule::LeafBytes(Rule::Start()) &&
            verify::SameBits(L::Value(p.partials.back(), p.bias), y);
   };
   EXPECT_TRUE(posts(*honest_partials, honest.side.outputs[slot][*e])) << "the honest party can always post";
@@ -189,21 +189,22 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
     return o;
   }
   verify::StepVerdict v;
-  if (pa.tree.root() == pb.tree.root()) {
+  if (pa.partials.tree().root() == pb.partials.tree().root()) {
     v = PredictEpilogue(pa, ya, yb);
   } else {
-    auto w5 = MerkleWalk::Start(pa.tree.leaf_count(), pa.tree.root(), pb.tree.root());
+    auto w5 = MerkleWalk::Start(pa.partials.tree().leaf_count(), pa.partials.tree().root(),
+                                pb.partials.tree().root());
     EXPECT_TRUE(w5.ok());
     while (w5->phase() != MerkleWalk::Phase::kDone) {
-      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.tree).ok());
-      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.partials.tree()).ok());
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.partials.tree()).ok());
     }
     const std::uint64_t m = w5->disputed_leaf() - 1;
     const verify::DotStepClaimOf<Leaf> claim =
         AssembleDotStepClaim(m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m),
                              AnswerFactors(honest.side, pa.element, m).value());
     o.max_message = std::max(o.max_message, SizeOf(claim));
-    const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
+    const std::array<Hash256, 2> roots{pa.partials.tree().root(), pb.partials.tree().root()};
     auto verdict = PredictDotStep(honest.side, pa.element, roots, claim);
     EXPECT_TRUE(verdict.ok()) << verdict.status().ToString();
     if (!verdict.ok()) return o;

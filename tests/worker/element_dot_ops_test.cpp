@@ -174,7 +174,7 @@ TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
     const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(lout.numel()));
     const PartialsAnswer hp = AnswerPartials(honest.side, honest.slot, e).value();
     const verify::DotElement& el = hp.element;
-    std::vector<float> lp = hp.partials;
+    std::vector<float> lp = hp.partials.All();
     const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
     // A factor of the liar's side: an input, or the node's own agreed output (attention's att).
     const auto factor = [&](std::uint32_t input, std::int64_t i) {
@@ -223,20 +223,21 @@ TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
       ASSERT_EQ(*at, e) << honest.name << ": the walk ends at the planted value";
       const float ya = a_side.outputs[slot][e], yb = b_side.outputs[slot][e];
       verify::StepVerdict v;
-      if (pa.tree.root() == pb.tree.root()) {
+      if (pa.partials.tree().root() == pb.partials.tree().root()) {
         v = PredictEpilogue(pa, ya, yb);
       } else {
-        auto w5 = MerkleWalk::Start(pa.tree.leaf_count(), pa.tree.root(), pb.tree.root());
+        auto w5 = MerkleWalk::Start(pa.partials.tree().leaf_count(), pa.partials.tree().root(),
+                                    pb.partials.tree().root());
         ASSERT_TRUE(w5.ok());
         while (w5->phase() != MerkleWalk::Phase::kDone) {
-          ASSERT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.tree).ok());
-          ASSERT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
+          ASSERT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.partials.tree()).ok());
+          ASSERT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.partials.tree()).ok());
         }
         const std::uint64_t m = w5->disputed_leaf() - 1;
         const verify::DotStepClaim claim = AssembleDotStepClaim(
             m, AnswerStepReveal(pa, m), AnswerStepReveal(pb, m), AnswerFactors(honest.side, el, m).value());
         max_message = std::max(max_message, SizeOf(claim));
-        const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
+        const std::array<Hash256, 2> roots{pa.partials.tree().root(), pb.partials.tree().root()};
         auto verdict = PredictDotStep(honest.side, el, roots, claim);
         ASSERT_TRUE(verdict.ok()) << honest.name << ": " << verdict.status().ToString();
         v = *verdict;

@@ -184,16 +184,16 @@ struct Rule;
 template <>
 struct Rule<float> {
   static Result<ReducePartialsAnswer> Answer(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                             std::int64_t e) {
-    return AnswerReducePartials(side, attrs, slot, e);
+                                             std::int64_t e, verify::LeafKeeping keeping = {}) {
+    return AnswerReducePartials(side, attrs, slot, e, keeping);
   }
   static float Value(const verify::ReduceElement& el, float p) { return verify::ReduceOutput(el, p); }
 };
 template <>
 struct Rule<verify::ExactPartial> {
   static Result<CertifiedSumAnswer> Answer(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
-                                           std::int64_t e) {
-    return AnswerCertifiedSum(side, attrs, slot, e);
+                                           std::int64_t e, verify::LeafKeeping keeping = {}) {
+    return AnswerCertifiedSum(side, attrs, slot, e, keeping);
   }
   static float Value(const verify::ReduceElement& el, const verify::ExactPartial& p) {
     return verify::CertifiedSumValue(el, p).value_or(NAN);
@@ -216,7 +216,7 @@ Cheat<Leaf> PlantCheat(std::mt19937_64& rng, const Node& honest) {
   c.e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
   auto hp = Rule<Leaf>::Answer(honest.side, honest.attrs, honest.slot, c.e);
   EXPECT_TRUE(hp.ok()) << hp.status().ToString();
-  std::vector<Leaf> lp = hp->partials;
+  std::vector<Leaf> lp = hp->partials.All();
   if (rng() % 3 != 0) {
     for (std::size_t m = 1 + rng() % (lp.size() - 1); m < lp.size(); ++m)
       lp[m] = test::PartialLeaves<Leaf>::MadeUp(RandomValue(rng, kValues));
@@ -234,7 +234,7 @@ struct Outcome {
 };
 
 template <class Leaf>
-Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
+Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a, verify::LeafKeeping keeping) {
   Outcome o;
   const ElementSide& a_side = honest_is_a ? honest.side : cheat.side;
   const ElementSide& b_side = honest_is_a ? cheat.side : honest.side;
@@ -257,22 +257,24 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   if (!e.ok()) return o;
   o.disputed = *e;
 
-  auto honest_partials = Rule<Leaf>::Answer(honest.side, honest.attrs, slot, *e);
+  auto honest_partials = Rule<Leaf>::Answer(honest.side, honest.attrs, slot, *e, keeping);
   EXPECT_TRUE(honest_partials.ok());
   const ReducePartialsAnswerFor<Leaf>& pa = honest_is_a ? *honest_partials : cheat.partials;
   const ReducePartialsAnswerFor<Leaf>& pb = honest_is_a ? cheat.partials : *honest_partials;
   const std::uint64_t k = pa.element.Steps();
   for (const ReducePartialsAnswerFor<Leaf>* p : {&pa, &pb})
-    EXPECT_TRUE(verify::CheckPartialsEnds(p->tree.root(), k, p->partials.back(), p->first, p->last).ok());
+    EXPECT_TRUE(
+        verify::CheckPartialsEnds(p->partials.tree().root(), k, p->partials.back(), p->first, p->last).ok());
   verify::StepVerdict v;
-  if (pa.tree.root() == pb.tree.root()) {
+  if (pa.partials.tree().root() == pb.partials.tree().root()) {
     v = PredictReduceEpilogue(pa, a_side.outputs[slot][*e], b_side.outputs[slot][*e]);
   } else {
-    auto w5 = MerkleWalk::Start(pa.tree.leaf_count(), pa.tree.root(), pb.tree.root());
+    auto w5 = MerkleWalk::Start(pa.partials.tree().leaf_count(), pa.partials.tree().root(),
+                                pb.partials.tree().root());
     EXPECT_TRUE(w5.ok());
     while (w5->phase() != MerkleWalk::Phase::kDone) {
-      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.tree).ok());
-      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.tree).ok());
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kA, pa.partials.tree()).ok());
+      EXPECT_TRUE(crypto::RespondHonestly(*w5, WalkParty::kB, pb.partials.tree()).ok());
     }
     const std::uint64_t m = w5->disputed_leaf() - 1;
     auto operands = AnswerReduceOperands(a_side, pa, m);
@@ -281,7 +283,7 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
     const auto claim =
         AssembleReduceStepClaim(m, *operands, AnswerReduceReveal(pa, m), AnswerReduceReveal(pb, m));
     o.max_message = std::max(o.max_message, SizeOf(claim));
-    const std::array<Hash256, 2> roots{pa.tree.root(), pb.tree.root()};
+    const std::array<Hash256, 2> roots{pa.partials.tree().root(), pb.partials.tree().root()};
     auto verdict = PredictReduceStep(honest.side, pa.element, roots, claim);
     EXPECT_TRUE(verdict.ok()) << verdict.status().ToString();
     if (!verdict.ok()) return o;
@@ -304,8 +306,13 @@ std::pair<std::size_t, std::size_t> PlayCheats(std::mt19937_64& rng, std::span<c
     const Node honest = RandomNode(rng, kinds[static_cast<std::size_t>(trial) % kinds.size()],
                                    test::PartialLeaves<Leaf>::kMode);
     const Cheat<Leaf> cheat = PlantCheat<Leaf>(rng, honest);
+    // Every other trial, the honest party keeps its leaves as runs of 2–8
+    // (verify/partials.h) and recomputes what each move asks for.
+    const verify::LeafKeeping keeping =
+        trial % 2 == 0 ? verify::LeafKeeping{}
+                       : verify::LeafKeeping{0, 1 + static_cast<unsigned>(trial / 2 % 3)};
     for (bool honest_is_a : {true, false}) {
-      const Outcome o = Play(honest, cheat, honest_is_a);
+      const Outcome o = Play(honest, cheat, honest_is_a, keeping);
       EXPECT_EQ(o.disputed, cheat.e) << "the walk ends at the planted value";
       EXPECT_TRUE(o.honest_won) << "trial " << trial << (honest_is_a ? " (honest solver)" : " (honest challenger)");
       max_message = std::max(max_message, o.max_message);
