@@ -295,7 +295,10 @@ TEST(MerkleTest, ChildrenAreTheHonestReveal) {
 // for random counts (odd ones promote nodes at the right edge) and every
 // kept level, from 0 (every level kept) to above the top, each node, the
 // top, the root, every leaf's proof and every pair's reveal equal the whole
-// tree's, and a walk against a tree differing at one leaf ends there.
+// tree's, and a walk against a tree differing at one leaf ends there. The
+// kept level handed in (FromKeptLevel: runs of 2^kept leaves hashed as trees
+// of their own, the last run short) builds the same tree too, asking for no
+// leaf until a node below it is wanted.
 TEST(MerkleTest, ATreeKeepingOnlyItsUpperLevelsIsTheSameTree) {
   std::mt19937_64 rng(test::TestSeed() + 8);
   std::size_t trees = 0;
@@ -314,21 +317,42 @@ TEST(MerkleTest, ATreeKeepingOnlyItsUpperLevelsIsTheSameTree) {
           },
           kept);
       EXPECT_EQ(asked, n) << "building hashes each leaf once";
-      ASSERT_EQ(part.root(), whole.root());
-      ASSERT_EQ(part.top(), whole.top());
+      std::vector<MerkleTree> parts;
+      parts.push_back(part);
       const MerkleShape& shape = whole.shape();
-      for (unsigned level = 0; level <= shape.height(); ++level) {
-        for (std::uint64_t j = 0; j < shape.NodesAt(level); ++j) {
-          ASSERT_EQ(part.Node({level, j}), whole.Node({level, j})) << "level " << level << " node " << j;
-          if (shape.Kind({level, j}) == MerkleNodeKind::kPair) {
-            ASSERT_EQ(part.Children({level, j}), whole.Children({level, j}));
+      if (kept <= shape.height()) {
+        const std::size_t run = std::size_t{1} << kept;
+        std::vector<Hash256> tops;
+        for (std::size_t first = 0; first < n; first += run) {
+          const std::size_t last = std::min(n, first + run);
+          tops.push_back(MerkleTree::FromLeafHashes({leaves.begin() + first, leaves.begin() + last}).top());
+        }
+        asked = 0;
+        parts.push_back(MerkleTree::FromKeptLevel(
+            n,
+            [&](std::uint64_t i) {
+              ++asked;
+              return leaves[i];
+            },
+            kept, std::move(tops)));
+        EXPECT_EQ(asked, 0u) << "built from the kept level alone";
+      }
+      for (const MerkleTree& t : parts) {
+        ASSERT_EQ(t.root(), whole.root());
+        ASSERT_EQ(t.top(), whole.top());
+        for (unsigned level = 0; level <= shape.height(); ++level) {
+          for (std::uint64_t j = 0; j < shape.NodesAt(level); ++j) {
+            ASSERT_EQ(t.Node({level, j}), whole.Node({level, j})) << "level " << level << " node " << j;
+            if (shape.Kind({level, j}) == MerkleNodeKind::kPair) {
+              ASSERT_EQ(t.Children({level, j}), whole.Children({level, j}));
+            }
           }
         }
-      }
-      for (std::uint64_t i = 0; i < n; ++i) {
-        const MerkleProof proof = part.Prove(i);
-        ASSERT_EQ(proof, whole.Prove(i));
-        ASSERT_TRUE(VerifyMerkleProof(part.root(), leaves[i], proof).ok());
+        for (std::uint64_t i = 0; i < n; ++i) {
+          const MerkleProof proof = t.Prove(i);
+          ASSERT_EQ(proof, whole.Prove(i));
+          ASSERT_TRUE(VerifyMerkleProof(t.root(), leaves[i], proof).ok());
+        }
       }
       if (n < 2) continue;
       std::vector<Hash256> other = leaves;
@@ -346,47 +370,6 @@ TEST(MerkleTest, ATreeKeepingOnlyItsUpperLevelsIsTheSameTree) {
     }
   }
   EXPECT_GT(trees, 200u);
-}
-
-// The kept level handed in (FromKeptLevel: runs of 2^kept leaves hashed as
-// trees of their own, the last run short) builds the same tree, and asks
-// for no leaf until a node below it is wanted.
-TEST(MerkleTest, ATreeFromItsKeptLevelIsTheSameTree) {
-  std::mt19937_64 rng(test::TestSeed() + 9);
-  std::size_t trees = 0;
-  for (int trial = 0; trial < 40; ++trial) {
-    const std::size_t n = trial < 3 ? static_cast<std::size_t>(trial + 1) : 1 + rng() % 700;
-    const auto leaves = RandomLeaves(rng, n);
-    const MerkleTree whole = MerkleTree::FromLeafHashes(leaves);
-    for (unsigned kept : {0u, 1u, 3u, 5u, 8u}) {
-      if (kept > whole.shape().height()) continue;
-      SCOPED_TRACE(std::to_string(n) + " leaves, kept from " + std::to_string(kept));
-      const std::size_t run = std::size_t{1} << kept;
-      std::vector<Hash256> tops;
-      for (std::size_t first = 0; first < n; first += run) {
-        const std::size_t last = std::min(n, first + run);
-        tops.push_back(MerkleTree::FromLeafHashes({leaves.begin() + first, leaves.begin() + last}).top());
-      }
-      std::uint64_t asked = 0;
-      const MerkleTree part = MerkleTree::FromKeptLevel(
-          n,
-          [&](std::uint64_t i) {
-            ++asked;
-            return leaves[i];
-          },
-          kept, std::move(tops));
-      EXPECT_EQ(asked, 0u);
-      ASSERT_EQ(part.root(), whole.root());
-      const MerkleShape& shape = whole.shape();
-      for (unsigned level = 0; level <= shape.height(); ++level) {
-        for (std::uint64_t j = 0; j < shape.NodesAt(level); ++j)
-          ASSERT_EQ(part.Node({level, j}), whole.Node({level, j})) << "level " << level << " node " << j;
-      }
-      for (std::uint64_t i = 0; i < n; ++i) ASSERT_EQ(part.Prove(i), whole.Prove(i));
-      ++trees;
-    }
-  }
-  EXPECT_GT(trees, 100u);
 }
 
 TEST(MerkleTest, MillionLeavesRootMatchesTree) {
