@@ -105,7 +105,9 @@ class Agent {
     std::optional<worker::ElementSide> side;
     std::map<std::uint32_t, crypto::MerkleTree> chunk_trees;  // by output slot
     std::optional<worker::DotPartialsAnswer> partials;        // of the disputed value, the job mode's
-    std::optional<worker::ReduceRuleAnswer> reduce_partials;  // likewise, a reduction's
+    // Likewise, a reduction's; a long walk's recomputes its leaves from `side`'s
+    // tensors (verify/partials.h), so it is built after `side` and replaced with it.
+    std::optional<worker::ReduceRuleAnswer> reduce_partials;
     std::optional<crypto::MerkleTree> state_tree;  // the assemble node's: over h_{t+1}'s leaves
   };
   struct JobRun {
