@@ -6,7 +6,7 @@ if(VERITRAIN_TESTS)
   vt_bench(referee_bench
     SOURCES
       ${CMAKE_CURRENT_LIST_DIR}/referee_bench.cpp
-      ${CMAKE_CURRENT_LIST_DIR}/long_walks.cpp
+      ${VT_ROOT}/tests/referee/long_walks_table.cpp
       ${VT_ROOT}/tests/referee/descent_table.cpp
       ${VT_ROOT}/tests/referee/history.cpp
       ${VT_ROOT}/tests/referee/scenario.cpp

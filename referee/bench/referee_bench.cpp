@@ -20,7 +20,7 @@
 //     one-ulp cheat in one value, level-4 and level-5b moves, the largest
 //     transaction and the final move's gas against the node-level
 //     arbitration of the same cheat.
-//  6. A party's answer over the longest reduction walks (long_walks.h):
+//  6. A party's answer over the longest reduction walks (tests/referee/long_walks_table.h):
 //     what it holds and what a game's moves recompute.
 //
 //   referee_bench                 tables 1-3; GPT-2 small as flops only
@@ -44,13 +44,13 @@
 
 #include "contract_vm/graph_source.h"
 #include "contract_vm/vm.h"
-#include "referee/bench/long_walks.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
 #include "tests/referee/arbitration_workload.h"
 #include "tests/referee/descent_table.h"
+#include "tests/referee/long_walks_table.h"
 #include "tests/referee/scenario.h"
 #include "tests/referee/virtual_tree.h"
 

@@ -6,7 +6,7 @@
 // to a random disputed leaf d, the reveal of leaves d−1 and d, and the final
 // claim's operand leaves, each with its proof.
 
-#include "referee/bench/long_walks.h"
+#include "tests/referee/long_walks_table.h"
 
 #include <chrono>
 #include <cmath>
