@@ -299,11 +299,9 @@ Status ComputeCertifiedSumPartials(const ReduceElement& el, const ValueAt& value
     VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
     values.clear();
     for (const ReadValue& r : reads) values.push_back(r.value);
-    // The previous leaf is the usual left operand: no lookup for it.
-    const ExactPartial left = st.left + 1 == leaf ? p.Back() : p.At(st.left);
     VT_ASSIGN_OR_RETURN(
         const std::optional<ExactPartial> next,
-        CertifiedStepLeaf(el, st, left, st.reads_right ? p.At(st.right) : ExactPartial{}, values));
+        CertifiedStepLeaf(el, st, p.At(st.left), st.reads_right ? p.At(st.right) : ExactPartial{}, values));
     p.Push(next.value());  // the rule's own leaves are of their kinds
   }
   return Status::Ok();
