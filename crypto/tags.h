@@ -20,8 +20,9 @@ inline constexpr std::string_view kMerkleRoot = "veritrain/merkle/root/v1";
 // v1 hashed the raw values flat; v2 commits them as a tree so one value can
 // be opened (docs/referee.md, "Element-level descent").
 inline constexpr std::string_view kTensor = "veritrain/tensor/v2";
-// One node's rounding log, over its canonical payload (kernels/rounding.h).
-inline constexpr std::string_view kRoundingLog = "veritrain/rounding-log/v1";
+// One node's rounding log: the root of its entry tree (kernels/rounding_log_tree.h).
+// v1 hashed the flat payload, which opens no single entry.
+inline constexpr std::string_view kRoundingLog = "veritrain/rounding-log/v2";
 inline constexpr std::string_view kAddress = "veritrain/address/v1";
 inline constexpr std::string_view kTx = "veritrain/tx/v1";
 inline constexpr std::string_view kBlock = "veritrain/block/v1";

@@ -61,8 +61,6 @@
 #include <string>
 
 #include "common/encoding.h"
-#include "crypto/sha256.h"
-#include "crypto/tags.h"
 #include "kernels/arith_hd.h"
 #include "kernels/parallel.h"
 
@@ -368,23 +366,28 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
                              "log positions must strictly increase (at entry " + std::to_string(m_cursor) + ")");
     }
     const std::size_t i = static_cast<std::size_t>(entry.position - base);
-    const hd::GridPos g = hd::Locate(exact[i], bits);
-    const double s = slack.empty() ? 0.0 : slack[i];
-    if (!hd::AcceptsEntry(g, tau, s, entry.up)) {
+    const Result<float> logged = ApplyLogEntry(exact[i], bits, tau, slack.empty() ? 0.0 : slack[i], entry.up);
+    if (!logged.ok()) {
       if (m_skip_invalid) {
         ++m_skipped;
         ++m_cursor;
         continue;
       }
-      return Status::Invalid("log-entry-outside-region",
-                             "logged position " + std::to_string(entry.position) +
-                                 ": the acceptance rule rejects its direction at the reference value");
+      return logged.status().WithContext("logged position " + std::to_string(entry.position));
     }
-    out[i] = hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, entry.up)));
+    out[i] = *logged;
     ++m_cursor;
   }
   m_position = end;
   return Status::Ok();
+}
+
+Result<float> ApplyLogEntry(double ref, int bits, std::uint32_t tau_q16, double slack, bool up) {
+  const hd::GridPos g = hd::Locate(ref, bits);
+  if (!hd::AcceptsEntry(g, tau_q16, slack, up))
+    return Status::Invalid("log-entry-outside-region",
+                           "the acceptance rule rejects its direction at the reference value");
+  return hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, up)));
 }
 
 Status NodeRounding::Finish() const {
@@ -474,11 +477,6 @@ Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes) {
     return Status::Invalid("rounding-log-bad-compression", "zstd frame does not decompress");
   }
   return ParseRoundingLogPayload(payload);
-}
-
-Hash256 HashRoundingLog(const RoundingLog& log) {
-  static const crypto::TaggedHasher hasher(crypto::tags::kRoundingLog);
-  return hasher.Hash(ByteSpan(RoundingLogPayload(log)));
 }
 
 }  // namespace vt::kernels

@@ -49,8 +49,8 @@ struct RoundingLog {
 // Compact byte form: delta-encoded varints, zstd-compressed (docs/formats.md).
 Bytes EncodeRoundingLog(const RoundingLog& log);
 Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes);
-// Hash over the canonical (uncompressed) payload, so it does not depend on
-// the zstd version: TaggedHash("veritrain/rounding-log/v1", payload).
+// A node record's log hash: the root of the log's entry tree, so one value's
+// entry can be opened alone (kernels/rounding_log_tree.h, which defines it).
 Hash256 HashRoundingLog(const RoundingLog& log);
 // The canonical uncompressed payload (varint count, then per entry the varint
 // (delta << 1 | up)) and its strict parser; Encode/Decode wrap them in zstd.
@@ -60,6 +60,14 @@ Result<RoundingLog> ParseRoundingLogPayload(ByteSpan payload);
 // Round one fp64 value to the b-bit grid to nearest (ties to even).
 // NaN → canonical quiet NaN; ±inf stay; overflow follows IEEE round-to-nearest.
 float RoundToBits(double x, int bits);
+
+// The one rule for a logged value (a replay's, the arbiter's, the element
+// level's): the b-bit neighbour that the entry (`up`) names at the canonical
+// reference `ref`, where the acceptance rule (hd::AcceptsEntry) accepts it —
+// w from `tau_q16` (0 where τ does not apply) and β = `slack`. Invalid
+// "log-entry-outside-region" otherwise. An unlogged value is
+// RoundToBits(ref, bits).
+Result<float> ApplyLogEntry(double ref, int bits, std::uint32_t tau_q16, double slack, bool up);
 
 // Everything rounded mode knows about one value (for tests, calibration and
 // tools; NodeRounding uses the same arithmetic inline).

@@ -202,8 +202,9 @@ TEST(RoundingLogCodecTest, RoundTrip) {
 TEST(RoundingLogCodecTest, GoldenPayloadAndHash) {
   const RoundingLog log{{LogEntry{5, true}, LogEntry{8, false}, LogEntry{208, true}}};
   EXPECT_EQ(ToHex(RoundingLogPayload(log)), "030b069103");
-  // Computed once with this implementation (tag "veritrain/rounding-log/v1").
-  EXPECT_EQ(HashRoundingLog(log).Hex(), "e4e02fee622ee938fc3747bbd5b097afc30517bc4fa069e1a000c6f545461a30");
+  // Computed once with this implementation (the entry tree's root under tag
+  // "veritrain/rounding-log/v2"; v1, the flat payload's hash, was e4e02fee…).
+  EXPECT_EQ(HashRoundingLog(log).Hex(), "0b3ea491828556cf927f57dff27ad18901b5c3d28c1bb2b4dfc2f59f63262ae3");
   EXPECT_NE(HashRoundingLog(log), HashRoundingLog(RoundingLog{}));
 }
 
