@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 
 #include "common/encoding.h"
@@ -26,6 +27,48 @@ bool Is(std::uint16_t op_kind, std::initializer_list<OpKind> kinds) {
 }
 
 std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
+
+// The operators whose rounded values ReexecuteElement re-executes: RunOp
+// evaluates them value by value, so the slices' fp64 reference is the
+// node's, and each output value has one position among the slices' outputs.
+constexpr OpKind kRoundedElementwise[] = {
+    OpKind::kRelu,        OpKind::kReluBackward, OpKind::kGelu,  OpKind::kGeluBackward,
+    OpKind::kAdd,         OpKind::kSgd,          OpKind::kAdamW, OpKind::kDropoutBackward,
+    OpKind::kSumBackward, OpKind::kLrSchedule};
+
+Status NoRoundedRule() {
+  return Status::Invalid("elem-no-rule",
+                         "this rounded value has no element rule yet: its node is arbitrated whole");
+}
+
+// Rounded mode: the operator on the slices with the canonical fp64 reference
+// (a replaying NodeRounding turns it on), every value rounded to nearest but
+// value e, which follows the log's entry there (kernels::ApplyLogEntry, the
+// replay's own rule). Positions count the slices' outputs in slot order.
+Result<float> ReexecuteRounded(const ElementMode& mode, OpKind kind, const kernels::OpAttrs& attrs,
+                               std::uint32_t slot, std::int64_t offset,
+                               std::span<const kernels::Tensor* const> in) {
+  VT_TRY(mode.spec.Validate());
+  kernels::ExecConfig config;
+  config.mode = kernels::Mode::kRounded;
+  config.threads = 1;
+  config.rounding = mode.spec;
+  const auto run = [&](kernels::RoundingLog log) -> Result<std::vector<kernels::Tensor>> {
+    kernels::NodeRounding rounding = kernels::NodeRounding::Replay(mode.spec, std::move(log));
+    std::vector<kernels::Tensor> out;
+    VT_TRY(kernels::RunOp(kernels::OpContext(config, &rounding), kind, attrs, in, out));
+    VT_TRY(rounding.Finish());
+    return out;
+  };
+  VT_ASSIGN_OR_RETURN(std::vector<kernels::Tensor> out, run({}));
+  if (slot >= out.size() || offset >= out[slot].numel())
+    return Status::Invalid("elem-bad-slice", "no such output");
+  if (!mode.logged) return out[slot][offset];
+  auto position = static_cast<std::uint64_t>(offset);
+  for (std::uint32_t s = 0; s < slot; ++s) position += static_cast<std::uint64_t>(out[s].numel());
+  VT_ASSIGN_OR_RETURN(out, run(kernels::RoundingLog{{kernels::LogEntry{position, *mode.logged}}}));
+  return out[slot][offset];
+}
 
 }  // namespace
 
@@ -264,19 +307,23 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint
   return plan;
 }
 
-Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values,
+Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
+                               std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values,
                                const kernels::RngAddress& rng) {
   if (!Is(op_kind, {OpKind::kDropout}) || slot != 1)
     return ReexecuteElement(mode, op_kind, attrs, slot, plan, slice_values);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-  if (!decoded.ok() || decoded->floats.size() != 1) return Status::Invalid("elem-bad-slice", "dropout attributes");
+  if (!decoded.ok() || decoded->floats.size() != 1)
+    return Status::Invalid("elem-bad-slice", "dropout attributes");
+  if (mode.mode == kernels::Mode::kRounded) return NoRoundedRule();
   if (rng.step > 0xFFFFFFFFull || rng.node > 0xFFFFFFFFull)
     return Status::Invalid("bad-rng-address", "dropout needs step and node below 2^32");
   const float p = decoded->Float(0);
   if (!(p >= 0.0f && p < 1.0f)) return Status::Invalid("bad-attribute", "dropout p must be in [0, 1)");
   // The kernel's own draw (kernels/ops/elementwise.h).
-  return kernels::DropoutKeep(rng.seed, static_cast<std::uint32_t>(rng.step), static_cast<std::uint32_t>(rng.node),
+  return kernels::DropoutKeep(rng.seed, static_cast<std::uint32_t>(rng.step),
+                              static_cast<std::uint32_t>(rng.node),
                               static_cast<std::uint64_t>(plan.out_offset), p)
              ? 1.0f
              : 0.0f;
@@ -296,12 +343,15 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
   return order;
 }
 
-Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values) {
-  if (mode != kernels::Mode::kRepops && mode != kernels::Mode::kCertified)
-    return Status::Invalid("elem-no-rule", "values are re-executed in repops and certified mode only");
-  const bool certified = mode == kernels::Mode::kCertified;
-  if (slice_values.size() != plan.inputs.size()) return Status::Invalid("elem-bad-slice", "one slice per input");
+Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
+                               std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values) {
+  const bool certified = mode.mode == kernels::Mode::kCertified;
+  const bool rounded = mode.mode == kernels::Mode::kRounded;
+  if (mode.mode != kernels::Mode::kRepops && !certified && !rounded)
+    return Status::Invalid("elem-no-rule", "native values are not re-executed");
+  if (slice_values.size() != plan.inputs.size())
+    return Status::Invalid("elem-bad-slice", "one slice per input");
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
     if (static_cast<std::int64_t>(slice_values[i].size()) != plan.inputs[i].count)
       return Status::Invalid("elem-bad-slice", "input " + std::to_string(i) + " has the wrong count");
@@ -310,6 +360,8 @@ Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSp
   if (!decoded.ok()) return Status::Invalid("elem-bad-slice", decoded.status().ToString());
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!kind.ok()) return kind.status();
+  if (rounded && std::ranges::find(kRoundedElementwise, *kind) == std::end(kRoundedElementwise))
+    return NoRoundedRule();
   if (*kind == OpKind::kClipGradNorm) {
     // g'_i = g_i·scale(norm), the norm agreed (an own-output slice): the
     // kernel's own expression on the two values.
@@ -388,7 +440,7 @@ Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSp
     const kernels::Tensor x({1}, slice_values[0]), keep({1}, slice_values[1]);
     const std::vector<const kernels::Tensor*> in{&x, &keep};
     kernels::ExecConfig config;
-    config.mode = mode;
+    config.mode = mode.mode;
     config.threads = 1;
     std::vector<kernels::Tensor> out;
     VT_TRY(kernels::RunOp(kernels::OpContext(config), OpKind::kDropoutBackward, *decoded, in, out));
@@ -418,8 +470,9 @@ Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSp
   }
   std::vector<const kernels::Tensor*> in;
   for (const kernels::Tensor& t : tensors) in.push_back(&t);
+  if (rounded) return ReexecuteRounded(mode, *kind, *decoded, slot, plan.out_offset, in);
   kernels::ExecConfig config;
-  config.mode = mode;
+  config.mode = mode.mode;
   config.threads = 1;
   const kernels::OpContext ctx(config);
   std::vector<kernels::Tensor> out;

@@ -15,6 +15,7 @@
 // slices' bytes and the operator's flops first.
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -104,24 +105,44 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
 
+// The job's mode as a value's re-execution needs it. Rounded mode also needs
+// the node's rounding spec (the job's bits, the node's τ: verify::NodeSpec)
+// and what the solver's log says at the value's position (the node's outputs
+// concatenated; kernels::OpenLogAt): the direction logged, or none.
+struct ElementMode {
+  ElementMode(kernels::Mode m) : mode(m) {}  // NOLINT: repops and certified need nothing else
+  ElementMode(kernels::RoundingSpec rounding_spec, std::optional<bool> logged_up)
+      : mode(kernels::Mode::kRounded), spec(rounding_spec), logged(logged_up) {}
+  kernels::Mode mode;
+  kernels::RoundingSpec spec;
+  std::optional<bool> logged;
+};
+
 // Runs the operator (canonical attributes `attrs`) in the job's `mode` on
 // the slices' values and returns value e (clip_grad_norm's g'_i:
 // g_i·kernels::ClipGradScale(norm), the kernel's expression). Repops and
 // certified mode share every element-wise expression; the poolings'
 // backwards sum their windows in repops order, or exactly and rounded once
-// in certified mode (kernels::CertifiedAvgPoolGradAt). Invalid
-// "elem-bad-slice" when a slice has the wrong count, "elem-no-rule" in
-// another mode (rounded values carry log entries), or the operator's own
-// reason.
-Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values);
+// in certified mode (kernels::CertifiedAvgPoolGradAt). Rounded mode runs the
+// operators that RunOp evaluates element by element (relu, gelu and their
+// backwards, add, sgd, adamw, dropout_backward, sum_backward, lr_schedule) on
+// the slices with the canonical fp64 reference, rounding value e as the
+// log says (kernels::ApplyLogEntry: Invalid "log-entry-outside-region" when
+// the acceptance rule rejects the entry — the solver's log is wrong) and
+// every other value to nearest; its other rules are not written yet
+// ("elem-no-rule"). Invalid "elem-bad-slice" when a slice has the wrong
+// count, or the operator's own reason.
+Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
+                               std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values);
 
 // The same for an operator that draws from the node's RNG stream (seed, step
 // t, node index i — the executor's address): dropout's keep mask (slot 1),
 // kernels::DropoutKeep at e. Every other output: as above. Invalid
 // "bad-rng-address" for a step or node ≥ 2^32.
-Result<float> ReexecuteElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                               const ElementPlan& plan, std::span<const std::vector<float>> slice_values,
+Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
+                               std::uint32_t slot, const ElementPlan& plan,
+                               std::span<const std::vector<float>> slice_values,
                                const kernels::RngAddress& rng);
 
 }  // namespace vt::verify
