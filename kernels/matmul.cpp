@@ -298,12 +298,9 @@ void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const do
   for (std::int64_t i = 0; i < m; ++i) {
     const double rn = std::sqrt(row_sq[i]);
     double* out = slack + i * ld;
-    if (bias == nullptr) {
-      for (std::int64_t j = 0; j < n; ++j) out[j] = factor * (rn * col_norm[static_cast<std::size_t>(j)]);
-    } else {
-      for (std::int64_t j = 0; j < n; ++j) {
-        out[j] = factor * (rn * col_norm[static_cast<std::size_t>(j)] + std::fabs(bias[j]));
-      }
+    for (std::int64_t j = 0; j < n; ++j) {
+      out[j] = GemmSlackValue(factor, rn, col_norm[static_cast<std::size_t>(j)],
+                              bias == nullptr ? 0.0 : std::fabs(bias[j]));
     }
   }
 }

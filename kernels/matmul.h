@@ -69,8 +69,14 @@ double GemmSlackFactor(std::int64_t terms);
 // Adds the squared 2-norms of the m rows of op(A) to row_sq[0..m) and of the
 // n columns of op(B) to col_sq[0..n) (each sequential over p from its current value).
 void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq);
-// slack[i·ld + j] = factor·(sqrt(row_sq[i])·sqrt(col_sq[j]) + |bias[j]|), factor =
-// GemmSlackFactor(terms + (bias ? 1 : 0)); bias may be null.
+// β of one output value from the norms of its two factor vectors and its
+// bias's magnitude (0 without one): factor·(a_norm·b_norm + abs_bias).
+// WriteGemmSlack's expression, and the element level's for one value.
+inline double GemmSlackValue(double factor, double a_norm, double b_norm, double abs_bias) {
+  return factor * (a_norm * b_norm + abs_bias);
+}
+// slack[i·ld + j] = GemmSlackValue(factor, sqrt(row_sq[i]), sqrt(col_sq[j]), |bias[j]|),
+// factor = GemmSlackFactor(terms + (bias ? 1 : 0)); bias may be null (0).
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
                     const double* col_sq, double* slack, std::int64_t ld, const double* bias = nullptr);
 // One GEMM: GemmNormsSq + WriteGemmSlack with terms = g.k into slack (ldc layout).

@@ -106,9 +106,11 @@ StepVerdict JudgeEpilogue(const Leaf& p_k, std::optional<float> bias, float y_a,
 
 Hash256 PartialLeafHash(float p) { return LeafHash(p); }
 Hash256 PartialLeafHash(const ExactPartial& p) { return LeafHash(p); }
+Hash256 PartialLeafHash(const RoundedPartial& p) { return LeafHash(p); }
 
 crypto::MerkleTree PartialsTree(std::span<const float> partials) { return TreeOver(partials); }
 crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials) { return TreeOver(partials); }
+crypto::MerkleTree PartialsTree(std::span<const RoundedPartial> partials) { return TreeOver(partials); }
 
 Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
                         const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
@@ -118,12 +120,20 @@ Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const Exac
                         const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
   return CheckLeaf(reason, root, value, proof, index, count);
 }
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const RoundedPartial& value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
+  return CheckLeaf(reason, root, value, proof, index, count);
+}
 
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
                          const crypto::MerkleProof& last) {
   return CheckEnds(root, k, p_k, first, last);
 }
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
+  return CheckEnds(root, k, p_k, first, last);
+}
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const RoundedPartial& p_k,
                          const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
   return CheckEnds(root, k, p_k, first, last);
 }
@@ -273,6 +283,10 @@ StepVerdict JudgeDotStep(const ExactPartial& p_m, float a_m, float b_m, const Ex
                          const ExactPartial& next_b) {
   return JudgeStep(p_m, a_m, b_m, next_a, next_b);
 }
+StepVerdict JudgeDotStep(const RoundedPartial& p_m, float a_m, float b_m, const RoundedPartial& next_a,
+                         const RoundedPartial& next_b) {
+  return JudgeStep(p_m, a_m, b_m, next_a, next_b);
+}
 
 Status VerifyInputHash(const InputHashContext& at, const protocol::InputRef& ref, const Hash256& tensor_hash,
                        const crypto::MerkleProof& proof, const std::optional<protocol::NodeRecord>& producer,
@@ -348,12 +362,23 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
                                       const OpenedBatch* batch) {
   return JudgeClaim(element, factors, roots, claim, batch);
 }
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots, const RoundedDotStepClaim& claim,
+                                      const OpenedBatch* batch) {
+  return JudgeClaim(element, factors, roots, claim, batch);
+}
 
 StepVerdict JudgeDotEpilogue(float p_k, std::optional<float> bias, float y_a, float y_b) {
   return JudgeEpilogue(p_k, bias, y_a, y_b);
 }
 StepVerdict JudgeDotEpilogue(const ExactPartial& p_k, std::optional<float> bias, float y_a, float y_b) {
   return JudgeEpilogue(p_k, bias, y_a, y_b);
+}
+Result<StepVerdict> JudgeRoundedDotEpilogue(const RoundedPartial& p_k, std::optional<float> bias,
+                                            std::int64_t k, const kernels::RoundingSpec& spec,
+                                            std::optional<bool> logged, float y_a, float y_b) {
+  VT_ASSIGN_OR_RETURN(const float y, RoundedLinearValue(p_k, bias, k, spec, logged));
+  return ValueVerdict(y, y_a, y_b);
 }
 
 }  // namespace vt::verify

@@ -64,6 +64,7 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
 // for both leaf types (DotPartialRule).
 Hash256 PartialLeafHash(float p);
 Hash256 PartialLeafHash(const ExactPartial& p);
+Hash256 PartialLeafHash(const RoundedPartial& p);
 // The tree over them, every level kept. A party keeps the leaves and tree
 // of a long walk as runs (verify/partials.h): past kPartialsKeptWhole
 // leaves, the tree's levels from kPartialsKeptFrom up, and a run of
@@ -72,12 +73,15 @@ inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
 inline constexpr unsigned kPartialsKeptFrom = 8;
 crypto::MerkleTree PartialsTree(std::span<const float> partials);
 crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials);
+crypto::MerkleTree PartialsTree(std::span<const RoundedPartial> partials);
 
 // Leaf `index` of a partials tree of `count` leaves under `root` is `value`
 // (the proof's position and count, then the path). Invalid `reason`.
 Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
                         const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
 Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const ExactPartial& value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const RoundedPartial& value,
                         const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
 
 // Posting a partials root: its first leaf must be the rule's start (+0, or
@@ -86,6 +90,8 @@ Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const Exac
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
                          const crypto::MerkleProof& last);
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last);
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const RoundedPartial& p_k,
                          const crypto::MerkleProof& first, const crypto::MerkleProof& last);
 
 // Where a dot product's factors lie for one output value of a repops GEMM
@@ -160,6 +166,8 @@ StepVerdict JudgeDotStep(float p_m, float a_m, float b_m, float next_a, float ne
 StepVerdict ValueVerdict(std::optional<float> truth, float y_a, float y_b);
 StepVerdict JudgeDotStep(const ExactPartial& p_m, float a_m, float b_m, const ExactPartial& next_a,
                          const ExactPartial& next_b);
+StepVerdict JudgeDotStep(const RoundedPartial& p_m, float a_m, float b_m, const RoundedPartial& next_a,
+                         const RoundedPartial& next_b);
 
 // One input of the disputed node opened by its tensor hash alone: a state
 // tensor's entry in h_t, or an earlier node's output through that node's
@@ -199,6 +207,7 @@ struct DotStepClaimOf {
 };
 using DotStepClaim = DotStepClaimOf<float>;
 using CertifiedDotStepClaim = DotStepClaimOf<ExactPartial>;
+using RoundedDotStepClaim = DotStepClaimOf<RoundedPartial>;
 
 // The agreed input tensors a dot element reads, by their hashes (from the
 // node's agreed inputs: h_t's state tensors or producers' output hashes).
@@ -224,11 +233,21 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
 Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
                                       const std::array<Hash256, 2>& roots, const CertifiedDotStepClaim& claim,
                                       const OpenedBatch* batch = nullptr);
+Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactors& factors,
+                                      const std::array<Hash256, 2>& roots, const RoundedDotStepClaim& claim,
+                                      const OpenedBatch* batch = nullptr);
 
 // When both parties' partial sums agree to p_K (their roots are equal) the
 // disputed step is the epilogue: y = p_K + bias (linear), or p_K; certified
 // y = CR(p_K + bias), or CR(p_K).
 StepVerdict JudgeDotEpilogue(float p_k, std::optional<float> bias, float y_a, float y_b);
 StepVerdict JudgeDotEpilogue(const ExactPartial& p_k, std::optional<float> bias, float y_a, float y_b);
+// Rounded mode: y = RoundedLinearValue(p_K, bias, K, spec, logged), the log
+// entry at the value opened from the solver's log (kernels::OpenLogAt). An
+// entry the acceptance rule rejects is Invalid "log-entry-outside-region":
+// the solver loses (its log is wrong), whichever value it committed.
+Result<StepVerdict> JudgeRoundedDotEpilogue(const RoundedPartial& p_k, std::optional<float> bias,
+                                            std::int64_t k, const kernels::RoundingSpec& spec,
+                                            std::optional<bool> logged, float y_a, float y_b);
 
 }  // namespace vt::verify

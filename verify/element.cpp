@@ -1,8 +1,13 @@
 #include "verify/element.h"
 
+#include <bit>
+#include <cmath>
 #include <cstring>
 
+#include "common/encoding.h"
 #include "kernels/arith_hd.h"
+#include "kernels/matmul.h"
+#include "kernels/rounding.h"
 
 namespace vt::verify {
 
@@ -53,6 +58,57 @@ std::optional<float> CertifiedLinearValue(const ExactPartial& dot, std::optional
   if (!acc) return std::nullopt;
   if (bias) acc->Add(*bias);
   return acc->Round();
+}
+
+namespace {
+
+RoundedPartial RoundedStep(const RoundedPartial& p, float a, float b) {
+  const double x = a, y = b;  // exact: the products of fp32 values below are exact in fp64
+  return RoundedPartial{p.dot + x * y, p.a_sq + x * x, p.b_sq + y * y};
+}
+
+}  // namespace
+
+bool RoundedPartial::operator==(const RoundedPartial& other) const {
+  return std::bit_cast<std::uint64_t>(dot) == std::bit_cast<std::uint64_t>(other.dot) &&
+         std::bit_cast<std::uint64_t>(a_sq) == std::bit_cast<std::uint64_t>(other.a_sq) &&
+         std::bit_cast<std::uint64_t>(b_sq) == std::bit_cast<std::uint64_t>(other.b_sq);
+}
+
+std::vector<RoundedPartial> RoundedDotPartials(std::span<const float> a, std::span<const float> b) {
+  std::vector<RoundedPartial> p;
+  p.reserve(a.size() + 1);
+  p.emplace_back();
+  for (std::size_t k = 0; k < a.size(); ++k) p.push_back(RoundedStep(p.back(), a[k], b[k]));
+  return p;
+}
+
+bool RoundedDotStepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next) {
+  return RoundedStep(prev, a, b) == next;
+}
+
+double RoundedLinearReference(const RoundedPartial& dot, std::optional<float> bias) {
+  return bias ? dot.dot + static_cast<double>(*bias)
+              : dot.dot;  // the kernel adds the bias after the dot product
+}
+
+double RoundedLinearSlack(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k) {
+  return kernels::GemmSlackValue(kernels::GemmSlackFactor(k + (bias ? 1 : 0)), std::sqrt(dot.a_sq),
+                                 std::sqrt(dot.b_sq), bias ? std::fabs(static_cast<double>(*bias)) : 0.0);
+}
+
+Result<float> RoundedLinearValue(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k,
+                                 const kernels::RoundingSpec& spec, std::optional<bool> logged) {
+  VT_TRY(spec.Validate());
+  const double ref = RoundedLinearReference(dot, bias);
+  if (!logged) return kernels::RoundToBits(ref, spec.bits);
+  return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, RoundedLinearSlack(dot, bias, k), *logged);
+}
+
+Bytes DotPartialRule<RoundedPartial>::LeafBytes(const RoundedPartial& p) {
+  Writer w;
+  for (const double v : {p.dot, p.a_sq, p.b_sq}) w.PutU64(std::bit_cast<std::uint64_t>(v));
+  return std::move(w).Take();
 }
 
 Bytes DotPartialRule<float>::LeafBytes(float p) {

@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "common/bytes.h"
+#include "common/result.h"
 #include "kernels/certified.h"
+#include "kernels/mode.h"
 
 namespace vt::verify {
 
@@ -48,6 +50,34 @@ bool CertifiedDotStepHolds(const ExactPartial& prev, float a, float b, const Exa
 // CR(dot). nullopt if `dot` is no accumulator state.
 std::optional<float> CertifiedLinearValue(const ExactPartial& dot, std::optional<float> bias);
 
+// Rounded mode (kernels/rounding.h): a GEMM output is the canonical fp64
+// dot product (kernels GemmF64Reference: sequential from +0, each product
+// and sum rounded to fp64), plus the bias in fp64, rounded to b bits — to
+// nearest, or as the solver's log says where the acceptance rule accepts
+// its entry with the GEMM's error bound β (kernels/matmul.h), which needs
+// the squared norms of both factor vectors, fp64 sums sequential like the
+// dot product (GemmNormsSq). So a partial result carries all three:
+// p_m = (Σ_{j<m} a_j·b_j, Σ a_j², Σ b_j²), p_0 = (+0, +0, +0), 24 bytes.
+struct RoundedPartial {
+  double dot = 0.0, a_sq = 0.0, b_sq = 0.0;
+  // Bit for bit (+0 ≠ −0, a NaN equals its own pattern only).
+  bool operator==(const RoundedPartial& other) const;
+};
+std::vector<RoundedPartial> RoundedDotPartials(std::span<const float> a, std::span<const float> b);
+bool RoundedDotStepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next);
+// A rounded GEMM output from its K-term dot product: ref = dot + bias (fp64)
+// rounded by the node's `spec` to nearest, or, where the log has an entry
+// (`logged`: its direction), by kernels::ApplyLogEntry with
+// β = GemmSlackValue(GemmSlackFactor(K (+1 with a bias)), √a_sq, √b_sq, |bias|)
+// and the node's τ (GEMMs are not exact in fp64: τ applies). Invalid
+// "log-entry-outside-region" when the rule rejects the entry (the solver's
+// log is wrong), or the spec's reason.
+Result<float> RoundedLinearValue(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k,
+                                 const kernels::RoundingSpec& spec, std::optional<bool> logged);
+// The reference value ref and the bound β RoundedLinearValue judges an entry with.
+double RoundedLinearReference(const RoundedPartial& dot, std::optional<float> bias);
+double RoundedLinearSlack(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k);
+
 // What the descent needs of a dot product's partial results, per leaf type
 // (verify/descent.h keeps one implementation of each check for both modes):
 // the leaf's committed bytes, the rule's start, one step, the final value.
@@ -73,6 +103,17 @@ struct DotPartialRule<ExactPartial> {
   }
   static std::optional<float> Value(const ExactPartial& dot, std::optional<float> bias) {
     return CertifiedLinearValue(dot, bias);
+  }
+};
+
+// Rounded mode's epilogue needs the node's rounding and its log
+// (RoundedLinearValue, JudgeRoundedDotEpilogue in verify/descent.h): no Value.
+template <>
+struct DotPartialRule<RoundedPartial> {
+  static Bytes LeafBytes(const RoundedPartial& p);
+  static RoundedPartial Start() { return RoundedPartial{}; }
+  static bool StepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next) {
+    return RoundedDotStepHolds(prev, a, b, next);
   }
 };
 
