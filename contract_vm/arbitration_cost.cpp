@@ -189,10 +189,15 @@ Result<NodeArbitrationCost> NodeArbitrationCostOf(const protocol::JobSpec& job, 
   }
   // Rounded mode: the node's log, at most one byte per output value (varint
   // deltas of 1; sparser logs spend more bytes per entry on fewer entries)
-  // plus the compressor's framing.
+  // plus the compressor's framing. Its decoding is charged by the payload it
+  // declares — under 2 bytes an output value (an entry of delta δ takes at
+  // most 1 + 2δ/7 bytes, the deltas sum to at most the outputs) — and its
+  // tree at two hashes an entry, at most one entry an output value
+  // (verify::ArbitrateNode).
   const bool rounded = job.mode == static_cast<std::uint8_t>(kernels::Mode::kRounded);
   const std::uint64_t log = rounded ? Add(Add(outputs, outputs / 64), 64) : 0;
   cost.payload_bytes = Add(cost.payload_bytes, BytesField(log));
+  if (rounded) cost.gas = Add(cost.gas, Add(HashGas(Add(Mul(outputs, 2), 16)), MerkleGas(Mul(outputs, 2))));
   return cost;
 }
 

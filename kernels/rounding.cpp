@@ -460,7 +460,7 @@ Bytes EncodeRoundingLog(const RoundingLog& log) {
   return out;
 }
 
-Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes) {
+Result<std::uint64_t> RoundingLogPayloadSize(ByteSpan bytes) {
   const std::size_t frame = ZSTD_findFrameCompressedSize(bytes.data(), bytes.size());
   if (ZSTD_isError(frame)) return Status::Invalid("rounding-log-bad-compression", "not a zstd frame");
   if (frame != bytes.size()) {
@@ -471,6 +471,11 @@ Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes) {
     return Status::Invalid("rounding-log-bad-compression", "zstd frame without a content size");
   }
   if (size > kMaxPayloadBytes) return Status::Invalid("rounding-log-too-large", "payload above 1 GiB");
+  return static_cast<std::uint64_t>(size);
+}
+
+Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes) {
+  VT_ASSIGN_OR_RETURN(const std::uint64_t size, RoundingLogPayloadSize(bytes));
   Bytes payload(static_cast<std::size_t>(size));
   const std::size_t n = ZSTD_decompress(payload.data(), payload.size(), bytes.data(), bytes.size());
   if (ZSTD_isError(n) || n != payload.size()) {

@@ -49,6 +49,10 @@ struct RoundingLog {
 // Compact byte form: delta-encoded varints, zstd-compressed (docs/formats.md).
 Bytes EncodeRoundingLog(const RoundingLog& log);
 Result<RoundingLog> DecodeRoundingLog(ByteSpan bytes);
+// The payload size an encoded log declares, read from its zstd frame
+// without decompressing, so a referee charges the decoding first; Decode's
+// frame reasons otherwise.
+Result<std::uint64_t> RoundingLogPayloadSize(ByteSpan bytes);
 // A node record's log hash: the root of the log's entry tree, so one value's
 // entry can be opened alone (kernels/rounding_log_tree.h, which defines it).
 Hash256 HashRoundingLog(const RoundingLog& log);

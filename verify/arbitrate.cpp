@@ -173,8 +173,14 @@ Result<ArbitrationOutcome> ArbitrateNode(const StepGraphSource& graphs, const St
   if (rounded) {
     config.rounding.bits = job.rounding_bits;
     config.rounding.tau_q16 = spec.tau_q16;
+    // Paid before the work: decoding (the declared payload, read from the
+    // frame), then the log tree's hashes (a leaf and an inner node an entry).
+    auto payload_size = kernels::RoundingLogPayloadSize(payload.log);
+    if (!payload_size.ok()) return Bad("arb-bad-log", payload_size.status());
+    VT_TRY(meter.Charge(Cost::kHashBytes, *payload_size));
     auto log = kernels::DecodeRoundingLog(payload.log);
     if (!log.ok()) return Bad("arb-bad-log", log.status());
+    VT_TRY(meter.Charge(Cost::kMerkleHashes, 2 * static_cast<std::uint64_t>(log->entries.size())));
     outcome.log_hash = kernels::HashRoundingLog(*log);
     rounding.emplace(kernels::NodeRounding::Replay(config.rounding, std::move(log).value()));
   } else if (!payload.log.empty()) {

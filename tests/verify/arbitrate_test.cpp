@@ -7,12 +7,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
 
 #include "contract_vm/arbitration.h"
 #include "kernels/mode.h"
+#include "kernels/rounding.h"
 #include "tests/referee/history.h"
 #include "tests/support/test_seed.h"
 #include "verify/arbitrate.h"
@@ -97,6 +99,37 @@ TEST_P(VerifyModes, ARefusedChargeAnywhereStopsTheRuleWithThatStatus) {
     EXPECT_EQ(gas.used(), priced.used() + vm::GraphGas(k.graph.nodes.size())) << "node " << node;
   }
   EXPECT_GT(refusals, 50u);
+}
+
+// The arbitrator of a rounded node decodes the log it is sent and hashes it
+// as a tree, two hashes an entry: a log of many entries is paid for — its
+// declared payload, then its tree — before either is done.
+TEST(VerifyArbitrate, ALongLogIsPaidForBeforeItIsDecodedAndHashed) {
+  const TinyJob tiny = test::MakeTinyJob(6, 2, kernels::Mode::kRounded);
+  auto history = test::Train(tiny, {});
+  ASSERT_TRUE(history.ok()) << history.status().ToString();
+  Case k = CaseOf(tiny, *history, 3, 0);
+  kernels::RoundingLog big;
+  constexpr std::uint64_t kEntries = 100'000;
+  for (std::uint64_t i = 0; i < kEntries; ++i) big.entries.push_back({3 * i, i % 2 == 0});
+  k.payload.log = kernels::EncodeRoundingLog(big);
+  const KernelsGraphSource graphs;
+  ScriptedMeter full;
+  auto outcome = ArbitrateNode(graphs, k.graph, k.c, k.payload, full);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().ToString();
+  EXPECT_EQ(outcome->kind, ArbitrationKind::kLogRejected) << "entries past the node's outputs";
+  const auto at = [&](Cost cost, std::uint64_t amount) {
+    return std::find(full.charges.begin(), full.charges.end(), std::pair{cost, amount}) -
+           full.charges.begin();
+  };
+  const auto decode = at(Cost::kHashBytes, kernels::RoundingLogPayload(big).size());
+  const auto tree = at(Cost::kMerkleHashes, 2 * kEntries);
+  ASSERT_LT(decode, tree) << "the payload is paid for, then the tree";
+  ASSERT_LT(tree, static_cast<std::ptrdiff_t>(full.charges.size()));
+  for (const auto refused : {decode, tree}) {
+    ScriptedMeter meter(static_cast<std::size_t>(refused));
+    EXPECT_EQ(ArbitrateNode(graphs, k.graph, k.c, k.payload, meter).status().reason(), "tx-out-of-gas");
+  }
 }
 
 TEST(VerifyLogChain, RefusesEveryAlteredProofPositionAndLog) {
