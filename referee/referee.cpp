@@ -1281,8 +1281,8 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     // An operator that draws from the node's RNG stream (dropout's keep)
     // re-executes at the executor's address: job seed, step t, node i.
     const verify::RngAddress rng{job.seed, g.step, g.node_index};
-    auto value = verify::ReexecuteElement(static_cast<kernels::Mode>(job.mode), rec.op_kind, rec.attrs,
-                                          e.slot, plan, slices, rng);
+    auto value = verify::ReexecuteElement(verify::ElementModeOf(job.mode, job.rounding_bits), rec.op_kind,
+                                          rec.attrs, e.slot, plan, slices, rng);
     if (!value.ok()) {
       if (value.status().reason() == "elem-bad-slice") return value.status();
       // The operator fails on agreed inputs: neither value can be right.

@@ -18,26 +18,38 @@ namespace {
 Result<crypto::MerkleProof> GetProof(Reader& r) { return crypto::Decode(r, DecodeAs<crypto::MerkleProof>{}); }
 
 constexpr auto kRepops = static_cast<std::uint8_t>(kernels::Mode::kRepops);
+constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
 constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
 
 // Whether the mode plays any value rule (CheckRuleInMode), not only the assemble node's walk.
-bool PlaysValueRules(std::uint8_t job_mode) { return job_mode == kRepops || job_mode == kCertified; }
+bool PlaysValueRules(std::uint8_t job_mode) {
+  return job_mode == kRepops || job_mode == kRounded || job_mode == kCertified;
+}
 
 // The wire tags of PartialLeaf's alternatives, in its order.
 enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1 };
 
 }  // namespace
 
-Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind) {
+Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind) {
   if (kind == ElementKind::kState || job_mode == kRepops || job_mode == kCertified) return Status::Ok();
-  return Status::Invalid("elem-mode-no-rule", "a rounded node's values carry log entries: arbitrated whole");
+  if (job_mode == kRounded && kind == ElementKind::kPlan && ReexecutesRoundedValue(op_kind))
+    return Status::Ok();
+  return Status::Invalid("elem-mode-no-rule",
+                         "this rounded value carries log entries or fp64 partial results: arbitrated whole");
+}
+
+ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits) {
+  const auto mode = static_cast<kernels::Mode>(job_mode);
+  if (mode != kernels::Mode::kRounded) return ElementMode(mode);
+  return ElementMode(kernels::RoundingSpec{rounding_bits, 0}, std::nullopt);
 }
 
 namespace {
 
 // The description as the job's mode plays it (certified: its sums exact, verify/certified_sum.h).
-Status PlayInMode(std::uint8_t job_mode, ReduceElement& element) {
-  VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce));
+Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& element) {
+  VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce, op_kind));
   element.exact = job_mode == kCertified;
   return Status::Ok();
 }
@@ -47,7 +59,7 @@ Status PlayInMode(std::uint8_t job_mode, ReduceElement& element) {
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ReduceElement element, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
-  VT_TRY(PlayInMode(job_mode, element));
+  VT_TRY(PlayInMode(job_mode, op_kind, element));
   return element;
 }
 
@@ -166,7 +178,7 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
     if (dot->bias_input) add(*dot->bias_input);
   } else if (auto reduce_at = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce_at.ok()) {
     // The mode's reduction rule (certified: its sums exact).
-    VT_TRY(PlayInMode(job_mode, *reduce_at));
+    VT_TRY(PlayInMode(job_mode, op_kind, *reduce_at));
     const ReduceElement& reduce = *reduce_at;
     // Any step may be disputed: every input a segment's operand reads
     // (clip's norm: one input a segment), the scan's and the final step's.
@@ -219,7 +231,7 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
   } else {
     return Status::Invalid("elem-no-rule", plan.status().ToString());
   }
-  VT_TRY(CheckRuleInMode(job_mode, choice.kind));
+  VT_TRY(CheckRuleInMode(job_mode, choice.kind, op_kind));
   for (auto* list : {&choice.opened_inputs, &choice.own_slots, &choice.batch_inputs}) {
     std::sort(list->begin(), list->end());
     list->erase(std::unique(list->begin(), list->end()), list->end());
@@ -320,7 +332,8 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
     return d;
   }
   // Before any rule: a mode with none is refused whatever the node.
-  if (!PlaysValueRules(job_mode)) VT_TRY(CheckRuleInMode(job_mode, ElementKind::kDot));
+  if (!PlaysValueRules(job_mode))
+    return Status::Invalid("elem-mode-no-rule", "the job's mode plays no value rule");
   const NodeSpec& spec = graph.nodes[node_index];
   VT_ASSIGN_OR_RETURN(d.slot, FirstDifferingSlot(spec.op_kind, a, b));
   VT_ASSIGN_OR_RETURN(d.input_shapes, NodeInputShapes(graph, spec));

@@ -59,14 +59,24 @@ inline constexpr std::int64_t kMaxOpenedChunks = 48;
 inline constexpr std::size_t kMaxOpenedInputs = 32;
 inline constexpr std::int64_t kMaxOpenedExamples = 4;
 
-// Whether a job's mode plays rule `kind` at the element level: repops every
-// rule; certified the dot rule and the reduction rule over exact partial
-// sums (DotPartialRule; verify/certified_sum.h, where CertifiedSumAt covers
-// the value: ChooseElementRule asks it) and the pointwise/row rule
-// (ReexecuteElement runs the certified kernels); rounded none, its values
-// carry log entries. Every mode walks the assemble node (kState). Invalid
-// "elem-mode-no-rule" otherwise: the node is arbitrated whole.
-Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind);
+// Whether a job's mode plays rule `kind` at the element level for a value
+// of an `op_kind` node: repops every rule; certified the dot rule and the
+// reduction rule over exact partial sums (DotPartialRule;
+// verify/certified_sum.h, where CertifiedSumAt covers the value:
+// ChooseElementRule asks it) and the pointwise/row rule (ReexecuteElement
+// runs the certified kernels); rounded the pointwise rule of the element-wise
+// operators exact in fp64 (ReexecutesRoundedValue: their values need no log
+// opening) — its GEMM outputs and reductions carry log entries or fp64
+// partial results the game does not open yet. Every mode walks the assemble
+// node (kState). Invalid "elem-mode-no-rule" otherwise: the node is
+// arbitrated whole.
+Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind);
+
+// The job's mode as ReexecuteElement needs it: in rounded mode the job's
+// bits, and neither τ nor a log entry — CheckRuleInMode plays only the
+// operators exact in fp64, where τ does not apply and no entry can change
+// a value.
+ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 
 // A partial result as a move carries it (post-partials-root's p_K, the
 // reveals' leaves): the fp32 value in a repops job, the exact sum's

@@ -329,6 +329,11 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
              : 0.0f;
 }
 
+bool ReexecutesRoundedValue(std::uint16_t op_kind) {
+  return std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
+         std::end(kRoundedElementwise);
+}
+
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs) {
   std::vector<std::uint32_t> order;
   if (Is(op_kind, {OpKind::kClipGradNorm}) && num_outputs > 0) order.push_back(num_outputs - 1);  // the norm first
@@ -360,8 +365,7 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
   if (!decoded.ok()) return Status::Invalid("elem-bad-slice", decoded.status().ToString());
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!kind.ok()) return kind.status();
-  if (rounded && std::ranges::find(kRoundedElementwise, *kind) == std::end(kRoundedElementwise))
-    return NoRoundedRule();
+  if (rounded && !ReexecutesRoundedValue(op_kind)) return NoRoundedRule();
   if (*kind == OpKind::kClipGradNorm) {
     // g'_i = g_i·scale(norm), the norm agreed (an own-output slice): the
     // kernel's own expression on the two values.

@@ -118,6 +118,14 @@ struct ElementMode {
   std::optional<bool> logged;
 };
 
+// Whether ReexecuteElement re-executes a rounded value of `op_kind` (the
+// element-wise operators below). Each is exact in fp64 (kernels
+// OpFp64IsExact: w = 0), so the acceptance rule rejects every entry at its
+// values: the value is the reference rounded to nearest, whatever the log
+// holds, and the element level plays it without opening the log (a
+// challenger's replay skips such an entry: kernels ReplaySkippingInvalid).
+bool ReexecutesRoundedValue(std::uint16_t op_kind);
+
 // Runs the operator (canonical attributes `attrs`) in the job's `mode` on
 // the slices' values and returns value e (clip_grad_norm's g'_i:
 // g_i·kernels::ClipGradScale(norm), the kernel's expression). Repops and

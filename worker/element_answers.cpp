@@ -146,7 +146,7 @@ Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side,
 
 Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
                                             std::uint32_t slot, std::int64_t e) {
-  VT_TRY(verify::CheckRuleInMode(job_mode, verify::ElementKind::kDot));
+  VT_TRY(verify::CheckRuleInMode(job_mode, verify::ElementKind::kDot, side.op_kind));
   if (job_mode == static_cast<std::uint8_t>(kernels::Mode::kCertified)) {
     VT_ASSIGN_OR_RETURN(CertifiedPartialsAnswer p, AnswerCertifiedPartials(side, slot, e));
     return DotPartialsAnswer{std::move(p)};

@@ -261,11 +261,11 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
                                             std::size_t slot, std::uint64_t out_numel,
                                             const BatchPrice& batch, kernels::Mode mode) {
   std::optional<Implemented> worst;
-  // Whether the job's mode plays a rule of this kind (verify::CheckRuleInMode).
-  const auto plays = [&](verify::ElementKind rule) {
-    return verify::CheckRuleInMode(static_cast<std::uint8_t>(mode), rule).ok();
-  };
   const std::uint16_t kind = static_cast<std::uint16_t>(node.kind);
+  // Whether the job's mode plays a rule of this kind here (verify::CheckRuleInMode).
+  const auto plays = [&](verify::ElementKind rule) {
+    return verify::CheckRuleInMode(static_cast<std::uint8_t>(mode), rule, kind).ok();
+  };
   const Opened chunk_reveal = OpenSlice(out_numel, 0, 1);  // level 4 ends with each party's chunk
   for (std::uint64_t e : {std::uint64_t{0}, out_numel / 2 + kChunk / 3, out_numel - 1}) {
     if (e >= out_numel) continue;

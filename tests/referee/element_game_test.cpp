@@ -801,6 +801,34 @@ std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = 
   return choice->kind;
 }
 
+// Rounded mode plays the pointwise rule of the element-wise operators, which
+// are exact in fp64 (no log entry can change their values): a one-ulp lie
+// in relu or SGD, told by either side, is caught at its value by
+// re-executing it from its slices at the canonical reference; the GEMM
+// outputs and the reductions stay arbitrated whole (above).
+TEST(ElementGame, RoundedElementWiseLiesAreCaughtAtTheirValue) {
+  constexpr kernels::Mode kRounded = kernels::Mode::kRounded;
+  std::size_t round = 0;
+  for (const Target& t : kTargets) {
+    const std::optional<verify::ElementKind> rule = RuleOf(t, kRounded);
+    const bool element_wise = t.op == kernels::OpKind::kRelu || t.op == kernels::OpKind::kSgd;
+    EXPECT_EQ(rule.has_value(), element_wise) << t.name;
+    if (!element_wise) continue;
+    EXPECT_EQ(rule, verify::ElementKind::kPlan) << t.name;
+    const std::int64_t v = ReachingValue(t, NumelOf(t) / 2, kRounded);
+    for (const bool liar_is_solver : {true, false}) {
+      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) +
+                   (liar_is_solver ? ", solver lies" : ", challenger lies"));
+      const Game g = Play(t, v, liar_is_solver, SumsPlan{SumsLie::kHonest, 1}, std::nullopt, std::nullopt,
+                          true, kRounded);
+      ExpectCaughtAt(g, t, v, liar_is_solver);
+      EXPECT_EQ(g.report.games.at(0).game.reason, "element-reexecuted");
+      ++round;
+    }
+  }
+  EXPECT_EQ(round, 4u);
+}
+
 // Certified mode: the dot rule and the sums (db; the cross-entropy
 // gradient's rows: a max, an exact sum, a final step) bisect exact partial
 // sums (82-byte leaves, verify::PartialLeaf), the pointwise rule re-executes

@@ -434,8 +434,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   };
 
   const PresetJob accepted[] = {{"mlp-tiny", 8, 64}, {"fashion-mlp-32", 16, 512}, {"gpt-tiny", 8, 512}};
-  // Accepted in repops mode only, where the element level covers its SGD
-  // updates (their whole arbitration carries three copies of a 128 × 784 weight).
+  // Accepted because the element level covers its SGD updates (their whole
+  // arbitration carries three copies of a 128 × 784 weight) — in repops, and
+  // in rounded mode, which plays the element-wise operators' values.
   const PresetJob mlp_fashion{"mlp-fashion", 16, 512};
   {
     const protocol::JobSpec job = PresetSpec(mlp_fashion, kernels::Mode::kRepops);
@@ -445,11 +446,19 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_GT(t.arbitration_tx_bytes, params.max_tx_bytes);
     EXPECT_TRUE(post(job, t.minimum).success);
     const protocol::JobSpec rounded = PresetSpec(mlp_fashion, kernels::Mode::kRounded);
-    EXPECT_EQ(post(rounded, Terms(rounded, params).minimum).reason, "bounty-job-too-large");
-    std::cout << "[ posting ] mlp-fashion repops B=16: whole-node arbitration up to "
-              << t.arbitration_tx_bytes << " bytes, required " << t.required_tx_bytes << " bytes ("
-              << (t.required_by_element_move ? "an element move" : "a whole node")
-              << "); accepted, minimum bond " << t.minimum << "\n";
+    const referee::BondTerms rt = Terms(rounded, params);
+    EXPECT_LE(rt.required_tx_bytes, params.max_tx_bytes);
+    EXPECT_FALSE(rt.required_by_element_move) << "its GEMM nodes are arbitrated whole";
+    EXPECT_TRUE(post(rounded, rt.minimum).success);
+    referee::RefereeParams node_level;
+    node_level.element_level = false;
+    EXPECT_GT(BondTermsOf(rounded, params, node_level).required_tx_bytes, params.max_tx_bytes)
+        << "a chain without the element level refuses it";
+    for (const auto& [mode, terms] : {std::pair{"repops", t}, std::pair{"rounded", rt}})
+      std::cout << "[ posting ] mlp-fashion " << mode << " B=16: whole-node arbitration up to "
+                << terms.arbitration_tx_bytes << " bytes, required " << terms.required_tx_bytes << " bytes ("
+                << (terms.required_by_element_move ? "an element move" : "a whole node")
+                << "); accepted, minimum bond " << terms.minimum << "\n";
   }
   for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
     for (const PresetJob& p : accepted) {

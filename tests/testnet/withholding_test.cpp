@@ -35,7 +35,7 @@ TEST(TestnetAvailability, SolverWithholdingItsLogsLosesItsBondAndAnHonestOneIsPa
 
   // 1. The withholding solver: 40 blocks (~8 s) to claim and commit.
   // A rounded challenger replays after the commit: 20 blocks to open a game.
-  node::BountyTerms terms{1'000'000, 800'000, 700'000, 40, 20, 40};
+  node::BountyTerms terms{1'000'000, 1'600'000, 1'400'000, 40, 20, 40};
   const vm::Amount solver_start = c.Account(solver->address())->balance;
   const vm::Amount client_start = c.Account(client->address())->balance;
   auto id = node::PostBounty(c, *client, *loaded, terms);

@@ -88,7 +88,7 @@ TEST(ElementGameRules, DotPlanOrNoneAndTheBatchFromItsExamples) {
 // Each mode plays its own rules: certified the dot rule, the pointwise/row
 // rule and the reductions with exact sums (db, layer-norm's mean and rstd,
 // the loss: one step a term, no combinations; attention_backward's dq);
-// rounded none.
+// rounded only the pointwise rule of the operators exact in fp64.
 TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   constexpr auto kCertified = static_cast<std::uint8_t>(kernels::Mode::kCertified);
   constexpr auto kRounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
@@ -150,6 +150,23 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
                   .status()
                   .reason(),
               "elem-mode-no-rule");
+  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln).status().reason(),
+            "elem-mode-no-rule");
+  const std::vector<Shape> relu = {{5, 8}};
+  const std::vector<InputRef> relu_refs = {Node(0)};
+  auto rounded_relu = ChooseElementRule(kRounded, K(OpKind::kRelu), {}, 0, 7, relu_refs, relu);
+  ASSERT_TRUE(rounded_relu.ok()) << rounded_relu.status().ToString();
+  EXPECT_EQ(rounded_relu->kind, ElementKind::kPlan);
+  // Each operator rounded mode re-executes is exact in fp64: no entry can change its values.
+  int reexecuted = 0;
+  for (std::uint16_t op = 0; op < 256; ++op) {
+    if (!ReexecutesRoundedValue(op)) continue;
+    auto kind = kernels::OpKindFromValue(op);
+    ASSERT_TRUE(kind.ok());
+    EXPECT_TRUE(kernels::OpFp64IsExact(*kind)) << op;
+    ++reexecuted;
+  }
+  EXPECT_EQ(reexecuted, 10);
 }
 
 TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {

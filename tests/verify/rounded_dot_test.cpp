@@ -1,6 +1,6 @@
 // The dot rule in rounded mode (verify/element.h RoundedPartial,
 // RoundedLinearValue; verify/descent.h JudgeRoundedDotEpilogue): a GEMM
-// output of a rounded linear layer, recorded by a trainer with its vendor
+// output of a rounded linear layer or matmul, recorded by a trainer with its vendor
 // fp64 GEMM (OpenBLAS dgemm, any order), is reproduced from the canonical
 // reference's fp64 partial results — dot product and both squared norms,
 // which give β — and what the trainer's log says at the value, opened alone
@@ -20,6 +20,7 @@
 #include <random>
 #include <vector>
 
+#include "common/encoding.h"
 #include "crypto/merkle.h"
 #include "kernels/arith_hd.h"
 #include "kernels/mode.h"
@@ -57,6 +58,7 @@ struct RoundedNode {
   OpKind kind;
   std::vector<Tensor> inputs, outputs;
   kernels::RoundingLog log;
+  kernels::OpAttrs attrs{};
 };
 
 // A linear layer and its backward in rounded mode, recorded honestly with
@@ -81,8 +83,13 @@ std::vector<RoundedNode> RecordLinear(std::mt19937_64& rng, const kernels::Round
       for (std::int64_t j = 0; j < n; ++j) w[j * k + k / 2 + i] = -w[j * k + i] * (1.0f + delta(rng));
     }
   }
+  // A batched matmul with random transposes: op(a) [2, rows, k] · op(b) [k, n].
+  const bool ta = rng() % 2 == 0, tb = rng() % 2 == 0;
+  Tensor a = RandomTensor(rng, ta ? kernels::Shape{2, k, rows} : kernels::Shape{2, rows, k});
+  Tensor b = RandomTensor(rng, tb ? kernels::Shape{n, k} : kernels::Shape{k, n});
   std::vector<RoundedNode> nodes = {{OpKind::kLinear, {x, w, RandomTensor(rng, {n})}, {}, {}},
-                                    {OpKind::kLinearBackward, {RandomTensor(rng, {rows, n}), x, w}, {}, {}}};
+                                    {OpKind::kLinearBackward, {RandomTensor(rng, {rows, n}), x, w}, {}, {}},
+                                    {OpKind::kMatMul, {a, b}, {}, {}, kernels::MatMulAttrs(ta, tb)}};
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRounded;
   config.rounding = spec;
@@ -92,7 +99,8 @@ std::vector<RoundedNode> RecordLinear(std::mt19937_64& rng, const kernels::Round
     auto rounding = steer ? kernels::NodeRounding::RecordSteered(spec) : kernels::NodeRounding::Record(spec);
     std::vector<const Tensor*> in;
     for (const Tensor& t : node.inputs) in.push_back(&t);
-    EXPECT_TRUE(kernels::RunOp(kernels::OpContext(config, &rounding), node.kind, {}, in, node.outputs).ok());
+    EXPECT_TRUE(
+        kernels::RunOp(kernels::OpContext(config, &rounding), node.kind, node.attrs, in, node.outputs).ok());
     node.log = rounding.log();
   }
   return nodes;
@@ -111,7 +119,7 @@ struct Value {
 Value ValueAt(const RoundedNode& node, std::uint32_t slot, std::int64_t e) {
   std::vector<kernels::Shape> shapes;
   for (const Tensor& t : node.inputs) shapes.push_back(t.shape());
-  auto el = DotElementAt(static_cast<std::uint16_t>(node.kind), slot, e, shapes);
+  auto el = DotElementAt(static_cast<std::uint16_t>(node.kind), EncodeToBytes(node.attrs), slot, e, shapes);
   EXPECT_TRUE(el.ok()) << el.status().ToString();
   Value v{*el, {}, {}, {}, {}, static_cast<std::uint64_t>(e)};
   for (std::int64_t m = 0; m < v.el.k; ++m) {
@@ -124,9 +132,10 @@ Value ValueAt(const RoundedNode& node, std::uint32_t slot, std::int64_t e) {
   return v;
 }
 
-// The dot-rule slots of each node: linear's y; linear_backward's dx and dW.
+// The dot-rule slots of each node: linear's y, matmul's c; linear_backward's dx and dW.
 std::vector<std::uint32_t> DotSlots(const RoundedNode& node) {
-  return node.kind == OpKind::kLinear ? std::vector<std::uint32_t>{0} : std::vector<std::uint32_t>{0, 1};
+  return node.kind == OpKind::kLinearBackward ? std::vector<std::uint32_t>{0, 1}
+                                              : std::vector<std::uint32_t>{0};
 }
 
 TEST(VerifyRoundedDot, EveryValueIsItsPartialsRoundedAsTheLogSays) {
@@ -224,7 +233,7 @@ TEST(VerifyRoundedDot, AnHonestPartyWinsEveryGameAndARejectedEntryLosesTheSolver
   for (int trial = 0; trial < 160; ++trial) {
     const kernels::RoundingSpec spec{trial % 2 == 0 ? 32 : 27, kernels::kDefaultTauQ16};
     const std::vector<RoundedNode> nodes = RecordLinear(rng, spec, false);
-    const RoundedNode& node = nodes[static_cast<std::size_t>(trial) % 2];
+    const RoundedNode& node = nodes[static_cast<std::size_t>(trial) % nodes.size()];
     const std::vector<std::uint32_t> slots = DotSlots(node);
     const std::uint32_t slot = slots[rng() % slots.size()];
     const Tensor& out = node.outputs[slot];
