@@ -31,6 +31,7 @@
 #include "kernels/tensor.h"
 #include "protocol/types.h"
 #include "tests/support/partial_leaves.h"
+#include "tests/support/random_values.h"
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
@@ -41,11 +42,7 @@ namespace {
 using crypto::MerkleWalk;
 using WalkParty = crypto::MerkleWalk::Party;
 
-float RandomValue(std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exp(-12, 6);
-  return std::ldexp(mant(rng), exp(rng));
-}
+float RandomValue(std::mt19937_64& rng) { return test::RandomFp32(rng, -12, 6); }
 
 struct Linear {
   std::int64_t rows = 0, k = 0, n = 0;

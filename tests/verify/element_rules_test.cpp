@@ -26,6 +26,7 @@
 #include "kernels/ops/registry.h"
 #include "kernels/rounding_log_tree.h"
 #include "kernels/tensor.h"
+#include "tests/support/random_values.h"
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
@@ -38,11 +39,7 @@ namespace {
 using kernels::OpKind;
 using kernels::Tensor;
 
-float RandomValue(std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exp(-6, 3);
-  return std::ldexp(mant(rng), exp(rng));
-}
+float RandomValue(std::mt19937_64& rng) { return test::RandomFp32(rng, -6, 3); }
 
 Tensor RandomTensor(std::mt19937_64& rng, kernels::Shape shape, bool positive = false) {
   Tensor t(std::move(shape));

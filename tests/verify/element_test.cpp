@@ -14,6 +14,7 @@
 #include "kernels/op_context.h"
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
+#include "tests/support/random_values.h"
 #include "tests/support/test_seed.h"
 #include "verify/element.h"
 
@@ -21,11 +22,7 @@ namespace vt::verify {
 namespace {
 
 // Values over several binades, so that partial sums round at every step.
-float RandomValue(std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exp(-12, 6);
-  return std::ldexp(mant(rng), exp(rng));
-}
+float RandomValue(std::mt19937_64& rng) { return test::RandomFp32(rng, -12, 6); }
 
 struct Linear {
   std::int64_t rows = 0, k = 0, n = 0;

@@ -34,6 +34,7 @@
 #include "kernels/ops/registry.h"
 #include "kernels/tensor.h"
 #include "tests/support/partial_leaves.h"
+#include "tests/support/random_values.h"
 #include "tests/support/test_seed.h"
 #include "verify/certified_sum.h"
 #include "verify/descent.h"
@@ -50,11 +51,7 @@ using kernels::Tensor;
 
 constexpr std::size_t kMaxTx = 64 * 1024;
 
-float RandomValue(std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exp(-8, 4);
-  return std::ldexp(mant(rng), exp(rng));
-}
+float RandomValue(std::mt19937_64& rng) { return test::RandomFp32(rng, -8, 4); }
 
 Tensor RandomTensor(std::mt19937_64& rng, kernels::Shape shape, bool positive = false) {
   Tensor t(std::move(shape));

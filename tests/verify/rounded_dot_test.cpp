@@ -29,6 +29,7 @@
 #include "kernels/rounding.h"
 #include "kernels/rounding_log_tree.h"
 #include "kernels/tensor.h"
+#include "tests/support/random_values.h"
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
@@ -41,11 +42,7 @@ using kernels::OpKind;
 using kernels::Tensor;
 using WalkParty = crypto::MerkleWalk::Party;
 
-float RandomValue(std::mt19937_64& rng) {
-  std::uniform_real_distribution<float> mant(-1.0f, 1.0f);
-  std::uniform_int_distribution<int> exp(-12, 6);
-  return std::ldexp(mant(rng), exp(rng));
-}
+float RandomValue(std::mt19937_64& rng) { return test::RandomFp32(rng, -12, 6); }
 
 Tensor RandomTensor(std::mt19937_64& rng, kernels::Shape shape) {
   Tensor t(std::move(shape));
