@@ -60,14 +60,10 @@ std::optional<float> CertifiedLinearValue(const ExactPartial& dot, std::optional
   return acc->Round();
 }
 
-namespace {
-
-RoundedPartial RoundedStep(const RoundedPartial& p, float a, float b) {
+RoundedPartial RoundedDotStep(const RoundedPartial& p, float a, float b) {
   const double x = a, y = b;  // exact: the products of fp32 values below are exact in fp64
   return RoundedPartial{p.dot + x * y, p.a_sq + x * x, p.b_sq + y * y};
 }
-
-}  // namespace
 
 bool RoundedPartial::operator==(const RoundedPartial& other) const {
   return std::bit_cast<std::uint64_t>(dot) == std::bit_cast<std::uint64_t>(other.dot) &&
@@ -79,12 +75,12 @@ std::vector<RoundedPartial> RoundedDotPartials(std::span<const float> a, std::sp
   std::vector<RoundedPartial> p;
   p.reserve(a.size() + 1);
   p.emplace_back();
-  for (std::size_t k = 0; k < a.size(); ++k) p.push_back(RoundedStep(p.back(), a[k], b[k]));
+  for (std::size_t k = 0; k < a.size(); ++k) p.push_back(RoundedDotStep(p.back(), a[k], b[k]));
   return p;
 }
 
 bool RoundedDotStepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next) {
-  return RoundedStep(prev, a, b) == next;
+  return RoundedDotStep(prev, a, b) == next;
 }
 
 double RoundedLinearReference(const RoundedPartial& dot, std::optional<float> bias) {

@@ -63,6 +63,8 @@ struct RoundedPartial {
   // Bit for bit (+0 ≠ −0, a NaN equals its own pattern only).
   bool operator==(const RoundedPartial& other) const;
 };
+// One step: each sum plus its product of the two factors (exact in fp64), rounded once.
+RoundedPartial RoundedDotStep(const RoundedPartial& prev, float a, float b);
 std::vector<RoundedPartial> RoundedDotPartials(std::span<const float> a, std::span<const float> b);
 bool RoundedDotStepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next);
 // A rounded GEMM output from its K-term dot product: ref = dot + bias (fp64)

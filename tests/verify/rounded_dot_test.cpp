@@ -253,10 +253,8 @@ TEST(VerifyRoundedDot, AnHonestPartyWinsEveryGameAndARejectedEntryLosesTheSolver
         } else {
           lp[from] = RoundedPartial{RandomValue(rng), RandomValue(rng), RandomValue(rng)};
         }
-        for (std::size_t m = from + 1; m < lp.size(); ++m) {
-          const double x = v.a[m - 1], y = v.b[m - 1];
-          lp[m] = RoundedPartial{lp[m - 1].dot + x * y, lp[m - 1].a_sq + x * x, lp[m - 1].b_sq + y * y};
-        }
+        for (std::size_t m = from + 1; m < lp.size(); ++m)
+          lp[m] = RoundedDotStep(lp[m - 1], v.a[m - 1], v.b[m - 1]);
         lie = kernels::RoundToBits(ref_of(lp.back()), spec.bits);
         break;
       }
