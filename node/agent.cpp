@@ -657,10 +657,13 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
         arb->side = std::move(side);
       }
       VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, ChunkTreeOf(*arb, start->slot));
+      // Rounded mode: the node's committed log, which the descent fixes.
+      VT_ASSIGN_OR_RETURN(std::optional<referee::NodeLogProof> log, NodeLogProofOf(inputs, inputs.log_chain));
       Say("game " + std::to_string(g.id) + ": descending into step " + std::to_string(g.step) + " node " +
           std::to_string(g.node_index) + " (" + inputs.node_name + "), output " +
           std::to_string(start->slot) + " of " + std::to_string(start->chunks) + " chunks");
-      return SendOnce(descend, gv.height, Method::kPostChunkRoot, EncodeToBytes(ChunkRootMove(*tree, g.id)));
+      return SendOnce(descend, gv.height, Method::kPostChunkRoot,
+                      EncodeToBytes(ChunkRootMove(*tree, g.id, std::move(log))));
     }
     Say("game " + std::to_string(g.id) + ": node " + std::to_string(g.node_index) + " (" + inputs.node_name +
         ") is arbitrated whole: " + start.status().ToString());
@@ -669,12 +672,8 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
   a.game_id = g.id;
   a.node_root_of = static_cast<std::uint8_t>(me);
   a.payload = worker::EncodeArbitrationPayload(inputs);
-  if (inputs.log_chain) {
-    // Rounded mode: the node's committed log, proven up to the commitment's log root.
-    const worker::LogChain& c = *inputs.log_chain;
-    a.log_proofs = referee::LogProofs{c.node_in_step, c.step_log_root, c.step_in_interval,
-                                      c.interval_log_hash, c.interval_in_root};
-  }
+  // Rounded mode: the node's committed log, proven up to the commitment's log root.
+  a.log_proofs = inputs.log_chain;
   Say("game " + std::to_string(g.id) + ": sending the inputs of step " + std::to_string(g.step) + " node " +
       std::to_string(g.node_index) + " (" + inputs.node_name + ") for arbitration");
   return SendOnce(gk + "arbitrate", gv.height, Method::kArbitrate, EncodeToBytes(a));

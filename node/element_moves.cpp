@@ -3,6 +3,8 @@
 #include <string>
 #include <utility>
 
+#include "kernels/rounding.h"
+#include "kernels/rounding_log_tree.h"
 #include "verify/batch_opening.h"
 #include "verify/element_game.h"
 
@@ -41,8 +43,17 @@ referee::PartialsRootArgs RootMoveOf(const Answer& p, std::uint64_t game_id) {
 
 }  // namespace
 
-referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id) {
-  return referee::ChunkRootArgs{game_id, chunk_tree.root(), chunk_tree.top()};
+referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id,
+                                     std::optional<referee::NodeLogProof> log) {
+  return referee::ChunkRootArgs{game_id, chunk_tree.root(), chunk_tree.top(), std::move(log)};
+}
+
+Result<std::optional<referee::NodeLogProof>> NodeLogProofOf(const verify::ArbitrationPayload& payload,
+                                                            const std::optional<verify::LogChain>& chain) {
+  if (!chain) return std::optional<referee::NodeLogProof>{};
+  auto log = kernels::DecodeRoundingLog(payload.log);
+  if (!log.ok()) return Status::Invalid("elem-bad-log", log.status().ToString());
+  return std::optional<referee::NodeLogProof>(referee::NodeLogProof{kernels::HashRoundingLog(*log), *chain});
 }
 
 Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side, std::uint64_t game_id,
@@ -132,10 +143,17 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
   if (e.kind == verify::ElementKind::kDot) {
     VT_ASSIGN_OR_RETURN(verify::DotElement el,
                         verify::DotElementAt(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
-    if (!el.bias_input) return Status::Invalid("elem-no-bias", "the dot value has no epilogue to open");
-    const std::uint32_t bias = *el.bias_input;
-    VT_TRY(AddOpening(side, bias, a.inputs));
-    a.slices.push_back(verify::OpenSlice(side.inputs.at(bias), verify::InputSlice{el.bias_index, 1, {1}}));
+    if (!el.bias_input && !side.log)
+      return Status::Invalid("elem-no-bias", "the dot value has no epilogue to open");
+    if (side.log) {
+      const std::uint64_t position = verify::LogPositionOf(e.output_shapes, e.slot, e.value);
+      a.log = kernels::RoundingLogTree(*side.log).Open(position);
+    }
+    if (el.bias_input) {
+      const std::uint32_t bias = *el.bias_input;
+      VT_TRY(AddOpening(side, bias, a.inputs));
+      a.slices.push_back(verify::OpenSlice(side.inputs.at(bias), verify::InputSlice{el.bias_index, 1, {1}}));
+    }
     return a;
   }
   VT_ASSIGN_OR_RETURN(verify::ElementPlan plan,

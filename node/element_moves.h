@@ -11,6 +11,7 @@
 // no hash opening for (the batch), or the answers' own reasons.
 
 #include <cstdint>
+#include <optional>
 
 #include "common/result.h"
 #include "crypto/merkle.h"
@@ -21,7 +22,16 @@
 namespace vt::node {
 
 // kChunkRoots: the root and top of the output's chunk tree (OutputChunkTree).
-referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id);
+// The move that opens the element level of a rounded job's logged node
+// (from kArbitration) carries the node's committed log (`log`: NodeLogProofOf).
+referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id,
+                                     std::optional<referee::NodeLogProof> log = std::nullopt);
+// A node's committed log hash with its chain up to the commitment's log root
+// (an arbitration export's log and log_chain): nullopt without a chain (a
+// job that is not rounded, the assemble node). Invalid "elem-bad-log" when
+// the log does not decode.
+Result<std::optional<referee::NodeLogProof>> NodeLogProofOf(const verify::ArbitrationPayload& payload,
+                                                            const std::optional<verify::LogChain>& chain);
 // kChunkReveal: the chunk where level 4 ended.
 Result<referee::RevealChunkArgs> RevealChunkMove(const worker::ElementSide& side, std::uint64_t game_id,
                                                  std::uint32_t slot, std::uint64_t chunk);
@@ -41,7 +51,8 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
                                                            const referee::ElementGame& e,
                                                            std::uint64_t game_id, std::uint8_t node_root_of);
 // kOpenElement: the value's input slices (pointwise/row rule) or the bias
-// value of a dot epilogue.
+// value of a dot epilogue and, in rounded mode (the side holds the node's
+// log), the log opened at the value.
 Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
                                                  std::uint8_t node_root_of);

@@ -81,7 +81,8 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
 
   // The element level (docs/referee.md "Element-level descent"). With value
   // rules (repops; certified's dot and pointwise/row rules, whose partial
-  // sums are 82-byte exact leaves): up to descent.moves more moves of a party, each opening
+  // sums are 82-byte exact leaves; rounded's pointwise and dot rules, with
+  // 25-byte fp64 leaves and the log below): up to descent.moves more moves of a party, each opening
   // at most four chunks, three partial results and four inputs by hash (a
   // reduction step's reveal; the other moves open fewer), on top of the
   // loads, writes and walk checks of a move; the deciding move opens at most
@@ -108,6 +109,20 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
         GasMeter::Add(GasMeter::Add(kElementStateFixedBytes + d.shape_bytes, GasMeter::Mul(2, chunk_bytes)),
                       GasMeter::Mul(4, leaf_bytes));
     const std::uint64_t h_walk = std::max(d.chunk_height, d.partials_height);
+    // Rounded mode: the move that starts the descent carries the node's log
+    // chain (its three proofs, as a whole arbitration does), and a rounded
+    // dot epilogue opens the log at its value: the root and at most two
+    // entries, each proven in a tree of at most one entry a value (the
+    // chunk tree's height plus 8), then rounds the value.
+    const std::uint64_t log_height = d.chunk_height + 8;
+    const std::uint64_t chain_bytes = rounded ? log_proofs : 0;
+    const std::uint64_t chain_gas = rounded ? GasMeter::Mul(3, vm::ProofGas(h)) : 0;
+    const std::uint64_t log_opening_bytes =
+        rounded ? GasMeter::Add(64 + 3, GasMeter::Mul(2, GasMeter::Add(10, ProofBytes(log_height)))) : 0;
+    const std::uint64_t log_opening_gas =
+        rounded ? GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, vm::ProofGas(log_height)), vm::HashGas(64)),
+                                vm::FlopsGas(verify::kRoundedEpilogueFlops))
+                : 0;
     // What every element move may pay besides its own openings.
     std::uint64_t base = 0;
     for (std::uint64_t g : {vm::HashGas(job_bytes), vm::GraphGas(arb.node_count), vm::HashGas(game_bytes),
@@ -123,27 +138,28 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
         GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(move_chunks, chunk_bytes)),
                       GasMeter::Add(GasMeter::Mul(move_leaves, leaf_bytes),
                                     GasMeter::Mul(move_openings, opening_bytes))),
-        values ? arb.batch_opening_bytes : 0);
+        GasMeter::Add(values ? arb.batch_opening_bytes : 0, chain_bytes));
     const std::uint64_t openings_gas =
         GasMeter::Add(GasMeter::Add(GasMeter::Mul(move_chunks, chunk_gas),
                                     GasMeter::Mul(move_leaves, vm::ProofGas(d.partials_height))),
                       GasMeter::Mul(move_openings, opening_gas));
     const std::uint64_t v_e = GasMeter::Add(GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(move_bytes_e), base),
                                                           values ? arb.batch_opening_gas : 0),
-                                            GasMeter::Mul(2, openings_gas));
+                                            GasMeter::Add(GasMeter::Mul(2, openings_gas), chain_gas));
     // The deciding move may also open examples of the batch (verify/batch_opening.h)
     // or the header of h_t.
     const std::uint64_t final_bytes = GasMeter::Add(
         GasMeter::Add(GasMeter::Add(kMoveEnvelopeBytes, GasMeter::Mul(final_chunks, chunk_bytes)),
                       GasMeter::Mul(final_openings, opening_bytes)),
-        arb.batch_opening_bytes);
+        GasMeter::Add(arb.batch_opening_bytes, log_opening_bytes));
     const std::uint64_t values_read = final_chunks * static_cast<std::uint64_t>(verify::kChunkValues);
     const std::uint64_t a_e = GasMeter::Add(
         GasMeter::Add(GasMeter::Add(vm::IntrinsicGas(std::max(final_bytes, move_bytes_e)), base),
                       GasMeter::Add(GasMeter::Mul(final_chunks, chunk_gas),
                                     GasMeter::Mul(final_openings, opening_gas))),
         GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, openings_gas), arb.batch_opening_gas),
-                      vm::FlopsGas(GasMeter::Mul(values_read, verify::kElementFlopsPerValue))));
+                      GasMeter::Add(vm::FlopsGas(GasMeter::Mul(values_read, verify::kElementFlopsPerValue)),
+                                    log_opening_gas)));
     t.move_gas = std::max(t.move_gas, v_e);
     t.moves = GasMeter::Add(t.moves, d.moves);
     // The nodes the element level covers are never arbitrated whole by an

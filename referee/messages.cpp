@@ -224,12 +224,22 @@ void Encode(Writer& w, const ChunkRootArgs& v) {
   w.PutU64(v.game_id);
   w.PutHash(v.root);
   w.PutHash(v.top);
+  w.PutOptional(v.log, [](Writer& out, const NodeLogProof& p) {
+    out.PutHash(p.log_hash);
+    Encode(out, p.chain);
+  });
 }
 Result<ChunkRootArgs> Decode(Reader& r, DecodeAs<ChunkRootArgs>) {
   ChunkRootArgs v;
   VT_ASSIGN_OR_RETURN(v.game_id, r.GetU64());
   VT_ASSIGN_OR_RETURN(v.root, r.GetHash());
   VT_ASSIGN_OR_RETURN(v.top, r.GetHash());
+  VT_ASSIGN_OR_RETURN(v.log, r.GetOptional<NodeLogProof>([](Reader& in) -> Result<NodeLogProof> {
+    NodeLogProof p;
+    VT_ASSIGN_OR_RETURN(p.log_hash, in.GetHash());
+    VT_ASSIGN_OR_RETURN(p.chain, Decode(in, DecodeAs<LogProofs>{}));
+    return p;
+  }));
   return v;
 }
 
@@ -323,6 +333,7 @@ void Encode(Writer& w, const OpenElementArgs& v) {
     out.PutVector(chunks, [](Writer& o, const verify::ChunkOpening& c) { verify::EncodeChunk(o, c); });
   });
   PutBatch(w, v.batch);
+  w.PutOptional(v.log, [](Writer& out, const verify::LogOpening& o) { Encode(out, o); });
 }
 Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   OpenElementArgs v;
@@ -335,6 +346,8 @@ Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
                                     },
                                     kMaxElementInputs));
   VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
+  VT_ASSIGN_OR_RETURN(v.log, r.GetOptional<verify::LogOpening>(
+                                 [](Reader& in) { return Decode(in, DecodeAs<verify::LogOpening>{}); }));
   return v;
 }
 

@@ -187,13 +187,26 @@ struct GameIdArgs {
 inline constexpr std::size_t kMaxElementInputs = verify::kMaxOpenedInputs;
 inline constexpr std::size_t kMaxSliceChunks = static_cast<std::size_t>(verify::kMaxOpenedChunks);
 
+// Rounded mode: a node's committed log hash with its chain up to the
+// commitment's log root (verify::VerifyLogChain).
+struct NodeLogProof {
+  Hash256 log_hash;
+  LogProofs chain;
+  bool operator==(const NodeLogProof&) const = default;
+};
+
 // Level 4 opens (in kArbitration, instead of the node's inputs) or goes on:
 // the poster's chunk root (and its top) of the disputed node's first
 // differing output; TensorHashFromRoot(shape, root) must be its record's hash.
+// In rounded mode the move that opens the level at a logged node (every
+// node but the assemble node) carries the node's committed log hash
+// (`log`): a record whose log hash is not it loses at once
+// ("element-log-hash"); the rounded dot rule's epilogue opens that log.
 struct ChunkRootArgs {
   std::uint64_t game_id = 0;
   Hash256 root;
   Hash256 top;
+  std::optional<NodeLogProof> log;
   bool operator==(const ChunkRootArgs&) const = default;
 };
 
@@ -246,6 +259,8 @@ struct OpenElementArgs {
   std::vector<verify::InputHashOpening> inputs;
   std::vector<std::vector<verify::ChunkOpening>> slices;  // one per read slice not of the batch
   std::optional<verify::BatchOpening> batch;              // the examples the batch slices read
+  std::optional<verify::LogOpening>
+      log;  // a rounded dot epilogue: the log at the value (ElementGame::log_hash)
   bool operator==(const OpenElementArgs&) const = default;
 };
 

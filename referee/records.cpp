@@ -263,6 +263,8 @@ void Encode(Writer& w, const ElementGame& e) {
   }
   for (std::uint32_t n : e.rounds) w.PutU32(n);
   PutPair(w, e.leaf);
+  w.PutHash(e.log_hash);
+  w.PutU32(e.tau_q16);
 }
 
 Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
@@ -301,6 +303,8 @@ Result<ElementGame> Decode(Reader& r, DecodeAs<ElementGame>) {
     VT_ASSIGN_OR_RETURN(n, r.GetU32());
   }
   VT_TRY(GetPair(r, e.leaf));
+  VT_ASSIGN_OR_RETURN(e.log_hash, r.GetHash());
+  VT_ASSIGN_OR_RETURN(e.tau_q16, r.GetU32());
   return e;
 }
 

@@ -173,6 +173,11 @@ struct ElementGame {
   // The assemble node's walk (kind kState, verify/state_walk.h): the leaf of
   // h_{t+1} where it ended is `chunk`, and these are each party's hashes there.
   std::array<Hash256, 2> leaf{};
+  // Rounded mode, a logged node: its committed log hash, proven up to the
+  // commitment's log root when the descent began (both records carry it), and
+  // the node's τ — what the rounded dot rule's epilogue opens and rounds by.
+  Hash256 log_hash;
+  std::uint32_t tau_q16 = 0;
   bool operator==(const ElementGame&) const = default;
 };
 

@@ -57,10 +57,6 @@ using WalkParty = crypto::MerkleWalk::Party;
 const Bytes kNextBountyKey = {'n', '/', 'b'};
 const Bytes kNextGameKey = {'n', '/', 'g'};
 
-// The pointwise/row rule's operator, priced per input value it reads (AdamW,
-// the costliest pointwise formula, is ≤ 64 flops a value; a row operator
-// touches each value of its row a few times).
-
 constexpr Party kSolver = Party::kSolver;
 constexpr Party kChallenger = Party::kChallenger;
 constexpr WalkParty AsWalk(Party p) { return p == kSolver ? WalkParty::kA : WalkParty::kB; }
@@ -259,6 +255,19 @@ class Session {
     VT_TRY(ChargeProof(c.proof));
     return m_ctx.ChargeHashing(c.values.size() * sizeof(float) + 64);
   }
+  // A log opening: each entry's proof (kernels::OpenLogAt) and the log hash from the root.
+  Status ChargeLogOpening(const verify::LogOpening& o) {
+    for (const auto* entry : {&o.at, &o.before, &o.after})
+      if (*entry) VT_TRY(ChargeProof((*entry)->proof));
+    return m_ctx.ChargeHashing(64);
+  }
+  // Rounded mode fixes a logged node's committed log before its element
+  // level: the descent carries it, proven up to the commitment's log root
+  // (`log`), and a record naming another log hash loses at once — both, if
+  // neither names it. Returns whether the game was resolved; else the log
+  // hash is the element game's. Invalid "elem-bad-log" (a rounded logged
+  // node without `log`, another node with one) or VerifyLogChain's reason.
+  Result<bool> FixNodeLog(Game& g, Bounty& b, const std::optional<NodeLogProof>& log, ElementGame& e);
   // The hash of input `opening.input` of the disputed node, opened by
   // verify::VerifyInputHash (charged first: the proof and the producer).
   Result<Hash256> OpenInputHash(const Game& g, const Bounty& b, std::uint8_t node_root_of,
@@ -816,6 +825,27 @@ Status Session::ResolveElement(Game& g, Bounty& b, const verify::StepVerdict& v,
   return Resolve(g, b, !v.a_right, !v.b_right, reason, kReimbursed);
 }
 
+Result<bool> Session::FixNodeLog(Game& g, Bounty& b, const std::optional<NodeLogProof>& log, ElementGame& e) {
+  const bool logged = b.mode == kModeRounded && g.node_index + 1 < g.node_count;
+  if (!logged) {
+    if (log) return Status::Invalid("elem-bad-log", "this node has no log");
+    return false;
+  }
+  if (!log) return Status::Invalid("elem-bad-log", "a rounded node's descent carries its committed log hash");
+  vm::GasCosts costs(m_ctx.gas());
+  const verify::LogPosition at{b.num_steps, b.checkpoint_interval, g.step, g.node_index, g.node_count};
+  VT_TRY(verify::VerifyLogChain(at, log->log_hash, log->chain, b.commitment.log_root, costs));
+  const bool solver_wrong = g.records[0]->log_hash != log->log_hash;
+  const bool challenger_wrong = g.records[1]->log_hash != log->log_hash;
+  if (solver_wrong || challenger_wrong) {
+    constexpr bool kReimbursed = true;  // a deciding move, paid back by the loser
+    VT_TRY(Resolve(g, b, solver_wrong, challenger_wrong, "element-log-hash", kReimbursed));
+    return true;
+  }
+  e.log_hash = log->log_hash;
+  return false;
+}
+
 Status Session::PostChunkRoot(const ChunkRootArgs& a) {
   VT_ASSIGN_OR_RETURN(Game g, LoadGame(a.game_id));
   VT_ASSIGN_OR_RETURN(Bounty b, LoadBounty(g.bounty_id));
@@ -833,12 +863,20 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
     // without a rule) is arbitrated whole.
     VT_ASSIGN_OR_RETURN(std::optional<Bytes> played, m_ctx.Get(ElementKey(g.id)));
     if (played) return Status::Invalid("elem-already-played");
+    // Before the outputs: records that differ only in their log hash are
+    // settled here, and the descent needs the log for its epilogues.
+    VT_ASSIGN_OR_RETURN(bool settled, FixNodeLog(g, b, a.log, e));
+    if (settled) {
+      VT_TRY(Save(b));
+      return Save(g);
+    }
     VT_ASSIGN_OR_RETURN(const vm::Arbiter* arbiter, m_ctx.arbiter());
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(b.id));
     VT_ASSIGN_OR_RETURN(vm::StepGraph graph, arbiter->BuildGraph(job, g.step, m_ctx.gas()));
     VT_ASSIGN_OR_RETURN(verify::DescentStart start,
                         verify::StartDescent(b.mode, graph, g.node_index, *g.records[0], *g.records[1]));
     if (start.assemble) e.kind = verify::ElementKind::kState;
+    e.tau_q16 = start.tau_q16;
     e.slot = start.slot;
     e.num_state_tensors = start.num_state_tensors;
     e.input_shapes = std::move(start.input_shapes);
@@ -855,6 +893,9 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
     VT_TRY(CheckMove(g, p));
     VT_ASSIGN_OR_RETURN(e, LoadElement(g.id));
     if (e.chunk_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
+    // Both parties may descend in one block: the second may carry the log too, the one fixed.
+    if (a.log && a.log->log_hash != e.log_hash)
+      return Status::Invalid("elem-bad-log", "not the node's log fixed when the descent began");
   }
   VT_TRY(CheckTop(e.chunks, a.top, a.root, "elem-bad-top"));
   VT_TRY(m_ctx.ChargeHashing(64 + 8 * e.output_shape.size()));
@@ -966,15 +1007,17 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
       const protocol::NodeRecord& rec = *g.records[0];
       if (e.kind == verify::ElementKind::kReduce) {
         VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
-        return SettleElement(l, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]),
-                             "element-epilogue");
+        VT_ASSIGN_OR_RETURN(verify::StepVerdict v, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]));
+        return SettleElement(l, v, "element-epilogue");
       }
       VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
-      if (!el.bias_input) {
-        return SettleElement(l, verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]), "element-epilogue");
+      if (!el.bias_input && l.b.mode != kModeRounded) {
+        VT_ASSIGN_OR_RETURN(verify::StepVerdict v,
+                            verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]));
+        return SettleElement(l, v, "element-epilogue");
       }
       g.clocks[0].owes = g.clocks[1].owes = false;
-      g.phase = GamePhase::kOpenElement;  // the bias value is opened
+      g.phase = GamePhase::kOpenElement;  // the bias value is opened, a rounded value's log entry
       Owe(g, kSolver);
     }
   }
@@ -1200,16 +1243,45 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     return verify::VerifySlice(hash, shape, slice, chunks);
   };
   if (e.kind == verify::ElementKind::kDot) {
-    // The epilogue: p_K is agreed; the bias value decides.
+    // The epilogue: p_K is agreed; the bias value and, in rounded mode, the
+    // log's entry at the value decide.
     VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
-    if (!el.bias_input) return Status::Error("game-inconsistent", "an epilogue without a bias");
+    const bool rounded = l.b.mode == kModeRounded;
+    if (!el.bias_input && !rounded) return Status::Error("game-inconsistent", "an epilogue without a bias");
     if (a.batch) return Status::Invalid("elem-bad-batch", "a bias reads no batch");
-    if (a.inputs.size() != 1 || a.slices.size() != 1 || a.inputs[0].input != *el.bias_input)
-      return Status::Invalid("elem-bad-inputs", "open the bias input " + std::to_string(*el.bias_input));
-    VT_ASSIGN_OR_RETURN(Hash256 hash, OpenInputHash(g, l.b, a.node_root_of, a.inputs[0]));
-    VT_ASSIGN_OR_RETURN(std::vector<float> bias, open(hash, e.input_shapes[*el.bias_input],
-                                                      verify::InputSlice{el.bias_index, 1, {1}}, a.slices[0]));
-    VT_TRY(ResolveElement(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], bias[0], e.y[0], e.y[1]), "element-epilogue"));
+    if (a.log.has_value() != rounded)
+      return Status::Invalid("elem-bad-log",
+                             rounded ? "open the log at the value" : "this epilogue reads no log");
+    std::optional<float> bias;
+    if (el.bias_input) {
+      if (a.inputs.size() != 1 || a.slices.size() != 1 || a.inputs[0].input != *el.bias_input)
+        return Status::Invalid("elem-bad-inputs", "open the bias input " + std::to_string(*el.bias_input));
+      VT_ASSIGN_OR_RETURN(Hash256 hash, OpenInputHash(g, l.b, a.node_root_of, a.inputs[0]));
+      VT_ASSIGN_OR_RETURN(
+          std::vector<float> values,
+          open(hash, e.input_shapes[*el.bias_input], verify::InputSlice{el.bias_index, 1, {1}}, a.slices[0]));
+      bias = values[0];
+    } else if (!a.inputs.empty() || !a.slices.empty()) {
+      return Status::Invalid("elem-bad-inputs", "this epilogue opens no input");
+    }
+    std::optional<verify::RoundedEpilogue> how;
+    if (rounded) {
+      VT_TRY(ChargeLogOpening(*a.log));
+      VT_ASSIGN_OR_RETURN(
+          std::optional<bool> logged,
+          verify::OpenLogAt(e.log_hash, verify::LogPositionOf(e.output_shapes, e.slot, e.value), *a.log));
+      VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+      how = verify::RoundedEpilogue{el.k, verify::RoundingSpec{job.rounding_bits, e.tau_q16}, logged};
+      VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(verify::kRoundedEpilogueFlops)));
+    }
+    auto verdict = verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1], how ? &*how : nullptr);
+    if (!verdict.ok() && verdict.status().reason() == "log-entry-outside-region") {
+      // The solver committed an entry the acceptance rule refuses: its log is wrong.
+      VT_TRY(Resolve(g, l.b, true, false, "element-log-rejected", true));
+    } else {
+      VT_TRY(verdict.status());
+      VT_TRY(ResolveElement(g, l.b, *verdict, "element-epilogue"));
+    }
   } else {
     // One chunk list per slice the plan reads, in the plan's order (an
     // unread input — count 0 — and a slice of the batch have none; the

@@ -1,12 +1,14 @@
 #include "verify/element_game.h"
 
 #include <algorithm>
+#include <bit>
 #include <string>
 #include <tuple>
 #include <type_traits>
 
 #include "common/detmath.h"
 #include "kernels/mode.h"
+#include "kernels/ops/registry.h"
 #include "verify/batch_opening.h"
 #include "verify/certified_sum.h"
 #include "verify/element.h"
@@ -27,7 +29,12 @@ bool PlaysValueRules(std::uint8_t job_mode) {
 }
 
 // The wire tags of PartialLeaf's alternatives, in its order.
-enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1 };
+enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1, kFp64Sums = 2 };
+
+// The leaf a job's mode plays (PartialLeaf's alternative index).
+std::size_t LeafIndexOf(std::uint8_t job_mode) {
+  return job_mode == kCertified ? 1 : job_mode == kRounded ? 2 : 0;
+}
 
 }  // namespace
 
@@ -35,8 +42,22 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
   if (kind == ElementKind::kState || job_mode == kRepops || job_mode == kCertified) return Status::Ok();
   if (job_mode == kRounded && kind == ElementKind::kPlan && ReexecutesRoundedValue(op_kind))
     return Status::Ok();
-  return Status::Invalid("elem-mode-no-rule",
-                         "this rounded value carries log entries or fp64 partial results: arbitrated whole");
+  if (job_mode == kRounded && kind == ElementKind::kDot && RoundedDotRuleCovers(op_kind)) return Status::Ok();
+  return Status::Invalid("elem-mode-no-rule", "this rounded value has no element rule: arbitrated whole");
+}
+
+bool RoundedDotRuleCovers(std::uint16_t op_kind) {
+  using kernels::OpKind;
+  for (OpKind k : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul})
+    if (op_kind == static_cast<std::uint16_t>(k)) return true;
+  return false;
+}
+
+std::uint64_t LogPositionOf(std::span<const Shape> output_shapes, std::uint32_t slot, std::int64_t e) {
+  std::uint64_t position = static_cast<std::uint64_t>(e);
+  for (std::uint32_t s = 0; s < slot && s < output_shapes.size(); ++s)
+    position += static_cast<std::uint64_t>(kernels::NumElements(output_shapes[s]));
+  return position;
 }
 
 ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits) {
@@ -75,7 +96,9 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
           return Status::Invalid("elem-wrong-leaf", "partial results of two kinds in one claim");
         if (std::is_same_v<Leaf, ExactPartial> != element.exact)
           return Status::Invalid("elem-wrong-leaf", "the leaves are not the sum's kind");
-        if constexpr (std::is_same_v<Leaf, float>) {
+        if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
+          return Status::Invalid("elem-wrong-leaf", "a reduction has no rounded rule");
+        } else if constexpr (std::is_same_v<Leaf, float>) {
           ReduceStepClaim typed;
           typed.m = claim.m;
           typed.left = left;
@@ -98,10 +121,13 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
       claim.left);
 }
 
-StepVerdict JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a, float y_b) {
+Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a,
+                                        float y_b) {
   return std::visit(
-      [&]<class Leaf>(const Leaf& sum) {
-        if constexpr (std::is_same_v<Leaf, float>) {
+      [&]<class Leaf>(const Leaf& sum) -> Result<StepVerdict> {
+        if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
+          return Status::Invalid("elem-wrong-leaf", "a reduction has no rounded rule");
+        } else if constexpr (std::is_same_v<Leaf, float>) {
           return JudgeReduceEpilogue(element, sum, y_a, y_b);
         } else {
           return JudgeCertifiedSumEpilogue(element, sum, y_a, y_b);
@@ -111,15 +137,18 @@ StepVerdict JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf&
 }
 
 Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf) {
-  const bool exact = std::holds_alternative<ExactPartial>(leaf);
-  if (exact != (job_mode == kCertified))
-    return Status::Invalid("elem-wrong-leaf", exact ? "an exact partial sum in a job that is not certified"
-                                                    : "an fp32 partial sum in a certified job");
+  static constexpr const char* kNames[] = {"an fp32 partial result", "an exact partial sum",
+                                           "a rounded (fp64) partial result"};
+  if (leaf.index() != LeafIndexOf(job_mode))
+    return Status::Invalid(
+        "elem-wrong-leaf",
+        std::string(kNames[leaf.index()]) + " where the job's mode plays " + kNames[LeafIndexOf(job_mode)]);
   return Status::Ok();
 }
 
 std::uint64_t PartialLeafBytes(std::uint8_t job_mode) {
-  return 1 + (job_mode == kCertified ? sizeof(ExactPartial) : sizeof(float));
+  static constexpr std::uint64_t kBytes[] = {sizeof(float), sizeof(ExactPartial), 3 * sizeof(double)};
+  return 1 + kBytes[LeafIndexOf(job_mode)];
 }
 
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const PartialLeaf& p_k,
@@ -143,8 +172,19 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
       claim.p_m);
 }
 
-StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b) {
-  return std::visit([&](const auto& leaf) { return JudgeDotEpilogue(leaf, bias, y_a, y_b); }, p_k);
+Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b,
+                                     const RoundedEpilogue* rounded) {
+  return std::visit(
+      [&]<class Leaf>(const Leaf& leaf) -> Result<StepVerdict> {
+        if ((rounded != nullptr) != std::is_same_v<Leaf, RoundedPartial>)
+          return Status::Invalid("elem-wrong-leaf", "a rounded epilogue needs the job's rounding and log");
+        if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
+          return JudgeRoundedDotEpilogue(leaf, bias, rounded->k, rounded->spec, rounded->logged, y_a, y_b);
+        } else {
+          return JudgeDotEpilogue(leaf, bias, y_a, y_b);
+        }
+      },
+      p_k);
 }
 
 bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t input) {
@@ -343,6 +383,7 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
   d.num_state_tensors = graph.num_state_tensors;
   d.output_shapes = spec.output_shapes;
   d.chunks = ChunkCountOf(d.output_shapes[d.slot]);
+  d.tau_q16 = spec.tau_q16;
   if (d.chunks == 0) return Status::Invalid("elem-no-rule", "an empty output");
   return d;
 }
@@ -542,12 +583,17 @@ void Encode(Writer& w, const PartialLeaf& v) {
     w.PutU32(detmath::FloatBits(*f));
     return;
   }
+  if (const RoundedPartial* r = std::get_if<RoundedPartial>(&v)) {
+    w.PutEnum(LeafTag::kFp64Sums);
+    for (double d : {r->dot, r->a_sq, r->b_sq}) w.PutU64(std::bit_cast<std::uint64_t>(d));
+    return;
+  }
   w.PutEnum(LeafTag::kExact);
   w.PutFixed(std::get<ExactPartial>(v));
 }
 
 Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>) {
-  VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kExact));
+  VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kFp64Sums));
   switch (tag) {
     case LeafTag::kFp32: {
       VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
@@ -557,6 +603,14 @@ Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>) {
       VT_ASSIGN_OR_RETURN(ByteSpan bytes, r.GetFixed(sizeof(ExactPartial)));
       ExactPartial p;
       std::copy(bytes.begin(), bytes.end(), p.begin());
+      return PartialLeaf{p};
+    }
+    case LeafTag::kFp64Sums: {
+      RoundedPartial p;
+      for (double* d : {&p.dot, &p.a_sq, &p.b_sq}) {
+        VT_ASSIGN_OR_RETURN(std::uint64_t bits, r.GetU64());
+        *d = std::bit_cast<double>(bits);
+      }
       return PartialLeaf{p};
     }
   }

@@ -27,6 +27,8 @@
 #include "common/result.h"
 #include "crypto/merkle.h"
 #include "kernels/chunk_tree.h"
+#include "kernels/mode.h"
+#include "kernels/rounding_log_tree.h"
 #include "kernels/tensor.h"
 #include "protocol/types.h"
 #include "verify/descent.h"
@@ -39,6 +41,9 @@ namespace vt::verify {
 using Shape = kernels::Shape;
 using ChunkOpening = kernels::ChunkOpening;
 using RngAddress = kernels::RngAddress;
+using LogOpening = kernels::LogOpening;  // kernels/rounding_log_tree.h, with its codec
+using RoundingSpec = kernels::RoundingSpec;
+using kernels::OpenLogAt;
 inline constexpr std::int64_t kChunkValues = kernels::kChunkValues;
 
 // Which rule judges value e of output `slot`: the dot rule (level 5b) when
@@ -66,10 +71,11 @@ inline constexpr std::int64_t kMaxOpenedExamples = 4;
 // ChooseElementRule asks it) and the pointwise/row rule (ReexecuteElement
 // runs the certified kernels); rounded the pointwise rule of the element-wise
 // operators exact in fp64 (ReexecutesRoundedValue: their values need no log
-// opening) — its GEMM outputs and reductions carry log entries or fp64
-// partial results the game does not open yet. Every mode walks the assemble
-// node (kState). Invalid "elem-mode-no-rule" otherwise: the node is
-// arbitrated whole.
+// opening) and the rounded dot rule of the GEMMs whose rounding it
+// reproduces (RoundedDotRuleCovers: fp64 partial results, the epilogue by
+// the log's entry at the value) — its conv and attention outputs and its
+// reductions have none yet. Every mode walks the assemble node (kState).
+// Invalid "elem-mode-no-rule" otherwise: the node is arbitrated whole.
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind);
 
 // The job's mode as ReexecuteElement needs it: in rounded mode the job's
@@ -78,13 +84,25 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
 // a value.
 ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 
+// The op kinds whose dot-rule values rounded mode plays: linear's y,
+// linear_backward's dx and dW, matmul's c — one fp64 dot product (plus
+// linear's bias) rounded with β = kernels::GemmSlackValue over K terms
+// (RoundedLinearValue). conv2d's bias enters its β differently and
+// attention's y reads an fp64 att the record does not hold.
+bool RoundedDotRuleCovers(std::uint16_t op_kind);
+
+// A value's position in its node's rounding log: the node's outputs
+// concatenated in slot order (kernels::LogEntry), value e of `slot`.
+std::uint64_t LogPositionOf(std::span<const Shape> output_shapes, std::uint32_t slot, std::int64_t e);
+
 // A partial result as a move carries it (post-partials-root's p_K, the
 // reveals' leaves): the fp32 value in a repops job, the exact sum's
 // canonical encoding in a certified one (verify/element.h), for the dot and
-// the reduction rule alike. On the wire a tag byte says which (0: 4 bytes of
-// fp32, 1: 81 bytes exact); the job's mode says which a move must carry
-// (CheckLeafKind).
-using PartialLeaf = std::variant<float, ExactPartial>;
+// the reduction rule alike; a rounded job's dot rule the fp64 sums
+// (RoundedPartial). On the wire a tag byte says which (0: 4 bytes of fp32,
+// 1: 81 bytes exact, 2: 24 bytes of three fp64); the job's mode says which a
+// move must carry (CheckLeafKind).
+using PartialLeaf = std::variant<float, ExactPartial, RoundedPartial>;
 // Invalid "elem-wrong-leaf" unless `leaf` is the job mode's kind of leaf.
 Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf);
 // The wire bytes of a leaf the job's mode plays (tag included).
@@ -98,7 +116,21 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
                                       const std::array<Hash256, 2>& roots,
                                       const DotStepClaimOf<PartialLeaf>& claim,
                                       const OpenedBatch* batch = nullptr);
-StepVerdict JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b);
+// The epilogue over the agreed p_K. A rounded leaf's value also needs the
+// job's rounding and the log's entry at the value (`rounded`:
+// JudgeRoundedDotEpilogue, whose "log-entry-outside-region" loses the
+// solver); Invalid "elem-wrong-leaf" for a rounded leaf without it, or
+// with it for another leaf.
+// Its price in flops (two square roots, β, the rounding and the entry's
+// test: a few dozen operations, priced with room).
+inline constexpr std::uint64_t kRoundedEpilogueFlops = 256;
+struct RoundedEpilogue {
+  std::int64_t k = 0;  // the dot product's terms
+  kernels::RoundingSpec spec;
+  std::optional<bool> logged;  // the log's direction at the value (kernels::OpenLogAt)
+};
+Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b,
+                                     const RoundedEpilogue* rounded = nullptr);
 
 // The reduction rule as a job's mode plays it at value e: repops over the
 // fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
@@ -130,8 +162,10 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
                                          const OpenedBatch* batch = nullptr,
                                          std::span<const InputTensor> own = {});
 // The epilogue over the agreed last leaf (JudgeReduceEpilogue,
-// JudgeCertifiedSumEpilogue).
-StepVerdict JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a, float y_b);
+// JudgeCertifiedSumEpilogue); Invalid "elem-wrong-leaf" for a rounded leaf
+// (CheckRuleInMode plays no reduction in rounded mode).
+Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a,
+                                        float y_b);
 
 // The rule of (op, attrs, slot, e) that the job's mode plays — the
 // attribute overloads of DotElementAt, ReduceRuleAt and PlanElement, then
@@ -215,6 +249,7 @@ struct DescentStart {
   std::vector<Shape> input_shapes;
   std::vector<Shape> output_shapes;  // every slot's
   std::uint64_t chunks = 0;          // of `slot`; the assemble node: h_{t+1}'s leaves
+  std::uint32_t tau_q16 = 0;         // rounded mode: the node's τ (NodeSpec), for its epilogues
 };
 Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph, std::uint64_t node_index,
                                   const protocol::NodeRecord& a, const protocol::NodeRecord& b);

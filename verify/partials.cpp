@@ -1,6 +1,7 @@
 #include "verify/partials.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <utility>
 
 #include "verify/certified_sum.h"
@@ -16,6 +17,13 @@ Status ComputeLeaves(const ReduceElement& el, const ValueAt& value_at, LeafSink<
   return ComputeCertifiedSumPartials(el, value_at, out);
 }
 
+// Rounded mode plays no reduction (verify::CheckRuleInMode): Compute
+// refuses its leaves, so they are only ever held whole (a dot product's, as
+// the workers' answers hold them) and no run of them is ever recomputed.
+Status ComputeLeaves(const ReduceElement&, const ValueAt&, LeafSink<RoundedPartial>&) {
+  return Status::Invalid("elem-mode-no-rule", "rounded mode plays no reduction rule");
+}
+
 // One step by the referee's own rule. It succeeded when the leaf was first
 // computed, over the same values: it cannot fail now.
 float StepLeaf(const ReduceElement& el, const ReduceStep& st, float left, float right,
@@ -25,6 +33,10 @@ float StepLeaf(const ReduceElement& el, const ReduceStep& st, float left, float 
 ExactPartial StepLeaf(const ReduceElement& el, const ReduceStep& st, const ExactPartial& left,
                       const ExactPartial& right, std::span<const float> values) {
   return CertifiedStepLeaf(el, st, left, right, values).value().value();
+}
+RoundedPartial StepLeaf(const ReduceElement&, const ReduceStep&, const RoundedPartial&, const RoundedPartial&,
+                        std::span<const float>) {
+  std::abort();  // unreachable: no run of rounded leaves exists (ComputeLeaves above)
 }
 
 // The subtree hash of one run: its leaves as a tree of their own (the tree's
@@ -226,5 +238,6 @@ std::uint64_t Partials<Leaf>::RecomputedSteps() const {
 
 template class Partials<float>;
 template class Partials<ExactPartial>;
+template class Partials<RoundedPartial>;
 
 }  // namespace vt::verify

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "kernels/mode.h"
+#include "kernels/rounding.h"
 #include "kernels/tensor_codec.h"
 #include "protocol/state.h"
 #include "verify/batch_opening.h"
@@ -54,6 +55,11 @@ Result<ElementSide> ElementSideOf(const NodeCase& c) {
   side.header = n.header;
   side.header_proof = n.header_proof;
   side.examples = n.examples;
+  if (!n.log.empty()) {
+    auto log = kernels::DecodeRoundingLog(n.log);
+    if (!log.ok()) return Status::Invalid("elem-bad-log", log.status().ToString());
+    side.log = std::move(log).value();
+  }
   for (std::uint32_t i = 0; i < n.inputs.size(); ++i) {
     const verify::InputOpening& in = n.inputs[i];
     if (const protocol::InputRef& ref = n.record.inputs[i]; ref.source == protocol::InputSource::kBatch) {
@@ -94,17 +100,6 @@ void CommitPartials(Answer& a) {
   a.last = a.partials.tree().Prove(a.partials.size() - 1);
 }
 
-template <class Leaf>
-PartialsAnswerFor<Leaf> AnswerOf(const verify::DotElement& element, std::vector<Leaf> partials,
-                                 std::optional<float> bias) {
-  PartialsAnswerFor<Leaf> a;
-  a.element = element;
-  a.partials = verify::Partials<Leaf>(std::move(partials));
-  CommitPartials(a);
-  a.bias = bias;
-  return a;
-}
-
 // The value's element, its two factor sequences and its bias.
 struct DotTerms {
   verify::DotElement element;
@@ -133,44 +128,53 @@ auto RevealOf(const Answer& mine, std::uint64_t m) {
 
 }  // namespace
 
-Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
-  VT_ASSIGN_OR_RETURN(DotTerms t, TermsOf(side, slot, e));
-  return AnswerOf(t.element, verify::RepopsDotPartials(t.a, t.b), t.bias);
+template <class Leaf>
+PartialsAnswerFor<Leaf> PartialsAnswerOf(const verify::DotElement& element, std::vector<Leaf> partials,
+                                         std::optional<float> bias) {
+  PartialsAnswerFor<Leaf> a;
+  a.element = element;
+  a.partials = verify::Partials<Leaf>(std::move(partials));
+  CommitPartials(a);
+  a.bias = bias;
+  return a;
 }
 
-Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
-                                                        std::int64_t e) {
+template <class Leaf>
+Result<PartialsAnswerFor<Leaf>> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e) {
   VT_ASSIGN_OR_RETURN(DotTerms t, TermsOf(side, slot, e));
-  return AnswerOf(t.element, verify::CertifiedDotPartials(t.a, t.b), t.bias);
+  if constexpr (std::is_same_v<Leaf, float>) {
+    return PartialsAnswerOf(t.element, verify::RepopsDotPartials(t.a, t.b), t.bias);
+  } else if constexpr (std::is_same_v<Leaf, verify::ExactPartial>) {
+    return PartialsAnswerOf(t.element, verify::CertifiedDotPartials(t.a, t.b), t.bias);
+  } else {
+    return PartialsAnswerOf(t.element, verify::RoundedDotPartials(t.a, t.b), t.bias);
+  }
 }
 
 Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
                                             std::uint32_t slot, std::int64_t e) {
   VT_TRY(verify::CheckRuleInMode(job_mode, verify::ElementKind::kDot, side.op_kind));
-  if (job_mode == static_cast<std::uint8_t>(kernels::Mode::kCertified)) {
-    VT_ASSIGN_OR_RETURN(CertifiedPartialsAnswer p, AnswerCertifiedPartials(side, slot, e));
+  // The mode's leaf is the variant's alternative (verify::PartialLeaf's order).
+  const auto answer = [&]<class Leaf>() -> Result<DotPartialsAnswer> {
+    VT_ASSIGN_OR_RETURN(PartialsAnswerFor<Leaf> p, AnswerPartials<Leaf>(side, slot, e));
     return DotPartialsAnswer{std::move(p)};
+  };
+  switch (static_cast<kernels::Mode>(job_mode)) {
+    case kernels::Mode::kCertified:
+      return answer.template operator()<verify::ExactPartial>();
+    case kernels::Mode::kRounded:
+      return answer.template operator()<verify::RoundedPartial>();
+    default:
+      return answer.template operator()<float>();
   }
-  VT_ASSIGN_OR_RETURN(PartialsAnswer p, AnswerPartials(side, slot, e));
-  return DotPartialsAnswer{std::move(p)};
 }
 
 const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer) {
   return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
 }
 
-PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
-                                std::optional<float> bias) {
-  return AnswerOf(element, std::move(partials), bias);
-}
-CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
-                                         std::vector<verify::ExactPartial> partials,
-                                         std::optional<float> bias) {
-  return AnswerOf(element, std::move(partials), bias);
-}
-
-StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
-CertifiedStepReveal AnswerStepReveal(const CertifiedPartialsAnswer& mine, std::uint64_t m) {
+template <class Leaf>
+StepRevealOf<Leaf> AnswerStepReveal(const PartialsAnswerFor<Leaf>& mine, std::uint64_t m) {
   return RevealOf(mine, m);
 }
 
@@ -202,11 +206,10 @@ std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotE
           bi < 0 ? +0.0f : FactorTensor(side, element.b_input)[bi]};
 }
 
-namespace {
-
 template <class Leaf>
-verify::DotStepClaimOf<Leaf> ClaimOf(std::uint64_t m, const StepRevealOf<Leaf>& a,
-                                     const StepRevealOf<Leaf>& b, const FactorOpenings& factors) {
+verify::DotStepClaimOf<Leaf> AssembleDotStepClaim(std::uint64_t m, const StepRevealOf<Leaf>& a,
+                                                  const StepRevealOf<Leaf>& b,
+                                                  const FactorOpenings& factors) {
   verify::DotStepClaimOf<Leaf> c;
   c.m = m;
   c.p_m = a.p_m;
@@ -216,18 +219,6 @@ verify::DotStepClaimOf<Leaf> ClaimOf(std::uint64_t m, const StepRevealOf<Leaf>& 
   c.a = factors.a;
   c.b = factors.b;
   return c;
-}
-
-}  // namespace
-
-verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
-                                          const FactorOpenings& factors) {
-  return ClaimOf(m, a, b, factors);
-}
-verify::CertifiedDotStepClaim AssembleDotStepClaim(std::uint64_t m, const CertifiedStepReveal& a,
-                                                   const CertifiedStepReveal& b,
-                                                   const FactorOpenings& factors) {
-  return ClaimOf(m, a, b, factors);
 }
 
 verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element) {
@@ -241,26 +232,39 @@ verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& 
       a.Hash(), b.Hash(), a.shape(), b.shape(), batch_of(element.a_input), batch_of(element.b_input)};
 }
 
+template <class Leaf>
 Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
                                            const std::array<Hash256, 2>& roots,
-                                           const verify::DotStepClaim& claim,
+                                           const verify::DotStepClaimOf<Leaf>& claim,
                                            const verify::OpenedBatch* batch) {
   return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim, batch);
 }
 
-Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
-                                           const std::array<Hash256, 2>& roots,
-                                           const verify::CertifiedDotStepClaim& claim,
-                                           const verify::OpenedBatch* batch) {
-  return verify::JudgeDotStepClaim(element, FactorsOf(side, element), roots, claim, batch);
+template <class Leaf>
+Result<verify::StepVerdict> PredictEpilogue(const PartialsAnswerFor<Leaf>& agreed, float y_a, float y_b,
+                                            const verify::RoundedEpilogue* rounded) {
+  return verify::JudgeDotEpilogue(verify::PartialLeaf(agreed.partials.back()), agreed.bias, y_a, y_b,
+                                  rounded);
 }
 
-verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b) {
-  return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
-}
-verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float y_a, float y_b) {
-  return verify::JudgeDotEpilogue(agreed.partials.back(), agreed.bias, y_a, y_b);
-}
+// The dot rule's answers for each leaf (worker/element_answers.h).
+#define VT_DOT_ANSWERS(Leaf)                                                                         \
+  template PartialsAnswerFor<Leaf> PartialsAnswerOf(const verify::DotElement&, std::vector<Leaf>,    \
+                                                    std::optional<float>);                           \
+  template Result<PartialsAnswerFor<Leaf>> AnswerPartials<Leaf>(const ElementSide&, std::uint32_t,   \
+                                                                std::int64_t);                       \
+  template StepRevealOf<Leaf> AnswerStepReveal(const PartialsAnswerFor<Leaf>&, std::uint64_t);       \
+  template verify::DotStepClaimOf<Leaf> AssembleDotStepClaim(                                        \
+      std::uint64_t, const StepRevealOf<Leaf>&, const StepRevealOf<Leaf>&, const FactorOpenings&);   \
+  template Result<verify::StepVerdict> PredictDotStep(                                               \
+      const ElementSide&, const verify::DotElement&, const std::array<Hash256, 2>&,                  \
+      const verify::DotStepClaimOf<Leaf>&, const verify::OpenedBatch*);                              \
+  template Result<verify::StepVerdict> PredictEpilogue(const PartialsAnswerFor<Leaf>&, float, float, \
+                                                       const verify::RoundedEpilogue*);
+VT_DOT_ANSWERS(float)
+VT_DOT_ANSWERS(verify::ExactPartial)
+VT_DOT_ANSWERS(verify::RoundedPartial)
+#undef VT_DOT_ANSWERS
 
 namespace {
 

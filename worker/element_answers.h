@@ -31,6 +31,7 @@
 #include "common/result.h"
 #include "crypto/merkle.h"
 #include "kernels/chunk_tree.h"
+#include "kernels/rounding.h"
 #include "kernels/tensor.h"
 #include "protocol/state.h"
 #include "protocol/types.h"
@@ -63,6 +64,9 @@ struct ElementSide {
   protocol::StateHeader header;
   crypto::MerkleProof header_proof;
   std::vector<verify::ExampleOpening> examples;
+  // Rounded mode: the node's committed log (the solver's: a challenger
+  // follows it), which a rounded dot epilogue opens at the value.
+  std::optional<kernels::RoundingLog> log;
 };
 
 // A party's side of node `node` from its export (AnswerNodeCase): the input
@@ -90,20 +94,24 @@ struct PartialsAnswerFor {
 };
 using PartialsAnswer = PartialsAnswerFor<float>;
 using CertifiedPartialsAnswer = PartialsAnswerFor<verify::ExactPartial>;
+// Rounded mode: the fp64 partial results (verify::RoundedDotPartials; the
+// value RoundedLinearValue(p_K, bias, K, spec, the log's entry)).
+using RoundedPartialsAnswer = PartialsAnswerFor<verify::RoundedPartial>;
+// Every function templated on Leaf below is instantiated for the three
+// leaves (float, verify::ExactPartial, verify::RoundedPartial).
+//
 // A posting from given partial sums (the tree and the end proofs). An honest
-// party gets its sums from AnswerPartials; a test's cheater plants its own.
-PartialsAnswer PartialsAnswerOf(const verify::DotElement& element, std::vector<float> partials,
-                                std::optional<float> bias);
-CertifiedPartialsAnswer PartialsAnswerOf(const verify::DotElement& element,
-                                         std::vector<verify::ExactPartial> partials,
+// party gets its sums from AnswerDotPartials; a test's cheater plants its own.
+template <class Leaf>
+PartialsAnswerFor<Leaf> PartialsAnswerOf(const verify::DotElement& element, std::vector<Leaf> partials,
                                          std::optional<float> bias);
-Result<PartialsAnswer> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
-Result<CertifiedPartialsAnswer> AnswerCertifiedPartials(const ElementSide& side, std::uint32_t slot,
-                                                        std::int64_t e);
+// The honest answer in Leaf's rule (the side's factors, verify::DotElementAt's reasons).
+template <class Leaf>
+Result<PartialsAnswerFor<Leaf>> AnswerPartials(const ElementSide& side, std::uint32_t slot, std::int64_t e);
 // The answer over the job mode's leaves (verify::PartialLeaf), the one a party
 // posts: Invalid "elem-mode-no-rule" in a mode without the dot rule
 // (verify::CheckRuleInMode).
-using DotPartialsAnswer = std::variant<PartialsAnswer, CertifiedPartialsAnswer>;
+using DotPartialsAnswer = std::variant<PartialsAnswer, CertifiedPartialsAnswer, RoundedPartialsAnswer>;
 Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
                                             std::uint32_t slot, std::int64_t e);
 const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer);
@@ -119,8 +127,8 @@ struct StepRevealOf {
 };
 using StepReveal = StepRevealOf<float>;
 using CertifiedStepReveal = StepRevealOf<verify::ExactPartial>;
-StepReveal AnswerStepReveal(const PartialsAnswer& mine, std::uint64_t m);
-CertifiedStepReveal AnswerStepReveal(const CertifiedPartialsAnswer& mine, std::uint64_t m);
+template <class Leaf>
+StepRevealOf<Leaf> AnswerStepReveal(const PartialsAnswerFor<Leaf>& mine, std::uint64_t m);
 // Step m's factors as the final move opens them: by value against their
 // tensors, or — a factor of the batch (the first layer's x) — empty, its
 // example opened in `batch` (verify::DotStepBatchPositions); a padding tap:
@@ -134,27 +142,25 @@ Result<FactorOpenings> AnswerFactors(const ElementSide& side, const verify::DotE
 // The two values step m multiplies (a padding tap's b: +0).
 std::pair<float, float> FactorValues(const ElementSide& side, const verify::DotElement& element,
                                      std::uint64_t m);
-verify::DotStepClaim AssembleDotStepClaim(std::uint64_t m, const StepReveal& a, const StepReveal& b,
-                                          const FactorOpenings& factors);
-verify::CertifiedDotStepClaim AssembleDotStepClaim(std::uint64_t m, const CertifiedStepReveal& a,
-                                                   const CertifiedStepReveal& b,
-                                                   const FactorOpenings& factors);
+template <class Leaf>
+verify::DotStepClaimOf<Leaf> AssembleDotStepClaim(std::uint64_t m, const StepRevealOf<Leaf>& a,
+                                                  const StepRevealOf<Leaf>& b, const FactorOpenings& factors);
 
 // The factors' tensors of a dot element (hashes and shapes of the agreed
 // inputs; a factor of the batch by which batch tensor it is).
 verify::DotFactors FactorsOf(const ElementSide& side, const verify::DotElement& element);
 
 // The verdicts, by the referee's own functions.
+template <class Leaf>
 Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
                                            const std::array<Hash256, 2>& roots,
-                                           const verify::DotStepClaim& claim,
+                                           const verify::DotStepClaimOf<Leaf>& claim,
                                            const verify::OpenedBatch* batch = nullptr);
-Result<verify::StepVerdict> PredictDotStep(const ElementSide& side, const verify::DotElement& element,
-                                           const std::array<Hash256, 2>& roots,
-                                           const verify::CertifiedDotStepClaim& claim,
-                                           const verify::OpenedBatch* batch = nullptr);
-verify::StepVerdict PredictEpilogue(const PartialsAnswer& agreed, float y_a, float y_b);
-verify::StepVerdict PredictEpilogue(const CertifiedPartialsAnswer& agreed, float y_a, float y_b);
+// The epilogue over the agreed p_K (verify::JudgeDotEpilogue); a rounded
+// answer's needs `rounded` (the job's rounding, the log's entry at the value).
+template <class Leaf>
+Result<verify::StepVerdict> PredictEpilogue(const PartialsAnswerFor<Leaf>& agreed, float y_a, float y_b,
+                                            const verify::RoundedEpilogue* rounded = nullptr);
 
 // ---- the reduction rule (verify/reduce_rule.h: TreeSum outputs, clip_grad_norm's norm;
 //      verify/certified_sum.h: a certified job's exact sums) ----

@@ -78,6 +78,7 @@ worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t n
     side.openings.push_back(InputHashOf(h, step, node, input));
   }
   side.outputs = h.outputs[step][node];
+  if (step < h.logs.size() && node < h.logs[step].size()) side.log = h.logs[step][node];
   return side;
 }
 

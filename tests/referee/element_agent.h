@@ -28,7 +28,9 @@ struct SumsPlan {
 };
 
 // The party's view of node `node` of step `step`: its inputs with their
-// hash openings (the batch as an empty tensor without one) and its outputs.
+// hash openings (the batch as an empty tensor without one), its outputs and,
+// in rounded mode, the node's log as `h` holds it (a challenger's: the
+// solver's where it followed them).
 worker::ElementSide SideOf(const History& h, std::uint64_t step, std::uint64_t node);
 
 // The output's chunk tree (cached by output hash).

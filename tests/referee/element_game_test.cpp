@@ -156,9 +156,10 @@ ScenarioReport RunLiar(ScenarioConfig c, std::vector<Lie> lies, bool liar_is_sol
 // away in an update).
 std::int64_t ReachingValue(const Target& t, std::int64_t from, kernels::Mode mode = kRepops) {
   const std::int64_t n = NumelOf(t);
-  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 16); ++k) {
+  for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 64); ++k) {
     const std::int64_t v = (from + k) % n;
     auto h = Train(WideJob(mode), {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}});
+    EXPECT_TRUE(h.ok()) << h.status().ToString();
     if (h.ok() && h->checkpoint_tree.root() != HonestHistory(mode).checkpoint_tree.root()) return v;
   }
   ADD_FAILURE() << "no value of " << t.name << " reaches a checkpoint";
@@ -544,7 +545,7 @@ TEST(ElementGame, MalformedMovesAreRefusedAndCostOnlyTheirFee) {
   // Partial sums whose first leaf is not +0.
   ASSERT_TRUE(p.StepTo(GamePhase::kPartialsRoots));
   e = referee::ReadElementGame(p.d.chain().store(), id);
-  std::vector<float> sums = worker::AnswerPartials(side, dx.slot, (*e)->value).value().partials.All();
+  std::vector<float> sums = worker::AnswerPartials<float>(side, dx.slot, (*e)->value).value().partials.All();
   sums[0] = 1.0f;
   const worker::DotPartialsAnswer bad = worker::PartialsAnswerOf(verify::DotElement{}, sums, std::nullopt);
   EXPECT_EQ(p.Send(2, Method::kPostPartialsRoot, EncodeToBytes(node::PartialsRootMove(bad, id))).reason,
@@ -766,24 +767,6 @@ TEST(ElementGame, DisabledOnAChainThatDoesNotPlayIt) {
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
 }
 
-TEST(ElementGame, RoundedModeIsArbitratedWhole) {
-  const Target& dx = kTargets[1];
-  ScenarioConfig c = WideConfig();
-  c.mode = kernels::Mode::kRounded;
-  c.solver.lies = {Lie{LieKind::kOutput, kLieStep, NodeOf(dx)}};
-  c.challengers = {AgentPlan{}};
-  Poker p(c);
-  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
-  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(dx));
-  EXPECT_EQ(p.Send(2, Method::kPostChunkRoot,
-                   EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), p.d.game_ids().at(0))))
-                .reason,
-            "elem-mode-no-rule");
-  while (p.d.Step()) {
-  }
-  EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
-}
-
 // The rule the job's mode plays for the target's values (the same for all
 // of an output); nullopt when it plays none and the node is arbitrated whole.
 std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = kRepops) {
@@ -801,32 +784,167 @@ std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = 
   return choice->kind;
 }
 
+constexpr kernels::Mode kRounded = kernels::Mode::kRounded;
+
+// One line per game of a mode's table of cheats.
+void PrintElementGame(const char* mode, const Target& t, SumsLie sums, const GameReport& gr) {
+  std::printf("[element-game] %s %-20s sums %d: %llu element txs, largest %llu B, final move %llu gas, %s\n",
+              mode, t.name, static_cast<int>(sums), static_cast<unsigned long long>(gr.element_txs),
+              static_cast<unsigned long long>(gr.max_tx_bytes),
+              static_cast<unsigned long long>(gr.resolving_gas), gr.game.reason.c_str());
+}
+
 // Rounded mode plays the pointwise rule of the element-wise operators, which
-// are exact in fp64 (no log entry can change their values): a one-ulp lie
-// in relu or SGD, told by either side, is caught at its value by
-// re-executing it from its slices at the canonical reference; the GEMM
-// outputs and the reductions stay arbitrated whole (above).
-TEST(ElementGame, RoundedElementWiseLiesAreCaughtAtTheirValue) {
-  constexpr kernels::Mode kRounded = kernels::Mode::kRounded;
+// are exact in fp64 (no log entry can change their values), and the dot rule
+// of linear and matmul: fp64 partial results (the dot product and both
+// squared norms), the epilogue rounding p_K by the log's entry at the value,
+// opened against the node's log hash that the descent fixed. Each target's
+// one-ulp lie, told by the solver and the challenger in turn, with honest
+// sums (the epilogue decides), sums one fp64 ulp off at a step and following
+// the rule after, or made-up sums (a step decides); the reductions (db, the
+// cross-entropy gradient) have no rounded rule and are arbitrated whole.
+// Rounding every node's fp64 result absorbs many one-ulp lies downstream (a
+// logit's, in the softmax), so the liar also plants one SGD value that does
+// reach a checkpoint; the node walk stops at the target first.
+TEST(ElementGame, RoundedLiesAreCaughtAtTheirValue) {
+  const Target& sgd = kTargets[4];
+  const Lie reaching{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)};
   std::size_t round = 0;
+  std::uint64_t max_tx = 0;
   for (const Target& t : kTargets) {
     const std::optional<verify::ElementKind> rule = RuleOf(t, kRounded);
     const bool element_wise = t.op == kernels::OpKind::kRelu || t.op == kernels::OpKind::kSgd;
-    EXPECT_EQ(rule.has_value(), element_wise) << t.name;
-    if (!element_wise) continue;
-    EXPECT_EQ(rule, verify::ElementKind::kPlan) << t.name;
-    const std::int64_t v = ReachingValue(t, NumelOf(t) / 2, kRounded);
-    for (const bool liar_is_solver : {true, false}) {
-      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) +
+    const bool dot =
+        t.op == kernels::OpKind::kLinear || (t.op == kernels::OpKind::kLinearBackward && t.slot < 2);
+    EXPECT_EQ(rule.has_value(), element_wise || dot) << t.name;
+    if (!rule) continue;
+    EXPECT_EQ(*rule, dot ? verify::ElementKind::kDot : verify::ElementKind::kPlan) << t.name;
+    const std::int64_t v = NumelOf(t) / 2;
+    std::vector<Lie> lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}};
+    if (&t != &sgd) {
+      ASSERT_LT(NodeOf(t), NodeOf(sgd)) << t.name;
+      lies.push_back(reaching);
+    } else {
+      lies[0].value = reaching.value;
+    }
+    const std::int64_t at = lies[0].value;
+    std::vector<SumsLie> kinds = {SumsLie::kHonest};
+    if (dot) kinds = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
+    for (SumsLie sums : kinds) {
+      const bool liar_is_solver = round++ % 2 == 0;
+      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(at) + " sums " +
+                   std::to_string(static_cast<int>(sums)) +
                    (liar_is_solver ? ", solver lies" : ", challenger lies"));
-      const Game g = Play(t, v, liar_is_solver, SumsPlan{SumsLie::kHonest, 1}, std::nullopt, std::nullopt,
-                          true, kRounded);
-      ExpectCaughtAt(g, t, v, liar_is_solver);
-      EXPECT_EQ(g.report.games.at(0).game.reason, "element-reexecuted");
-      ++round;
+      const Game g =
+          PlayLies(lies, liar_is_solver, SumsPlan{sums, 2}, std::nullopt, std::nullopt, true, kRounded);
+      ExpectCaughtAt(g, t, at, liar_is_solver);
+      if (!g.played) continue;
+      const GameReport& gr = g.report.games.at(0);
+      const char* want = !dot                       ? "element-reexecuted"
+                         : sums == SumsLie::kHonest ? "element-epilogue"
+                                                    : "element-step";
+      EXPECT_EQ(gr.game.reason, want);
+      if (sums != SumsLie::kHonest) {
+        EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the fp64 sums were walked";
+      }
+      max_tx = std::max(max_tx, gr.max_tx_bytes);
+      PrintElementGame("rounded", t, sums, gr);
     }
   }
-  EXPECT_EQ(round, 4u);
+  EXPECT_EQ(round, 17u);
+  EXPECT_LE(max_tx, kMaxElementTx);
+}
+
+// A descent into a rounded job's logged node carries the node's committed
+// log hash, proven up to the commitment's log root; without it, or with a
+// hash the chain does not prove, the move is refused and changes nothing. A
+// node without a rounded rule (db: a reduction) is then arbitrated whole.
+TEST(ElementGame, ARoundedDescentCarriesTheNodesCommittedLog) {
+  const Target& db = kTargets[5];
+  ScenarioConfig c = WideConfig(kRounded);
+  c.solver.lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(db), db.slot, ReachingValue(db, 0, kRounded)}};
+  c.challengers = {AgentPlan{}};
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+  const std::uint64_t id = p.d.game_ids().at(0);
+  const worker::ElementSide side = SideOf(p.d.history(2), kLieStep, NodeOf(db));
+  const referee::NodeLogProof log = NodeLogProofOf(p.d.history(1), kLieStep, NodeOf(db));
+  const auto descend = [&](std::optional<referee::NodeLogProof> with) {
+    return p
+        .Send(2, Method::kPostChunkRoot,
+              EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, db.slot), id, with)))
+        .reason;
+  };
+  EXPECT_EQ(descend(std::nullopt), "elem-bad-log");
+  referee::NodeLogProof forged = log;
+  forged.log_hash.bytes[0] ^= 1;
+  EXPECT_EQ(descend(forged), "arb-bad-log-proof");
+  forged = log;
+  forged.chain.step_log_root.bytes[0] ^= 1;
+  EXPECT_EQ(descend(forged), "arb-bad-log-proof");
+  EXPECT_EQ(descend(log), "elem-mode-no-rule");
+  EXPECT_EQ(p.Game().phase, GamePhase::kArbitration);
+  while (p.d.Step()) {
+  }
+  EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
+}
+
+// Records that differ in their log hash alone (the outputs agree) are
+// settled by the descent's log: the record that names another log hash
+// loses at once, whoever wrote it. The liar also plants one SGD value so a
+// checkpoint differs; the node walk stops at the relu first.
+TEST(ElementGame, ARecordNamingAnotherLogHashLosesWhenTheDescentFixesTheLog) {
+  const Target& relu = kTargets[3];
+  const Target& sgd = kTargets[4];
+  for (const bool liar_is_solver : {true, false}) {
+    SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
+    ScenarioConfig c = WideConfig(kRounded);
+    AgentPlan liar, honest;
+    liar.lies = {Lie{LieKind::kLogHash, kLieStep, NodeOf(relu)},
+                 Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
+    liar.element_level = honest.element_level = true;
+    c.solver = liar_is_solver ? liar : honest;
+    c.challengers = {liar_is_solver ? honest : liar};
+    Poker p(c);
+    ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+    ASSERT_EQ(p.Game().node_index, NodeOf(relu));
+    const std::size_t sender = liar_is_solver ? 2 : 1;  // the honest party descends
+    const worker::ElementSide side = SideOf(p.d.history(sender), kLieStep, NodeOf(relu));
+    const referee::NodeLogProof log = NodeLogProofOf(p.d.history(1), kLieStep, NodeOf(relu));
+    const vm::Receipt r =
+        p.Send(sender, Method::kPostChunkRoot,
+               EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, 0), p.d.game_ids().at(0), log)));
+    EXPECT_TRUE(r.success) << r.reason;
+    const referee::Game g = p.Game();
+    EXPECT_EQ(g.phase, GamePhase::kResolved);
+    EXPECT_EQ(g.reason, "element-log-hash");
+    EXPECT_EQ(g.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
+  }
+}
+
+// A solver whose log has an entry the acceptance rule refuses (the value
+// there rounded the other way) loses at that value's epilogue: the final
+// move opens the entry against the committed log, and the rule rejects it.
+TEST(ElementGame, ARejectedLogEntryLosesTheSolverAtItsValue) {
+  const Target& y = kTargets[0];
+  const Target& sgd = kTargets[4];
+  ScenarioConfig c = WideConfig(kRounded);
+  // The logits' flipped value is absorbed downstream: an SGD value reaches a checkpoint.
+  c.solver.lies = {Lie{LieKind::kLog, kLieStep, NodeOf(y)},
+                   Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
+  c.solver.element_level = true;
+  c.challengers = {AgentPlan{}};
+  c.challengers[0].element_level = true;
+  const ScenarioReport r = RunScenario(c);
+  ASSERT_EQ(r.games.size(), 1u);
+  const GameReport& gr = r.games[0];
+  EXPECT_TRUE(r.failed_calls.empty()) << r.failed_calls.front();
+  EXPECT_EQ(gr.game.node_index, NodeOf(y));
+  ASSERT_TRUE(gr.element.has_value()) << "the element level was played";
+  EXPECT_EQ(gr.game.reason, "element-log-rejected");
+  EXPECT_EQ(gr.game.result, GameResult::kChallengerWon);
+  EXPECT_EQ(r.bounty.state, referee::BountyState::kFailed);
+  EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
 }
 
 // Certified mode: the dot rule and the sums (db; the cross-entropy
@@ -865,12 +983,7 @@ TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
       }
       max_tx = std::max(max_tx, gr.max_tx_bytes);
       ++element_games;
-      std::printf(
-          "[element-game] certified %-20s sums %d: %llu element txs, largest %llu B, final move %llu gas, "
-          "%s\n",
-          t.name, static_cast<int>(sums), static_cast<unsigned long long>(gr.element_txs),
-          static_cast<unsigned long long>(gr.max_tx_bytes), static_cast<unsigned long long>(gr.resolving_gas),
-          gr.game.reason.c_str());
+      PrintElementGame("certified", t, sums, gr);
     }
   }
   EXPECT_EQ(element_games, 23u);

@@ -200,7 +200,13 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
       graph::StepOptions options;
       options.seed = job.seed;
       options.keep_outputs = true;
-      if (replay) options.replay_logs = &follow->logs[t];
+      // A challenger follows the solver's logs, skipping the entries a
+      // strict replay rejects (as worker::Party does): its records name the
+      // committed logs.
+      if (replay) {
+        options.replay_logs = &follow->logs[t];
+        options.skip_invalid_log_entries = true;
+      }
       options.observer = [&](std::size_t node, std::span<kernels::Tensor> outs) -> Status {
         for (const Change& c : changes) {
           if (c.node == node && c.slot < outs.size()) outs[c.slot][c.position] = c.value;
@@ -225,7 +231,9 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
     std::vector<kernels::RoundingLog> bad_logs(sg.nodes.size());
     std::vector<bool> has_bad_log(sg.nodes.size(), false);
     for (const Lie& lie : lies) {
-      if (lie.kind == LieKind::kCheckpoint || lie.kind == LieKind::kStateLeaf || lie.step != t) continue;
+      if (lie.kind == LieKind::kCheckpoint || lie.kind == LieKind::kStateLeaf ||
+          lie.kind == LieKind::kLogHash || lie.step != t)
+        continue;  // claims, not changes to the run (a log hash is changed in the record below)
       const kernels::Tensor& out0 = first->outputs[lie.node][0];
       if (lie.kind == LieKind::kOneValue) {
         const kernels::Tensor& out = first->outputs[lie.node][lie.slot];
@@ -276,8 +284,11 @@ Result<History> Train(const TinyJob& tiny, std::vector<Lie> lies, const History*
       rec.inputs = vg.nodes[n].inputs;
       rec.output_hashes = TensorHashes(result.outputs[n]);
       if (rounded) rec.log_hash = kernels::HashRoundingLog(result.logs[n]);
-      for (const Lie& lie : lies)
-        if (lie.kind == LieKind::kSpec && lie.step == t && lie.node == n) rec.op_kind += 1000;
+      for (const Lie& lie : lies) {
+        if (lie.step != t || lie.node != n) continue;
+        if (lie.kind == LieKind::kSpec) rec.op_kind += 1000;
+        if (lie.kind == LieKind::kLogHash) rec.log_hash.bytes[0] ^= 1;
+      }
       records.push_back(std::move(rec));
     }
     VT_ASSIGN_OR_RETURN(protocol::StateHeader next_header, source.NextHeader(job, h.headers[t]));
@@ -429,6 +440,24 @@ vm::ArbitrationCase ArbitrationCaseOf(const TinyJob& tiny, const History& h, std
   return c;
 }
 
+referee::LogProofs LogChainOf(const History& solver, std::uint64_t t, std::uint64_t i) {
+  const protocol::JobSpec& job = solver.job;
+  const std::uint64_t j = IntervalOf(job, t);
+  const std::uint64_t s0 = protocol::CheckpointStepAt(job.num_steps, job.checkpoint_interval, j - 1);
+  referee::LogProofs lp;
+  lp.node_in_step = solver.step_log_trees[t].Prove(i);
+  lp.step_log_root = solver.step_log_trees[t].root();
+  lp.step_in_interval = solver.interval_log_trees[j - 1].Prove(t - s0);
+  lp.interval_log_hash = solver.interval_log_trees[j - 1].root();
+  lp.interval_in_root = solver.log_root_tree.Prove(j - 1);
+  return lp;
+}
+
+referee::NodeLogProof NodeLogProofOf(const History& solver, std::uint64_t step, std::uint64_t node) {
+  return referee::NodeLogProof{kernels::HashRoundingLog(solver.logs[step][node]),
+                               LogChainOf(solver, step, node)};
+}
+
 referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, const History& solver,
                                      std::uint64_t game_id, std::uint8_t node_root_of, std::uint64_t t,
                                      std::uint64_t i) {
@@ -484,15 +513,7 @@ referee::ArbitrateArgs MakeArbitrate(const TinyJob& tiny, const History& from, c
   a.node_root_of = node_root_of;
   if (IsRounded(job) && !assemble) {
     p.log = kernels::EncodeRoundingLog(solver.logs[t][i]);
-    const std::uint64_t j = IntervalOf(job, t);
-    const std::uint64_t s0 = protocol::CheckpointStepAt(job.num_steps, job.checkpoint_interval, j - 1);
-    referee::LogProofs lp;
-    lp.node_in_step = solver.step_log_trees[t].Prove(i);
-    lp.step_log_root = solver.step_log_trees[t].root();
-    lp.step_in_interval = solver.interval_log_trees[j - 1].Prove(t - s0);
-    lp.interval_log_hash = solver.interval_log_trees[j - 1].root();
-    lp.interval_in_root = solver.log_root_tree.Prove(j - 1);
-    a.log_proofs = lp;
+    a.log_proofs = LogChainOf(solver, t, i);
   }
   a.payload = EncodeToBytes(p);
   return a;

@@ -60,6 +60,9 @@ enum class LieKind {
   // kCheckpoint, but the wrong h is a real tree: the honest leaves of h with
   // leaf `value` made up (several such lies at one checkpoint: several leaves).
   kStateLeaf,
+  // Rounded mode: the record of (step, node) names a log hash other than
+  // the node's committed log's; outputs and logs stay honest.
+  kLogHash,
 };
 
 struct Lie {
@@ -116,6 +119,12 @@ referee::NodeRootArgs MakeNodeRoot(const History& h, std::uint64_t game_id, std:
 // What the referee establishes before arbitrating node `node` of step `step`
 // of `h` (h_t, its node root and count).
 vm::ArbitrationCase ArbitrationCaseOf(const TinyJob& tiny, const History& h, std::uint64_t step, std::uint64_t node);
+
+// Rounded mode: the chain from node `node`'s log hash of step `step` up to
+// the solver's log root, and that log hash with it (what the element
+// level's descent carries).
+referee::LogProofs LogChainOf(const History& solver, std::uint64_t step, std::uint64_t node);
+referee::NodeLogProof NodeLogProofOf(const History& solver, std::uint64_t step, std::uint64_t node);
 
 // The arbitration of node `node` of step `step`, from `inputs_from`'s data
 // (any party: the inputs are agreed), with the log and its proofs from

@@ -9,6 +9,7 @@
 #include "crypto/sha256.h"
 #include "kernels/certified.h"
 #include "kernels/chunk_tree.h"
+#include "kernels/rounding_log_tree.h"
 #include "referee/messages.h"
 #include "referee/records.h"
 #include "referee/referee.h"
@@ -101,10 +102,29 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   e.next[0] = step.next;
   e.p_m_proof[0] = step.p_m_proof;
   e.next_proof[0] = step.next_proof;
+  e.log_hash.bytes[0] = 5;
+  e.tau_q16 = 77;
   ExpectRoundTrip(e);
   Bytes bad_tag = EncodeToBytes(root);
-  bad_tag[8 + 32 + 32] = 2;  // after the game id, root and top
+  bad_tag[8 + 32 + 32] = 3;  // after the game id, root and top
   EXPECT_EQ(DecodeExact<referee::PartialsRootArgs>(bad_tag).status().reason(), "enc-unknown-enum");
+  // Rounded mode: fp64 partial results (tag 2), the descent's log chain, the epilogue's log opening.
+  referee::PartialsRootArgs rounded = root;
+  rounded.p_k = verify::RoundedPartial{-0.0, 0x1p-1074, 3.5};
+  ExpectRoundTrip(rounded);
+  EXPECT_EQ(EncodeToBytes(rounded)[8 + 32 + 32], 2);
+  EXPECT_EQ(EncodeToBytes(rounded).size(), EncodeToBytes(root).size() - 81 + 24);
+  referee::ChunkRootArgs descent{7, Hash256{}, Hash256{}, std::nullopt};
+  ExpectRoundTrip(descent);
+  descent.log = referee::NodeLogProof{};
+  descent.log->log_hash.bytes[3] = 9;
+  descent.log->chain.node_in_step = descent.log->chain.step_in_interval = step.p_m_proof;
+  descent.log->chain.interval_in_root = step.next_proof;
+  ExpectRoundTrip(descent);
+  referee::OpenElementArgs epilogue;
+  epilogue.log = verify::LogOpening{};
+  epilogue.log->at = kernels::LogEntryProof{kernels::LogEntry{12, true}, step.next_proof};
+  ExpectRoundTrip(epilogue);
 }
 
 // A chain with the referee, a posted bounty of the tiny job, and helpers.

@@ -244,14 +244,23 @@ bool ScenarioDriver::Impl::Descends(const Game& g) const {
 void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g) {
   const History& h = agent.history;
   if (g.node_index + 1 == h.records[g.step].size()) return ActStateWalk(agent, p, g);
-  const worker::ElementSide side = SideOf(h, g.step, g.node_index);
+  worker::ElementSide side = SideOf(h, g.step, g.node_index);
+  const History& solver = m_agents[1].history;
+  const bool rounded = m_config.mode == kernels::Mode::kRounded;
+  // The committed log is the solver's (a challenger follows it).
+  if (rounded) side.log = solver.logs[g.step][g.node_index];
   const auto node_root_of = static_cast<std::uint8_t>(p);
   if (g.phase == GamePhase::kArbitration) {
-    // Descend: the chunk root of the first differing output.
+    // Descend: the chunk root of the first differing output (rounded mode:
+    // with the node's committed log). Records that differ in their log hash
+    // alone have no differing output: slot 0's tree, the log decides.
     auto slot = verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]);
-    ASSERT_TRUE(slot.ok());
+    ASSERT_TRUE(slot.ok() || rounded) << slot.status().ToString();
+    std::optional<referee::NodeLogProof> log;
+    if (rounded) log = NodeLogProofOf(solver, g.step, g.node_index);
     m_in_element = true;
-    Send(agent, Method::kPostChunkRoot, Enc(node::ChunkRootMove(ChunkTreeFor(side, *slot), g.id)), g.id);
+    Send(agent, Method::kPostChunkRoot,
+         Enc(node::ChunkRootMove(ChunkTreeFor(side, slot.ok() ? *slot : 0), g.id, std::move(log))), g.id);
     return;
   }
   auto loaded = referee::ReadElementGame(m_chain.store(), g.id);

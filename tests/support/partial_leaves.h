@@ -1,7 +1,8 @@
 #pragma once
 // How the element-level tests handle a dot rule's partial sums, per leaf
 // type (docs/referee.md, "Element-level descent"): fp32 sums in a repops job,
-// exact sums in a certified one (verify::DotPartialRule). Honest parties get
+// exact sums in a certified one, fp64 sums in a rounded one
+// (verify::DotPartialRule). Honest parties get
 // their leaves from the rule; test liars bend them with Nudge and MadeUp.
 
 #include <cmath>
@@ -66,6 +67,24 @@ struct PartialLeaves<verify::ExactPartial> {
   static kernels::ExactAccumulator Open(const Leaf& p) {
     return kernels::ExactAccumulator::FromEncoding(p).value();
   }
+};
+
+// Rounded mode's dot rule: fp64 sums of the dot product and both squared
+// norms (its value needs the job's rounding and log: no Value here).
+template <>
+struct PartialLeaves<verify::RoundedPartial> {
+  using Leaf = verify::RoundedPartial;
+  static constexpr kernels::Mode kMode = kernels::Mode::kRounded;
+  static bool Same(const Leaf& a, const Leaf& b) { return a == b; }
+  static Leaf Step(const Leaf& p, float a, float b) { return verify::RoundedDotStep(p, a, b); }
+  // The nearest fp64 dot product off `p`'s, on the side of `by`'s sign
+  // (well below an fp32 ulp: the rounded value may stay alike).
+  static Leaf Nudge(const Leaf& p, float by) {
+    Leaf n = p;
+    n.dot = std::nextafter(p.dot, by < 0 ? -INFINITY : INFINITY);
+    return n;
+  }
+  static Leaf MadeUp(float v) { return Leaf{v, double{v} * v, 1.0}; }
 };
 
 // Certified walks: leaf `leaf` by the rule (verify::CertifiedStepLeaf) from

@@ -619,8 +619,10 @@ TEST(TestnetScenario, CertifiedCheatsAreSettledOverExactPartialSums) {
 // a blob on its own node; the challenger's node (another validator) fetches
 // it from peers; the challenger replays following the logs and agrees with
 // the honest run, then catches a cheating one at the planted step and node
-// — node 1, the relu, settled at one of its values by re-executing it (the
-// element-wise operators' rounded values need no log opening).
+// — node 2, the head's linear y, settled at its first value by the rounded
+// dot rule: the challenger daemon's descent carries the node's committed log
+// hash with its chain, both daemons post their fp64 partial results (equal:
+// the cheat is in the rounding), and the epilogue opens the log at the value.
 TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ScopedTestnet t(
       "rounded",
@@ -648,16 +650,16 @@ TEST(TestnetScenario, RoundedModeLogsTravelOverTheNetworkAndACheaterIsCaught) {
   ASSERT_TRUE(blob.ok()) << blob.status().ToString();
   EXPECT_GT(blob->size(), 64u);
 
-  ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=5,node=1"));
+  ASSERT_TRUE(RestartSolverCheating(t, "wrong-output:step=5,node=2"));
   post();
   EXPECT_TRUE(WaitFor([&] { return BountyState(session->rpc, 1).value_or("") == "failed"; }, 120s))
       << "cheating rounded bounty: " << BountyState(session->rpc, 1).value_or("?");
   auto game = session->rpc.Call("get_dispute", Json::array({0}));
   ASSERT_TRUE(game.ok());
   EXPECT_EQ((*game)["result"], "challenger-won");
-  EXPECT_EQ((*game)["reason"], "element-reexecuted");
+  EXPECT_EQ((*game)["reason"], "element-epilogue");
   EXPECT_EQ((*game)["step"], 5u);
-  EXPECT_EQ((*game)["node_index"], 1u);
+  EXPECT_EQ((*game)["node_index"], 2u);
 }
 
 }  // namespace

@@ -145,11 +145,25 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   auto y = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);
-  for (std::uint32_t slot : {0u, 2u})
-    EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, slot, 3, backward_refs, backward)
-                  .status()
-                  .reason(),
-              "elem-mode-no-rule");
+  // Rounded mode: the GEMM outputs of linear_backward (dx, dW) by the
+  // rounded dot rule; its db is a reduction, which it does not play; nor
+  // conv2d's or attention's dot products (their β and att differ).
+  for (std::uint32_t slot : {0u, 1u}) {
+    auto gemm = ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, slot, 3, backward_refs, backward);
+    ASSERT_TRUE(gemm.ok()) << gemm.status().ToString();
+    EXPECT_EQ(gemm->kind, ElementKind::kDot);
+  }
+  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, 2, 3, backward_refs, backward)
+                .status()
+                .reason(),
+            "elem-mode-no-rule");
+  for (OpKind op : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul})
+    EXPECT_TRUE(RoundedDotRuleCovers(K(op)));
+  for (OpKind op : {OpKind::kConv2d, OpKind::kConv2dBackward, OpKind::kAttention, OpKind::kRelu})
+    EXPECT_FALSE(RoundedDotRuleCovers(K(op)));
+  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kConv2d)).reason(), "elem-mode-no-rule");
+  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).reason(),
+            "elem-mode-no-rule");
   EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln).status().reason(),
             "elem-mode-no-rule");
   const std::vector<Shape> relu = {{5, 8}};

@@ -190,7 +190,7 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   }
   verify::StepVerdict v;
   if (pa.partials.tree().root() == pb.partials.tree().root()) {
-    v = PredictEpilogue(pa, ya, yb);
+    v = PredictEpilogue(pa, ya, yb).value();
   } else {
     auto w5 = MerkleWalk::Start(pa.partials.tree().leaf_count(), pa.partials.tree().root(),
                                 pb.partials.tree().root());
@@ -256,9 +256,9 @@ TEST(WorkerElementAnswers, CertifiedAnswersWinTheSameGames) { PlayGames<verify::
 TEST(WorkerElementAnswers, NodesWithoutADotRuleAreRefused) {
   std::mt19937_64 rng(test::TestSeed());
   Node node = RandomNode(rng, 0);
-  EXPECT_EQ(AnswerPartials(node.side, 1, 0).status().reason(), "elem-no-dot-rule");
+  EXPECT_EQ(AnswerPartials<float>(node.side, 1, 0).status().reason(), "elem-no-dot-rule");
   node.side.op_kind = static_cast<std::uint16_t>(kernels::OpKind::kRelu);
-  EXPECT_EQ(AnswerPartials(node.side, 0, 0).status().reason(), "elem-no-dot-rule");
+  EXPECT_EQ(AnswerPartials<float>(node.side, 0, 0).status().reason(), "elem-no-dot-rule");
   EXPECT_EQ(AnswerChunk(node.side, 5, 0).status().reason(), "elem-bad-slot");
   EXPECT_EQ(AnswerChunk(node.side, 0, 1 << 20).status().reason(), "elem-bad-chunk");
 }

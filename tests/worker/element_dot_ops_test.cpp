@@ -119,7 +119,7 @@ TEST(WorkerElementDotOps, EveryValueIsTheKernelsDot) {
     const Node node = RandomNode(rng, trial % 4);
     const kernels::Tensor& out = node.side.outputs.at(node.slot);
     for (std::int64_t e = 0; e < out.numel(); ++e) {
-      auto p = AnswerPartials(node.side, node.slot, e);
+      auto p = AnswerPartials<float>(node.side, node.slot, e);
       ASSERT_TRUE(p.ok()) << node.name << ": " << p.status().ToString();
       ASSERT_TRUE(verify::SameBits(verify::RepopsLinearValue(p->partials.back(), p->bias), out[e]))
           << node.name << " value " << e;
@@ -147,7 +147,7 @@ TEST(WorkerElementDotOps, EveryCertifiedValueIsTheExactDotOfTheSameFactors) {
     const Node node = RandomNode(rng, trial % 4, kernels::Mode::kCertified);
     const kernels::Tensor& out = node.side.outputs.at(node.slot);
     for (std::int64_t e = 0; e < out.numel(); e += 1 + static_cast<std::int64_t>(rng() % 3)) {
-      auto p = AnswerPartials(node.side, node.slot, e);
+      auto p = AnswerPartials<float>(node.side, node.slot, e);
       ASSERT_TRUE(p.ok()) << node.name << ": " << p.status().ToString();
       std::vector<float> a, b;
       for (std::int64_t m = 0; m < p->element.k; ++m) {
@@ -172,7 +172,7 @@ TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
     ElementSide liar = honest.side;
     kernels::Tensor& lout = liar.outputs[honest.slot];
     const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(lout.numel()));
-    const PartialsAnswer hp = AnswerPartials(honest.side, honest.slot, e).value();
+    const PartialsAnswer hp = AnswerPartials<float>(honest.side, honest.slot, e).value();
     const verify::DotElement& el = hp.element;
     std::vector<float> lp = hp.partials.All();
     const std::size_t from = 1 + rng() % static_cast<std::size_t>(el.k);
@@ -224,7 +224,7 @@ TEST(WorkerElementDotOps, TheHonestPartyWinsAtThePlantedValue) {
       const float ya = a_side.outputs[slot][e], yb = b_side.outputs[slot][e];
       verify::StepVerdict v;
       if (pa.partials.tree().root() == pb.partials.tree().root()) {
-        v = PredictEpilogue(pa, ya, yb);
+        v = PredictEpilogue(pa, ya, yb).value();
       } else {
         auto w5 = MerkleWalk::Start(pa.partials.tree().leaf_count(), pa.partials.tree().root(),
                                     pb.partials.tree().root());
