@@ -169,10 +169,6 @@ Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const Element
   }
 }
 
-const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer) {
-  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
-}
-
 template <class Leaf>
 StepRevealOf<Leaf> AnswerStepReveal(const PartialsAnswerFor<Leaf>& mine, std::uint64_t m) {
   return RevealOf(mine, m);
@@ -352,10 +348,6 @@ Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSi
   }
   VT_ASSIGN_OR_RETURN(ReducePartialsAnswer a, ReduceAnswerAt<float>(side, el, keeping));
   return ReduceRuleAnswer{std::move(a)};
-}
-
-const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer) {
-  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
 }
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }

@@ -114,7 +114,11 @@ Result<PartialsAnswerFor<Leaf>> AnswerPartials(const ElementSide& side, std::uin
 using DotPartialsAnswer = std::variant<PartialsAnswer, CertifiedPartialsAnswer, RoundedPartialsAnswer>;
 Result<DotPartialsAnswer> AnswerDotPartials(std::uint8_t job_mode, const ElementSide& side,
                                             std::uint32_t slot, std::int64_t e);
-const crypto::MerkleTree& TreeOf(const DotPartialsAnswer& answer);
+// The tree of any answer's partial results (a DotPartialsAnswer's, a ReduceRuleAnswer's).
+template <class... Answer>
+const crypto::MerkleTree& TreeOf(const std::variant<Answer...>& answer) {
+  return std::visit([](const auto& a) -> const crypto::MerkleTree& { return a.partials.tree(); }, answer);
+}
 
 // Level 5b, the final move: the walk over the two partials trees ended at
 // leaf m+1 (leaf m agreed). Each party reveals its leaves m and m+1 with
@@ -197,7 +201,6 @@ using ReduceRuleAnswer = std::variant<ReducePartialsAnswer, CertifiedSumAnswer>;
 Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
                                           std::uint32_t slot, std::int64_t e,
                                           verify::LeafKeeping keeping = {});
-const crypto::MerkleTree& TreeOf(const ReduceRuleAnswer& answer);
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m);
 CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint64_t m);

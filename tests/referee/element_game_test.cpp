@@ -806,9 +806,19 @@ void PrintElementGame(const char* mode, const Target& t, SumsLie sums, const Gam
 // Rounding every node's fp64 result absorbs many one-ulp lies downstream (a
 // logit's, in the softmax), so the liar also plants one SGD value that does
 // reach a checkpoint; the node walk stops at the target first.
-TEST(ElementGame, RoundedLiesAreCaughtAtTheirValue) {
+// A rounded liar's lies: one ulp at value v of t, and (unless t is the SGD
+// update itself, then at a reaching value of it) one SGD value that reaches
+// a checkpoint. The first lie's value is where the game must end.
+std::vector<Lie> RoundedLies(const Target& t, std::int64_t v) {
   const Target& sgd = kTargets[4];
-  const Lie reaching{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)};
+  static const Lie reaching{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot,
+                            ReachingValue(sgd, 0, kRounded)};
+  if (&t == &sgd) return {reaching};
+  EXPECT_LT(NodeOf(t), NodeOf(sgd)) << t.name;
+  return {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}, reaching};
+}
+
+TEST(ElementGame, RoundedLiesAreCaughtAtTheirValue) {
   std::size_t round = 0;
   std::uint64_t max_tx = 0;
   for (const Target& t : kTargets) {
@@ -819,14 +829,7 @@ TEST(ElementGame, RoundedLiesAreCaughtAtTheirValue) {
     EXPECT_EQ(rule.has_value(), element_wise || dot) << t.name;
     if (!rule) continue;
     EXPECT_EQ(*rule, dot ? verify::ElementKind::kDot : verify::ElementKind::kPlan) << t.name;
-    const std::int64_t v = NumelOf(t) / 2;
-    std::vector<Lie> lies = {Lie{LieKind::kOneValue, kLieStep, NodeOf(t), t.slot, v}};
-    if (&t != &sgd) {
-      ASSERT_LT(NodeOf(t), NodeOf(sgd)) << t.name;
-      lies.push_back(reaching);
-    } else {
-      lies[0].value = reaching.value;
-    }
+    const std::vector<Lie> lies = RoundedLies(t, NumelOf(t) / 2);
     const std::int64_t at = lies[0].value;
     std::vector<SumsLie> kinds = {SumsLie::kHonest};
     if (dot) kinds = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
@@ -1268,6 +1271,42 @@ TEST(ElementGame, HonestPartyAlwaysWinsOverRandomCheats) {
   std::printf("[element-game] %llu random games: largest tx %llu B, at most %llu element-level txs\n",
               static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx),
               static_cast<unsigned long long>(max_element_txs));
+}
+
+// The same property in rounded mode, over the targets it plays (the dot
+// rule's fp64 sums, the element-wise values): random target, value, liar's
+// side, sums and the step they leave the rule at — the honest party always
+// wins at the planted value, every transaction ≤ 64 KiB.
+TEST(ElementGame, HonestPartyAlwaysWinsOverRandomRoundedCheats) {
+  std::mt19937_64 rng(20261129);
+  std::vector<const Target*> played;
+  for (const Target& t : kTargets)
+    if (RuleOf(t, kRounded)) played.push_back(&t);
+  ASSERT_EQ(played.size(), 7u);
+  std::uint64_t max_tx = 0, games = 0, steps = 0;
+  for (int round = 0; round < 12; ++round) {
+    const Target& t = *played[rng() % played.size()];
+    const std::vector<Lie> lies =
+        RoundedLies(t, static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(NumelOf(t))));
+    const std::int64_t v = lies[0].value;
+    const bool liar_is_solver = rng() % 2 == 0;
+    const SumsPlan sums{static_cast<SumsLie>(rng() % 3), 1 + rng() % 8};
+    SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) +
+                 (liar_is_solver ? " solver lies" : " challenger lies") + " sums " +
+                 std::to_string(static_cast<int>(sums.kind)) + " from " + std::to_string(sums.from));
+    const Game g = PlayLies(lies, liar_is_solver, sums, std::nullopt, std::nullopt, true, kRounded);
+    ExpectCaughtAt(g, t, v, liar_is_solver);
+    if (!g.played) continue;
+    max_tx = std::max(max_tx, g.report.games.at(0).max_tx_bytes);
+    steps += g.report.games.at(0).game.reason == "element-step" ? 1 : 0;
+    ++games;
+  }
+  EXPECT_EQ(games, 12u);
+  EXPECT_GT(steps, 0u) << "some games end at a step of the fp64 sums";
+  EXPECT_LE(max_tx, kMaxElementTx);
+  std::printf("[element-game] %llu random rounded games (%llu at a step): largest tx %llu B\n",
+              static_cast<unsigned long long>(games), static_cast<unsigned long long>(steps),
+              static_cast<unsigned long long>(max_tx));
 }
 
 }  // namespace
