@@ -294,6 +294,17 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
       p.tx_bytes = kTxEnvelope + std::max(3 * leaf.bytes + a.bytes + b.bytes, kHashBytes + 2 * leaf.bytes);
       p.sha = 3 * leaf.sha + a.sha + b.sha;
       p.flops = 2;
+      if (mode == kernels::Mode::kRounded) {
+        // Three fp64 sums a step; the epilogue opens the bias and the node's
+        // log at the value: its root and at most two entries, each proven in
+        // a tree of at most one entry an output value.
+        p.flops = 6;
+        std::uint64_t values = 0;
+        for (const Shape& o : node.output_shapes) values += Numel(o);
+        const std::uint64_t entry = 9 + 16 + kHashBytes * CeilLog2(values);
+        const Opened bias = dot->bias_input ? OpenSlice(Numel(in.at(*dot->bias_input)), 0, 1) : Opened{};
+        p.tx_bytes = std::max(p.tx_bytes, kTxEnvelope + kHashBytes + 2 * entry + bias.bytes);
+      }
       p.l5 = crypto::MerkleShape(k + 1).height();
     } else if (verify::ReduceElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at,
                                        in)
@@ -496,7 +507,7 @@ void ImplementedRulesTable(const std::vector<std::pair<std::string, std::int64_t
   std::printf("%-11s %4s %-9s | %14s | %-26s %8s | %9s %8s | %5s %5s\n", "model", "B", "mode",
               "outputs ruled", "largest tx at", "bytes", "ref flops", "ref SHA", "lvl4", "lvl5");
   std::vector<std::pair<std::string, RuleCoverage>> rows;
-  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kCertified})
+  for (kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified})
     for (const auto& [preset, batch] : presets) {
       auto c = ImplementedCoverage(preset, batch, mode);
       if (!c.ok()) continue;
