@@ -894,7 +894,7 @@ Status Session::PostChunkRoot(const ChunkRootArgs& a) {
     VT_ASSIGN_OR_RETURN(e, LoadElement(g.id));
     if (e.chunk_posted[Idx(p)]) return Status::Invalid("game-duplicate-move");
     // Both parties may descend in one block: the second may carry the log too, the one fixed.
-    if (a.log && a.log->log_hash != e.log_hash)
+    if (a.log && (e.log_hash.IsZero() || a.log->log_hash != e.log_hash))
       return Status::Invalid("elem-bad-log", "not the node's log fixed when the descent began");
   }
   VT_TRY(CheckTop(e.chunks, a.top, a.root, "elem-bad-top"));

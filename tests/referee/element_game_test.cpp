@@ -892,6 +892,34 @@ TEST(ElementGame, ARoundedDescentCarriesTheNodesCommittedLog) {
   EXPECT_EQ(p.d.Finish().games.at(0).game.reason, "arbitration");
 }
 
+// The second chunk root of a rounded descent may carry the node's log too
+// (both parties may descend in one block), but only the log that was fixed.
+TEST(ElementGame, ASecondRoundedChunkRootCarriesOnlyTheFixedLog) {
+  const Target& dx = kTargets[1];
+  ScenarioConfig c = WideConfig(kRounded);
+  c.clock_budget = 20;
+  c.solver.lies = RoundedLies(dx, 5);
+  c.challengers = {AgentPlan{}};  // arbitrates whole unless poked: the test descends for it
+  Poker p(c);
+  ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
+  const std::uint64_t id = p.d.game_ids().at(0);
+  const referee::NodeLogProof log = NodeLogProofOf(p.d.history(1), kLieStep, NodeOf(dx));
+  const auto descend = [&](std::size_t agent, std::optional<referee::NodeLogProof> with) {
+    const worker::ElementSide side = SideOf(p.d.history(agent), kLieStep, NodeOf(dx));
+    return p.Send(agent, Method::kPostChunkRoot,
+                  EncodeToBytes(node::ChunkRootMove(ChunkTreeFor(side, dx.slot), id, std::move(with))));
+  };
+  const vm::Receipt first = descend(2, log);
+  ASSERT_TRUE(first.success) << first.reason;
+  EXPECT_EQ(p.Game().phase, GamePhase::kChunkRoots);
+  referee::NodeLogProof other = log;
+  other.log_hash.bytes[0] ^= 1;
+  EXPECT_EQ(descend(1, other).reason, "elem-bad-log");
+  const vm::Receipt second = descend(1, log);
+  EXPECT_TRUE(second.success) << second.reason;
+  EXPECT_NE(p.Game().phase, GamePhase::kChunkRoots) << "both roots posted: the chunk walk began";
+}
+
 // Records that differ in their log hash alone (the outputs agree) are
 // settled by the descent's log: the record that names another log hash
 // loses at once, whoever wrote it. The liar also plants one SGD value so a
