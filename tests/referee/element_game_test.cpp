@@ -786,6 +786,19 @@ std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = 
 
 constexpr kernels::Mode kRounded = kernels::Mode::kRounded;
 
+// How a game of a mode's table of cheats ends: a re-executed value, else
+// the epilogue when the liar's partial results are the true ones, else a
+// step of them — which the walk over them reached.
+void ExpectDecidedBy(const GameReport& gr, bool reexecuted, SumsLie sums) {
+  const char* want = reexecuted                 ? "element-reexecuted"
+                     : sums == SumsLie::kHonest ? "element-epilogue"
+                                                : "element-step";
+  EXPECT_EQ(gr.game.reason, want);
+  if (sums != SumsLie::kHonest) {
+    EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the partial results were walked";
+  }
+}
+
 // One line per game of a mode's table of cheats.
 void PrintElementGame(const char* mode, const Target& t, SumsLie sums, const GameReport& gr) {
   std::printf("[element-game] %s %-20s sums %d: %llu element txs, largest %llu B, final move %llu gas, %s\n",
@@ -843,13 +856,7 @@ TEST(ElementGame, RoundedLiesAreCaughtAtTheirValue) {
       ExpectCaughtAt(g, t, at, liar_is_solver);
       if (!g.played) continue;
       const GameReport& gr = g.report.games.at(0);
-      const char* want = !dot                       ? "element-reexecuted"
-                         : sums == SumsLie::kHonest ? "element-epilogue"
-                                                    : "element-step";
-      EXPECT_EQ(gr.game.reason, want);
-      if (sums != SumsLie::kHonest) {
-        EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the fp64 sums were walked";
-      }
+      ExpectDecidedBy(gr, !dot, sums);
       max_tx = std::max(max_tx, gr.max_tx_bytes);
       PrintElementGame("rounded", t, sums, gr);
     }
@@ -1005,13 +1012,7 @@ TEST(ElementGame, CertifiedLiesAreCaughtAtTheirValueOverExactSums) {
       ASSERT_TRUE(g.played);
       const GameReport& gr = g.report.games.at(0);
       ExpectCaughtAt(g, t, v, liar_is_solver);
-      const char* want = rule == verify::ElementKind::kPlan ? "element-reexecuted"
-                         : sums == SumsLie::kHonest         ? "element-epilogue"
-                                                            : "element-step";
-      EXPECT_EQ(gr.game.reason, want);
-      if (sums != SumsLie::kHonest) {
-        EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the exact sums were walked";
-      }
+      ExpectDecidedBy(gr, rule == verify::ElementKind::kPlan, sums);
       max_tx = std::max(max_tx, gr.max_tx_bytes);
       ++element_games;
       PrintElementGame("certified", t, sums, gr);
