@@ -112,9 +112,11 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     // Rounded mode: the move that starts the descent carries the node's log
     // chain (its three proofs, as a whole arbitration does), and a rounded
     // dot epilogue opens the log at its value: the root and at most two
-    // entries, each proven in a tree of at most one entry a value (the
-    // chunk tree's height plus 8), then rounds the value.
-    const std::uint64_t log_height = d.chunk_height + 8;
+    // entries, each proven in a tree of at most one entry a value of the
+    // node's outputs — at most three outputs (linear_backward's,
+    // verify::RoundedDotRuleCovers), each of at most 2^chunk_height chunks
+    // of 256 values: height chunk_height + 8 + 2 — then rounds the value.
+    const std::uint64_t log_height = d.chunk_height + 10;
     const std::uint64_t chain_bytes = rounded ? log_proofs : 0;
     const std::uint64_t chain_gas = rounded ? GasMeter::Mul(3, vm::ProofGas(h)) : 0;
     const std::uint64_t log_opening_bytes =
