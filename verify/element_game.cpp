@@ -48,7 +48,7 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
 
 bool RoundedDotRuleCovers(std::uint16_t op_kind) {
   using kernels::OpKind;
-  for (OpKind k : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul})
+  for (OpKind k : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul, OpKind::kConv2dBackward})
     if (op_kind == static_cast<std::uint16_t>(k)) return true;
   return false;
 }

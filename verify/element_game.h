@@ -73,7 +73,7 @@ inline constexpr std::int64_t kMaxOpenedExamples = 4;
 // operators exact in fp64 (ReexecutesRoundedValue: their values need no log
 // opening) and the rounded dot rule of the GEMMs whose rounding it
 // reproduces (RoundedDotRuleCovers: fp64 partial results, the epilogue by
-// the log's entry at the value) — its conv and attention outputs and its
+// the log's entry at the value) — its conv2d y, attention outputs and
 // reductions have none yet. Every mode walks the assemble node (kState).
 // Invalid "elem-mode-no-rule" otherwise: the node is arbitrated whole.
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind);
@@ -85,9 +85,11 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
 ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 
 // The op kinds whose dot-rule values rounded mode plays: linear's y,
-// linear_backward's dx and dW, matmul's c — one fp64 dot product (plus
-// linear's bias) rounded with β = kernels::GemmSlackValue over K terms
-// (RoundedLinearValue). conv2d's bias enters its β differently and
+// linear_backward's dx and dW, matmul's c, conv2d_backward's dW (one sum
+// over image and position) — one fp64 dot product (plus linear's bias)
+// rounded with β = kernels::GemmSlackValue over K terms
+// (RoundedLinearValue). conv2d's y is reproduced the same way without a
+// bias, but its kernel adds a bias to β differently (not played yet), and
 // attention's y reads an fp64 att the record does not hold.
 bool RoundedDotRuleCovers(std::uint16_t op_kind);
 

@@ -190,6 +190,19 @@ void ExpectCaughtAt(const Game& g, const Target& t, std::int64_t value, bool lia
   }
 }
 
+// How a game of a mode's table of cheats ends: a re-executed value, else
+// the epilogue when the liar's partial results are the true ones, else a
+// step of them — which the walk over them reached.
+void ExpectDecidedBy(const GameReport& gr, bool reexecuted, SumsLie sums) {
+  const char* want = reexecuted                 ? "element-reexecuted"
+                     : sums == SumsLie::kHonest ? "element-epilogue"
+                                                : "element-step";
+  EXPECT_EQ(gr.game.reason, want);
+  if (sums != SumsLie::kHonest) {
+    EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the partial results were walked";
+  }
+}
+
 TEST(ElementGame, OneUlpCheatIsCaughtAtItsValueAndSlashed) {
   for (const Target& t : kTargets) {
     const std::int64_t v = ReachingValue(t, NumelOf(t) / 3);
@@ -412,6 +425,67 @@ TEST(ElementGame, AStepAtAPaddingTapIsJudgedWithNothingOpened) {
     EXPECT_EQ(rep.games[0].game.reason, "element-step");
     EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
   }
+}
+
+// Rounded mode settles a convolution's dW at its value (conv2d_backward's
+// slot 1: one fp64 sum over image and position, padding taps +0): at the
+// epilogue with the log opened, or at a step of sums that leave the rule.
+// Rounding absorbs many one-ulp lies downstream, so the liar also plants
+// one value of the step's last update, which reaches a checkpoint.
+TEST(ElementGame, RoundedConvolutionDWLiesAreCaughtAtTheirValue) {
+  const ScenarioConfig base = [] {
+    ScenarioConfig c;
+    c.model = TinyModel::kCnn;
+    c.mode = kernels::Mode::kRounded;
+    return c;
+  }();
+  const TinyJob job = MakeTinyModelJob(base.model, base.steps, base.interval, base.mode, 42, base.hidden);
+  auto honest = Train(job, {});
+  ASSERT_TRUE(honest.ok()) << honest.status().ToString();
+  const auto& records = honest->records[kLieStep];
+  std::optional<std::uint32_t> conv;
+  std::uint32_t update = 0;
+  for (std::uint32_t n = 0; n + 1 < records.size(); ++n) {
+    const auto op = static_cast<kernels::OpKind>(records[n].op_kind);
+    if (op == kernels::OpKind::kConv2dBackward && !conv) conv = n;
+    if (op == kernels::OpKind::kSgd || op == kernels::OpKind::kAdamW) update = n;
+  }
+  ASSERT_TRUE(conv.has_value());
+  ASSERT_LT(*conv, update);
+  std::optional<Lie> reaching;
+  for (std::int64_t v = 0; v < 64 && !reaching; ++v) {
+    const Lie l{LieKind::kOneValue, kLieStep, update, 0, v};
+    auto h = Train(job, {l});
+    if (h.ok() && h->checkpoint_tree.root() != honest->checkpoint_tree.root()) reaching = l;
+  }
+  ASSERT_TRUE(reaching.has_value()) << "no update value reaches a checkpoint";
+  constexpr std::int64_t kValue = 1;
+  std::uint64_t games = 0, max_tx = 0;
+  for (SumsLie kind : {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp}) {
+    const bool liar_is_solver = games % 2 == 0;
+    SCOPED_TRACE(std::string("sums ") + std::to_string(static_cast<int>(kind)) +
+                 (liar_is_solver ? ", solver lies" : ", challenger lies"));
+    ScenarioConfig c = base;
+    c.solver_bond = c.challenger_bond = 2 * MinimumBond(job.job);
+    const ScenarioReport rep = RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, *conv, 1, kValue}, *reaching},
+                                       liar_is_solver, SumsPlan{kind, 2});
+    ASSERT_EQ(rep.games.size(), 1u);
+    const GameReport& gr = rep.games[0];
+    EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+        << gr.game.reason;
+    EXPECT_EQ(gr.game.node_index, *conv);
+    ASSERT_TRUE(gr.element.has_value()) << gr.game.reason;
+    EXPECT_EQ(gr.element->slot, 1u);
+    EXPECT_EQ(gr.element->value, kValue);
+    ExpectDecidedBy(gr, false, kind);
+    EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
+    max_tx = std::max(max_tx, gr.max_tx_bytes);
+    ++games;
+  }
+  EXPECT_EQ(games, 3u);
+  EXPECT_LE(max_tx, kMaxElementTx);
+  std::printf("[element-game] rounded conv2d_backward.dW: %llu games, largest tx %llu B\n",
+              static_cast<unsigned long long>(games), static_cast<unsigned long long>(max_tx));
 }
 
 TEST(ElementGame, LyingChallengerLosesToAnHonestSolver) {
@@ -785,19 +859,6 @@ std::optional<verify::ElementKind> RuleOf(const Target& t, kernels::Mode mode = 
 }
 
 constexpr kernels::Mode kRounded = kernels::Mode::kRounded;
-
-// How a game of a mode's table of cheats ends: a re-executed value, else
-// the epilogue when the liar's partial results are the true ones, else a
-// step of them — which the walk over them reached.
-void ExpectDecidedBy(const GameReport& gr, bool reexecuted, SumsLie sums) {
-  const char* want = reexecuted                 ? "element-reexecuted"
-                     : sums == SumsLie::kHonest ? "element-epilogue"
-                                                : "element-step";
-  EXPECT_EQ(gr.game.reason, want);
-  if (sums != SumsLie::kHonest) {
-    EXPECT_GT(gr.element_walk_reveals[1], 0u) << "the partial results were walked";
-  }
-}
 
 // One line per game of a mode's table of cheats.
 void PrintElementGame(const char* mode, const Target& t, SumsLie sums, const GameReport& gr) {

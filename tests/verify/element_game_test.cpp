@@ -157,9 +157,9 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
                 .status()
                 .reason(),
             "elem-mode-no-rule");
-  for (OpKind op : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul})
+  for (OpKind op : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul, OpKind::kConv2dBackward})
     EXPECT_TRUE(RoundedDotRuleCovers(K(op)));
-  for (OpKind op : {OpKind::kConv2d, OpKind::kConv2dBackward, OpKind::kAttention, OpKind::kRelu})
+  for (OpKind op : {OpKind::kConv2d, OpKind::kAttention, OpKind::kRelu})
     EXPECT_FALSE(RoundedDotRuleCovers(K(op)));
   EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kConv2d)).reason(), "elem-mode-no-rule");
   EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).reason(),

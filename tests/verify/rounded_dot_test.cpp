@@ -1,6 +1,7 @@
 // The dot rule in rounded mode (verify/element.h RoundedPartial,
 // RoundedLinearValue; verify/descent.h JudgeRoundedDotEpilogue): a GEMM
-// output of a rounded linear layer or matmul, recorded by a trainer with its vendor
+// output of a rounded linear layer, matmul or bias-free convolution (and a
+// convolution's dW), recorded by a trainer with its vendor
 // fp64 GEMM (OpenBLAS dgemm, any order), is reproduced from the canonical
 // reference's fp64 partial results — dot product and both squared norms,
 // which give β — and what the trainer's log says at the value, opened alone
@@ -25,6 +26,7 @@
 #include "kernels/arith_hd.h"
 #include "kernels/mode.h"
 #include "kernels/op_context.h"
+#include "kernels/ops/conv.h"
 #include "kernels/ops/registry.h"
 #include "kernels/rounding.h"
 #include "kernels/rounding_log_tree.h"
@@ -84,9 +86,26 @@ std::vector<RoundedNode> RecordLinear(std::mt19937_64& rng, const kernels::Round
   const bool ta = rng() % 2 == 0, tb = rng() % 2 == 0;
   Tensor a = RandomTensor(rng, ta ? kernels::Shape{2, k, rows} : kernels::Shape{2, rows, k});
   Tensor b = RandomTensor(rng, tb ? kernels::Shape{n, k} : kernels::Shape{k, n});
+  // A padded, strided convolution without a bias (the CNNs' convs, ahead of
+  // a batch norm) and its backward, whose dW is one sum over (image, position).
+  kernels::Conv2dParams cp;
+  cp.stride_h = cp.stride_w = 1 + static_cast<std::int64_t>(rng() % 2);
+  cp.pad_h = cp.pad_w = static_cast<std::int64_t>(rng() % 2);
+  const std::int64_t images = 1 + static_cast<std::int64_t>(rng() % 3),
+                     ci = 1 + static_cast<std::int64_t>(rng() % 3);
+  const std::int64_t co = 1 + static_cast<std::int64_t>(rng() % 4),
+                     side = 3 + static_cast<std::int64_t>(rng() % 6);
+  const std::int64_t out_side = (side + 2 * cp.pad_h - 3) / cp.stride_h + 1;
+  Tensor cx = RandomTensor(rng, {images, ci, side, side}), cw = RandomTensor(rng, {co, ci, 3, 3});
   std::vector<RoundedNode> nodes = {{OpKind::kLinear, {x, w, RandomTensor(rng, {n})}, {}, {}},
                                     {OpKind::kLinearBackward, {RandomTensor(rng, {rows, n}), x, w}, {}, {}},
-                                    {OpKind::kMatMul, {a, b}, {}, {}, kernels::MatMulAttrs(ta, tb)}};
+                                    {OpKind::kMatMul, {a, b}, {}, {}, kernels::MatMulAttrs(ta, tb)},
+                                    {OpKind::kConv2d, {cx, cw}, {}, {}, kernels::Conv2dAttrs(cp)},
+                                    {OpKind::kConv2dBackward,
+                                     {RandomTensor(rng, {images, co, out_side, out_side}), cx, cw},
+                                     {},
+                                     {},
+                                     kernels::Conv2dAttrs(cp)}};
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRounded;
   config.rounding = spec;
@@ -121,7 +140,8 @@ Value ValueAt(const RoundedNode& node, std::uint32_t slot, std::int64_t e) {
   Value v{*el, {}, {}, {}, {}, static_cast<std::uint64_t>(e)};
   for (std::int64_t m = 0; m < v.el.k; ++m) {
     v.a.push_back(node.inputs[v.el.a_input][v.el.AIndex(m)]);
-    v.b.push_back(node.inputs[v.el.b_input][v.el.BIndex(m)]);
+    const std::int64_t bi = v.el.BIndex(m);  // −1: a padding tap, +0
+    v.b.push_back(bi < 0 ? +0.0f : node.inputs[v.el.b_input][bi]);
   }
   v.partials = RoundedDotPartials(v.a, v.b);
   if (v.el.bias_input) v.bias = node.inputs[*v.el.bias_input][v.el.bias_index];
@@ -129,10 +149,12 @@ Value ValueAt(const RoundedNode& node, std::uint32_t slot, std::int64_t e) {
   return v;
 }
 
-// The dot-rule slots of each node: linear's y, matmul's c; linear_backward's dx and dW.
+// The dot-rule slots of each node: linear's y, matmul's c, conv2d's y;
+// linear_backward's dx and dW; conv2d_backward's dW.
 std::vector<std::uint32_t> DotSlots(const RoundedNode& node) {
-  return node.kind == OpKind::kLinearBackward ? std::vector<std::uint32_t>{0, 1}
-                                              : std::vector<std::uint32_t>{0};
+  if (node.kind == OpKind::kLinearBackward) return {0, 1};
+  if (node.kind == OpKind::kConv2dBackward) return {1};
+  return {0};
 }
 
 TEST(VerifyRoundedDot, EveryValueIsItsPartialsRoundedAsTheLogSays) {
@@ -219,7 +241,7 @@ Result<StepVerdict> Play(const RoundedNode& node, const Value& v, const kernels:
                                   {v.partials[m1], lp[m1]},
                                   {pa.Prove(m1), pb.Prove(m1)},
                                   OpenValue(ta, v.el.AIndex(mi)),
-                                  OpenValue(tb, v.el.BIndex(mi))};
+                                  v.el.BIndex(mi) < 0 ? ValueOpening{} : OpenValue(tb, v.el.BIndex(mi))};
   const DotFactors factors{ta.Hash(), tb.Hash(), ta.shape(), tb.shape(), std::nullopt, std::nullopt};
   return JudgeDotStepClaim(v.el, factors, {pa.root(), pb.root()}, claim);
 }
