@@ -280,17 +280,24 @@ std::uint32_t NodeOf(TinyModel m, kernels::OpKind op, bool reads_batch = false) 
   return 0;
 }
 
-// The first value of output `slot` of `node` from `from` whose one-ulp lie changes a checkpoint.
-std::int64_t ReachingValue(TinyModel m, std::uint32_t node, std::uint32_t slot, std::int64_t from) {
-  const std::int64_t n = HistoryOf(m).outputs[kLieStep][node][slot].numel();
+// The first value of output `slot` of `node` from `from` whose one-ulp lie
+// changes a checkpoint of `job` (whose honest run is `honest`), if any of
+// the first 64 does.
+std::optional<std::int64_t> FirstReachingValue(const TinyJob& job, const History& honest, std::uint32_t node,
+                                               std::uint32_t slot, std::int64_t from) {
+  const std::int64_t n = honest.outputs[kLieStep][node][slot].numel();
   // (A max pool's gradient is +0 off its windows' maxima: a lie there is lost in later sums.)
   for (std::int64_t k = 0; k < std::min<std::int64_t>(n, 64); ++k) {
     const std::int64_t v = (from + k) % n;
-    auto h = Train(JobOf(m), {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
-    if (h.ok() && h->checkpoint_tree.root() != HistoryOf(m).checkpoint_tree.root()) return v;
+    auto h = Train(job, {Lie{LieKind::kOneValue, kLieStep, node, slot, v}});
+    if (h.ok() && h->checkpoint_tree.root() != honest.checkpoint_tree.root()) return v;
   }
-  ADD_FAILURE() << "no value of node " << node << " slot " << slot << " reaches a checkpoint";
-  return 0;
+  return std::nullopt;
+}
+std::int64_t ReachingValue(TinyModel m, std::uint32_t node, std::uint32_t slot, std::int64_t from) {
+  const std::optional<std::int64_t> v = FirstReachingValue(JobOf(m), HistoryOf(m), node, slot, from);
+  if (!v) ADD_FAILURE() << "no value of node " << node << " slot " << slot << " reaches a checkpoint";
+  return v.value_or(0);
 }
 
 // A value of one output of the model's first node of an op kind, and how its rule ends a game.
@@ -452,13 +459,9 @@ TEST(ElementGame, RoundedConvolutionDWLiesAreCaughtAtTheirValue) {
   }
   ASSERT_TRUE(conv.has_value());
   ASSERT_LT(*conv, update);
-  std::optional<Lie> reaching;
-  for (std::int64_t v = 0; v < 64 && !reaching; ++v) {
-    const Lie l{LieKind::kOneValue, kLieStep, update, 0, v};
-    auto h = Train(job, {l});
-    if (h.ok() && h->checkpoint_tree.root() != honest->checkpoint_tree.root()) reaching = l;
-  }
-  ASSERT_TRUE(reaching.has_value()) << "no update value reaches a checkpoint";
+  const std::optional<std::int64_t> update_value = FirstReachingValue(job, *honest, update, 0, 0);
+  ASSERT_TRUE(update_value.has_value()) << "no update value reaches a checkpoint";
+  const Lie reaching{LieKind::kOneValue, kLieStep, update, 0, *update_value};
   constexpr std::int64_t kValue = 1;
   std::uint64_t games = 0, max_tx = 0;
   for (SumsLie kind : {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp}) {
@@ -467,7 +470,7 @@ TEST(ElementGame, RoundedConvolutionDWLiesAreCaughtAtTheirValue) {
                  (liar_is_solver ? ", solver lies" : ", challenger lies"));
     ScenarioConfig c = base;
     c.solver_bond = c.challenger_bond = 2 * MinimumBond(job.job);
-    const ScenarioReport rep = RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, *conv, 1, kValue}, *reaching},
+    const ScenarioReport rep = RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, *conv, 1, kValue}, reaching},
                                        liar_is_solver, SumsPlan{kind, 2});
     ASSERT_EQ(rep.games.size(), 1u);
     const GameReport& gr = rep.games[0];
