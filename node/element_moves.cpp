@@ -140,15 +140,22 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
   referee::OpenElementArgs a;
   a.game_id = game_id;
   a.node_root_of = node_root_of;
+  // A rounded epilogue's entry at the value (the side holds the node's log).
+  const auto open_log = [&] {
+    a.log = kernels::RoundingLogTree(*side.log).Open(verify::LogPositionOf(e.output_shapes, e.slot, e.value));
+  };
+  if (e.kind == verify::ElementKind::kReduce) {
+    // A rounded sum's epilogue opens the log alone.
+    if (!side.log) return Status::Invalid("elem-no-log", "a sum's epilogue opens the node's rounding log");
+    open_log();
+    return a;
+  }
   if (e.kind == verify::ElementKind::kDot) {
     VT_ASSIGN_OR_RETURN(verify::DotElement el,
                         verify::DotElementAt(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
     if (!el.bias_input && !side.log)
       return Status::Invalid("elem-no-bias", "the dot value has no epilogue to open");
-    if (side.log) {
-      const std::uint64_t position = verify::LogPositionOf(e.output_shapes, e.slot, e.value);
-      a.log = kernels::RoundingLogTree(*side.log).Open(position);
-    }
+    if (side.log) open_log();
     if (el.bias_input) {
       const std::uint32_t bias = *el.bias_input;
       VT_TRY(AddOpening(side, bias, a.inputs));

@@ -52,7 +52,7 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
                                                            std::uint64_t game_id, std::uint8_t node_root_of);
 // kOpenElement: the value's input slices (pointwise/row rule) or the bias
 // value of a dot epilogue and, in rounded mode (the side holds the node's
-// log), the log opened at the value.
+// log), the log opened at the value — all a rounded sum's epilogue opens.
 Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
                                                  std::uint8_t node_root_of);

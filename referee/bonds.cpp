@@ -81,17 +81,14 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
 
   // The element level (docs/referee.md "Element-level descent"). With value
   // rules (repops; certified's dot and pointwise/row rules, whose partial
-  // sums are 82-byte exact leaves; rounded's pointwise and dot rules, with
-  // 25-byte fp64 leaves and the log below): up to descent.moves more moves of a party, each opening
-  // at most four chunks, three partial results and four inputs by hash (a
-  // reduction step's reveal; the other moves open fewer), on top of the
-  // loads, writes and walk checks of a move; the deciding move opens at most
-  // what the job's rules open (verify::BoundDecidingMove: the pointwise/row
-  // slices' chunks at their worst alignment, the inputs by hash, the
-  // examples) and re-executes one value from them. With only the assemble
-  // node's walk (every other mode): walk reveals, and a deciding move that
-  // opens one input by its hash or the header of h_t (verify/state_walk.h).
-  // Priced like V and A, from the same gas functions.
+  // sums are 82-byte exact leaves; rounded's pointwise, dot and reduction
+  // rules, with 25- and 9-byte fp64 leaves and the log below): up to descent.moves more moves of a party,
+  // each opening at most four chunks, three partial results and four inputs by hash (a reduction step's
+  // reveal; the other moves open fewer), on top of the loads, writes and walk checks of a move; the deciding
+  // move opens at most what the job's rules open (verify::BoundDecidingMove: the pointwise/row slices' chunks
+  // at their worst alignment, the inputs by hash, the examples) and re-executes one value from them. With
+  // only the assemble node's walk (every other mode): walk reveals, and a deciding move that opens one input
+  // by its hash or the header of h_t (verify/state_walk.h). Priced like V and A, from the same gas functions.
   const verify::DescentBound& d = arb.descent;
   if (referee.element_level && d.moves > 0) {
     const bool values = d.value_rules;
@@ -111,12 +108,11 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     const std::uint64_t h_walk = std::max(d.chunk_height, d.partials_height);
     // Rounded mode: the move that starts the descent carries the node's log
     // chain (its three proofs, as a whole arbitration does), and a rounded
-    // dot epilogue opens the log at its value: the root and at most two
-    // entries, each proven in a tree of at most one entry a value of the
-    // node's outputs — at most three outputs (linear_backward's,
-    // verify::RoundedDotRuleCovers), each of at most 2^chunk_height chunks
-    // of 256 values: height chunk_height + 8 + 2 — then rounds the value.
-    const std::uint64_t log_height = d.chunk_height + 10;
+    // epilogue (a dot product's or a sum's) opens the log at its value: the
+    // root and at most two entries, each proven in a tree of at most one
+    // entry a value of the node's outputs (DescentBound::log_height) — then
+    // rounds the value.
+    const std::uint64_t log_height = d.log_height;
     const std::uint64_t chain_bytes = rounded ? log_proofs : 0;
     const std::uint64_t chain_gas = rounded ? GasMeter::Mul(3, vm::ProofGas(h)) : 0;
     const std::uint64_t log_opening_bytes =

@@ -261,6 +261,25 @@ class Session {
       if (*entry) VT_TRY(ChargeProof((*entry)->proof));
     return m_ctx.ChargeHashing(64);
   }
+  // A rounded epilogue's log entry at the disputed value (its direction, or
+  // none), opened against the game's fixed log hash; the opening and the
+  // rounding charged.
+  Result<std::optional<bool>> OpenValueLog(const ElementGame& e, const verify::LogOpening& o) {
+    VT_TRY(ChargeLogOpening(o));
+    VT_ASSIGN_OR_RETURN(
+        std::optional<bool> logged,
+        verify::OpenLogAt(e.log_hash, verify::LogPositionOf(e.output_shapes, e.slot, e.value), o));
+    VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(verify::kRoundedEpilogueFlops)));
+    return logged;
+  }
+  // A rounded epilogue's verdict: an entry the acceptance rule refuses
+  // loses the solver (its committed log is wrong); else the value decides.
+  Status SettleRoundedEpilogue(Game& g, Bounty& b, const Result<verify::StepVerdict>& verdict) {
+    if (!verdict.ok() && verdict.status().reason() == "log-entry-outside-region")
+      return Resolve(g, b, true, false, "element-log-rejected", true);
+    VT_TRY(verdict.status());
+    return ResolveElement(g, b, *verdict, "element-epilogue");
+  }
   // Rounded mode fixes a logged node's committed log before its element
   // level: the descent carries it, proven up to the commitment's log root
   // (`log`), and a record naming another log hash loses at once — both, if
@@ -991,8 +1010,9 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
   VT_TRY(CheckTop(e.k + 1, a.top, a.root, "elem-bad-top"));
   VT_TRY(ChargeProof(a.first));
   VT_TRY(ChargeProof(a.last));
-  // The job mode's leaves: fp32, or exact sums in a certified job.
-  VT_TRY(verify::CheckLeafKind(l.b.mode, a.p_k));
+  // The job mode's leaves for the game's rule: fp32, exact sums in a
+  // certified job, a rounded job's fp64 sums.
+  VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.p_k));
   VT_TRY(verify::CheckPartialsEnds(a.root, e.k, a.p_k, a.first, a.last));
   e.partials_root[Idx(p)] = a.root;
   e.partials_top[Idx(p)] = a.top;
@@ -1005,19 +1025,22 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
     } else {
       // Both sums agree up to p_K (the same last leaf): the epilogue is disputed.
       const protocol::NodeRecord& rec = *g.records[0];
-      if (e.kind == verify::ElementKind::kReduce) {
+      if (e.kind == verify::ElementKind::kReduce && l.b.mode != kModeRounded) {
         VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
         VT_ASSIGN_OR_RETURN(verify::StepVerdict v, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1]));
         return SettleElement(l, v, "element-epilogue");
       }
-      VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
-      if (!el.bias_input && l.b.mode != kModeRounded) {
-        VT_ASSIGN_OR_RETURN(verify::StepVerdict v,
-                            verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]));
-        return SettleElement(l, v, "element-epilogue");
+      if (e.kind == verify::ElementKind::kDot) {
+        VT_ASSIGN_OR_RETURN(verify::DotElement el, DotOf(rec, e));
+        if (!el.bias_input && l.b.mode != kModeRounded) {
+          VT_ASSIGN_OR_RETURN(verify::StepVerdict v,
+                              verify::JudgeDotEpilogue(e.p_k[0], std::nullopt, e.y[0], e.y[1]));
+          return SettleElement(l, v, "element-epilogue");
+        }
       }
       g.clocks[0].owes = g.clocks[1].owes = false;
-      g.phase = GamePhase::kOpenElement;  // the bias value is opened, a rounded value's log entry
+      g.phase =
+          GamePhase::kOpenElement;  // the bias value is opened, a rounded value's log entry (dot or sum)
       Owe(g, kSolver);
     }
   }
@@ -1096,8 +1119,8 @@ Status Session::RevealStep(const RevealStepArgs& a) {
   VT_TRY(ChargeProof(a.next_proof));
   VT_TRY(ChargeChunk(a.a.chunk));
   VT_TRY(ChargeChunk(a.b.chunk));
-  VT_TRY(verify::CheckLeafKind(l.b.mode, a.p_m));
-  VT_TRY(verify::CheckLeafKind(l.b.mode, a.next));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.p_m));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.next));
   const Hash256& own = e.partials_root[Idx(p)];
   const verify::DotStepClaimOf<verify::PartialLeaf> self{
       m, a.p_m, a.p_m_proof, {a.next, a.next}, {a.next_proof, a.next_proof}, a.a, a.b};
@@ -1136,9 +1159,9 @@ Status Session::RevealReduceStep(const RevealReduceStepArgs& a) {
   if (e.step_revealed[Idx(p)]) return Status::Invalid("game-duplicate-move");
   if (e.kind != verify::ElementKind::kReduce) return Status::Invalid("elem-wrong-rule", "a dot product: reveal-step");
   // The job mode's leaves, each (certified: exact sums, and no second operand).
-  VT_TRY(verify::CheckLeafKind(l.b.mode, a.next));
-  VT_TRY(verify::CheckLeafKind(l.b.mode, a.left));
-  if (a.right) VT_TRY(verify::CheckLeafKind(l.b.mode, a.right->first));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.next));
+  VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.left));
+  if (a.right) VT_TRY(verify::CheckLeafKind(l.b.mode, e.kind, a.right->first));
   const protocol::NodeRecord& rec = *g.records[0];
   VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
   const std::uint64_t m = e.step_leaf - 1;
@@ -1264,24 +1287,30 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     } else if (!a.inputs.empty() || !a.slices.empty()) {
       return Status::Invalid("elem-bad-inputs", "this epilogue opens no input");
     }
-    std::optional<verify::RoundedEpilogue> how;
     if (rounded) {
-      VT_TRY(ChargeLogOpening(*a.log));
-      VT_ASSIGN_OR_RETURN(
-          std::optional<bool> logged,
-          verify::OpenLogAt(e.log_hash, verify::LogPositionOf(e.output_shapes, e.slot, e.value), *a.log));
+      VT_ASSIGN_OR_RETURN(std::optional<bool> logged, OpenValueLog(e, *a.log));
       VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-      how = verify::RoundedEpilogue{el.k, verify::RoundingSpec{job.rounding_bits, e.tau_q16}, logged};
-      VT_TRY(m_ctx.gas().Charge(vm::FlopsGas(verify::kRoundedEpilogueFlops)));
-    }
-    auto verdict = verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1], how ? &*how : nullptr);
-    if (!verdict.ok() && verdict.status().reason() == "log-entry-outside-region") {
-      // The solver committed an entry the acceptance rule refuses: its log is wrong.
-      VT_TRY(Resolve(g, l.b, true, false, "element-log-rejected", true));
+      const verify::RoundedEpilogue how{el.k, verify::RoundingSpec{job.rounding_bits, e.tau_q16}, logged};
+      VT_TRY(SettleRoundedEpilogue(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1], &how)));
     } else {
-      VT_TRY(verdict.status());
-      VT_TRY(ResolveElement(g, l.b, *verdict, "element-epilogue"));
+      VT_ASSIGN_OR_RETURN(verify::StepVerdict v, verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1]));
+      VT_TRY(ResolveElement(g, l.b, v, "element-epilogue"));
     }
+  } else if (e.kind == verify::ElementKind::kReduce) {
+    // A rounded sum's epilogue (no other reduction comes here): p_K is
+    // agreed; the log's entry at the value decides, with τ where the
+    // operator is not exact in fp64 (verify::RoundedReduceEpilogueOf).
+    if (l.b.mode != kModeRounded)
+      return Status::Error("game-inconsistent", "a reduction's epilogue opens nothing");
+    if (a.batch || !a.inputs.empty() || !a.slices.empty())
+      return Status::Invalid("elem-bad-inputs", "a sum's epilogue opens only the log");
+    if (!a.log) return Status::Invalid("elem-bad-log", "open the log at the value");
+    VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
+    VT_ASSIGN_OR_RETURN(std::optional<bool> logged, OpenValueLog(e, *a.log));
+    VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
+    const verify::RoundedEpilogue how =
+        verify::RoundedReduceEpilogueOf(rec.op_kind, job.rounding_bits, e.tau_q16, logged);
+    VT_TRY(SettleRoundedEpilogue(g, l.b, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1], &how)));
   } else {
     // One chunk list per slice the plan reads, in the plan's order (an
     // unread input — count 0 — and a slice of the batch have none; the

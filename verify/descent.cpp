@@ -56,40 +56,53 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
   return Status::Invalid("elem-same-chunk");
 }
 
-namespace {
-
 template <class Leaf>
-Hash256 LeafHash(const Leaf& p) {
-  return crypto::MerkleLeafHash(DotPartialRule<Leaf>::LeafBytes(p));
+Hash256 PartialLeafHash(const Leaf& p) {
+  return crypto::MerkleLeafHash(PartialLeafKind<Leaf>::Encode(p));
 }
 
 template <class Leaf>
-crypto::MerkleTree TreeOver(std::span<const Leaf> partials) {
+crypto::MerkleTree PartialsTree(std::span<const Leaf> partials) {
   std::vector<Hash256> leaves;
   leaves.reserve(partials.size());
-  for (const Leaf& p : partials) leaves.push_back(LeafHash(p));
+  for (const Leaf& p : partials) leaves.push_back(PartialLeafHash(p));
   return crypto::MerkleTree::FromLeafHashes(std::move(leaves));
 }
 
-// Leaf `index` of a tree of `count` leaves under `root` is `value`.
 template <class Leaf>
-Status CheckLeaf(std::string_view reason, const Hash256& root, const Leaf& value,
-                 const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const Leaf& value,
+                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
   if (proof.leaf_index != index || proof.leaf_count != count)
     return Status::Invalid(reason, "proof for leaf " + std::to_string(proof.leaf_index) + " of " +
                                        std::to_string(proof.leaf_count));
-  if (Status s = crypto::VerifyMerkleProof(root, LeafHash(value), proof); !s.ok())
+  if (Status s = crypto::VerifyMerkleProof(root, PartialLeafHash(value), proof); !s.ok())
     return Status::Invalid(reason, s.ToString());
   return Status::Ok();
 }
 
 template <class Leaf>
-Status CheckEnds(const Hash256& root, std::uint64_t k, const Leaf& p_k, const crypto::MerkleProof& first,
-                 const crypto::MerkleProof& last) {
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const Leaf& p_k,
+                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
   constexpr std::string_view kReason = "elem-bad-partials";
-  VT_TRY(CheckLeaf(kReason, root, DotPartialRule<Leaf>::Start(), first, 0, k + 1));
-  return CheckLeaf(kReason, root, p_k, last, k, k + 1);
+  VT_TRY(CheckPartialLeaf(kReason, root, PartialLeafKind<Leaf>::Start(), first, 0, k + 1));
+  return CheckPartialLeaf(kReason, root, p_k, last, k, k + 1);
 }
+
+// Every kind of leaf (verify::PartialLeafKind).
+#define VT_PARTIAL_LEAF(Leaf)                                                                       \
+  template Hash256 PartialLeafHash<Leaf>(const Leaf&);                                              \
+  template crypto::MerkleTree PartialsTree<Leaf>(std::span<const Leaf>);                            \
+  template Status CheckPartialLeaf<Leaf>(std::string_view, const Hash256&, const Leaf&,             \
+                                         const crypto::MerkleProof&, std::uint64_t, std::uint64_t); \
+  template Status CheckPartialsEnds<Leaf>(const Hash256&, std::uint64_t, const Leaf&,               \
+                                          const crypto::MerkleProof&, const crypto::MerkleProof&);
+VT_PARTIAL_LEAF(float)
+VT_PARTIAL_LEAF(double)
+VT_PARTIAL_LEAF(ExactPartial)
+VT_PARTIAL_LEAF(RoundedPartial)
+#undef VT_PARTIAL_LEAF
+
+namespace {
 
 template <class Leaf>
 StepVerdict JudgeStep(const Leaf& p_m, float a_m, float b_m, const Leaf& next_a, const Leaf& next_b) {
@@ -103,40 +116,6 @@ StepVerdict JudgeEpilogue(const Leaf& p_k, std::optional<float> bias, float y_a,
 }
 
 }  // namespace
-
-Hash256 PartialLeafHash(float p) { return LeafHash(p); }
-Hash256 PartialLeafHash(const ExactPartial& p) { return LeafHash(p); }
-Hash256 PartialLeafHash(const RoundedPartial& p) { return LeafHash(p); }
-
-crypto::MerkleTree PartialsTree(std::span<const float> partials) { return TreeOver(partials); }
-crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials) { return TreeOver(partials); }
-crypto::MerkleTree PartialsTree(std::span<const RoundedPartial> partials) { return TreeOver(partials); }
-
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
-                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
-  return CheckLeaf(reason, root, value, proof, index, count);
-}
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const ExactPartial& value,
-                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
-  return CheckLeaf(reason, root, value, proof, index, count);
-}
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const RoundedPartial& value,
-                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count) {
-  return CheckLeaf(reason, root, value, proof, index, count);
-}
-
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
-                         const crypto::MerkleProof& last) {
-  return CheckEnds(root, k, p_k, first, last);
-}
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
-                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
-  return CheckEnds(root, k, p_k, first, last);
-}
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const RoundedPartial& p_k,
-                         const crypto::MerkleProof& first, const crypto::MerkleProof& last) {
-  return CheckEnds(root, k, p_k, first, last);
-}
 
 std::int64_t Im2ColIndex::Index(std::int64_t m) const {
   const std::int64_t img = over_taps ? image : m / out_hw;
@@ -325,9 +304,10 @@ Result<StepVerdict> JudgeClaim(const DotElement& element, const DotFactors& fact
   constexpr std::string_view kReason = "elem-bad-step";
   const std::uint64_t k = static_cast<std::uint64_t>(element.k);
   if (claim.m >= k) return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(k));
-  VT_TRY(CheckLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
+  VT_TRY(CheckPartialLeaf(kReason, roots[0], claim.p_m, claim.p_m_proof, claim.m, k + 1));
   for (std::size_t side = 0; side < 2; ++side)
-    VT_TRY(CheckLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
+    VT_TRY(
+        CheckPartialLeaf(kReason, roots[side], claim.next[side], claim.next_proof[side], claim.m + 1, k + 1));
   const auto m = static_cast<std::int64_t>(claim.m);
   // A factor by its tensor hash, or from the batch's opened example.
   const auto factor = [&](const Hash256& hash, const kernels::Shape& shape,

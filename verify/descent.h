@@ -58,40 +58,36 @@ Result<std::int64_t> DisputedValue(const kernels::Shape& shape, std::int64_t chu
                                    const kernels::ChunkOpening& b);
 
 // Level 5b: a party's commitment to the K+1 partial results p_0 … p_K of a
-// dot product, one leaf each: MerkleLeafHash of the leaf's bytes — repops
-// its fp32 bits (4 LE bytes), certified its exact prefix sum (ExactPartial,
-// 81 bytes; verify/element.h). Each function below has one implementation
-// for both leaf types (DotPartialRule).
-Hash256 PartialLeafHash(float p);
-Hash256 PartialLeafHash(const ExactPartial& p);
-Hash256 PartialLeafHash(const RoundedPartial& p);
+// dot product or a reduction, one leaf each: MerkleLeafHash of the leaf's
+// bytes (verify::PartialLeafKind: repops its fp32 bits, certified its exact
+// prefix sum, rounded its fp64 sums). Each function below has one
+// implementation for every kind of leaf.
+template <class Leaf>
+Hash256 PartialLeafHash(const Leaf& p);
 // The tree over them, every level kept. A party keeps the leaves and tree
 // of a long walk as runs (verify/partials.h): past kPartialsKeptWhole
 // leaves, the tree's levels from kPartialsKeptFrom up, and a run of
 // 2^kPartialsKeptFrom leaves recomputed when a move asks for one.
 inline constexpr std::size_t kPartialsKeptWhole = std::size_t{1} << 16;
 inline constexpr unsigned kPartialsKeptFrom = 8;
-crypto::MerkleTree PartialsTree(std::span<const float> partials);
-crypto::MerkleTree PartialsTree(std::span<const ExactPartial> partials);
-crypto::MerkleTree PartialsTree(std::span<const RoundedPartial> partials);
+template <class Leaf>
+crypto::MerkleTree PartialsTree(std::span<const Leaf> partials);
+template <class Leaf>
+crypto::MerkleTree PartialsTree(const std::vector<Leaf>& partials) {
+  return PartialsTree(std::span<const Leaf>(partials));
+}
 
 // Leaf `index` of a partials tree of `count` leaves under `root` is `value`
 // (the proof's position and count, then the path). Invalid `reason`.
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, float value,
-                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const ExactPartial& value,
-                        const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
-Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const RoundedPartial& value,
+template <class Leaf>
+Status CheckPartialLeaf(std::string_view reason, const Hash256& root, const Leaf& value,
                         const crypto::MerkleProof& proof, std::uint64_t index, std::uint64_t count);
 
 // Posting a partials root: its first leaf must be the rule's start (+0, or
 // the exact zero) and its last the party's p_K. Charge: two proofs. Invalid
 // "elem-bad-partials".
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, float p_k, const crypto::MerkleProof& first,
-                         const crypto::MerkleProof& last);
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const ExactPartial& p_k,
-                         const crypto::MerkleProof& first, const crypto::MerkleProof& last);
-Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const RoundedPartial& p_k,
+template <class Leaf>
+Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const Leaf& p_k,
                          const crypto::MerkleProof& first, const crypto::MerkleProof& last);
 
 // Where a dot product's factors lie for one output value of a repops GEMM

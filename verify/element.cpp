@@ -18,6 +18,10 @@ bool SameBits(float a, float b) {
   return x == y;
 }
 
+bool SameBits(double a, double b) {
+  return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b);
+}
+
 std::vector<float> RepopsDotPartials(std::span<const float> a, std::span<const float> b) {
   std::vector<float> p;
   p.reserve(a.size() + 1);
@@ -101,16 +105,22 @@ Result<float> RoundedLinearValue(const RoundedPartial& dot, std::optional<float>
   return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, RoundedLinearSlack(dot, bias, k), *logged);
 }
 
-Bytes DotPartialRule<RoundedPartial>::LeafBytes(const RoundedPartial& p) {
+Bytes PartialLeafKind<RoundedPartial>::Encode(const RoundedPartial& p) {
   Writer w;
   for (const double v : {p.dot, p.a_sq, p.b_sq}) w.PutU64(std::bit_cast<std::uint64_t>(v));
   return std::move(w).Take();
 }
 
-Bytes DotPartialRule<float>::LeafBytes(float p) {
+Bytes PartialLeafKind<float>::Encode(float p) {
   Bytes b(sizeof p);
   std::memcpy(b.data(), &p, sizeof p);
   return b;
+}
+
+Bytes PartialLeafKind<double>::Encode(double p) {
+  Writer w;
+  w.PutU64(std::bit_cast<std::uint64_t>(p));
+  return std::move(w).Take();
 }
 
 }  // namespace vt::verify

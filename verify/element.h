@@ -80,15 +80,42 @@ Result<float> RoundedLinearValue(const RoundedPartial& dot, std::optional<float>
 double RoundedLinearReference(const RoundedPartial& dot, std::optional<float> bias);
 double RoundedLinearSlack(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k);
 
-// What the descent needs of a dot product's partial results, per leaf type
-// (verify/descent.h keeps one implementation of each check for both modes):
-// the leaf's committed bytes, the rule's start, one step, the final value.
+// The kinds of partial result a walk commits (verify/descent.h keeps one
+// implementation of each check for all): repops' fp32 (dot and reduction
+// rules), certified's exact sums (both rules), a rounded job's dot product
+// (RoundedPartial) and its reductions' fp64 sums (double, the fixed-sequence
+// fp64 of rounded mode's kernels: verify/reduce_rule.h). Per kind, the
+// bytes a leaf commits (its leaf hash's preimage; little-endian) and the
+// first leaf of every walk.
+template <class Leaf>
+struct PartialLeafKind;
+template <>
+struct PartialLeafKind<float> {
+  static Bytes Encode(float p);
+  static float Start() { return +0.0f; }
+};
+template <>
+struct PartialLeafKind<double> {
+  static Bytes Encode(double p);
+  static double Start() { return +0.0; }
+};
+template <>
+struct PartialLeafKind<ExactPartial> {
+  static Bytes Encode(const ExactPartial& p) { return Bytes(p.begin(), p.end()); }
+  static ExactPartial Start() { return ExactPartial{}; }
+};
+template <>
+struct PartialLeafKind<RoundedPartial> {
+  static Bytes Encode(const RoundedPartial& p);
+  static RoundedPartial Start() { return RoundedPartial{}; }
+};
+
+// What the descent needs of a dot product's partial results, per leaf type:
+// one step, the final value.
 template <class Leaf>
 struct DotPartialRule;
 template <>
 struct DotPartialRule<float> {
-  static Bytes LeafBytes(float p);
-  static float Start() { return +0.0f; }
   static bool StepHolds(float prev, float a, float b, float next) {
     return RepopsDotStepHolds(prev, a, b, next);
   }
@@ -98,8 +125,6 @@ struct DotPartialRule<float> {
 };
 template <>
 struct DotPartialRule<ExactPartial> {
-  static Bytes LeafBytes(const ExactPartial& p) { return Bytes(p.begin(), p.end()); }
-  static ExactPartial Start() { return ExactPartial{}; }
   static bool StepHolds(const ExactPartial& prev, float a, float b, const ExactPartial& next) {
     return CertifiedDotStepHolds(prev, a, b, next);
   }
@@ -112,8 +137,6 @@ struct DotPartialRule<ExactPartial> {
 // (RoundedLinearValue, JudgeRoundedDotEpilogue in verify/descent.h): no Value.
 template <>
 struct DotPartialRule<RoundedPartial> {
-  static Bytes LeafBytes(const RoundedPartial& p);
-  static RoundedPartial Start() { return RoundedPartial{}; }
   static bool StepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next) {
     return RoundedDotStepHolds(prev, a, b, next);
   }
@@ -122,5 +145,6 @@ struct DotPartialRule<RoundedPartial> {
 // Bit-for-bit equality of two fp32 values (+0 ≠ −0; a NaN equals only its
 // own bit pattern), the equality every commitment uses.
 bool SameBits(float a, float b);
+bool SameBits(double a, double b);
 
 }  // namespace vt::verify

@@ -29,11 +29,13 @@ bool PlaysValueRules(std::uint8_t job_mode) {
 }
 
 // The wire tags of PartialLeaf's alternatives, in its order.
-enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1, kFp64Sums = 2 };
+enum class LeafTag : std::uint8_t { kFp32 = 0, kExact = 1, kFp64Sums = 2, kFp64 = 3 };
 
-// The leaf a job's mode plays (PartialLeaf's alternative index).
-std::size_t LeafIndexOf(std::uint8_t job_mode) {
-  return job_mode == kCertified ? 1 : job_mode == kRounded ? 2 : 0;
+// The leaf a job's mode plays in rule `kind` (PartialLeaf's alternative index).
+std::size_t LeafIndexOf(std::uint8_t job_mode, ElementKind kind) {
+  if (job_mode == kCertified) return 1;
+  if (job_mode == kRounded) return kind == ElementKind::kReduce ? 3 : 2;
+  return 0;
 }
 
 }  // namespace
@@ -43,7 +45,20 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
   if (job_mode == kRounded && kind == ElementKind::kPlan && ReexecutesRoundedValue(op_kind))
     return Status::Ok();
   if (job_mode == kRounded && kind == ElementKind::kDot && RoundedDotRuleCovers(op_kind)) return Status::Ok();
+  if (job_mode == kRounded && kind == ElementKind::kReduce && RoundedReduceRuleCovers(op_kind))
+    return Status::Ok();
   return Status::Invalid("elem-mode-no-rule", "this rounded value has no element rule: arbitrated whole");
+}
+
+bool RoundedReduceRuleCovers(std::uint16_t op_kind) {
+  using kernels::OpKind;
+  for (OpKind k :
+       {OpKind::kSum, OpKind::kMean, OpKind::kLinearBackward, OpKind::kConv2dBackward, OpKind::kLayerNorm,
+        OpKind::kLayerNormBackward, OpKind::kSoftmax, OpKind::kSoftmaxBackward, OpKind::kBatchNorm2dBackward,
+        OpKind::kBatchNorm2dTrain, OpKind::kClipGradNorm, OpKind::kCrossEntropy,
+        OpKind::kCrossEntropyBackward, OpKind::kEmbeddingBackward, OpKind::kAvgPool2d, OpKind::kMaxPool2d})
+    if (op_kind == static_cast<std::uint16_t>(k)) return true;
+  return false;
 }
 
 bool RoundedDotRuleCovers(std::uint16_t op_kind) {
@@ -68,10 +83,29 @@ ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits) {
 
 namespace {
 
-// The description as the job's mode plays it (certified: its sums exact, verify/certified_sum.h).
+// Whether an element reads the node's own outputs: a rounded kernel reads
+// its own unrounded fp64 value there, which no record holds.
+bool ReadsOwnOutput(const ReduceElement& el) {
+  const auto own = [](const std::vector<TermOperand>& reads) {
+    return std::any_of(reads.begin(), reads.end(),
+                       [](const TermOperand& o) { return o.input >= kOwnOutput; });
+  };
+  return own(el.scan_reads) || own(el.final_reads) ||
+         std::any_of(el.segments.begin(), el.segments.end(),
+                     [&](const ReduceSegment& s) { return own(s.operands); });
+}
+
+// The description as the job's mode plays it (certified: its sums exact,
+// verify/certified_sum.h; rounded: fp64 sums, where the kernel's are the
+// rule's — not over a GEMM's dot products, which rounded mode leaves to
+// vendor dgemm, nor over the node's own outputs).
 Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& element) {
   VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce, op_kind));
   element.exact = job_mode == kCertified;
+  element.fp64 = job_mode == kRounded;
+  if (element.fp64 && (element.attention_grad || element.scan == ReduceScan::kDot || ReadsOwnOutput(element)))
+    return Status::Invalid("elem-mode-no-rule",
+                           "this rounded value's sum is not the rule's: arbitrated whole");
   return Status::Ok();
 }
 
@@ -97,9 +131,9 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
         if (std::is_same_v<Leaf, ExactPartial> != element.exact)
           return Status::Invalid("elem-wrong-leaf", "the leaves are not the sum's kind");
         if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
-          return Status::Invalid("elem-wrong-leaf", "a reduction has no rounded rule");
-        } else if constexpr (std::is_same_v<Leaf, float>) {
-          ReduceStepClaim typed;
+          return Status::Invalid("elem-wrong-leaf", "a reduction's leaves are no dot product's");
+        } else if constexpr (std::is_same_v<Leaf, float> || std::is_same_v<Leaf, double>) {
+          ReduceStepClaimOf<Leaf> typed;
           typed.m = claim.m;
           typed.left = left;
           typed.left_proof = claim.left_proof;
@@ -122,12 +156,18 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
 }
 
 Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a,
-                                        float y_b) {
+                                        float y_b, const RoundedEpilogue* rounded) {
   return std::visit(
       [&]<class Leaf>(const Leaf& sum) -> Result<StepVerdict> {
+        if ((rounded != nullptr) != std::is_same_v<Leaf, double>)
+          return Status::Invalid("elem-wrong-leaf",
+                                 "a rounded sum's epilogue needs the job's rounding and log");
         if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
-          return Status::Invalid("elem-wrong-leaf", "a reduction has no rounded rule");
+          return Status::Invalid("elem-wrong-leaf", "a reduction's leaves are no dot product's");
+        } else if constexpr (std::is_same_v<Leaf, double>) {
+          return JudgeRoundedReduceEpilogue(element, sum, rounded->spec, rounded->logged, y_a, y_b);
         } else if constexpr (std::is_same_v<Leaf, float>) {
+          if (element.fp64 || element.exact) return Status::Invalid("elem-wrong-leaf", "not the sum's kind");
           return JudgeReduceEpilogue(element, sum, y_a, y_b);
         } else {
           return JudgeCertifiedSumEpilogue(element, sum, y_a, y_b);
@@ -136,19 +176,28 @@ Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const Part
       p_k);
 }
 
-Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf) {
+RoundedEpilogue RoundedReduceEpilogueOf(std::uint16_t op_kind, std::uint8_t bits, std::uint32_t node_tau_q16,
+                                        std::optional<bool> logged) {
+  const bool tau_applies = !kernels::OpFp64IsExact(static_cast<kernels::OpKind>(op_kind));
+  return RoundedEpilogue{0, kernels::RoundingSpec{bits, tau_applies ? node_tau_q16 : 0}, logged};
+}
+
+Status CheckLeafKind(std::uint8_t job_mode, ElementKind kind, const PartialLeaf& leaf) {
   static constexpr const char* kNames[] = {"an fp32 partial result", "an exact partial sum",
-                                           "a rounded (fp64) partial result"};
-  if (leaf.index() != LeafIndexOf(job_mode))
-    return Status::Invalid(
-        "elem-wrong-leaf",
-        std::string(kNames[leaf.index()]) + " where the job's mode plays " + kNames[LeafIndexOf(job_mode)]);
+                                           "a rounded dot product's (fp64) partial result",
+                                           "an fp64 partial sum"};
+  const std::size_t want = LeafIndexOf(job_mode, kind);
+  if (leaf.index() != want)
+    return Status::Invalid("elem-wrong-leaf",
+                           std::string(kNames[leaf.index()]) + " where the job's mode plays " + kNames[want]);
   return Status::Ok();
 }
 
 std::uint64_t PartialLeafBytes(std::uint8_t job_mode) {
-  static constexpr std::uint64_t kBytes[] = {sizeof(float), sizeof(ExactPartial), 3 * sizeof(double)};
-  return 1 + kBytes[LeafIndexOf(job_mode)];
+  static constexpr std::uint64_t kBytes[] = {sizeof(float), sizeof(ExactPartial), 3 * sizeof(double),
+                                             sizeof(double)};
+  return 1 + std::max(kBytes[LeafIndexOf(job_mode, ElementKind::kDot)],
+                      kBytes[LeafIndexOf(job_mode, ElementKind::kReduce)]);
 }
 
 Status CheckPartialsEnds(const Hash256& root, std::uint64_t k, const PartialLeaf& p_k,
@@ -165,9 +214,13 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
         const Leaf* next_b = std::get_if<Leaf>(&claim.next[1]);
         if (next_a == nullptr || next_b == nullptr)
           return Status::Invalid("elem-wrong-leaf", "partial sums of two kinds in one claim");
-        const DotStepClaimOf<Leaf> typed{claim.m,          p_m,     claim.p_m_proof, {*next_a, *next_b},
-                                         claim.next_proof, claim.a, claim.b};
-        return JudgeDotStepClaim(element, factors, roots, typed, batch);
+        if constexpr (std::is_same_v<Leaf, double>) {
+          return Status::Invalid("elem-wrong-leaf", "an fp64 sum is no dot product's leaf");
+        } else {
+          const DotStepClaimOf<Leaf> typed{claim.m,          p_m,     claim.p_m_proof, {*next_a, *next_b},
+                                           claim.next_proof, claim.a, claim.b};
+          return JudgeDotStepClaim(element, factors, roots, typed, batch);
+        }
       },
       claim.p_m);
 }
@@ -180,6 +233,8 @@ Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float
           return Status::Invalid("elem-wrong-leaf", "a rounded epilogue needs the job's rounding and log");
         if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
           return JudgeRoundedDotEpilogue(leaf, bias, rounded->k, rounded->spec, rounded->logged, y_a, y_b);
+        } else if constexpr (std::is_same_v<Leaf, double>) {
+          return Status::Invalid("elem-wrong-leaf", "an fp64 sum is no dot product's leaf");
         } else {
           return JudgeDotEpilogue(leaf, bias, y_a, y_b);
         }
@@ -410,6 +465,10 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
       if (!choice.ok()) continue;
       const std::uint64_t chunks = ChunkCountOf(node.output_shapes[slot]);
       if (chunks == 0) continue;
+      std::uint64_t values = 0;  // the node's outputs: its log has at most one entry each
+      for (const Shape& out : node.output_shapes)
+        values += static_cast<std::uint64_t>(kernels::NumElements(out));
+      bound.log_height = std::max(bound.log_height, height(values));
       std::uint64_t partials = 0;  // terms + 1 leaves, for the rules with partial results
       if (choice->kind == ElementKind::kDot) {
         VT_ASSIGN_OR_RETURN(DotElement el, DotElementAt(node.op_kind, node.attrs, slot, 0, shapes));
@@ -588,12 +647,17 @@ void Encode(Writer& w, const PartialLeaf& v) {
     for (double d : {r->dot, r->a_sq, r->b_sq}) w.PutU64(std::bit_cast<std::uint64_t>(d));
     return;
   }
+  if (const double* d = std::get_if<double>(&v)) {
+    w.PutEnum(LeafTag::kFp64);
+    w.PutU64(std::bit_cast<std::uint64_t>(*d));
+    return;
+  }
   w.PutEnum(LeafTag::kExact);
   w.PutFixed(std::get<ExactPartial>(v));
 }
 
 Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>) {
-  VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kFp64Sums));
+  VT_ASSIGN_OR_RETURN(const LeafTag tag, r.GetEnum(LeafTag::kFp64));
   switch (tag) {
     case LeafTag::kFp32: {
       VT_ASSIGN_OR_RETURN(std::uint32_t bits, r.GetU32());
@@ -612,6 +676,10 @@ Result<PartialLeaf> Decode(Reader& r, DecodeAs<PartialLeaf>) {
         *d = std::bit_cast<double>(bits);
       }
       return PartialLeaf{p};
+    }
+    case LeafTag::kFp64: {
+      VT_ASSIGN_OR_RETURN(std::uint64_t bits, r.GetU64());
+      return PartialLeaf{std::bit_cast<double>(bits)};
     }
   }
   return Status::Invalid("enc-unknown-enum", "partial-sum leaf tag");

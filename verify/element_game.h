@@ -71,10 +71,12 @@ inline constexpr std::int64_t kMaxOpenedExamples = 4;
 // ChooseElementRule asks it) and the pointwise/row rule (ReexecuteElement
 // runs the certified kernels); rounded the pointwise rule of the element-wise
 // operators exact in fp64 (ReexecutesRoundedValue: their values need no log
-// opening) and the rounded dot rule of the GEMMs whose rounding it
-// reproduces (RoundedDotRuleCovers: fp64 partial results, the epilogue by
-// the log's entry at the value) — its conv2d y, attention outputs and
-// reductions have none yet. Every mode walks the assemble node (kState).
+// opening), the rounded dot rule of the GEMMs whose rounding it reproduces
+// (RoundedDotRuleCovers: fp64 partial results, the epilogue by the log's
+// entry at the value) and the reduction rule over fp64 sums where the
+// kernel's sum is the rule's (RoundedReduceRuleCovers; the epilogue
+// likewise) — its conv2d y, attention outputs, conv2d_backward dx and the
+// norms' rstd have none yet. Every mode walks the assemble node (kState).
 // Invalid "elem-mode-no-rule" otherwise: the node is arbitrated whole.
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind);
 
@@ -92,6 +94,13 @@ ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 // bias, but its kernel adds a bias to β differently (not played yet), and
 // attention's y reads an fp64 att the record does not hold.
 bool RoundedDotRuleCovers(std::uint16_t op_kind);
+// The op kinds whose reduction-rule values rounded mode plays: those whose
+// rounded kernels compute the rule's sum in fixed-sequence fp64
+// (verify/reduce_rule.h, ReduceElement::fp64) — every reduction but the
+// GEMM-based ones (attention's, conv2d_backward's dx: vendor dgemm) and
+// those over the node's own outputs (the norms' rstd and running variance:
+// the kernel reads its unrounded mean), which ReduceRuleAt refuses.
+bool RoundedReduceRuleCovers(std::uint16_t op_kind);
 
 // A value's position in its node's rounding log: the node's outputs
 // concatenated in slot order (kernels::LogEntry), value e of `slot`.
@@ -101,13 +110,16 @@ std::uint64_t LogPositionOf(std::span<const Shape> output_shapes, std::uint32_t 
 // reveals' leaves): the fp32 value in a repops job, the exact sum's
 // canonical encoding in a certified one (verify/element.h), for the dot and
 // the reduction rule alike; a rounded job's dot rule the fp64 sums
-// (RoundedPartial). On the wire a tag byte says which (0: 4 bytes of fp32,
-// 1: 81 bytes exact, 2: 24 bytes of three fp64); the job's mode says which a
-// move must carry (CheckLeafKind).
-using PartialLeaf = std::variant<float, ExactPartial, RoundedPartial>;
-// Invalid "elem-wrong-leaf" unless `leaf` is the job mode's kind of leaf.
-Status CheckLeafKind(std::uint8_t job_mode, const PartialLeaf& leaf);
-// The wire bytes of a leaf the job's mode plays (tag included).
+// (RoundedPartial), its reduction rule one fp64 sum (double,
+// verify/reduce_rule.h). On the wire a tag byte says which (0: 4 bytes of
+// fp32, 1: 81 bytes exact, 2: 24 bytes of three fp64, 3: 8 bytes of fp64);
+// the job's mode and the game's rule say which a move must carry
+// (CheckLeafKind).
+using PartialLeaf = std::variant<float, ExactPartial, RoundedPartial, double>;
+// Invalid "elem-wrong-leaf" unless `leaf` is the kind of leaf the job's
+// mode plays in rule `kind` (kDot or kReduce).
+Status CheckLeafKind(std::uint8_t job_mode, ElementKind kind, const PartialLeaf& leaf);
+// The wire bytes of the widest leaf the job's mode plays (tag included).
 std::uint64_t PartialLeafBytes(std::uint8_t job_mode);
 // The dot rule's checks (verify/descent.h) over moves' leaves, each for the
 // kind of leaf they hold; a claim whose leaves mix kinds is Invalid
@@ -127,7 +139,7 @@ Result<StepVerdict> JudgeDotStepClaim(const DotElement& element, const DotFactor
 // test: a few dozen operations, priced with room).
 inline constexpr std::uint64_t kRoundedEpilogueFlops = 256;
 struct RoundedEpilogue {
-  std::int64_t k = 0;  // the dot product's terms
+  std::int64_t k = 0;  // the dot product's terms (a dot epilogue's)
   kernels::RoundingSpec spec;
   std::optional<bool> logged;  // the log's direction at the value (kernels::OpenLogAt)
 };
@@ -164,10 +176,19 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
                                          const OpenedBatch* batch = nullptr,
                                          std::span<const InputTensor> own = {});
 // The epilogue over the agreed last leaf (JudgeReduceEpilogue,
-// JudgeCertifiedSumEpilogue); Invalid "elem-wrong-leaf" for a rounded leaf
-// (CheckRuleInMode plays no reduction in rounded mode).
+// JudgeCertifiedSumEpilogue; a rounded job's JudgeRoundedReduceEpilogue
+// with `rounded`: the job's rounding, the node's τ where it applies — see
+// RoundedReduceEpilogueOf — and the log's entry at the value, whose
+// "log-entry-outside-region" loses the solver); Invalid "elem-wrong-leaf"
+// for a leaf not the element's kind, or an fp64 sum without `rounded`.
 Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a,
-                                        float y_b);
+                                        float y_b, const RoundedEpilogue* rounded = nullptr);
+// How a rounded job rounds a reduction's value of an `op_kind` node: the
+// job's bits, the node's τ unless the operator is exact in fp64
+// (kernels::OpFp64IsExact: RunOp turns τ off there, so no entry is ever
+// logged or accepted), and the log's entry at the value. `k` is unused.
+RoundedEpilogue RoundedReduceEpilogueOf(std::uint16_t op_kind, std::uint8_t bits, std::uint32_t node_tau_q16,
+                                        std::optional<bool> logged);
 
 // The rule of (op, attrs, slot, e) that the job's mode plays — the
 // attribute overloads of DotElementAt, ReduceRuleAt and PlanElement, then
@@ -271,6 +292,9 @@ struct DescentBound {
   std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
   std::uint64_t partials_height = 0;  // the deepest partial-results tree
   std::uint64_t leaf_bytes = 0;  // a partial result's wire bytes (PartialLeafBytes; 0 without value rules)
+  // The tallest rounding log a deciding move may open (a rounded epilogue):
+  // a tree of at most one entry a value of its node's outputs.
+  std::uint64_t log_height = 0;
   std::uint64_t opening_height = 0;   // an input's hash opening: the state tree or the node tree
   std::uint64_t shape_bytes = 0;      // the most shape bytes a node's element state holds (8 a dimension)
   // What one deciding move opens at most, rule by rule (DecidingMoveBound),

@@ -13,22 +13,30 @@ namespace {
 Status ComputeLeaves(const ReduceElement& el, const ValueAt& value_at, LeafSink<float>& out) {
   return ComputeReducePartials(el, value_at, out);
 }
+Status ComputeLeaves(const ReduceElement& el, const ValueAt& value_at, LeafSink<double>& out) {
+  return ComputeReducePartials(el, value_at, out);
+}
 Status ComputeLeaves(const ReduceElement& el, const ValueAt& value_at, LeafSink<ExactPartial>& out) {
   return ComputeCertifiedSumPartials(el, value_at, out);
 }
 
-// Rounded mode plays no reduction (verify::CheckRuleInMode): Compute
-// refuses its leaves, so they are only ever held whole (a dot product's, as
-// the workers' answers hold them) and no run of them is ever recomputed.
+// A rounded dot product's leaves are no reduction's: Compute refuses them,
+// so they are only ever held whole (as the workers' answers hold them) and
+// no run of them is ever recomputed.
 Status ComputeLeaves(const ReduceElement&, const ValueAt&, LeafSink<RoundedPartial>&) {
-  return Status::Invalid("elem-mode-no-rule", "rounded mode plays no reduction rule");
+  return Status::Invalid("elem-wrong-leaf", "a rounded dot product's leaves are no reduction's");
 }
 
 // One step by the referee's own rule. It succeeded when the leaf was first
 // computed, over the same values: it cannot fail now.
 float StepLeaf(const ReduceElement& el, const ReduceStep& st, float left, float right,
                std::span<const float> values) {
-  return StepValue(el, st, left, right, values).value();
+  return StepValue<float>(el, st, left, right, values).value();
+}
+double StepLeaf(const ReduceElement& el, const ReduceStep& st, double left, double right,
+                std::span<const float> values) {
+  const std::vector<double> wide(values.begin(), values.end());
+  return StepValue<double>(el, st, left, right, wide).value();
 }
 ExactPartial StepLeaf(const ReduceElement& el, const ReduceStep& st, const ExactPartial& left,
                       const ExactPartial& right, std::span<const float> values) {
@@ -239,5 +247,6 @@ std::uint64_t Partials<Leaf>::RecomputedSteps() const {
 template class Partials<float>;
 template class Partials<ExactPartial>;
 template class Partials<RoundedPartial>;
+template class Partials<double>;
 
 }  // namespace vt::verify

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 
 #include "common/detmath.h"
 #include "common/encoding.h"
@@ -17,6 +18,7 @@
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
 #include "kernels/ops/softmax.h"
+#include "kernels/rounding.h"
 #include "verify/batch_opening.h"
 #include "verify/element.h"
 
@@ -28,6 +30,22 @@ using kernels::opsdetail::kTreeBlock;
 
 bool Is(std::uint16_t op_kind, OpKind k) { return static_cast<std::uint16_t>(k) == op_kind; }
 std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
+// The arithmetic of leaves of type T (reduce_rule.h): repops' fp32, or the
+// fixed-sequence fp64 of rounded mode's kernels.
+template <class T>
+using MathOf =
+    std::conditional_t<std::is_same_v<T, float>, kernels::opsdetail::RepopsMath, kernels::opsdetail::F64Math>;
+// One GEMM step as the leaves' arithmetic takes it: the repops GEMM's own
+// step in fp32 (the only one a rounded rule never plays: its GEMMs are
+// vendor dgemm, CheckRuleInMode).
+template <class T>
+T DotStep(T acc, T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    return kernels::hd::RepopsStep(acc, a, b);
+  } else {
+    return acc + a * b;
+  }
+}
 std::int64_t Blocks(std::int64_t n) { return (n + kTreeBlock - 1) / kTreeBlock; }
 // Additions of one segment: one per term, one per combination of its blocks.
 std::uint64_t SegmentSteps(std::int64_t n) { return static_cast<std::uint64_t>(n + Blocks(n) - 1); }
@@ -250,12 +268,14 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf, bool 
 }
 
 // dS_tu from att_tu, dP_tu and r_t: the kernel's expression.
-float AttentionDs(const AttentionGrad& g, float att, float dp, float r) {
-  return kernels::AttentionDsValue(att, dp, r, kernels::AttentionScale<kernels::opsdetail::RepopsMath>(g.d));
+template <class T>
+T AttentionDs(const AttentionGrad& g, T att, T dp, T r) {
+  return kernels::AttentionDsValue(att, dp, r, kernels::AttentionScale<MathOf<T>>(g.d));
 }
 
 // Scan step j from leaf j (`prev`) and its reads (ReduceScan).
-Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std::span<const float> v) {
+template <class T>
+Result<T> ScanValue(const ReduceElement& el, std::int64_t j, T prev, std::span<const T> v) {
   if (v.size() != el.scan_reads.size()) return Status::Invalid("elem-bad-step", "the scan step's reads");
   switch (el.scan) {
     case ReduceScan::kMax:
@@ -263,19 +283,21 @@ Result<float> ScanValue(const ReduceElement& el, std::int64_t j, float prev, std
       return j == 0 ? v[0] : kernels::MaxStep(prev, v[0]);
     case ReduceScan::kMaskedSum:
       if (v.size() != 2) break;
-      if (!kernels::IsRowIndex(v[0], el.key_rows))
+      if (!kernels::IsRowIndex(static_cast<float>(v[0]), el.key_rows))
         return Status::Invalid(
             "bad-index", "index " + std::to_string(v[0]) + " is not a row of " + std::to_string(el.key_rows));
-      return v[0] == static_cast<float>(el.key) ? prev + v[1] : prev;
+      return v[0] == static_cast<T>(el.key) ? prev + v[1] : prev;
     case ReduceScan::kDot:
       if (v.size() != 2) break;
-      return kernels::hd::RepopsStep(prev, v[0], v[1]);  // the repops GEMM's own step
+      return DotStep(prev, v[0], v[1]);  // the repops GEMM's own step
     case ReduceScan::kSum:
       if (v.size() != 1) break;
       return prev + v[0];  // avg_pool2d's window sum (kernels/ops/conv.cpp)
     case ReduceScan::kPoolMax:
       if (v.size() != 1) break;
-      return j == 0 || kernels::PoolMaxReplaces(prev, v[0]) ? v[0] : prev;
+      // Both are fp32 values (a rounded job's fp64 leaves hold them exactly).
+      return j == 0 || kernels::PoolMaxReplaces(static_cast<float>(prev), static_cast<float>(v[0])) ? v[0]
+                                                                                                    : prev;
     case ReduceScan::kNone:
       break;
   }
@@ -855,7 +877,8 @@ const InputTensor* TensorOfRead(std::span<const InputTensor> inputs, std::span<c
   return input < inputs.size() ? &inputs[input] : nullptr;
 }
 
-float TermValue(ReduceTerm term, std::span<const float> v, float max) {
+template <class T>
+T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> v, T max) {
   switch (term) {
     case ReduceTerm::kValue:
       return v[0];
@@ -864,9 +887,9 @@ float TermValue(ReduceTerm term, std::span<const float> v, float max) {
     case ReduceTerm::kNormProduct:
       return v[0] * ((v[1] - v[2]) * v[3]);
     case ReduceTerm::kExpShifted:
-      return kernels::opsdetail::RepopsMath::Exp(v[0] - max);  // the kernels' ExpShifted, one value
+      return MathOf<T>::Exp(v[0] - max);  // the kernels' ExpShifted, one value
     case ReduceTerm::kSquaredDeviation: {
-      const float d = v[0] - v[1];  // the norm kernels' dev(j), squared
+      const T d = v[0] - v[1];  // the norm kernels' dev(j), squared
       return d * d;
     }
     case ReduceTerm::kProduct:
@@ -875,16 +898,18 @@ float TermValue(ReduceTerm term, std::span<const float> v, float max) {
     case ReduceTerm::kScaledNormProduct:  // layernorm_backward's g·x̂
       return (v[0] * v[1]) * kernels::LayerNormXhat(v[2], v[3], v[4]);
   }
-  return 0.0f;
+  return T(0);
 }
 
-Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float left, float right,
-                        std::span<const float> v) {
+template <class T>
+Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T right,
+                    std::span<const std::type_identity_t<T>> v) {
+  using M = MathOf<T>;
   switch (st.kind) {
     case ReduceStepKind::kTerm:
       if (st.segment >= el.segments.size() || v.size() != el.segments[st.segment].operands.size())
         return Status::Invalid("elem-bad-step", "the term's reads");
-      return left + TermValue(el.segments[st.segment].term, v, right);
+      return left + TermValue<T>(el.segments[st.segment].term, v, right);
     case ReduceStepKind::kCombine:
       return left + right;
     case ReduceStepKind::kScan:
@@ -892,12 +917,12 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
     case ReduceStepKind::kLeafMax:
       return st.term == 0 ? right : kernels::MaxStep(left, right);
     case ReduceStepKind::kLeafExp:
-      return kernels::opsdetail::RepopsMath::Exp(right - left);
+      return M::Exp(right - left);
     case ReduceStepKind::kLeafDiv:
       return left / right;
     case ReduceStepKind::kDotStep:  // dP's GEMM element: dy·v
       if (v.size() != 2) return Status::Invalid("elem-bad-step", "the dot step's reads");
-      return kernels::hd::RepopsStep(left, v[0], v[1]);
+      return DotStep(left, v[0], v[1]);
     case ReduceStepKind::kWeightedTerm:  // r_t's TreeSum term att·dP
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the term's read");
       return left + v[0] * right;
@@ -906,9 +931,8 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       return AttentionDs(*el.attention_grad, v[0], left, right);
     case ReduceStepKind::kGemmStep:  // dq's dS·k or dk's dS·q, +0 above the diagonal
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the GEMM step's read");
-      return kernels::hd::RepopsStep(left, st.reads_right ? right : +0.0f, v[0]);
+      return DotStep(left, st.reads_right ? right : T(+0.0), v[0]);
     case ReduceStepKind::kFinal: {
-      using M = kernels::opsdetail::RepopsMath;
       if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
         return left * kernels::AttentionScale<M>(el.scale_dim);
       if (el.final == ReduceFinal::kSoftmaxValue && v.size() == 1)  // (x); left: max, right: sum
@@ -916,38 +940,41 @@ Result<float> StepValue(const ReduceElement& el, const ReduceStep& st, float lef
       if (el.final == ReduceFinal::kSoftmaxGrad && v.size() == 2)  // (y, dy); right: Σ dy·y
         return v[0] * (v[1] - right);
       if (el.final == ReduceFinal::kLayerNormGrad && v.size() == 5) {  // (dy, γ, x, mean, rstd)
-        const auto c = static_cast<float>(el.divisor);
+        const auto c = static_cast<T>(el.divisor);
         return kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]), left / c,
                                            right / c, v[4]);
       }
       if (el.final == ReduceFinal::kRunningVar && v.size() == 1)  // (running_var[c]); right: ssq
-        return kernels::BatchNormRunning(v[0], right / static_cast<float>(el.divisor), el.momentum);
+        return kernels::BatchNormRunning(v[0], right / static_cast<T>(el.divisor),
+                                         static_cast<T>(el.momentum));
       // (label, x[label]): ReadStep checked the label.
       if (el.final == ReduceFinal::kCrossEntropyLoss && v.size() == 2)
         return kernels::CrossEntropyRowLoss(left, M::Log(right), v[1]);
       // (x, label, dloss); the label must be a class, as the kernel checks every label.
       if (el.final != ReduceFinal::kCrossEntropyGrad || v.size() != 3)
         return Status::Invalid("elem-bad-step", "the final step's reads");
-      if (!kernels::IsRowIndex(v[1], el.scan_count))
+      if (!kernels::IsRowIndex(static_cast<float>(v[1]), el.scan_count))
         return Status::Invalid("bad-index", "label " + std::to_string(v[1]) + " is not a class");
-      const float g = v[2] / static_cast<float>(el.divisor);
+      const T g = v[2] / static_cast<T>(el.divisor);
       return kernels::CrossEntropyGradValue(M::Exp(v[0] - left), right,
-                                            v[1] == static_cast<float>(el.final_class), g);
+                                            v[1] == static_cast<T>(el.final_class), g);
     }
   }
   return Status::Invalid("elem-bad-step");
 }
 
-float ReduceOutput(const ReduceElement& el, float sum) {
+template <class T>
+T ReduceOutput(const ReduceElement& el, T sum) {
+  using M = MathOf<T>;
   switch (el.epilogue) {
     case ReduceEpilogue::kNone:
       return sum;
     case ReduceEpilogue::kDivide:
-      return sum / static_cast<float>(el.divisor);
+      return sum / static_cast<T>(el.divisor);
     case ReduceEpilogue::kSqrt:
-      return detmath::Sqrt(sum);  // the repops policy's Sqrt
+      return M::Sqrt(sum);
     case ReduceEpilogue::kRstd:
-      return kernels::NormRstd<kernels::opsdetail::RepopsMath>(sum / static_cast<float>(el.divisor), el.eps);
+      return kernels::NormRstd<M>(sum / static_cast<T>(el.divisor), static_cast<T>(el.eps));
   }
   return sum;
 }
@@ -956,8 +983,9 @@ namespace {
 
 // AttentionGrad's leaves computed straight through (GPT-2's dk: ~3.4 × 10^7),
 // in AttentionGradStepAt's order with its steps' expressions.
-Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, LeafSink<float>& p) {
-  p.Push(+0.0f);
+template <class T>
+Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, LeafSink<T>& p) {
+  p.Push(T(+0.0));
   const auto read = [&](const StepRead& r) { return value_at(r.input, r.index); };
   // Row t's dot blocks and r_t's TreeSum; returns the run's first leaf.
   const auto run = [&](std::int64_t t) -> Result<std::uint64_t> {
@@ -972,14 +1000,14 @@ Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, Le
         const std::vector<StepRead> reads = AttentionGradReads(g, st);
         VT_ASSIGN_OR_RETURN(float dy, read(reads[0]));
         VT_ASSIGN_OR_RETURN(float v, read(reads[1]));
-        p.Push(kernels::hd::RepopsStep(i == 0 ? +0.0f : p.Back(), dy, v));
+        p.Push(DotStep<T>(i == 0 ? T(+0.0) : p.Back(), dy, v));
       }
     }
     st.kind = ReduceStepKind::kWeightedTerm;
     for (std::int64_t j = 0; j <= t; ++j) {
       st.segment = static_cast<std::uint32_t>(j);
       VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-      p.Push((j % kTreeBlock == 0 ? +0.0f : p.Back()) + att * p.At(PartialLeaf(g, base, j)));
+      p.Push((j % kTreeBlock == 0 ? T(+0.0) : p.Back()) + T(att) * p.At(PartialLeaf(g, base, j)));
     }
     const std::uint64_t dots = static_cast<std::uint64_t>((t + 1) * g.d);
     for (std::int64_t b = 0; b + 1 < Blocks(t + 1); ++b) {
@@ -990,19 +1018,19 @@ Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, Le
   };
   // dS_tu as a leaf, from row t's run starting at `base` and its r_t.
   std::vector<std::uint64_t> ds_leaf(static_cast<std::size_t>(g.t_count), 0);
-  const auto push_ds = [&](std::int64_t t, std::int64_t u, std::uint64_t base, float r) -> Status {
+  const auto push_ds = [&](std::int64_t t, std::int64_t u, std::uint64_t base, T r) -> Status {
     ReduceStep st;
     st.kind = ReduceStepKind::kAttnDs;
     st.row = t;
     st.term = u;
     VT_ASSIGN_OR_RETURN(float att, read(AttentionGradReads(g, st)[0]));
-    p.Push(AttentionDs(g, att, p.At(PartialLeaf(g, base, u)), r));
+    p.Push(AttentionDs<T>(g, att, p.At(PartialLeaf(g, base, u)), r));
     ds_leaf[static_cast<std::size_t>(g.dk ? t : u)] = p.Size() - 1;
     return Status::Ok();
   };
   if (!g.dk) {  // row t's run, then its dS_tu for every u ≤ t
     VT_ASSIGN_OR_RETURN(const std::uint64_t base, run(g.fixed));
-    const float r = p.Back();
+    const T r = p.Back();
     for (std::int64_t u = 0; u <= g.fixed; ++u) VT_TRY(push_ds(g.fixed, u, base, r));
   } else {  // every row t ≥ u: its run, then its dS_tu
     for (std::int64_t t = g.fixed; t < g.t_count; ++t) {
@@ -1018,26 +1046,30 @@ Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, Le
     st.term = g.dk ? g.fixed : k;
     const bool masked = g.dk ? k < g.fixed : k > g.fixed;
     VT_ASSIGN_OR_RETURN(float x, read(AttentionGradReads(g, st)[0]));
-    const float d_s = masked ? +0.0f : p.At(ds_leaf[static_cast<std::size_t>(k)]);
-    p.Push(kernels::hd::RepopsStep(k == 0 ? +0.0f : p.Back(), d_s, x));
+    const T d_s = masked ? T(+0.0) : p.At(ds_leaf[static_cast<std::size_t>(k)]);
+    p.Push(DotStep<T>(k == 0 ? T(+0.0) : p.Back(), d_s, x));
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, LeafSink<float>& p) {
+template <class T>
+Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, LeafSink<T>& p) {
   if (el.exact) return Status::Invalid("elem-wrong-leaf", "an exact sum's leaves are CertifiedSumPartials'");
+  if (el.fp64 != std::is_same_v<T, double>)
+    return Status::Invalid("elem-wrong-leaf",
+                           el.fp64 ? "a rounded sum's leaves are fp64" : "the leaves are fp32");
   if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at, p);
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
-  p.Push(+0.0f);
+  p.Push(T(+0.0));
   // Any step by the rule: combinations, final steps, the outer sum.
   const auto step = [&]() -> Status {
     VT_ASSIGN_OR_RETURN(ReduceStep st, ReduceStepAt(el, p.Size()));
     VT_ASSIGN_OR_RETURN(std::vector<ReadValue> reads, ReadStep(StepReads(el, st), value_at));
-    std::vector<float> v;
+    std::vector<T> v;
     for (const ReadValue& r : reads) v.push_back(r.value);
-    VT_ASSIGN_OR_RETURN(float next, StepValue(el, st, p.At(st.left), p.At(st.right), v));
+    VT_ASSIGN_OR_RETURN(T next, StepValue<T>(el, st, p.At(st.left), p.At(st.right), v));
     p.Push(next);
     return Status::Ok();
   };
@@ -1046,7 +1078,7 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
   // 50 257 logits).
   std::size_t most_reads = el.scan_reads.size();
   for (const ReduceSegment& seg : el.segments) most_reads = std::max(most_reads, seg.operands.size());
-  std::vector<float> values(most_reads);
+  std::vector<T> values(most_reads);
   for (std::int64_t r = 0; r < el.rows; ++r) {
     for (std::int64_t j = 0; j < el.scan_count; ++j) {
       for (std::size_t i = 0; i < el.scan_reads.size(); ++i) {
@@ -1054,12 +1086,12 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
         VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
       }
       // Every block's scan starts from leaf 0 (+0), as ReduceStepAt has it.
-      const float prev = j == 0 ? +0.0f : p.Back();
-      VT_ASSIGN_OR_RETURN(float next,
-                          ScanValue(el, j, prev, std::span<const float>(values).first(el.scan_reads.size())));
+      const T prev = j == 0 ? T(+0.0) : p.Back();
+      VT_ASSIGN_OR_RETURN(T next,
+                          ScanValue<T>(el, j, prev, std::span<const T>(values).first(el.scan_reads.size())));
       p.Push(next);
     }
-    const float max = p.Back();
+    const T max = p.Back();
     for (const ReduceSegment& seg : el.segments) {
       const std::int64_t n = seg.terms;
       for (std::int64_t j = 0; j < n; ++j) {
@@ -1067,9 +1099,8 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
           const TermOperand& o = seg.operands[i];
           VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
         }
-        const float term =
-            TermValue(seg.term, std::span<const float>(values).first(seg.operands.size()), max);
-        p.Push((j % kTreeBlock == 0 ? +0.0f : p.Back()) + term);
+        const T term = TermValue<T>(seg.term, std::span<const T>(values).first(seg.operands.size()), max);
+        p.Push((j % kTreeBlock == 0 ? T(+0.0) : p.Back()) + term);
       }
       for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());
     }
@@ -1079,9 +1110,10 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
   return Status::Ok();
 }
 
-Result<std::vector<float>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
-                                          std::span<const kernels::Tensor> outputs) {
-  HeldLeaves<float> p;
+template <class T>
+Result<std::vector<T>> ReducePartials(const ReduceElement& el, std::span<const kernels::Tensor> inputs,
+                                      std::span<const kernels::Tensor> outputs) {
+  HeldLeaves<T> p;
   VT_TRY(ComputeReducePartials(el, TensorValues(inputs, outputs), p));
   return std::move(p.leaves);
 }
@@ -1113,14 +1145,18 @@ Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::s
   return values;
 }
 
+template <class T>
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<const InputTensor> inputs,
-                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
-                                         const OpenedBatch* batch, std::span<const InputTensor> own) {
+                                         const std::array<Hash256, 2>& roots,
+                                         const ReduceStepClaimOf<T>& claim, const OpenedBatch* batch,
+                                         std::span<const InputTensor> own) {
   constexpr std::string_view kReason = "elem-bad-step";
+  if (el.exact || el.fp64 != std::is_same_v<T, double>)
+    return Status::Invalid("elem-wrong-leaf", "the leaves are not the sum's kind");
   const std::uint64_t steps = el.Steps();
   if (claim.m >= steps)
     return Status::Invalid(kReason, "step " + std::to_string(claim.m) + " of " + std::to_string(steps));
-  const auto check = [&](const Hash256& root, float value, const crypto::MerkleProof& proof,
+  const auto check = [&](const Hash256& root, T value, const crypto::MerkleProof& proof,
                          std::uint64_t index) {
     return CheckPartialLeaf(kReason, root, value, proof, index, steps + 1);
   };
@@ -1132,15 +1168,47 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& el, std::span<cons
   // The second operand leaf (a combination's, the row's max for a shifted
   // term, the sum for the final step) precedes m + 1 too.
   if (st.reads_right) VT_TRY(check(roots[0], claim.right, claim.right_proof, st.right));
-  VT_ASSIGN_OR_RETURN(const std::vector<float> values,
+  VT_ASSIGN_OR_RETURN(const std::vector<float> read,
                       OpenStepReads(StepReads(el, st), inputs, own, claim.reads, batch));
-  VT_ASSIGN_OR_RETURN(const float next,
-                      StepValue(el, st, claim.left, st.reads_right ? claim.right : 0.0f, values));
+  const std::vector<T> values(read.begin(), read.end());
+  VT_ASSIGN_OR_RETURN(const T next,
+                      StepValue<T>(el, st, claim.left, st.reads_right ? claim.right : T(0), values));
   return StepVerdict{SameBits(next, claim.next[0]), SameBits(next, claim.next[1])};
 }
 
 StepVerdict JudgeReduceEpilogue(const ReduceElement& el, float sum, float y_a, float y_b) {
   return ValueVerdict(ReduceOutput(el, sum), y_a, y_b);
 }
+
+Result<float> RoundedReduceValue(const ReduceElement& el, double sum, const kernels::RoundingSpec& spec,
+                                 std::optional<bool> logged) {
+  if (!el.fp64) return Status::Invalid("elem-wrong-leaf", "a rounded value needs the fp64 sum");
+  VT_TRY(spec.Validate());
+  const double ref = ReduceOutput(el, sum);
+  if (!logged) return kernels::RoundToBits(ref, spec.bits);
+  return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, /*slack=*/0.0, *logged);
+}
+
+Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& el, double sum,
+                                               const kernels::RoundingSpec& spec, std::optional<bool> logged,
+                                               float y_a, float y_b) {
+  VT_ASSIGN_OR_RETURN(const float y, RoundedReduceValue(el, sum, spec, logged));
+  return ValueVerdict(y, y_a, y_b);
+}
+
+// The two leaf types (reduce_rule.h).
+#define VT_REDUCE_RULE_LEAF(T)                                                                              \
+  template T TermValue<T>(ReduceTerm, std::span<const T>, T);                                               \
+  template Result<T> StepValue<T>(const ReduceElement&, const ReduceStep&, T, T, std::span<const T>);       \
+  template T ReduceOutput<T>(const ReduceElement&, T);                                                      \
+  template Status ComputeReducePartials<T>(const ReduceElement&, const ValueAt&, LeafSink<T>&);             \
+  template Result<std::vector<T>> ReducePartials<T>(const ReduceElement&, std::span<const kernels::Tensor>, \
+                                                    std::span<const kernels::Tensor>);                      \
+  template Result<StepVerdict> JudgeReduceStepClaim<T>(                                                     \
+      const ReduceElement&, std::span<const InputTensor>, const std::array<Hash256, 2>&,                    \
+      const ReduceStepClaimOf<T>&, const OpenedBatch*, std::span<const InputTensor>);
+VT_REDUCE_RULE_LEAF(float)
+VT_REDUCE_RULE_LEAF(double)
+#undef VT_REDUCE_RULE_LEAF
 
 }  // namespace vt::verify

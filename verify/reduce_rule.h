@@ -43,11 +43,13 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "common/bytes.h"
 #include "common/result.h"
 #include "crypto/merkle.h"
+#include "kernels/mode.h"
 #include "kernels/tensor.h"
 #include "verify/descent.h"
 
@@ -225,6 +227,11 @@ struct ReduceElement {
   // without combinations). Its leaves are ExactPartial (CertifiedStepLeaf),
   // not fp32.
   bool exact = false;
+  // The leaves are fp64 (rounded mode, whose fixed-sequence kernels compute
+  // these sums in fp64 before rounding the output): every step in
+  // kernels::opsdetail::F64Math over the fp32 values read, the output
+  // RoundedReduceValue of the last leaf. Never with `exact`.
+  bool fp64 = false;
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
   // Steps of the whole computation: the tree has Steps() + 1 leaves.
@@ -350,16 +357,25 @@ Result<std::vector<ReadValue>> ReadStep(std::span<const StepRead> reads, const V
 // outputs for the reads at kOwnOutput + s); Invalid "elem-bad-index"
 // outside them.
 ValueAt TensorValues(std::span<const kernels::Tensor> tensors, std::span<const kernels::Tensor> outputs = {});
-// The term from the values it reads (fp32, the kernels' expression); `max`
-// is the row's max for a kExpShifted term.
-float TermValue(ReduceTerm term, std::span<const float> values, float max = 0.0f);
+// The arithmetic of a rule's leaves, T = float (repops: RepopsMath, fp32)
+// or double (a rounded job: F64Math, the fixed-sequence fp64 of rounded
+// mode's kernels over the fp32 values read, kernels/ops/op_util.h). Each
+// function below has one implementation for both.
+//
+// The term from the values it reads (the kernels' expression); `max` is
+// the row's max for a kExpShifted term.
+template <class T>
+T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> values, T max = T(0));
 // Leaf m+1 of `step` from its operand leaves and the values it reads.
 // Invalid "bad-index" when the final step's label is not a class (the
 // operator fails on its inputs, as the kernel does).
-Result<float> StepValue(const ReduceElement& element, const ReduceStep& step, float left, float right,
-                        std::span<const float> values);
-// The output value from the sum (the epilogue).
-float ReduceOutput(const ReduceElement& element, float sum);
+template <class T>
+Result<T> StepValue(const ReduceElement& element, const ReduceStep& step, T left, T right,
+                    std::span<const std::type_identity_t<T>> values);
+// The output value from the sum (the epilogue): repops its fp32 value; a
+// rounded job's the fp64 value RoundedReduceValue rounds.
+template <class T>
+T ReduceOutput(const ReduceElement& element, T sum);
 
 // Where a party's partial results go as they are computed, leaf 0 first:
 // a vector (HeldLeaves) or verify/rule_leaves.h's checkpoints, which keep
@@ -385,28 +401,33 @@ struct HeldLeaves final : LeafSink<Leaf> {
 // All Steps() + 1 partial results from the values `value_at` reads (a party
 // computes these for one value, on demand), pushed in order. Invalid
 // "elem-bad-index" when an operand lies outside its tensor,
-// "elem-wrong-leaf" for an exact element.
-Status ComputeReducePartials(const ReduceElement& element, const ValueAt& value_at, LeafSink<float>& out);
+// "elem-wrong-leaf" for an exact element or leaves not the element's
+// (T = double iff ReduceElement::fp64).
+template <class T>
+Status ComputeReducePartials(const ReduceElement& element, const ValueAt& value_at, LeafSink<T>& out);
 // The same from the node's input tensors and its own outputs, held whole.
-Result<std::vector<float>> ReducePartials(const ReduceElement& element,
-                                          std::span<const kernels::Tensor> inputs,
-                                          std::span<const kernels::Tensor> outputs = {});
+template <class T = float>
+Result<std::vector<T>> ReducePartials(const ReduceElement& element, std::span<const kernels::Tensor> inputs,
+                                      std::span<const kernels::Tensor> outputs = {});
 
 // Level 5b's final move for the reduction rule, as one claim: the walk
 // ended at leaf m+1 (leaf m agreed). It carries the step's operand leaves
 // opened against root A (they precede m+1: agreed), each party's leaf m+1
 // against its own root, and for a term step the term's values opened
 // against the node's agreed inputs (TermReads order).
-struct ReduceStepClaim {
+template <class T>
+struct ReduceStepClaimOf {
   std::uint64_t m = 0;
-  float left = 0.0f, right = 0.0f;  // right: the steps with reads_right only
+  T left = 0, right = 0;  // right: the steps with reads_right only
   crypto::MerkleProof left_proof, right_proof;
-  std::array<float, 2> next{};
+  std::array<T, 2> next{};
   std::array<crypto::MerkleProof, 2> next_proof;
   std::vector<ValueOpening>
       reads;  // the step's reads of hashed inputs (StepReads order, the batch's skipped)
-  bool operator==(const ReduceStepClaim&) const = default;
+  bool operator==(const ReduceStepClaimOf&) const = default;
 };
+using ReduceStepClaim = ReduceStepClaimOf<float>;
+using RoundedReduceStepClaim = ReduceStepClaimOf<double>;
 
 // An agreed input of the node, by its tensor hash; or a tensor of the
 // batch (`batch`: 0 inputs, 1 targets), whose values come from a batch
@@ -440,13 +461,29 @@ Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::s
 // ⌈log₂(Steps()+1)⌉ siblings and up to four value openings. Invalid
 // "elem-bad-step" (a proof that does not check out, m out of range, a wrong
 // number of reads) or VerifyValue's reasons.
+template <class T>
 Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span<const InputTensor> inputs,
-                                         const std::array<Hash256, 2>& roots, const ReduceStepClaim& claim,
+                                         const std::array<Hash256, 2>& roots,
+                                         const ReduceStepClaimOf<T>& claim,
                                          const OpenedBatch* batch = nullptr,
                                          std::span<const InputTensor> own = {});
 
 // When both parties' partial results agree to the sum, the disputed step is
 // the epilogue: y = ReduceOutput(sum).
 StepVerdict JudgeReduceEpilogue(const ReduceElement& element, float sum, float y_a, float y_b);
+
+// A rounded job's output from its fp64 sum: ref = ReduceOutput(sum) rounded
+// by the node's `spec` to nearest, or, where the node's log has an entry
+// (`logged`: its direction), by kernels::ApplyLogEntry with β = 0 (the
+// sum's order is fixed) and the spec's τ — which the caller sets to 0 for
+// an operator exact in fp64 (kernels::OpFp64IsExact: there the trainer
+// logs nothing, and any entry is refused). Invalid
+// "log-entry-outside-region" when the rule refuses the entry (the solver's
+// log is wrong), "elem-wrong-leaf" for an element that is not fp64.
+Result<float> RoundedReduceValue(const ReduceElement& element, double sum, const kernels::RoundingSpec& spec,
+                                 std::optional<bool> logged);
+Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& element, double sum,
+                                               const kernels::RoundingSpec& spec, std::optional<bool> logged,
+                                               float y_a, float y_b);
 
 }  // namespace vt::verify

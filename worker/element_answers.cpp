@@ -322,6 +322,9 @@ CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
                                           std::vector<verify::ExactPartial> partials) {
   return ReduceAnswerOf(element, verify::Partials<verify::ExactPartial>(std::move(partials)));
 }
+RoundedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<double> partials) {
+  return ReduceAnswerOf(element, verify::Partials<double>(std::move(partials)));
+}
 
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
                                                   std::int64_t e, verify::LeafKeeping keeping) {
@@ -346,12 +349,19 @@ Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSi
     VT_ASSIGN_OR_RETURN(CertifiedSumAnswer a, ReduceAnswerAt<verify::ExactPartial>(side, el, keeping));
     return ReduceRuleAnswer{std::move(a)};
   }
+  if (el.fp64) {
+    VT_ASSIGN_OR_RETURN(RoundedSumAnswer a, ReduceAnswerAt<double>(side, el, keeping));
+    return ReduceRuleAnswer{std::move(a)};
+  }
   VT_ASSIGN_OR_RETURN(ReducePartialsAnswer a, ReduceAnswerAt<float>(side, el, keeping));
   return ReduceRuleAnswer{std::move(a)};
 }
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m) { return RevealOf(mine, m); }
 CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint64_t m) {
+  return RevealOf(mine, m);
+}
+RoundedSumReveal AnswerReduceReveal(const RoundedSumAnswer& mine, std::uint64_t m) {
   return RevealOf(mine, m);
 }
 
@@ -380,10 +390,17 @@ Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const
                                                   std::uint64_t m) {
   return OperandsOf(side, mine, m);
 }
+Result<RoundedSumOperands> AnswerReduceOperands(const ElementSide& side, const RoundedSumAnswer& mine,
+                                                std::uint64_t m) {
+  return OperandsOf(side, mine, m);
+}
 
-verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
-                                                const StepReveal& b) {
-  verify::ReduceStepClaim c;
+namespace {
+
+template <class Leaf>
+verify::ReduceStepClaimOf<Leaf> AssembleClaim(std::uint64_t m, const ReduceOperandsFor<Leaf>& from_a,
+                                              const StepRevealOf<Leaf>& a, const StepRevealOf<Leaf>& b) {
+  verify::ReduceStepClaimOf<Leaf> c;
   c.m = m;
   c.left = from_a.left;
   c.left_proof = from_a.left_proof;
@@ -392,6 +409,17 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
   c.next_proof = {a.next_proof, b.next_proof};
   c.reads = from_a.reads;
   return c;
+}
+
+}  // namespace
+
+verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a,
+                                                const StepReveal& a, const StepReveal& b) {
+  return AssembleClaim(m, from_a, a, b);
+}
+verify::RoundedReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const RoundedSumOperands& from_a,
+                                                       const RoundedSumReveal& a, const RoundedSumReveal& b) {
+  return AssembleClaim(m, from_a, a, b);
 }
 
 verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
@@ -433,12 +461,23 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
   return verify::JudgeCertifiedSumStepClaim(element, InputTensorsOf(side), roots, claim, batch,
                                             OwnTensorsOf(side));
 }
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::RoundedReduceStepClaim& claim,
+                                              const verify::OpenedBatch* batch) {
+  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch, OwnTensorsOf(side));
+}
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
 }
 verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeCertifiedSumEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
+}
+Result<verify::StepVerdict> PredictReduceEpilogue(const RoundedSumAnswer& agreed, float y_a, float y_b,
+                                                  const verify::RoundedEpilogue& rounded) {
+  return verify::JudgeRoundedReduceEpilogue(agreed.element, agreed.partials.back(), rounded.spec,
+                                            rounded.logged, y_a, y_b);
 }
 
 Result<StateLeafAnswer> AnswerStateLeaf(const verify::ArbitrationPayload& assemble, std::uint64_t leaf) {

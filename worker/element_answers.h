@@ -186,9 +186,12 @@ struct ReducePartialsAnswerFor {
 };
 using ReducePartialsAnswer = ReducePartialsAnswerFor<float>;
 using CertifiedSumAnswer = ReducePartialsAnswerFor<verify::ExactPartial>;
+// A rounded job's: fp64 sums (verify::ReduceElement::fp64).
+using RoundedSumAnswer = ReducePartialsAnswerFor<double>;
 ReducePartialsAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<float> partials);
 CertifiedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element,
                                           std::vector<verify::ExactPartial> partials);
+RoundedSumAnswer ReducePartialsAnswerOf(const verify::ReduceElement& element, std::vector<double> partials);
 // `attrs`: the node's canonical attributes (the sum/mean axis); `keeping`:
 // how many leaves are held whole (tests play short walks as runs too).
 Result<ReducePartialsAnswer> AnswerReducePartials(const ElementSide& side, ByteSpan attrs, std::uint32_t slot,
@@ -197,13 +200,15 @@ Result<CertifiedSumAnswer> AnswerCertifiedSum(const ElementSide& side, ByteSpan 
                                               std::int64_t e, verify::LeafKeeping keeping = {});
 // The answer in the job mode's leaves, the one a party posts
 // (verify::ReduceRuleAt's reasons in a mode or at a value without it).
-using ReduceRuleAnswer = std::variant<ReducePartialsAnswer, CertifiedSumAnswer>;
+using ReduceRuleAnswer = std::variant<ReducePartialsAnswer, CertifiedSumAnswer, RoundedSumAnswer>;
 Result<ReduceRuleAnswer> AnswerReduceRule(std::uint8_t job_mode, const ElementSide& side, ByteSpan attrs,
                                           std::uint32_t slot, std::int64_t e,
                                           verify::LeafKeeping keeping = {});
 
 StepReveal AnswerReduceReveal(const ReducePartialsAnswer& mine, std::uint64_t m);
 CertifiedStepReveal AnswerReduceReveal(const CertifiedSumAnswer& mine, std::uint64_t m);
+using RoundedSumReveal = StepRevealOf<double>;
+RoundedSumReveal AnswerReduceReveal(const RoundedSumAnswer& mine, std::uint64_t m);
 template <class Leaf>
 struct ReduceOperandsFor {
   Leaf left{};
@@ -215,15 +220,20 @@ struct ReduceOperandsFor {
 };
 using ReduceOperands = ReduceOperandsFor<float>;
 using CertifiedSumOperands = ReduceOperandsFor<verify::ExactPartial>;
+using RoundedSumOperands = ReduceOperandsFor<double>;
 Result<ReduceOperands> AnswerReduceOperands(const ElementSide& side, const ReducePartialsAnswer& mine,
                                             std::uint64_t m);
 Result<CertifiedSumOperands> AnswerReduceOperands(const ElementSide& side, const CertifiedSumAnswer& mine,
                                                   std::uint64_t m);
+Result<RoundedSumOperands> AnswerReduceOperands(const ElementSide& side, const RoundedSumAnswer& mine,
+                                                std::uint64_t m);
 verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a, const StepReveal& a,
                                                 const StepReveal& b);
 verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
                                                       const CertifiedStepReveal& a,
                                                       const CertifiedStepReveal& b);
+verify::RoundedReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const RoundedSumOperands& from_a,
+                                                       const RoundedSumReveal& a, const RoundedSumReveal& b);
 // The node's inputs by hash and shape, as the referee opens them.
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side);
 // The verdicts, by the referee's own functions.
@@ -235,8 +245,16 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
                                               const std::array<Hash256, 2>& roots,
                                               const verify::CertifiedSumStepClaim& claim,
                                               const verify::OpenedBatch* batch = nullptr);
+Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
+                                              const std::array<Hash256, 2>& roots,
+                                              const verify::RoundedReduceStepClaim& claim,
+                                              const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b);
 verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b);
+// A rounded sum's epilogue needs the job's rounding and the log's entry at
+// the value (verify::RoundedReduceEpilogueOf).
+Result<verify::StepVerdict> PredictReduceEpilogue(const RoundedSumAnswer& agreed, float y_a, float y_b,
+                                                  const verify::RoundedEpilogue& rounded);
 
 // ---- the assemble node's walk (verify/state_walk.h) ----
 //

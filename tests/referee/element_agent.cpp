@@ -135,8 +135,9 @@ worker::DotPartialsAnswer PartialsFor(kernels::Mode mode, const worker::ElementS
 namespace {
 
 // A reduction's sums bent: made up from leaf `from` on — or, for a certified
-// sum told to diverge, one exact 2^-140 off there, then following the rule
-// (FollowRule), so only that one step is wrong.
+// or rounded sum told to diverge, one exact 2^-140 (one fp64 ulp) off
+// there, then following the rule (FollowRule), so only that one step is
+// wrong.
 template <class Leaf>
 worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
                                                worker::ReducePartialsAnswerFor<Leaf> honest,
@@ -144,7 +145,7 @@ worker::ReducePartialsAnswerFor<Leaf> BendSums(const worker::ElementSide& side,
   std::vector<Leaf> p = honest.partials.All();
   const std::size_t from = static_cast<std::size_t>(std::clamp<std::uint64_t>(lie.from, 1, p.size() - 1));
   using Lies = PartialLeaves<Leaf>;
-  if constexpr (std::is_same_v<Leaf, verify::ExactPartial>) {
+  if constexpr (std::is_same_v<Leaf, verify::ExactPartial> || std::is_same_v<Leaf, double>) {
     if (lie.kind == SumsLie::kDiverge) {
       p[from] = Lies::Nudge(p[from], 0x1p-140f);
       const verify::ValueAt values = verify::TensorValues(side.inputs, side.outputs);

@@ -106,13 +106,18 @@ TEST(RefereeMessages, EncodingsRoundTripAndAreStrict) {
   e.tau_q16 = 77;
   ExpectRoundTrip(e);
   Bytes bad_tag = EncodeToBytes(root);
-  bad_tag[8 + 32 + 32] = 3;  // after the game id, root and top
+  bad_tag[8 + 32 + 32] = 4;  // after the game id, root and top
   EXPECT_EQ(DecodeExact<referee::PartialsRootArgs>(bad_tag).status().reason(), "enc-unknown-enum");
   // Rounded mode: fp64 partial results (tag 2), the descent's log chain, the epilogue's log opening.
   referee::PartialsRootArgs rounded = root;
   rounded.p_k = verify::RoundedPartial{-0.0, 0x1p-1074, 3.5};
   ExpectRoundTrip(rounded);
   EXPECT_EQ(EncodeToBytes(rounded)[8 + 32 + 32], 2);
+  // A rounded sum's leaf: one fp64 value (tag 3).
+  referee::PartialsRootArgs sum = root;
+  sum.p_k = -0x1.8p-1022;
+  ExpectRoundTrip(sum);
+  EXPECT_EQ(EncodeToBytes(sum)[8 + 32 + 32], 3);
   EXPECT_EQ(EncodeToBytes(rounded).size(), EncodeToBytes(root).size() - 81 + 24);
   referee::ChunkRootArgs descent{7, Hash256{}, Hash256{}, std::nullopt};
   ExpectRoundTrip(descent);

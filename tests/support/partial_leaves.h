@@ -1,8 +1,8 @@
 #pragma once
 // How the element-level tests handle a dot rule's partial sums, per leaf
 // type (docs/referee.md, "Element-level descent"): fp32 sums in a repops job,
-// exact sums in a certified one, fp64 sums in a rounded one
-// (verify::DotPartialRule). Honest parties get
+// exact sums in a certified one, fp64 sums in a rounded one (three for a
+// dot product, one for a reduction; verify::PartialLeafKind). Honest parties get
 // their leaves from the rule; test liars bend them with Nudge and MadeUp.
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "kernels/mode.h"
 #include "verify/certified_sum.h"
 #include "verify/element.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::test {
 
@@ -87,6 +88,16 @@ struct PartialLeaves<verify::RoundedPartial> {
   static Leaf MadeUp(float v) { return Leaf{v, double{v} * v, 1.0}; }
 };
 
+// Rounded mode's reduction rule: one fp64 sum a leaf (verify/reduce_rule.h,
+// ReduceElement::fp64).
+template <>
+struct PartialLeaves<double> {
+  static constexpr kernels::Mode kMode = kernels::Mode::kRounded;
+  static bool Same(double a, double b) { return verify::SameBits(a, b); }
+  static double Nudge(double p, float by) { return std::nextafter(p, by < 0 ? -INFINITY : INFINITY); }
+  static double MadeUp(float v) { return v; }
+};
+
 // Certified walks: leaf `leaf` by the rule (verify::CertifiedStepLeaf) from
 // the leaves before it and the values `value_at` gives — how a test liar
 // that bent an earlier leaf goes on.
@@ -98,6 +109,16 @@ inline verify::ExactPartial FollowRule(const verify::ReduceElement& el,
   std::vector<float> v;
   for (const verify::ReadValue& r : reads) v.push_back(r.value);
   return verify::CertifiedStepLeaf(el, st, p[st.left], p[st.reads_right ? st.right : 0], v).value().value();
+}
+
+// Rounded walks likewise: leaf `leaf` by the fp64 rule (verify::StepValue<double>).
+inline double FollowRule(const verify::ReduceElement& el, std::span<const double> p, std::uint64_t leaf,
+                         const verify::ValueAt& value_at) {
+  const verify::ReduceStep st = verify::ReduceStepAt(el, leaf).value();
+  const std::vector<verify::ReadValue> reads = verify::ReadStep(verify::StepReads(el, st), value_at).value();
+  std::vector<double> v;
+  for (const verify::ReadValue& r : reads) v.push_back(r.value);
+  return verify::StepValue<double>(el, st, p[st.left], p[st.reads_right ? st.right : 0], v).value();
 }
 
 }  // namespace vt::test

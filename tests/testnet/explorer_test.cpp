@@ -30,8 +30,8 @@ using Json = nlohmann::json;
 
 constexpr std::uint64_t kCheatStep = 5;
 // loss.backward (cross_entropy_backward): a reduction, which rounded mode
-// still arbitrates whole (the relu and the linear layers before it are
-// settled at one of their values instead).
+// settles at one value over the row's fp64 sums, its epilogue by the
+// node's log opened at the value.
 constexpr std::uint64_t kCheatNode = 5;
 
 bool Contains(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
@@ -114,7 +114,10 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   auto moves = c.Call("get_game_moves", Json::array({0}));
   ASSERT_TRUE(moves.ok()) << moves.status().ToString();
   const Json& game = (*moves)["game"];
-  ASSERT_EQ((*moves)["levels"].size(), 3u);
+  ASSERT_EQ((*moves)["levels"].size(), 5u) << "checkpoint, step, node, chunk and partials";
+  ASSERT_TRUE(moves->contains("element"));
+  EXPECT_EQ((*moves)["element"]["rule"], "reduction");
+  EXPECT_EQ((*moves)["levels"][4]["agreed"], true) << "the liar's fp64 sums are the honest ones";
   EXPECT_EQ((*moves)["levels"][0]["disputed"], game["checkpoint_index"]);
   EXPECT_EQ((*moves)["levels"][1]["disputed_step"], kCheatStep);
   EXPECT_EQ((*moves)["levels"][2]["disputed"], kCheatNode);
@@ -144,7 +147,7 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   BrowserRun done = browser.DumpDom(base + "#/game/0");
   ASSERT_TRUE(done.exited);
   const std::string verdict = TextOfId(done.out, "verdict");
-  EXPECT_TRUE(Contains(verdict, "the challenger won by arbitration")) << verdict;
+  EXPECT_TRUE(Contains(verdict, "the challenger won by element-epilogue")) << verdict;
   EXPECT_TRUE(Contains(verdict, "pinned to step " + std::to_string(kCheatStep) + ", operator node " + std::to_string(kCheatNode)))
       << verdict;
   EXPECT_TRUE(Contains(verdict, "the solver's bond (1,600,000) is slashed")) << verdict;
@@ -152,11 +155,11 @@ TEST(TestnetExplorer, BrowserShowsTheDisputeLevelByLevelAndTheBountyTimeline) {
   EXPECT_TRUE(Contains(step_text, "disputed step " + std::to_string(kCheatStep))) << step_text;
   const std::string node_text = TextOfId(done.out, "disputed-node");
   EXPECT_TRUE(Contains(node_text, "disputed operator node " + std::to_string(kCheatNode))) << node_text;
-  for (const char* level : {"checkpoint", "step", "node"})
+  for (const char* level : {"checkpoint", "step", "node", "chunk", "partials"})
     EXPECT_TRUE(Contains(done.out, std::string("data-level=\"") + level + "\"")) << level;
   EXPECT_TRUE(Contains(done.out, "solver reveals") && Contains(done.out, "challenger reveals"));
   EXPECT_TRUE(Contains(done.out, "id=\"clock-solver\"") && Contains(done.out, "id=\"clock-challenger\""));
-  EXPECT_TRUE(Contains(done.out, "arbitrate")) << "the arbitration move is listed";
+  EXPECT_TRUE(Contains(done.out, "open-element")) << "the log opening that decides is listed";
   BrowserRun shot = browser.Screenshot(base + "#/game/0", out_dir / "explorer-dispute.png", 1280, 2200);
   EXPECT_TRUE(shot.exited && std::filesystem::exists(out_dir / "explorer-dispute.png")) << shot.err;
 

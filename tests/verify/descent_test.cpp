@@ -190,7 +190,7 @@ void PlayAndCheck(const DotCase& c, const Side<Leaf>& honest, Side<Leaf> liar, s
   // valid post and loses on its clock.
   ASSERT_TRUE(CheckPartialsEnds(pa.root(), kk, hp.back(), pa.Prove(0), pa.Prove(kk)).ok());
   const bool liar_ends_ok = CheckPartialsEnds(pb.root(), kk, lp.back(), pb.Prove(0), pb.Prove(kk)).ok() &&
-                            L::Same(lp[0], DotPartialRule<Leaf>::Start());
+                            L::Same(lp[0], PartialLeafKind<Leaf>::Start());
   if (!liar_ends_ok) {
     honest_won = true;
     return;
@@ -227,7 +227,7 @@ void PlayAndCheck(const DotCase& c, const Side<Leaf>& honest, Side<Leaf> liar, s
     ASSERT_TRUE(xm.ok() && wm.ok());
     max_message =
         std::max(max_message, SizeOf(xo.chunk) + SizeOf(wo.chunk) +
-                                  3 * (DotPartialRule<Leaf>::LeafBytes(hp[m]).size() + SizeOf(pa.Prove(m))));
+                                  3 * (PartialLeafKind<Leaf>::Encode(hp[m]).size() + SizeOf(pa.Prove(m))));
     v = JudgeDotStep(hp[m], *xm, *wm, hp[m1], lp[m1]);
     // The same verdict as the referee's claim (every proof and opening
     // checked), and a claim with a changed next leaf is refused.

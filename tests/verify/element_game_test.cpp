@@ -146,24 +146,38 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);
   // Rounded mode: the GEMM outputs of linear_backward (dx, dW) by the
-  // rounded dot rule; its db is a reduction, which it does not play; nor
-  // conv2d's or attention's dot products (their β and att differ).
+  // rounded dot rule, its db by the reduction rule over fp64 sums; not
+  // conv2d's or attention's dot products (their β and att differ), nor a
+  // layer norm's rstd (the kernel's sum reads its unrounded mean).
   for (std::uint32_t slot : {0u, 1u}) {
     auto gemm = ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, slot, 3, backward_refs, backward);
     ASSERT_TRUE(gemm.ok()) << gemm.status().ToString();
     EXPECT_EQ(gemm->kind, ElementKind::kDot);
   }
-  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, 2, 3, backward_refs, backward)
-                .status()
-                .reason(),
-            "elem-mode-no-rule");
+  auto db = ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, 2, 3, backward_refs, backward);
+  ASSERT_TRUE(db.ok()) << db.status().ToString();
+  EXPECT_EQ(db->kind, ElementKind::kReduce);
+  auto db_sum = ReduceRuleAt(kRounded, K(OpKind::kLinearBackward), {}, 2, 3, backward);
+  ASSERT_TRUE(db_sum.ok());
+  EXPECT_TRUE(db_sum->fp64);
+  EXPECT_FALSE(db_sum->exact);
+  EXPECT_FALSE(ReduceRuleAt(kRepops, K(OpKind::kLinearBackward), {}, 2, 3, backward)->fp64);
+  auto ln_mean = ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 1, 1, ln_refs, ln);
+  ASSERT_TRUE(ln_mean.ok()) << ln_mean.status().ToString();
+  EXPECT_EQ(ln_mean->kind, ElementKind::kReduce);
+  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln).status().reason(),
+            "elem-mode-no-rule")
+      << "rstd: over the node's own mean";
+  EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln)->kind,
+            ElementKind::kReduce);
   for (OpKind op : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul, OpKind::kConv2dBackward})
     EXPECT_TRUE(RoundedDotRuleCovers(K(op)));
   for (OpKind op : {OpKind::kConv2d, OpKind::kAttention, OpKind::kRelu})
     EXPECT_FALSE(RoundedDotRuleCovers(K(op)));
   EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kConv2d)).reason(), "elem-mode-no-rule");
-  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).reason(),
-            "elem-mode-no-rule");
+  EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).ok());
+  for (OpKind op : {OpKind::kAttention, OpKind::kAttentionBackward})
+    EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(op)).reason(), "elem-mode-no-rule");
   EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln).status().reason(),
             "elem-mode-no-rule");
   const std::vector<Shape> relu = {{5, 8}};

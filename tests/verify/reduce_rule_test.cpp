@@ -32,6 +32,7 @@
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
+#include "kernels/rounding.h"
 #include "kernels/tensor.h"
 #include "tests/support/partial_leaves.h"
 #include "tests/support/random_values.h"
@@ -81,12 +82,14 @@ struct Node {
   // diagonal (above it, the mask's +0 is the pointwise rule's).
   std::int64_t causal_t = 0;  // T of att [B, H, T, T]; 0: every value
   bool Covers(std::int64_t e) const { return causal_t == 0 || e % causal_t <= (e / causal_t) % causal_t; }
+  kernels::RoundingLog log = {};  // rounded mode: the node's recorded log
 };
 
 // A random node of each reduction in the table, run in repops mode (two
 // threads: the parallel block sums must give the tree's value), or in
-// `mode`.
-std::vector<Node> RandomNodes(std::mt19937_64& rng, kernels::Mode mode = kernels::Mode::kRepops) {
+// `mode` (rounded: recording its log with `rounding`).
+std::vector<Node> RandomNodes(std::mt19937_64& rng, kernels::Mode mode = kernels::Mode::kRepops,
+                              kernels::RoundingSpec rounding = {}) {
   const std::int64_t rows = Pick(rng, 1, 300), c = Pick(rng, 1, 40);
   const std::int64_t nb = Pick(rng, 1, 5), ch = Pick(rng, 1, 6), h = Pick(rng, 2, 9), w = Pick(rng, 1, 9);
   const kernels::Shape x4{nb, ch, h, w};
@@ -258,12 +261,15 @@ std::vector<Node> RandomNodes(std::mt19937_64& rng, kernels::Mode mode = kernels
   kernels::ExecConfig config;
   config.mode = mode;
   config.threads = 2;
-  const kernels::OpContext ctx(config);
+  config.rounding = rounding;
   for (Node& n : nodes) {
     std::vector<const Tensor*> in;
     for (const Tensor& t : n.inputs) in.push_back(&t);
+    kernels::NodeRounding recording = kernels::NodeRounding::Record(rounding);
+    const kernels::OpContext ctx(config, mode == kernels::Mode::kRounded ? &recording : nullptr);
     const Status s = kernels::RunOp(ctx, n.kind, n.attrs, in, n.outputs);
     EXPECT_TRUE(s.ok()) << n.name << ": " << s.ToString();
+    n.log = recording.log();
   }
   return nodes;
 }
@@ -342,6 +348,68 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
                 .reason(),
             "elem-no-reduce-rule")
       << "no empty tree";
+}
+
+// Rounded mode (ReduceElement::fp64): every value a rounded job plays by
+// the reduction rule is, bit for bit, the rounded kernel's — the rule's
+// fp64 sum (F64Math steps over the fp32 inputs) rounded by the node's bits,
+// or by the recorded log's entry at the value with β = 0 and τ where the
+// operator is not exact in fp64 (RoundedReduceEpilogueOf). The values the
+// mode does not play (the norms' rstd over their own unrounded mean,
+// attention's, conv2d_backward's dx over dgemm) are refused, never wrong.
+TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
+  std::mt19937_64 rng(test::TestSeed() + 11);
+  std::size_t checked = 0, logged = 0, refused = 0;
+  std::set<std::string> played;
+  for (int trial = 0; trial < 6; ++trial) {
+    const kernels::RoundingSpec spec{trial % 2 == 0 ? 32 : 26,
+                                     trial < 4 ? kernels::kDefaultTauQ16 : 1u << 13};
+    for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
+      std::vector<kernels::Shape> out_shapes;
+      for (const Tensor& t : n.outputs) out_shapes.push_back(t.shape());
+      for (std::uint32_t slot : n.slots) {
+        const Tensor& out = n.outputs.at(slot);
+        for (std::int64_t e = 0; e < out.numel(); e += 1 + e % 3) {
+          if (!n.Covers(e)) continue;
+          auto el =
+              ReduceRuleAt(static_cast<std::uint8_t>(kernels::Mode::kRounded),
+                           static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e, Shapes(n));
+          if (!el.ok()) {
+            ASSERT_EQ(el.status().reason(), "elem-mode-no-rule") << n.name << " slot " << slot;
+            ++refused;
+            continue;
+          }
+          ASSERT_TRUE(el->fp64);
+          auto p = ReducePartials<double>(*el, n.inputs, n.outputs);
+          ASSERT_TRUE(p.ok()) << n.name << ": " << p.status().ToString();
+          ASSERT_EQ(p->size(), el->Steps() + 1);
+          const std::uint64_t position = LogPositionOf(out_shapes, slot, e);
+          std::optional<bool> entry;
+          for (const kernels::LogEntry& le : n.log.entries)
+            if (le.position == position) entry = le.up;
+          logged += entry ? 1 : 0;
+          const RoundedEpilogue how = RoundedReduceEpilogueOf(
+              static_cast<std::uint16_t>(n.kind), static_cast<std::uint8_t>(spec.bits), spec.tau_q16, entry);
+          auto y = RoundedReduceValue(*el, p->back(), how.spec, how.logged);
+          ASSERT_TRUE(y.ok()) << n.name << ": " << y.status().ToString();
+          ASSERT_TRUE(SameBits(*y, out[e])) << n.name << " slot " << slot << " value " << e << ": " << *y
+                                            << " vs " << out[e] << " (bits " << spec.bits << ")";
+          // The fp32 rule's leaves are not these: the rule refuses to mix them.
+          EXPECT_EQ(ReducePartials<float>(*el, n.inputs, n.outputs).status().reason(), "elem-wrong-leaf");
+          played.insert(n.name);
+          ++checked;
+        }
+      }
+    }
+  }
+  std::printf("rounded reductions: %zu values checked (%zu logged), %zu refused; played: %zu node kinds\n",
+              checked, logged, refused, played.size());
+  EXPECT_GT(checked, 200u);
+  EXPECT_GT(refused, 0u) << "the norms' rstd, attention's and conv2d_backward's dx are not the rule's";
+  for (const char* name : {"linear_backward db", "softmax", "softmax_backward", "cross_entropy",
+                           "cross_entropy_backward", "layernorm_backward dx", "sum axis", "avg_pool2d",
+                           "max_pool2d", "embedding_backward", "clip_grad_norm", "batchnorm2d_backward"})
+    EXPECT_TRUE(played.contains(name)) << name;
 }
 
 // Certified mode (verify/certified_sum.h): every value of every reduction

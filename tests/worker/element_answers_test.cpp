@@ -144,7 +144,6 @@ struct Outcome {
 template <class Leaf>
 Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   using L = Leaves<Leaf>;
-  using Rule = verify::DotPartialRule<Leaf>;
   Outcome o;
   const ElementSide& a_side = honest_is_a ? honest.side : cheat.side;
   const ElementSide& b_side = honest_is_a ? cheat.side : honest.side;
@@ -179,7 +178,8 @@ Outcome Play(const Node& honest, const Cheat<Leaf>& cheat, bool honest_is_a) {
   // epilogue is its y[e]); a party whose ends fail has no valid post.
   const auto posts = [&](const PartialsAnswerFor<Leaf>& p, float y) {
     return verify::CheckPartialsEnds(p.partials.tree().root(), k, p.partials.back(), p.first, p.last).ok() &&
-           Rule::LeafBytes(p.partials[0]) == Rule::LeafBytes(Rule::Start()) &&
+           verify::PartialLeafKind<Leaf>::Encode(p.partials[0]) ==
+               verify::PartialLeafKind<Leaf>::Encode(verify::PartialLeafKind<Leaf>::Start()) &&
            verify::SameBits(L::Value(p.partials.back(), p.bias), y);
   };
   EXPECT_TRUE(posts(*honest_partials, honest.side.outputs[slot][*e])) << "the honest party can always post";
