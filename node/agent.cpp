@@ -643,8 +643,7 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
   if (!gv.element && !refused && g.records[0] && g.records[1]) {
     VT_ASSIGN_OR_RETURN(verify::StepGraph graph,
                         verify::KernelsGraphSource().Build(job.loaded.job.spec, g.step));
-    auto start =
-        verify::StartDescent(job.loaded.job.spec.mode, graph, g.node_index, *g.records[0], *g.records[1]);
+    auto start = PlanDescent(job.loaded.job.spec.mode, graph, g.node_index, *g.records[0], *g.records[1]);
     if (start.ok() && start->assemble) {
       VT_ASSIGN_OR_RETURN(const crypto::MerkleTree* tree, StateTreeOf(*arb, PartyOf(job, run)));
       Say("game " + std::to_string(g.id) + ": walking the " + std::to_string(start->chunks) +
@@ -660,8 +659,10 @@ Status Agent::Arbitrate(const GameView& gv, Party me, Served& job, JobRun& run) 
       // Rounded mode: the node's committed log, which the descent fixes.
       VT_ASSIGN_OR_RETURN(std::optional<referee::NodeLogProof> log, NodeLogProofOf(inputs, inputs.log_chain));
       Say("game " + std::to_string(g.id) + ": descending into step " + std::to_string(g.step) + " node " +
-          std::to_string(g.node_index) + " (" + inputs.node_name + "), output " +
-          std::to_string(start->slot) + " of " + std::to_string(start->chunks) + " chunks");
+          std::to_string(g.node_index) + " (" + inputs.node_name + ")" +
+          (start->log_alone ? ": the records differ in their log hash alone, the node's log decides"
+                            : ", output " + std::to_string(start->slot) + " of " +
+                                  std::to_string(start->chunks) + " chunks"));
       return SendOnce(descend, gv.height, Method::kPostChunkRoot,
                       EncodeToBytes(ChunkRootMove(*tree, g.id, std::move(log))));
     }

@@ -3,6 +3,7 @@
 #include <string>
 #include <utility>
 
+#include "kernels/mode.h"
 #include "kernels/rounding.h"
 #include "kernels/rounding_log_tree.h"
 #include "verify/batch_opening.h"
@@ -42,6 +43,16 @@ referee::PartialsRootArgs RootMoveOf(const Answer& p, std::uint64_t game_id) {
 }
 
 }  // namespace
+
+Result<Descent> PlanDescent(std::uint8_t job_mode, const verify::StepGraph& graph, std::uint64_t node_index,
+                            const protocol::NodeRecord& a, const protocol::NodeRecord& b) {
+  const bool rounded = job_mode == static_cast<std::uint8_t>(kernels::Mode::kRounded);
+  if (rounded && node_index < graph.nodes.size() && a.output_hashes == b.output_hashes &&
+      a.log_hash != b.log_hash)
+    return Descent{false, true, 0, 0};
+  VT_ASSIGN_OR_RETURN(verify::DescentStart start, verify::StartDescent(job_mode, graph, node_index, a, b));
+  return Descent{start.assemble, false, start.slot, start.chunks};
+}
 
 referee::ChunkRootArgs ChunkRootMove(const crypto::MerkleTree& chunk_tree, std::uint64_t game_id,
                                      std::optional<referee::NodeLogProof> log) {

@@ -17,9 +17,27 @@
 #include "crypto/merkle.h"
 #include "referee/messages.h"
 #include "referee/records.h"
+#include "verify/element_game.h"
 #include "worker/element_answers.h"
 
 namespace vt::node {
+
+// Where a party descends from kArbitration, as the referee accepts it
+// (verify::StartDescent): the assemble node's walk, or the output slot
+// whose chunk tree the first chunk root posts. A rounded job's records that
+// differ in their log hash alone have no differing output: the descent's
+// log settles them before any output is read (the referee's FixNodeLog),
+// whatever the node's rules, so the party posts slot 0's tree with the log
+// (`log_alone`) — never the whole node, which may not fit a transaction.
+// StartDescent's reasons otherwise: the node is arbitrated whole.
+struct Descent {
+  bool assemble = false;
+  bool log_alone = false;
+  std::uint32_t slot = 0;
+  std::uint64_t chunks = 0;  // of `slot` (the assemble node: h_{t+1}'s leaves); 0 when log_alone
+};
+Result<Descent> PlanDescent(std::uint8_t job_mode, const verify::StepGraph& graph, std::uint64_t node_index,
+                            const protocol::NodeRecord& a, const protocol::NodeRecord& b);
 
 // kChunkRoots: the root and top of the output's chunk tree (OutputChunkTree).
 // The move that opens the element level of a rounded job's logged node

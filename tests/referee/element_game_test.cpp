@@ -1033,6 +1033,49 @@ TEST(ElementGame, ARecordNamingAnotherLogHashLosesWhenTheDescentFixesTheLog) {
   }
 }
 
+// Left to themselves, the parties descend where the daemons do
+// (node::PlanDescent): records that differ in their log hash alone are
+// settled by the descent's log, never sent whole — a large node's inputs
+// may not fit one transaction. The plan itself: slot 0 with the log in a
+// rounded job; in another mode the records cannot differ so, and
+// StartDescent's "elem-same-outputs" stands.
+TEST(ElementGame, TheHonestPartyDescendsWhenRecordsDifferInTheirLogHashAlone) {
+  const Target& relu = kTargets[3];
+  const Target& sgd = kTargets[4];
+  for (const bool liar_is_solver : {true, false}) {
+    SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
+    ScenarioConfig c = WideConfig(kRounded);
+    AgentPlan liar, honest;
+    liar.lies = {Lie{LieKind::kLogHash, kLieStep, NodeOf(relu)},
+                 Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
+    liar.element_level = honest.element_level = true;
+    c.solver = liar_is_solver ? liar : honest;
+    c.challengers = {liar_is_solver ? honest : liar};
+    const ScenarioReport r = RunScenario(c);
+    ASSERT_EQ(r.games.size(), 1u);
+    const GameReport& gr = r.games[0];
+    EXPECT_EQ(gr.game.reason, "element-log-hash");
+    EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon);
+    EXPECT_EQ(gr.game.node_index, NodeOf(relu));
+    EXPECT_EQ(gr.arbitration_bytes, 0u) << "nothing was sent whole";
+  }
+  protocol::NodeRecord a;
+  a.op_kind = static_cast<std::uint16_t>(kernels::OpKind::kRelu);
+  a.output_hashes = {Hash256{}};
+  a.log_hash.bytes[0] = 1;
+  protocol::NodeRecord b = a;
+  b.log_hash.bytes[0] = 2;
+  auto graph = verify::KernelsGraphSource().Build(WideJob(kRounded).job, kLieStep);
+  ASSERT_TRUE(graph.ok());
+  const auto plan = node::PlanDescent(static_cast<std::uint8_t>(kRounded), *graph, NodeOf(relu), a, b);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(plan->log_alone);
+  EXPECT_EQ(plan->slot, 0u);
+  EXPECT_EQ(
+      node::PlanDescent(static_cast<std::uint8_t>(kRepops), *graph, NodeOf(relu), a, b).status().reason(),
+      "elem-same-outputs");
+}
+
 // A solver whose log has an entry the acceptance rule refuses (the value
 // there rounded the other way) loses at that value's epilogue: the final
 // move opens the entry against the committed log, and the rule rejects it.

@@ -238,7 +238,7 @@ bool ScenarioDriver::Impl::Descends(const Game& g) const {
   auto graph = verify::KernelsGraphSource().Build(m_tiny.job, g.step);
   EXPECT_TRUE(graph.ok()) << graph.status().ToString();
   return graph.ok() &&
-         verify::StartDescent(m_tiny.job.mode, *graph, g.node_index, *g.records[0], *g.records[1]).ok();
+         node::PlanDescent(m_tiny.job.mode, *graph, g.node_index, *g.records[0], *g.records[1]).ok();
 }
 
 void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g) {
@@ -251,16 +251,18 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
   if (rounded) side.log = solver.logs[g.step][g.node_index];
   const auto node_root_of = static_cast<std::uint8_t>(p);
   if (g.phase == GamePhase::kArbitration) {
-    // Descend: the chunk root of the first differing output (rounded mode:
-    // with the node's committed log). Records that differ in their log hash
-    // alone have no differing output: slot 0's tree, the log decides.
-    auto slot = verify::FirstDifferingSlot(g.records[0]->op_kind, *g.records[0], *g.records[1]);
-    ASSERT_TRUE(slot.ok() || rounded) << slot.status().ToString();
+    // Descend where the daemons do (node::PlanDescent): the chunk root of
+    // the first differing output, or slot 0's when the records differ in
+    // their log hash alone (rounded mode: with the node's committed log).
+    auto graph = verify::KernelsGraphSource().Build(m_tiny.job, g.step);
+    ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+    auto descent = node::PlanDescent(m_tiny.job.mode, *graph, g.node_index, *g.records[0], *g.records[1]);
+    ASSERT_TRUE(descent.ok()) << descent.status().ToString();
     std::optional<referee::NodeLogProof> log;
     if (rounded) log = NodeLogProofOf(solver, g.step, g.node_index);
     m_in_element = true;
     Send(agent, Method::kPostChunkRoot,
-         Enc(node::ChunkRootMove(ChunkTreeFor(side, slot.ok() ? *slot : 0), g.id, std::move(log))), g.id);
+         Enc(node::ChunkRootMove(ChunkTreeFor(side, descent->slot), g.id, std::move(log))), g.id);
     return;
   }
   auto loaded = referee::ReadElementGame(m_chain.store(), g.id);
