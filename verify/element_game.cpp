@@ -113,7 +113,13 @@ Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& e
 
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
-  VT_ASSIGN_OR_RETURN(ReduceElement element, ReduceElementAt(op_kind, attrs, slot, e, input_shapes));
+  // A rounded clip's gradients scale by the kernel's unrounded norm: its sums, not the agreed norm.
+  auto described = job_mode == kRounded &&
+                           op_kind == static_cast<std::uint16_t>(kernels::OpKind::kClipGradNorm) &&
+                           slot < input_shapes.size()
+                       ? ClippedGradientAt(op_kind, attrs, slot, e, input_shapes)
+                       : ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
+  VT_ASSIGN_OR_RETURN(ReduceElement element, std::move(described));
   VT_TRY(PlayInMode(job_mode, op_kind, element));
   return element;
 }
@@ -271,9 +277,10 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
       }
     }
     if (dot->bias_input) add(*dot->bias_input);
-  } else if (auto reduce_at = ReduceElementAt(op_kind, attrs, slot, e, input_shapes); reduce_at.ok()) {
-    // The mode's reduction rule (certified: its sums exact).
-    VT_TRY(PlayInMode(job_mode, op_kind, *reduce_at));
+  } else if (auto reduce_at = ReduceRuleAt(job_mode, op_kind, attrs, slot, e, input_shapes);
+             reduce_at.ok() || reduce_at.status().reason() == "elem-mode-no-rule") {
+    // The mode's reduction rule (certified: its sums exact; rounded: fp64).
+    VT_TRY(reduce_at.status());
     const ReduceElement& reduce = *reduce_at;
     // Any step may be disputed: every input a segment's operand reads
     // (clip's norm: one input a segment), the scan's and the final step's.

@@ -15,6 +15,7 @@
 #include "kernels/ops/embedding.h"
 #include "kernels/ops/norm.h"
 #include "kernels/ops/op_util.h"
+#include "kernels/ops/optim.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
 #include "kernels/ops/softmax.h"
@@ -722,6 +723,25 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
   return Status::Invalid("elem-no-reduce-rule");
 }
 
+Result<ReduceElement> ClippedGradientAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                        std::int64_t e, std::span<const kernels::Shape> in) {
+  if (!Is(op_kind, OpKind::kClipGradNorm) || slot >= in.size()) return Status::Invalid("elem-no-reduce-rule");
+  if (e < 0 || e >= kernels::NumElements(in[slot])) return Status::Invalid("elem-bad-index");
+  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
+  if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 1)
+    return Status::Invalid("elem-no-reduce-rule", "clip_grad_norm attributes");
+  VT_ASSIGN_OR_RETURN(ReduceElement el,
+                      ReduceElementAt(op_kind, attrs, static_cast<std::uint32_t>(in.size()), 0, in));
+  el.max_norm = decoded->Float(0);
+  // The kernel refuses this max_norm: the node has no value to judge.
+  if (!(std::isfinite(el.max_norm) && el.max_norm > 0.0f))
+    return Status::Invalid("elem-no-reduce-rule", "clip max_norm");
+  el.epilogue = ReduceEpilogue::kNone;
+  el.final = ReduceFinal::kClipScaled;
+  el.final_reads = {TermOperand{slot, e, 0}};
+  return el;
+}
+
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
   if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf, el.exact);
@@ -944,6 +964,8 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
         return kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]), left / c,
                                            right / c, v[4]);
       }
+      if (el.final == ReduceFinal::kClipScaled && v.size() == 1)  // (g); right: Σ g² over every tensor
+        return v[0] * kernels::ClipGradScale(static_cast<T>(el.max_norm), M::Sqrt(right));
       if (el.final == ReduceFinal::kRunningVar && v.size() == 1)  // (running_var[c]); right: ssq
         return kernels::BatchNormRunning(v[0], right / static_cast<T>(el.divisor),
                                          static_cast<T>(el.momentum));

@@ -106,6 +106,10 @@ enum class ReduceFinal : std::uint8_t {
   // segment 0's sum), b = Σ g·x̂ / C (the right: segment 1's), reading
   // (dy[r, k], γ[k], x[r, k], mean[r], rstd[r]).
   kLayerNormGrad = 7,
+  // A clipped gradient g·kernels::ClipGradScale(max_norm, sqrt(sum)), the
+  // sum the clip norm's (right), reading (g) — a rounded job's, whose kernel
+  // scales by its own unrounded norm (ClippedGradientAt).
+  kClipScaled = 8,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
@@ -217,6 +221,7 @@ struct ReduceElement {
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
   float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the norm node's attributes
+  float max_norm = 0.0f;                        // kClipScaled: clip_grad_norm's attribute
   std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
   // The sums are exact (certified mode, verify/certified_sum.h): a segment
   // is its terms' exact prefix sums (term 0 from +0, or, segments not kept
@@ -284,6 +289,17 @@ struct ReduceElement {
 // `attrs`: the node's canonical attributes (the sum/mean axis).
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
+
+// A clipped gradient of clip_grad_norm (output `slot` < the gradient
+// count, value e) as its rounded kernel computes it: the norm's sums
+// (ReduceElementAt at the norm's slot, without its square root) and a final
+// step g[slot][e]·ClipGradScale(max_norm, sqrt(sum)) (kClipScaled). Repops
+// and certified mode judge these values pointwise from the agreed norm
+// instead; ReduceRuleAt plays this one in rounded mode only. Invalid
+// "elem-no-reduce-rule" for another op or slot, "elem-bad-index" outside
+// the output.
+Result<ReduceElement> ClippedGradientAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                        std::int64_t e, std::span<const kernels::Shape> input_shapes);
 
 // One step of the computation: leaf `leaf` (≥ 1) from earlier leaves and
 // the values it reads (StepReads), in row block `row`:

@@ -306,12 +306,12 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
         p.tx_bytes = std::max(p.tx_bytes, kTxEnvelope + kHashBytes + 2 * entry + bias.bytes);
       }
       p.l5 = crypto::MerkleShape(k + 1).height();
-    } else if (verify::ReduceElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at,
-                                       in)
-                   .ok()) {
-      // The mode's reduction rule (certified: the exact sums, where it covers the value).
-      auto red = verify::ReduceRuleAt(static_cast<std::uint8_t>(mode), kind, EncodeToBytes(node.attrs),
-                                      static_cast<std::uint32_t>(slot), at, in);
+    } else if (auto red =
+                   verify::ReduceRuleAt(static_cast<std::uint8_t>(mode), kind, EncodeToBytes(node.attrs),
+                                        static_cast<std::uint32_t>(slot), at, in);
+               red.ok() || red.status().reason() == "elem-mode-no-rule") {
+      // The mode's reduction rule (certified: the exact sums, where it covers
+      // the value; rounded: fp64 sums, a clip's gradients over its norm's).
       if (!red.ok()) return std::nullopt;
       // The final addition: its operand leaves (two, for a combination) or
       // the term's values, and both next leaves; posting: root and two leaves.

@@ -367,7 +367,11 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
     for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
       std::vector<kernels::Shape> out_shapes;
       for (const Tensor& t : n.outputs) out_shapes.push_back(t.shape());
-      for (std::uint32_t slot : n.slots) {
+      // A rounded clip's gradients too: its kernel scales them by its own fp64 norm.
+      std::vector<std::uint32_t> slots = n.slots;
+      if (n.kind == OpKind::kClipGradNorm)
+        for (std::uint32_t g = 0; g < n.inputs.size(); ++g) slots.push_back(g);
+      for (std::uint32_t slot : slots) {
         const Tensor& out = n.outputs.at(slot);
         for (std::int64_t e = 0; e < out.numel(); e += 1 + e % 3) {
           if (!n.Covers(e)) continue;
@@ -396,7 +400,7 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
                                             << " vs " << out[e] << " (bits " << spec.bits << ")";
           // The fp32 rule's leaves are not these: the rule refuses to mix them.
           EXPECT_EQ(ReducePartials<float>(*el, n.inputs, n.outputs).status().reason(), "elem-wrong-leaf");
-          played.insert(n.name);
+          played.insert(n.name + (n.kind == OpKind::kClipGradNorm && slot < n.inputs.size() ? " g" : ""));
           ++checked;
         }
       }
@@ -406,9 +410,10 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
               checked, logged, refused, played.size());
   EXPECT_GT(checked, 200u);
   EXPECT_GT(refused, 0u) << "the norms' rstd, attention's and conv2d_backward's dx are not the rule's";
-  for (const char* name : {"linear_backward db", "softmax", "softmax_backward", "cross_entropy",
-                           "cross_entropy_backward", "layernorm_backward dx", "sum axis", "avg_pool2d",
-                           "max_pool2d", "embedding_backward", "clip_grad_norm", "batchnorm2d_backward"})
+  for (const char* name :
+       {"linear_backward db", "softmax", "softmax_backward", "cross_entropy", "cross_entropy_backward",
+        "layernorm_backward dx", "sum axis", "avg_pool2d", "max_pool2d", "embedding_backward",
+        "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward"})
     EXPECT_TRUE(played.contains(name)) << name;
 }
 
@@ -896,6 +901,92 @@ TEST(VerifyReduceRule, APlantedCheatIsCaughtAtItsValueAndTheHonestPartyWins) {
 // sums ends at the leftmost differing one, the claim's verdict is the
 // honest party's as A and as B, tampered claims are refused, and every
 // claim stays far below 64 KiB.
+// Rounded mode's games over fp64 sums: for a random value of every
+// reduction the mode plays (a clip's gradients included), a liar whose sums
+// leave the rule one fp64 ulp off at a random step (then follow it), or
+// whose sums are honest but whose value is not — the walk's step
+// (JudgeReduceStepClaim<double>) or the epilogue
+// (JudgeRoundedReduceEpilogue) rules for the honest party, as A or as B.
+TEST(VerifyReduceRule, RoundedSumGamesAreWonByTheHonestParty) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x40d);
+  const kernels::RoundingSpec spec{32, kernels::kDefaultTauQ16};
+  const auto rounded = static_cast<std::uint8_t>(kernels::Mode::kRounded);
+  std::size_t games = 0, steps = 0;
+  for (int trial = 0; trial < 3; ++trial) {
+    for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
+      std::vector<std::uint32_t> slots = n.slots;
+      if (n.kind == OpKind::kClipGradNorm) slots = {static_cast<std::uint32_t>(rng() % n.inputs.size())};
+      const std::uint32_t slot = slots[rng() % slots.size()];
+      const Tensor& out = n.outputs[slot];
+      const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
+      auto el = ReduceRuleAt(rounded, static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e,
+                             Shapes(n));
+      if (!el.ok()) continue;  // refused in rounded mode (EveryRoundedValueIsTheKernelsFp64SumRounded)
+      const std::vector<double> hp = ReducePartials<double>(*el, n.inputs, n.outputs).value();
+      std::vector<double> lp = hp;
+      const bool bend = rng() % 2 == 0;
+      if (bend) {
+        const std::uint64_t from = 1 + rng() % el->Steps();
+        lp[from] = std::nextafter(lp[from], INFINITY);
+        const ValueAt values = TensorValues(n.inputs, n.outputs);
+        for (std::uint64_t m = from + 1; m < lp.size(); ++m) lp[m] = test::FollowRule(*el, lp, m, values);
+      }
+      const float honest_y = out[e], liar_y = std::nextafter(honest_y, INFINITY);
+      const crypto::MerkleTree ht = PartialsTree(hp), lt = PartialsTree(lp);
+      std::vector<InputTensor> inputs, own;
+      for (const Tensor& t : n.inputs) inputs.push_back({t.Hash(), t.shape(), std::nullopt});
+      for (const Tensor& t : n.outputs) own.push_back({t.Hash(), t.shape(), std::nullopt});
+      for (const bool honest_is_a : {true, false}) {
+        const std::vector<double>& pa = honest_is_a ? hp : lp;
+        const crypto::MerkleTree& ta = honest_is_a ? ht : lt;
+        const crypto::MerkleTree& tb = honest_is_a ? lt : ht;
+        const std::vector<double>& pb = honest_is_a ? lp : hp;
+        StepVerdict v;
+        if (ta.root() == tb.root()) {
+          v = JudgeRoundedReduceEpilogue(*el, pa.back(), spec, std::nullopt, honest_is_a ? honest_y : liar_y,
+                                         honest_is_a ? liar_y : honest_y)
+                  .value();
+        } else {
+          std::uint64_t m = 0;  // the leftmost difference, as the walk finds it
+          while (SameBits(pa[m + 1], pb[m + 1])) ++m;
+          const ReduceStep st = ReduceStepAt(*el, m + 1).value();
+          RoundedReduceStepClaim claim;
+          claim.m = m;
+          claim.left = pa[st.left];
+          claim.left_proof = ta.Prove(st.left);
+          if (st.reads_right) {
+            claim.right = pa[st.right];
+            claim.right_proof = ta.Prove(st.right);
+          }
+          const std::vector<ReadValue> reads =
+              ReadStep(StepReads(*el, st), TensorValues(n.inputs, n.outputs)).value();
+          for (const ReadValue& r : reads)
+            claim.reads.push_back(OpenValue(
+                r.input >= kOwnOutput ? n.outputs[r.input - kOwnOutput] : n.inputs[r.input], r.index));
+          claim.next = {pa[m + 1], pb[m + 1]};
+          claim.next_proof = {ta.Prove(m + 1), tb.Prove(m + 1)};
+          auto verdict = JudgeReduceStepClaim(*el, inputs, {ta.root(), tb.root()}, claim, nullptr, own);
+          ASSERT_TRUE(verdict.ok()) << n.name << ": " << verdict.status().ToString();
+          v = *verdict;
+          ++steps;
+          // fp32 leaves are not this sum's.
+          ReduceStepClaim fp32;
+          fp32.m = m;
+          EXPECT_EQ(
+              JudgeReduceStepClaim(*el, inputs, {ta.root(), tb.root()}, fp32, nullptr, own).status().reason(),
+              "elem-wrong-leaf");
+        }
+        EXPECT_TRUE(honest_is_a ? (v.a_right && !v.b_right) : (v.b_right && !v.a_right))
+            << n.name << " slot " << slot << " value " << e << (bend ? " (bent sums)" : " (honest sums)");
+        ++games;
+      }
+    }
+  }
+  std::printf("rounded sum games: %zu, %zu decided at a step\n", games, steps);
+  EXPECT_GT(games, 60u);
+  EXPECT_GT(steps, 10u);
+}
+
 TEST(VerifyReduceRule, CertifiedSumGamesAreWonByTheHonestParty) {
   using Exact = test::PartialLeaves<ExactPartial>;
   std::mt19937_64 rng(test::TestSeed() ^ 0x5c5);
