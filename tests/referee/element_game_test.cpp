@@ -1000,22 +1000,30 @@ TEST(ElementGame, ASecondRoundedChunkRootCarriesOnlyTheFixedLog) {
   EXPECT_NE(p.Game().phase, GamePhase::kChunkRoots) << "both roots posted: the chunk walk began";
 }
 
-// Records that differ in their log hash alone (the outputs agree) are
-// settled by the descent's log: the record that names another log hash
-// loses at once, whoever wrote it. The liar also plants one SGD value so a
-// checkpoint differs; the node walk stops at the relu first.
-TEST(ElementGame, ARecordNamingAnotherLogHashLosesWhenTheDescentFixesTheLog) {
+// A rounded game whose liar's record of the relu names another log hash
+// (the outputs agree); the liar also plants one SGD value so a checkpoint
+// differs, and the node walk stops at the relu first.
+ScenarioConfig LogHashLie(bool liar_is_solver) {
   const Target& relu = kTargets[3];
   const Target& sgd = kTargets[4];
+  ScenarioConfig c = WideConfig(kRounded);
+  AgentPlan liar, honest;
+  liar.lies = {Lie{LieKind::kLogHash, kLieStep, NodeOf(relu)},
+               Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
+  liar.element_level = honest.element_level = true;
+  c.solver = liar_is_solver ? liar : honest;
+  c.challengers = {liar_is_solver ? honest : liar};
+  return c;
+}
+
+// Records that differ in their log hash alone are settled by the descent's
+// log: the record that names another log hash loses at once, whoever wrote
+// it.
+TEST(ElementGame, ARecordNamingAnotherLogHashLosesWhenTheDescentFixesTheLog) {
+  const Target& relu = kTargets[3];
   for (const bool liar_is_solver : {true, false}) {
     SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
-    ScenarioConfig c = WideConfig(kRounded);
-    AgentPlan liar, honest;
-    liar.lies = {Lie{LieKind::kLogHash, kLieStep, NodeOf(relu)},
-                 Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
-    liar.element_level = honest.element_level = true;
-    c.solver = liar_is_solver ? liar : honest;
-    c.challengers = {liar_is_solver ? honest : liar};
+    const ScenarioConfig c = LogHashLie(liar_is_solver);
     Poker p(c);
     ASSERT_TRUE(p.StepTo(GamePhase::kArbitration));
     ASSERT_EQ(p.Game().node_index, NodeOf(relu));
@@ -1041,16 +1049,9 @@ TEST(ElementGame, ARecordNamingAnotherLogHashLosesWhenTheDescentFixesTheLog) {
 // StartDescent's "elem-same-outputs" stands.
 TEST(ElementGame, TheHonestPartyDescendsWhenRecordsDifferInTheirLogHashAlone) {
   const Target& relu = kTargets[3];
-  const Target& sgd = kTargets[4];
   for (const bool liar_is_solver : {true, false}) {
     SCOPED_TRACE(liar_is_solver ? "solver lies" : "challenger lies");
-    ScenarioConfig c = WideConfig(kRounded);
-    AgentPlan liar, honest;
-    liar.lies = {Lie{LieKind::kLogHash, kLieStep, NodeOf(relu)},
-                 Lie{LieKind::kOneValue, kLieStep, NodeOf(sgd), sgd.slot, ReachingValue(sgd, 0, kRounded)}};
-    liar.element_level = honest.element_level = true;
-    c.solver = liar_is_solver ? liar : honest;
-    c.challengers = {liar_is_solver ? honest : liar};
+    const ScenarioConfig c = LogHashLie(liar_is_solver);
     const ScenarioReport r = RunScenario(c);
     ASSERT_EQ(r.games.size(), 1u);
     const GameReport& gr = r.games[0];
