@@ -16,6 +16,7 @@
 #include "kernels/ops/optim.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
+#include "kernels/rounding.h"
 
 namespace vt::verify {
 namespace {
@@ -30,11 +31,13 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 
 // The operators whose rounded values ReexecuteElement re-executes: RunOp
 // evaluates them value by value, so the slices' fp64 reference is the
-// node's, and each output value has one position among the slices' outputs.
+// node's, and each output value has one position among the slices'
+// outputs; embedding and reshape are copies, rounded as the kernel commits
+// them.
 constexpr OpKind kRoundedElementwise[] = {
-    OpKind::kRelu,        OpKind::kReluBackward, OpKind::kGelu,  OpKind::kGeluBackward,
-    OpKind::kAdd,         OpKind::kSgd,          OpKind::kAdamW, OpKind::kDropoutBackward,
-    OpKind::kSumBackward, OpKind::kLrSchedule};
+    OpKind::kRelu,        OpKind::kReluBackward, OpKind::kGelu,      OpKind::kGeluBackward,
+    OpKind::kAdd,         OpKind::kSgd,          OpKind::kAdamW,     OpKind::kDropoutBackward,
+    OpKind::kSumBackward, OpKind::kLrSchedule,   OpKind::kEmbedding, OpKind::kReshape};
 
 Status NoRoundedRule() {
   return Status::Invalid("elem-no-rule",
@@ -457,20 +460,28 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "the operator reads every input");
     tensors.emplace_back(plan.inputs[i].shape, slice_values[i]);
   }
+  // A copy's value as the kernel commits it: itself, or in rounded mode
+  // rounded to the job's bits — the operator is exact in fp64 (τ off, β = 0),
+  // so any log entry at it is refused (kernels::ApplyLogEntry).
+  const auto copied = [&](float v) -> Result<float> {
+    if (!rounded) return v;
+    if (!mode.logged) return kernels::RoundToBits(v, mode.spec.bits);
+    return kernels::ApplyLogEntry(v, mode.spec.bits, /*tau_q16=*/0, /*slack=*/0.0, *mode.logged);
+  };
   if (*kind == OpKind::kEmbedding) {
     // A copy of the gathered weight value (its row was checked when the
-    // slice was resolved; the kernel's repops cast float → float).
+    // slice was resolved).
     if (tensors.size() != 2 || tensors[1].numel() != 1 || slot != 0)
       return Status::Invalid("elem-bad-slice", "embedding");
     if (!kernels::IsRowIndex(tensors[0][0], plan.inputs[1].rows))
       return Status::Invalid("bad-index", "embedding index");
-    return tensors[1][0];
+    return copied(tensors[1][0]);
   }
   if (*kind == OpKind::kReshape) {
     // A copy: value e of the output is value e of the input (the node's
     // shapes were checked when its record was built).
     if (tensors.size() != 1 || tensors[0].numel() != 1) return Status::Invalid("elem-bad-slice", "reshape");
-    return tensors[0][0];
+    return copied(tensors[0][0]);
   }
   std::vector<const kernels::Tensor*> in;
   for (const kernels::Tensor& t : tensors) in.push_back(&t);

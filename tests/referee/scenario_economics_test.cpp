@@ -503,6 +503,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     std::uint64_t whole_at_least;
     std::uint64_t required_at_most = kElementTarget;
     bool rounded_accepted = false;
+    bool rounded_element_only = false;  // every node of the rounded job played at the element level
   };
   // CNNs on 128×128 images, without and with a 2×2 max pool after the
   // stem: their poolings read 16 384-value planes, settled one value a step
@@ -513,11 +514,13 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
       {{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20},
       {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
       {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
-      {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20, kElementTarget, true},
+      {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20, kElementTarget, true, true},
       // GPT-3's width, d = 12 288: its layer norms' rows are reductions
       // and y a pointwise value of the agreed mean and rstd.
       {{"gpt-12288", 1, 64}, std::uint64_t{1} << 20},
-      {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20},
+      // Accepted in rounded mode too: its vocabulary-wide nodes all have
+      // rules, the unruled ones (attention, layer norm y) fit whole.
+      {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20, kElementTarget, true},
       {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
   referee::RefereeParams whole;
   whole.element_level = false;
@@ -534,16 +537,17 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
     // Rounded mode plays every node of an MLP at the element level; a CNN's
     // conv2d y (its bias in β) and dx (dgemm), a GPT's attention and layer
-    // norm rstd have no rounded rule, and those nodes are too large whole.
+    // norm rstd have no rounded rule, and those nodes are too large whole
+    // (but in gpt2-vocab).
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     const referee::BondTerms rt = Terms(rounded, params);
     if (c.rounded_accepted) {
-      std::printf("[ posting ] %s rounded B=%lld: required %llu bytes (an element move); minimum bond %llu\n",
-                  c.job.model, static_cast<long long>(c.job.batch),
-                  static_cast<unsigned long long>(rt.required_tx_bytes),
+      std::printf("[ posting ] %s rounded B=%lld: required %llu bytes (%s); minimum bond %llu\n", c.job.model,
+                  static_cast<long long>(c.job.batch), static_cast<unsigned long long>(rt.required_tx_bytes),
+                  rt.required_by_element_move ? "an element move" : "a whole node",
                   static_cast<unsigned long long>(rt.minimum));
-      EXPECT_TRUE(rt.required_by_element_move);
-      EXPECT_LE(rt.required_tx_bytes, kElementTarget);
+      EXPECT_LE(rt.required_tx_bytes, c.rounded_element_only ? kElementTarget : params.max_tx_bytes);
+      EXPECT_EQ(rt.required_by_element_move, c.rounded_element_only);
       EXPECT_TRUE(post(rounded, rt.minimum).success);
     } else {
       EXPECT_EQ(post(rounded, rt.minimum).reason, "bounty-job-too-large");
