@@ -1038,9 +1038,9 @@ Status Session::PostPartialsRoot(const PartialsRootArgs& a) {
           return SettleElement(l, v, "element-epilogue");
         }
       }
+      // The bias value is opened, and a rounded value's log entry (a dot product's or a sum's).
       g.clocks[0].owes = g.clocks[1].owes = false;
-      g.phase =
-          GamePhase::kOpenElement;  // the bias value is opened, a rounded value's log entry (dot or sum)
+      g.phase = GamePhase::kOpenElement;
       Owe(g, kSolver);
     }
   }
