@@ -33,11 +33,22 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 // evaluates them value by value, so the slices' fp64 reference is the
 // node's, and each output value has one position among the slices'
 // outputs; embedding and reshape are copies, rounded as the kernel commits
-// them.
+// them, and dropout's keep a draw (RoundedCopy), its y dropout_backward's
+// expression.
 constexpr OpKind kRoundedElementwise[] = {
     OpKind::kRelu,        OpKind::kReluBackward, OpKind::kGelu,      OpKind::kGeluBackward,
     OpKind::kAdd,         OpKind::kSgd,          OpKind::kAdamW,     OpKind::kDropoutBackward,
-    OpKind::kSumBackward, OpKind::kLrSchedule,   OpKind::kEmbedding, OpKind::kReshape};
+    OpKind::kSumBackward, OpKind::kLrSchedule,   OpKind::kEmbedding, OpKind::kReshape,
+    OpKind::kDropout};
+
+// A value the kernel computes exactly and commits (a copy, a 0/1 draw): in
+// rounded mode rounded to the job's bits — the operator is exact in fp64
+// (τ off, β = 0), so any log entry at it is refused (kernels::ApplyLogEntry).
+Result<float> RoundedCopy(const ElementMode& mode, float v) {
+  if (mode.mode != kernels::Mode::kRounded) return v;
+  if (!mode.logged) return kernels::RoundToBits(v, mode.spec.bits);
+  return kernels::ApplyLogEntry(v, mode.spec.bits, /*tau_q16=*/0, /*slack=*/0.0, *mode.logged);
+}
 
 Status NoRoundedRule() {
   return Status::Invalid("elem-no-rule",
@@ -319,17 +330,16 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok() || decoded->floats.size() != 1)
     return Status::Invalid("elem-bad-slice", "dropout attributes");
-  if (mode.mode == kernels::Mode::kRounded) return NoRoundedRule();
   if (rng.step > 0xFFFFFFFFull || rng.node > 0xFFFFFFFFull)
     return Status::Invalid("bad-rng-address", "dropout needs step and node below 2^32");
   const float p = decoded->Float(0);
   if (!(p >= 0.0f && p < 1.0f)) return Status::Invalid("bad-attribute", "dropout p must be in [0, 1)");
   // The kernel's own draw (kernels/ops/elementwise.h).
-  return kernels::DropoutKeep(rng.seed, static_cast<std::uint32_t>(rng.step),
-                              static_cast<std::uint32_t>(rng.node),
-                              static_cast<std::uint64_t>(plan.out_offset), p)
-             ? 1.0f
-             : 0.0f;
+  return RoundedCopy(mode, kernels::DropoutKeep(rng.seed, static_cast<std::uint32_t>(rng.step),
+                                                static_cast<std::uint32_t>(rng.node),
+                                                static_cast<std::uint64_t>(plan.out_offset), p)
+                               ? 1.0f
+                               : 0.0f);
 }
 
 bool ReexecutesRoundedValue(std::uint16_t op_kind) {
@@ -446,6 +456,7 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "dropout");
     const kernels::Tensor x({1}, slice_values[0]), keep({1}, slice_values[1]);
     const std::vector<const kernels::Tensor*> in{&x, &keep};
+    if (rounded) return ReexecuteRounded(mode, OpKind::kDropoutBackward, *decoded, 0, 0, in);
     kernels::ExecConfig config;
     config.mode = mode.mode;
     config.threads = 1;
@@ -460,14 +471,6 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "the operator reads every input");
     tensors.emplace_back(plan.inputs[i].shape, slice_values[i]);
   }
-  // A copy's value as the kernel commits it: itself, or in rounded mode
-  // rounded to the job's bits — the operator is exact in fp64 (τ off, β = 0),
-  // so any log entry at it is refused (kernels::ApplyLogEntry).
-  const auto copied = [&](float v) -> Result<float> {
-    if (!rounded) return v;
-    if (!mode.logged) return kernels::RoundToBits(v, mode.spec.bits);
-    return kernels::ApplyLogEntry(v, mode.spec.bits, /*tau_q16=*/0, /*slack=*/0.0, *mode.logged);
-  };
   if (*kind == OpKind::kEmbedding) {
     // A copy of the gathered weight value (its row was checked when the
     // slice was resolved).
@@ -475,13 +478,13 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "embedding");
     if (!kernels::IsRowIndex(tensors[0][0], plan.inputs[1].rows))
       return Status::Invalid("bad-index", "embedding index");
-    return copied(tensors[1][0]);
+    return RoundedCopy(mode, tensors[1][0]);
   }
   if (*kind == OpKind::kReshape) {
     // A copy: value e of the output is value e of the input (the node's
     // shapes were checked when its record was built).
     if (tensors.size() != 1 || tensors[0].numel() != 1) return Status::Invalid("elem-bad-slice", "reshape");
-    return copied(tensors[0][0]);
+    return RoundedCopy(mode, tensors[0][0]);
   }
   std::vector<const kernels::Tensor*> in;
   for (const kernels::Tensor& t : tensors) in.push_back(&t);

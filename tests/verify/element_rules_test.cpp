@@ -376,8 +376,9 @@ TEST(VerifyElementRules, RoundedValuesAreReproducedFromTheirSlicesAndTheLog) {
       }
     }
   }
-  for (const char* name : {"relu", "relu_backward", "gelu", "gelu_backward", "add", "sgd", "adamw",
-                           "dropout_backward", "sum_backward", "lr_schedule", "embedding", "reshape"})
+  for (const char* name :
+       {"relu", "relu_backward", "gelu", "gelu_backward", "add", "sgd", "adamw", "dropout_backward",
+        "sum_backward", "lr_schedule", "embedding", "reshape", "dropout"})
     EXPECT_GT(reproduced[name], 0u) << name;
   for (const auto& [name, count] : no_rule) EXPECT_EQ(reproduced.count(name), 0u) << name << " is both";
   EXPECT_GT(rejected, 1000u);
