@@ -97,12 +97,16 @@ double RoundedLinearSlack(const RoundedPartial& dot, std::optional<float> bias, 
                                  std::sqrt(dot.b_sq), bias ? std::fabs(static_cast<double>(*bias)) : 0.0);
 }
 
+Result<float> RoundAsLogged(double ref, const kernels::RoundingSpec& spec, double slack,
+                            std::optional<bool> logged) {
+  VT_TRY(spec.Validate());
+  if (!logged) return kernels::RoundToBits(ref, spec.bits);
+  return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, slack, *logged);
+}
+
 Result<float> RoundedLinearValue(const RoundedPartial& dot, std::optional<float> bias, std::int64_t k,
                                  const kernels::RoundingSpec& spec, std::optional<bool> logged) {
-  VT_TRY(spec.Validate());
-  const double ref = RoundedLinearReference(dot, bias);
-  if (!logged) return kernels::RoundToBits(ref, spec.bits);
-  return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, RoundedLinearSlack(dot, bias, k), *logged);
+  return RoundAsLogged(RoundedLinearReference(dot, bias), spec, RoundedLinearSlack(dot, bias, k), logged);
 }
 
 Bytes PartialLeafKind<RoundedPartial>::Encode(const RoundedPartial& p) {

@@ -67,6 +67,14 @@ struct RoundedPartial {
 RoundedPartial RoundedDotStep(const RoundedPartial& prev, float a, float b);
 std::vector<RoundedPartial> RoundedDotPartials(std::span<const float> a, std::span<const float> b);
 bool RoundedDotStepHolds(const RoundedPartial& prev, float a, float b, const RoundedPartial& next);
+// Rounded mode's one rule for a value from its canonical reference `ref`:
+// RoundToBits(ref) where the log has no entry, else the neighbour the entry
+// (`logged`: its direction) names where kernels::ApplyLogEntry accepts it
+// with the spec's τ and β = `slack` ("log-entry-outside-region" where not).
+// The spec's reasons for bad bits. Callers pass τ = 0 for an operator exact
+// in fp64.
+Result<float> RoundAsLogged(double ref, const kernels::RoundingSpec& spec, double slack,
+                            std::optional<bool> logged);
 // A rounded GEMM output from its K-term dot product: ref = dot + bias (fp64)
 // rounded by the node's `spec` to nearest, or, where the log has an entry
 // (`logged`: its direction), by kernels::ApplyLogEntry with

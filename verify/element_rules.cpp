@@ -16,7 +16,7 @@
 #include "kernels/ops/optim.h"
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
-#include "kernels/rounding.h"
+#include "verify/element.h"
 
 namespace vt::verify {
 namespace {
@@ -46,8 +46,7 @@ constexpr OpKind kRoundedElementwise[] = {
 // (τ off, β = 0), so any log entry at it is refused (kernels::ApplyLogEntry).
 Result<float> RoundedCopy(const ElementMode& mode, float v) {
   if (mode.mode != kernels::Mode::kRounded) return v;
-  if (!mode.logged) return kernels::RoundToBits(v, mode.spec.bits);
-  return kernels::ApplyLogEntry(v, mode.spec.bits, /*tau_q16=*/0, /*slack=*/0.0, *mode.logged);
+  return RoundAsLogged(v, kernels::RoundingSpec{mode.spec.bits, /*tau_q16=*/0}, /*slack=*/0.0, mode.logged);
 }
 
 Status NoRoundedRule() {

@@ -1205,10 +1205,7 @@ StepVerdict JudgeReduceEpilogue(const ReduceElement& el, float sum, float y_a, f
 Result<float> RoundedReduceValue(const ReduceElement& el, double sum, const kernels::RoundingSpec& spec,
                                  std::optional<bool> logged) {
   if (!el.fp64) return Status::Invalid("elem-wrong-leaf", "a rounded value needs the fp64 sum");
-  VT_TRY(spec.Validate());
-  const double ref = ReduceOutput(el, sum);
-  if (!logged) return kernels::RoundToBits(ref, spec.bits);
-  return kernels::ApplyLogEntry(ref, spec.bits, spec.tau_q16, /*slack=*/0.0, *logged);
+  return RoundAsLogged(ReduceOutput(el, sum), spec, /*slack=*/0.0, logged);
 }
 
 Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& el, double sum,

@@ -395,12 +395,9 @@ Result<RoundedSumOperands> AnswerReduceOperands(const ElementSide& side, const R
   return OperandsOf(side, mine, m);
 }
 
-namespace {
-
-template <class Leaf>
-verify::ReduceStepClaimOf<Leaf> AssembleClaim(std::uint64_t m, const ReduceOperandsFor<Leaf>& from_a,
-                                              const StepRevealOf<Leaf>& a, const StepRevealOf<Leaf>& b) {
-  verify::ReduceStepClaimOf<Leaf> c;
+verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a,
+                                                const StepReveal& a, const StepReveal& b) {
+  verify::ReduceStepClaim c;
   c.m = m;
   c.left = from_a.left;
   c.left_proof = from_a.left_proof;
@@ -409,17 +406,6 @@ verify::ReduceStepClaimOf<Leaf> AssembleClaim(std::uint64_t m, const ReduceOpera
   c.next_proof = {a.next_proof, b.next_proof};
   c.reads = from_a.reads;
   return c;
-}
-
-}  // namespace
-
-verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOperands& from_a,
-                                                const StepReveal& a, const StepReveal& b) {
-  return AssembleClaim(m, from_a, a, b);
-}
-verify::RoundedReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const RoundedSumOperands& from_a,
-                                                       const RoundedSumReveal& a, const RoundedSumReveal& b) {
-  return AssembleClaim(m, from_a, a, b);
 }
 
 verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
@@ -461,23 +447,12 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
   return verify::JudgeCertifiedSumStepClaim(element, InputTensorsOf(side), roots, claim, batch,
                                             OwnTensorsOf(side));
 }
-Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
-                                              const std::array<Hash256, 2>& roots,
-                                              const verify::RoundedReduceStepClaim& claim,
-                                              const verify::OpenedBatch* batch) {
-  return verify::JudgeReduceStepClaim(element, InputTensorsOf(side), roots, claim, batch, OwnTensorsOf(side));
-}
 
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeReduceEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
 }
 verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b) {
   return verify::JudgeCertifiedSumEpilogue(agreed.element, agreed.partials.back(), y_a, y_b);
-}
-Result<verify::StepVerdict> PredictReduceEpilogue(const RoundedSumAnswer& agreed, float y_a, float y_b,
-                                                  const verify::RoundedEpilogue& rounded) {
-  return verify::JudgeRoundedReduceEpilogue(agreed.element, agreed.partials.back(), rounded.spec,
-                                            rounded.logged, y_a, y_b);
 }
 
 Result<StateLeafAnswer> AnswerStateLeaf(const verify::ArbitrationPayload& assemble, std::uint64_t leaf) {

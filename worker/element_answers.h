@@ -232,8 +232,6 @@ verify::ReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const ReduceOpe
 verify::CertifiedSumStepClaim AssembleReduceStepClaim(std::uint64_t m, const CertifiedSumOperands& from_a,
                                                       const CertifiedStepReveal& a,
                                                       const CertifiedStepReveal& b);
-verify::RoundedReduceStepClaim AssembleReduceStepClaim(std::uint64_t m, const RoundedSumOperands& from_a,
-                                                       const RoundedSumReveal& a, const RoundedSumReveal& b);
 // The node's inputs by hash and shape, as the referee opens them.
 std::vector<verify::InputTensor> InputTensorsOf(const ElementSide& side);
 // The verdicts, by the referee's own functions.
@@ -245,16 +243,8 @@ Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const ver
                                               const std::array<Hash256, 2>& roots,
                                               const verify::CertifiedSumStepClaim& claim,
                                               const verify::OpenedBatch* batch = nullptr);
-Result<verify::StepVerdict> PredictReduceStep(const ElementSide& side, const verify::ReduceElement& element,
-                                              const std::array<Hash256, 2>& roots,
-                                              const verify::RoundedReduceStepClaim& claim,
-                                              const verify::OpenedBatch* batch = nullptr);
 verify::StepVerdict PredictReduceEpilogue(const ReducePartialsAnswer& agreed, float y_a, float y_b);
 verify::StepVerdict PredictReduceEpilogue(const CertifiedSumAnswer& agreed, float y_a, float y_b);
-// A rounded sum's epilogue needs the job's rounding and the log's entry at
-// the value (verify::RoundedReduceEpilogueOf).
-Result<verify::StepVerdict> PredictReduceEpilogue(const RoundedSumAnswer& agreed, float y_a, float y_b,
-                                                  const verify::RoundedEpilogue& rounded);
 
 // ---- the assemble node's walk (verify/state_walk.h) ----
 //
