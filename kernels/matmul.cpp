@@ -291,7 +291,7 @@ void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* ro
 }
 
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
-                    const double* col_sq, double* slack, std::int64_t ld, const double* bias) {
+                    const double* col_sq, double* slack, std::int64_t ld, const double* bias, BiasPer per) {
   const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
   std::vector<double> col_norm(static_cast<std::size_t>(n));
   for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[j]);
@@ -300,15 +300,16 @@ void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const do
     double* out = slack + i * ld;
     for (std::int64_t j = 0; j < n; ++j) {
       out[j] = GemmSlackValue(factor, rn, col_norm[static_cast<std::size_t>(j)],
-                              bias == nullptr ? 0.0 : std::fabs(bias[j]));
+                              bias == nullptr ? 0.0 : std::fabs(bias[per == BiasPer::kRow ? i : j]));
     }
   }
 }
 
-void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack, const double* bias) {
+void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack, const double* bias,
+                  BiasPer per) {
   std::vector<double> row_sq(static_cast<std::size_t>(g.m), 0.0), col_sq(static_cast<std::size_t>(g.n), 0.0);
   GemmNormsSq(g, a, b, row_sq.data(), col_sq.data());
-  WriteGemmSlack(g.m, g.n, g.k, row_sq.data(), col_sq.data(), slack, g.ldc, bias);
+  WriteGemmSlack(g.m, g.n, g.k, row_sq.data(), col_sq.data(), slack, g.ldc, bias, per);
 }
 
 Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, MatMulOptions options) {

@@ -75,13 +75,17 @@ void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* ro
 inline double GemmSlackValue(double factor, double a_norm, double b_norm, double abs_bias) {
   return factor * (a_norm * b_norm + abs_bias);
 }
-// slack[i·ld + j] = GemmSlackValue(factor, sqrt(row_sq[i]), sqrt(col_sq[j]), |bias[j]|),
-// factor = GemmSlackFactor(terms + (bias ? 1 : 0)); bias may be null (0).
+// Which index of an output its bias is per: the column j (linear: bias[j])
+// or the row i (conv2d's output channels: bias[i]).
+enum class BiasPer : std::uint8_t { kColumn, kRow };
+// slack[i·ld + j] = GemmSlackValue(factor, sqrt(row_sq[i]), sqrt(col_sq[j]), |bias[j]|)
+// (|bias[i]| per row), factor = GemmSlackFactor(terms + (bias ? 1 : 0)); bias may be null (0).
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
-                    const double* col_sq, double* slack, std::int64_t ld, const double* bias = nullptr);
+                    const double* col_sq, double* slack, std::int64_t ld, const double* bias = nullptr,
+                    BiasPer per = BiasPer::kColumn);
 // One GEMM: GemmNormsSq + WriteGemmSlack with terms = g.k into slack (ldc layout).
 void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack,
-                  const double* bias = nullptr);
+                  const double* bias = nullptr, BiasPer per = BiasPer::kColumn);
 
 struct MatMulOptions {
   bool trans_a = false;

@@ -328,16 +328,10 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
       const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
       M::Gemm(ctx.config(), gy, wa, col.data(), yn);
       if constexpr (M::kRounded) {
-        // The bias is per row (channel) here: β = γ·(‖w row‖‖col column‖ + |b|).
-        double* sn = outs.Slack(yo) + n * g.co * g.ohw;
-        GemmSlack<M>(gy, wa, col.data(), sn);
-        if (b != nullptr) {
-          const double f = GemmSlackFactor(g.ckk + 1) / GemmSlackFactor(g.ckk);
-          for (std::int64_t c = 0; c < g.co; ++c) {
-            const double ab = GemmSlackFactor(g.ckk + 1) * std::fabs(static_cast<double>((*b)[c]));
-            for (std::int64_t p = 0; p < g.ohw; ++p) sn[c * g.ohw + p] = sn[c * g.ohw + p] * f + ab;
-          }
-        }
+        // The bias is per row (channel) here: β = γ_{K+1}·(‖w row‖‖col column‖ + |b|),
+        // linear's expression (the element rule's: verify::RoundedLinearSlack).
+        GemmSlack<M>(gy, wa, col.data(), outs.Slack(yo) + n * g.co * g.ohw,
+                     b != nullptr ? b->data() : nullptr, BiasPer::kRow);
       }
       if (b != nullptr) {
         ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {

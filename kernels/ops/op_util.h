@@ -361,18 +361,19 @@ class Outputs {
 
 // Rounded mode: β of policy M's GEMM outputs (kernels/matmul.h GemmSlackF64)
 // written to `slack` (ldc layout); nothing in the fp32 modes.
-// `bias` (fp32, n values, may be null): added to every row afterwards.
+// `bias` (fp32, may be null): added afterwards, per column (n values) or per row (m).
 template <class M, class T>
-void GemmSlack(const GemmArgs& g, const T* a, const T* b, double* slack, const float* bias = nullptr) {
+void GemmSlack(const GemmArgs& g, const T* a, const T* b, double* slack, const float* bias = nullptr,
+               BiasPer per = BiasPer::kColumn) {
   if constexpr (M::kRounded) {
     if (bias == nullptr) {
       GemmSlackF64(g, a, b, slack);
     } else {
-      const std::vector<double> b64(bias, bias + g.n);
-      GemmSlackF64(g, a, b, slack, b64.data());
+      const std::vector<double> b64(bias, bias + (per == BiasPer::kRow ? g.m : g.n));
+      GemmSlackF64(g, a, b, slack, b64.data(), per);
     }
   } else {
-    (void)g, (void)a, (void)b, (void)slack, (void)bias;
+    (void)g, (void)a, (void)b, (void)slack, (void)bias, (void)per;
   }
 }
 

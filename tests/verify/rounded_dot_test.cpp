@@ -1,6 +1,6 @@
 // The dot rule in rounded mode (verify/element.h RoundedPartial,
 // RoundedLinearValue; verify/descent.h JudgeRoundedDotEpilogue): a GEMM
-// output of a rounded linear layer, matmul or bias-free convolution (and a
+// output of a rounded linear layer, matmul or convolution (and a
 // convolution's dW), recorded by a trainer with its vendor
 // fp64 GEMM (OpenBLAS dgemm, any order), is reproduced from the canonical
 // reference's fp64 partial results — dot product and both squared norms,
@@ -87,7 +87,9 @@ std::vector<RoundedNode> RecordLinear(std::mt19937_64& rng, const kernels::Round
   Tensor a = RandomTensor(rng, ta ? kernels::Shape{2, k, rows} : kernels::Shape{2, rows, k});
   Tensor b = RandomTensor(rng, tb ? kernels::Shape{n, k} : kernels::Shape{k, n});
   // A padded, strided convolution without a bias (the CNNs' convs, ahead of
-  // a batch norm) and its backward, whose dW is one sum over (image, position).
+  // a batch norm), one with a bias per output channel (β counts it as one
+  // more term, as linear's), and its backward, whose dW is one sum over
+  // (image, position).
   kernels::Conv2dParams cp;
   cp.stride_h = cp.stride_w = 1 + static_cast<std::int64_t>(rng() % 2);
   cp.pad_h = cp.pad_w = static_cast<std::int64_t>(rng() % 2);
@@ -97,15 +99,17 @@ std::vector<RoundedNode> RecordLinear(std::mt19937_64& rng, const kernels::Round
                      side = 3 + static_cast<std::int64_t>(rng() % 6);
   const std::int64_t out_side = (side + 2 * cp.pad_h - 3) / cp.stride_h + 1;
   Tensor cx = RandomTensor(rng, {images, ci, side, side}), cw = RandomTensor(rng, {co, ci, 3, 3});
-  std::vector<RoundedNode> nodes = {{OpKind::kLinear, {x, w, RandomTensor(rng, {n})}, {}, {}},
-                                    {OpKind::kLinearBackward, {RandomTensor(rng, {rows, n}), x, w}, {}, {}},
-                                    {OpKind::kMatMul, {a, b}, {}, {}, kernels::MatMulAttrs(ta, tb)},
-                                    {OpKind::kConv2d, {cx, cw}, {}, {}, kernels::Conv2dAttrs(cp)},
-                                    {OpKind::kConv2dBackward,
-                                     {RandomTensor(rng, {images, co, out_side, out_side}), cx, cw},
-                                     {},
-                                     {},
-                                     kernels::Conv2dAttrs(cp)}};
+  std::vector<RoundedNode> nodes = {
+      {OpKind::kLinear, {x, w, RandomTensor(rng, {n})}, {}, {}},
+      {OpKind::kLinearBackward, {RandomTensor(rng, {rows, n}), x, w}, {}, {}},
+      {OpKind::kMatMul, {a, b}, {}, {}, kernels::MatMulAttrs(ta, tb)},
+      {OpKind::kConv2d, {cx, cw}, {}, {}, kernels::Conv2dAttrs(cp)},
+      {OpKind::kConv2d, {cx, cw, RandomTensor(rng, {co})}, {}, {}, kernels::Conv2dAttrs(cp)},
+      {OpKind::kConv2dBackward,
+       {RandomTensor(rng, {images, co, out_side, out_side}), cx, cw},
+       {},
+       {},
+       kernels::Conv2dAttrs(cp)}};
   kernels::ExecConfig config;
   config.mode = kernels::Mode::kRounded;
   config.rounding = spec;
