@@ -87,12 +87,11 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
 ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 
 // The op kinds whose dot-rule values rounded mode plays: linear's y,
-// linear_backward's dx and dW, matmul's c, conv2d_backward's dW (one sum
-// over image and position) — one fp64 dot product (plus linear's bias)
-// rounded with β = kernels::GemmSlackValue over K terms
-// (RoundedLinearValue). conv2d's y is reproduced the same way without a
-// bias, but its kernel adds a bias to β differently (not played yet), and
-// attention's y reads an fp64 att the record does not hold.
+// linear_backward's dx and dW, matmul's c, conv2d's y (its bias per output
+// channel), conv2d_backward's dW (one sum over image and position) — one
+// fp64 dot product (plus the bias) rounded with β = kernels::GemmSlackValue
+// over K (+1) terms (RoundedLinearValue). Not attention's y, which reads an
+// fp64 att the record does not hold.
 bool RoundedDotRuleCovers(std::uint16_t op_kind);
 // The op kinds whose reduction-rule values rounded mode plays: those whose
 // rounded kernels compute the rule's sum in fixed-sequence fp64

@@ -34,19 +34,38 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 // node's, and each output value has one position among the slices'
 // outputs; embedding and reshape are copies, rounded as the kernel commits
 // them, and dropout's keep a draw (RoundedCopy), its y dropout_backward's
-// expression.
-constexpr OpKind kRoundedElementwise[] = {
-    OpKind::kRelu,        OpKind::kReluBackward, OpKind::kGelu,      OpKind::kGeluBackward,
-    OpKind::kAdd,         OpKind::kSgd,          OpKind::kAdamW,     OpKind::kDropoutBackward,
-    OpKind::kSumBackward, OpKind::kLrSchedule,   OpKind::kEmbedding, OpKind::kReshape,
-    OpKind::kDropout};
+// expression; the poolings' backwards are the kernels' per-value sums over
+// the covering windows in fp64 (kernels AvgPoolGradAt<double>), rounded once.
+constexpr OpKind kRoundedElementwise[] = {OpKind::kRelu,
+                                          OpKind::kReluBackward,
+                                          OpKind::kGelu,
+                                          OpKind::kGeluBackward,
+                                          OpKind::kAdd,
+                                          OpKind::kSgd,
+                                          OpKind::kAdamW,
+                                          OpKind::kDropoutBackward,
+                                          OpKind::kSumBackward,
+                                          OpKind::kLrSchedule,
+                                          OpKind::kEmbedding,
+                                          OpKind::kReshape,
+                                          OpKind::kDropout,
+                                          OpKind::kAvgPool2dBackward,
+                                          OpKind::kMaxPool2dBackward};
+// The operators rounded mode re-executes by the row rule (RoundedRowPlan).
+constexpr OpKind kRoundedRow[] = {OpKind::kLayerNorm};
 
-// A value the kernel computes exactly and commits (a copy, a 0/1 draw): in
-// rounded mode rounded to the job's bits — the operator is exact in fp64
-// (τ off, β = 0), so any log entry at it is refused (kernels::ApplyLogEntry).
+// A rounded value of an operator exact in fp64 (kernels OpFp64IsExact):
+// its fp64 reference rounded to the job's bits — τ off, β = 0, so any log
+// entry at it is refused (kernels::ApplyLogEntry).
+Result<float> RoundedExact(const ElementMode& mode, double ref) {
+  return RoundAsLogged(ref, kernels::RoundingSpec{mode.spec.bits, /*tau_q16=*/0}, /*slack=*/0.0, mode.logged);
+}
+
+// A value the kernel computes exactly and commits (a copy, a 0/1 draw):
+// itself, rounded in rounded mode.
 Result<float> RoundedCopy(const ElementMode& mode, float v) {
   if (mode.mode != kernels::Mode::kRounded) return v;
-  return RoundAsLogged(v, kernels::RoundingSpec{mode.spec.bits, /*tau_q16=*/0}, /*slack=*/0.0, mode.logged);
+  return RoundedExact(mode, v);
 }
 
 Status NoRoundedRule() {
@@ -296,14 +315,10 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   return plan;
 }
 
-}  // namespace
-
-Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
-                                std::span<const kernels::Shape> input_shapes) {
-  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
+// A row plan runs the operator on the slices' shapes: its flops must stay
+// within what the referee charges for the values read.
+Result<ElementPlan> WithinCharge(std::uint16_t op_kind, ByteSpan attrs, ElementPlan plan) {
   if (plan.rule != ElementRule::kRow) return plan;
-  // The re-execution runs the operator on the slices' shapes: its flops
-  // must stay within what the referee charges for the values read.
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!decoded.ok() || !kind.ok()) return Status::Invalid("elem-no-rule", "attributes");
@@ -318,6 +333,44 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint
     return Status::Invalid("elem-too-costly",
                            std::to_string(flops) + " flops for " + std::to_string(values) + " values read");
   return plan;
+}
+
+// Rounded mode's row rule: layer norm's y[r, k] (slot 0) and rstd[r] (slot
+// 2) from x's row r, γ and β, re-executed as a one-row x of C values.
+Result<ElementPlan> RoundedRowPlan(std::uint32_t slot, std::int64_t e,
+                                   std::span<const kernels::Shape> input_shapes) {
+  if (input_shapes.size() != 3) return Status::Invalid("elem-no-rule", "layernorm takes x, gamma, beta");
+  const std::int64_t c = Last(input_shapes[0]), numel = kernels::NumElements(input_shapes[0]);
+  if (c <= 0) return Status::Invalid("elem-bad-index");
+  const std::int64_t rows = numel / c;
+  if (e < 0 || e >= (slot == 0 ? numel : rows)) return Status::Invalid("elem-bad-index");
+  const std::int64_t r = slot == 0 ? e / c : e;
+  ElementPlan plan;
+  plan.rule = ElementRule::kRow;
+  plan.inputs = {InputSlice{r * c, c, {1, c}}, InputSlice{0, c, {c}}, InputSlice{0, c, {c}}};
+  plan.out_offset = slot == 0 ? e % c : 0;
+  return plan;
+}
+
+}  // namespace
+
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
+  return WithinCharge(op_kind, attrs, std::move(plan));
+}
+
+bool RoundedRowRuleCovers(std::uint16_t op_kind, std::uint32_t slot) {
+  return std::ranges::find(kRoundedRow, static_cast<OpKind>(op_kind)) != std::end(kRoundedRow) &&
+         (slot == 0 || slot == 2);
+}
+
+Result<ElementPlan> PlanElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                std::int64_t e, std::span<const kernels::Shape> input_shapes) {
+  if (mode != kernels::Mode::kRounded || !RoundedRowRuleCovers(op_kind, slot))
+    return PlanElement(op_kind, attrs, slot, e, input_shapes);
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, RoundedRowPlan(slot, e, input_shapes));
+  return WithinCharge(op_kind, attrs, std::move(plan));
 }
 
 Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
@@ -342,8 +395,9 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
 }
 
 bool ReexecutesRoundedValue(std::uint16_t op_kind) {
-  return std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
-         std::end(kRoundedElementwise);
+  const auto kind = static_cast<OpKind>(op_kind);
+  return std::ranges::find(kRoundedElementwise, kind) != std::end(kRoundedElementwise) ||
+         std::ranges::find(kRoundedRow, kind) != std::end(kRoundedRow);
 }
 
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs) {
@@ -377,7 +431,11 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
   if (!decoded.ok()) return Status::Invalid("elem-bad-slice", decoded.status().ToString());
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!kind.ok()) return kind.status();
-  if (rounded && !ReexecutesRoundedValue(op_kind)) return NoRoundedRule();
+  // A rounded layer norm's value is its row's (the pointwise rule reads the
+  // node's rounded mean and rstd, not the kernel's).
+  if (rounded && (!ReexecutesRoundedValue(op_kind) ||
+                  (RoundedRowRuleCovers(op_kind, slot) && plan.rule != ElementRule::kRow)))
+    return NoRoundedRule();
   if (*kind == OpKind::kClipGradNorm) {
     // g'_i = g_i·scale(norm), the norm agreed (an own-output slice): the
     // kernel's own expression on the two values.
@@ -386,8 +444,9 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "clip_grad_norm");
     return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
   }
-  if (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward ||
-      *kind == OpKind::kLayerNorm) {
+  if (plan.rule == ElementRule::kPointwise &&
+      (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward ||
+       *kind == OpKind::kLayerNorm)) {
     // The norm kernels' own expressions (kernels/ops/norm.h) on the values
     // read, in PlanElement's order.
     std::vector<float> v;
@@ -431,15 +490,19 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
     const auto dy_at = [&](std::int64_t o_h, std::int64_t o_w) {
       return dy[static_cast<std::size_t>((o_h - h0) * ow + o_w)];
     };
-    if (*kind == OpKind::kAvgPool2dBackward)
+    if (*kind == OpKind::kAvgPool2dBackward) {
+      if (rounded) return RoundedExact(mode, kernels::AvgPoolGradAt<double>(p, oh, ow, ih, iw, dy_at));
       return certified ? kernels::CertifiedAvgPoolGradAt(p, oh, ow, ih, iw, dy_at)
                        : kernels::AvgPoolGradAt<float>(p, oh, ow, ih, iw, dy_at);
-    if (h1 < h0) return +0.0f;
+    }
+    if (h1 < h0) return rounded ? RoundedExact(mode, +0.0) : +0.0f;
     const std::int64_t r0 = MaxPoolRows(p, h, h0, h1).first;
     const std::vector<float>& xs = slice_values[1];
     const auto x_at = [&](std::int64_t r, std::int64_t c) {
       return xs[static_cast<std::size_t>((r - r0) * w + c)];
     };
+    if (rounded)
+      return RoundedExact(mode, kernels::MaxPoolGradAt<double>(p, h, w, oh, ow, ih, iw, x_at, dy_at));
     return certified ? kernels::CertifiedMaxPoolGradAt(p, h, w, oh, ow, ih, iw, x_at, dy_at)
                      : kernels::MaxPoolGradAt<float>(p, h, w, oh, ow, ih, iw, x_at, dy_at);
   }

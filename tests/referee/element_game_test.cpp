@@ -255,15 +255,15 @@ TEST(ElementGame, SumsThatLeaveTheRuleAreCaughtAtTheirStep) {
 
 // ---- The tiny CNN and GPT: norms, convolutions, poolings, attention ----
 
-TinyJob JobOf(TinyModel m) { return MakeTinyModelJob(m, 10, 3, kernels::Mode::kRepops); }
+TinyJob JobOf(TinyModel m, kernels::Mode mode = kRepops) { return MakeTinyModelJob(m, 10, 3, mode); }
 
-const History& HistoryOf(TinyModel m) {
-  static std::map<TinyModel, History> trained;
-  auto it = trained.find(m);
+const History& HistoryOf(TinyModel m, kernels::Mode mode = kRepops) {
+  static std::map<std::pair<TinyModel, kernels::Mode>, History> trained;
+  auto it = trained.find({m, mode});
   if (it == trained.end()) {
-    auto r = Train(JobOf(m), {});
+    auto r = Train(JobOf(m, mode), {});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    it = trained.emplace(m, std::move(r).value_or(History{})).first;
+    it = trained.emplace(std::make_pair(m, mode), std::move(r).value_or(History{})).first;
   }
   return it->second;
 }
@@ -295,8 +295,10 @@ std::optional<std::int64_t> FirstReachingValue(const TinyJob& job, const History
   }
   return std::nullopt;
 }
-std::int64_t ReachingValue(TinyModel m, std::uint32_t node, std::uint32_t slot, std::int64_t from) {
-  const std::optional<std::int64_t> v = FirstReachingValue(JobOf(m), HistoryOf(m), node, slot, from);
+std::int64_t ReachingValue(TinyModel m, std::uint32_t node, std::uint32_t slot, std::int64_t from,
+                           kernels::Mode mode = kRepops) {
+  const std::optional<std::int64_t> v =
+      FirstReachingValue(JobOf(m, mode), HistoryOf(m, mode), node, slot, from);
   if (!v) ADD_FAILURE() << "no value of node " << node << " slot " << slot << " reaches a checkpoint";
   return v.value_or(0);
 }
@@ -319,13 +321,14 @@ struct TargetsPlayed {
 // judges one step; told by the solver and by the challenger in turn. Each
 // is caught at its value, the honest party wins, and no transaction
 // exceeds 64 KiB or what posting required of the job. Prints one line, `tag`'s.
-TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueTarget> targets) {
+TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueTarget> targets,
+                            kernels::Mode mode = kRepops) {
   TargetsPlayed out;
-  const vm::Amount bond = 2 * MinimumBond(JobOf(m).job);
-  out.required = BondTermsOf(JobOf(m).job).required_tx_bytes;
+  const vm::Amount bond = 2 * MinimumBond(JobOf(m, mode).job);
+  out.required = BondTermsOf(JobOf(m, mode).job).required_tx_bytes;
   for (const ValueTarget& t : targets) {
     const std::uint32_t node = NodeOf(m, t.op, t.reads_batch);
-    const std::int64_t v = ReachingValue(m, node, t.slot, t.from);
+    const std::int64_t v = ReachingValue(m, node, t.slot, t.from, mode);
     std::vector<SumsLie> sums{SumsLie::kHonest};
     if (t.reduction) sums = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
     for (SumsLie kind : sums) {
@@ -335,6 +338,7 @@ TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueT
                    (liar_is_solver ? " solver lies" : " challenger lies"));
       ScenarioConfig c;
       c.model = m;
+      c.mode = mode;
       c.solver_bond = c.challenger_bond = bond;
       const ScenarioReport rep =
           RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, SumsPlan{kind, 2});
@@ -405,6 +409,30 @@ TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
       {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5},
       {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
   EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt", targets).games, 19u);
+}
+
+// Rounded mode: a layer norm's y and rstd normalise with the kernel's own
+// unrounded fp64 mean and rstd, so each is re-executed from its row (x's
+// row, γ, β: verify::PlanElement's row rule), with no committed statistic
+// read; its mean is a fp64 sum whose epilogue opens the log.
+// Rounded mode, the CNN: a convolution's y by the rounded dot rule (fp64
+// partial results over its taps, padding ones +0, the epilogue opening the
+// log), and the poolings' backwards — per-value fp64 sums over the covering
+// windows, rounded once (exact in fp64: no log entry can move them).
+TEST(ElementGame, CnnRoundedConvolutionAndPoolGradientLiesAreCaughtAtTheirValue) {
+  using kernels::OpKind;
+  const ValueTarget targets[] = {{"conv2d.y", OpKind::kConv2d, 0, true, 1},
+                                 {"avg_pool2d_backward.dx", OpKind::kAvgPool2dBackward, 0, false, 1},
+                                 {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 5u);
+}
+
+TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirRow) {
+  using kernels::OpKind;
+  const ValueTarget targets[] = {{"layernorm.y", OpKind::kLayerNorm, 0, false, 37},
+                                 {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
+                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, false, 5}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 5u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

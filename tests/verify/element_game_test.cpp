@@ -147,8 +147,8 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(y->kind, ElementKind::kPlan);
   // Rounded mode: the GEMM outputs of linear_backward (dx, dW) by the
   // rounded dot rule, its db by the reduction rule over fp64 sums; not
-  // conv2d's or attention's dot products (their β and att differ), nor a
-  // layer norm's rstd (the kernel's sum reads its unrounded mean).
+  // attention's dot products (its att differs); a layer
+  // norm's y and rstd by the row rule (the kernel reads its unrounded mean).
   for (std::uint32_t slot : {0u, 1u}) {
     auto gemm = ChooseElementRule(kRounded, K(OpKind::kLinearBackward), {}, slot, 3, backward_refs, backward);
     ASSERT_TRUE(gemm.ok()) << gemm.status().ToString();
@@ -165,21 +165,25 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   auto ln_mean = ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 1, 1, ln_refs, ln);
   ASSERT_TRUE(ln_mean.ok()) << ln_mean.status().ToString();
   EXPECT_EQ(ln_mean->kind, ElementKind::kReduce);
-  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln).status().reason(),
-            "elem-mode-no-rule")
-      << "rstd: over the node's own mean";
+  // rstd and y: over the kernel's unrounded mean and rstd, the row rule's.
+  for (std::uint32_t slot : {0u, 2u}) {
+    auto row = ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, slot, 1, ln_refs, ln);
+    ASSERT_TRUE(row.ok()) << row.status().ToString();
+    EXPECT_EQ(row->kind, ElementKind::kPlan);
+    EXPECT_TRUE(row->own_slots.empty()) << "the row rule reads no committed statistic";
+    EXPECT_EQ(row->opened_inputs, (std::vector<std::uint32_t>{0, 1, 2})) << "x's row, γ and β";
+  }
   EXPECT_EQ(ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 2, 1, ln_refs, ln)->kind,
             ElementKind::kReduce);
-  for (OpKind op : {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul, OpKind::kConv2dBackward})
+  for (OpKind op :
+       {OpKind::kLinear, OpKind::kLinearBackward, OpKind::kMatMul, OpKind::kConv2d, OpKind::kConv2dBackward})
     EXPECT_TRUE(RoundedDotRuleCovers(K(op)));
-  for (OpKind op : {OpKind::kConv2d, OpKind::kAttention, OpKind::kRelu})
-    EXPECT_FALSE(RoundedDotRuleCovers(K(op)));
-  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kConv2d)).reason(), "elem-mode-no-rule");
+  for (OpKind op : {OpKind::kAttention, OpKind::kRelu}) EXPECT_FALSE(RoundedDotRuleCovers(K(op)));
+  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kAttention)).reason(),
+            "elem-mode-no-rule");
   EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).ok());
   for (OpKind op : {OpKind::kAttention, OpKind::kAttentionBackward})
     EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(op)).reason(), "elem-mode-no-rule");
-  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln).status().reason(),
-            "elem-mode-no-rule");
   const std::vector<Shape> relu = {{5, 8}};
   const std::vector<InputRef> relu_refs = {Node(0)};
   auto rounded_relu = ChooseElementRule(kRounded, K(OpKind::kRelu), {}, 0, 7, relu_refs, relu);
@@ -187,7 +191,8 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(rounded_relu->kind, ElementKind::kPlan);
   // Each operator rounded mode re-executes is exact in fp64: no entry can
   // change its values (ten element-wise operators, the copies embedding
-  // and reshape, and dropout).
+  // and reshape, dropout, the poolings' backwards, and layer norm by the
+  // row rule).
   int reexecuted = 0;
   for (std::uint16_t op = 0; op < 256; ++op) {
     if (!ReexecutesRoundedValue(op)) continue;
@@ -196,7 +201,7 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
     EXPECT_TRUE(kernels::OpFp64IsExact(*kind)) << op;
     ++reexecuted;
   }
-  EXPECT_EQ(reexecuted, 13);
+  EXPECT_EQ(reexecuted, 16);
 }
 
 TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {
