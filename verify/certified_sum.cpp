@@ -134,7 +134,7 @@ Result<std::optional<float>> FinalValue(const ReduceElement& el, const Operand& 
       return std::optional<float>(kernels::CrossEntropyGradValue(
           M::Exp(v[0] - *max), sum->Round(), v[1] == static_cast<float>(el.final_class), g));
     }
-    case ReduceFinal::kClipScaled:  // a rounded job's alone (ClippedGradientAt)
+    case ReduceFinal::kClipScaled:  // a rounded job's alone (RoundedStatisticElementAt)
     case ReduceFinal::kNone:
       break;
   }

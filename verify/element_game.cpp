@@ -117,12 +117,12 @@ Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind,
   // A rounded layer norm's y and rstd are the row rule's (verify/element_rules.h).
   if (job_mode == kRounded && RoundedRowRuleCovers(op_kind, slot))
     return Status::Invalid("elem-no-rule", "rounded mode's row rule's");
-  // A rounded clip's gradients scale by the kernel's unrounded norm: its sums, not the agreed norm.
-  auto described = job_mode == kRounded &&
-                           op_kind == static_cast<std::uint16_t>(kernels::OpKind::kClipGradNorm) &&
-                           slot < input_shapes.size()
-                       ? ClippedGradientAt(op_kind, attrs, slot, e, input_shapes)
-                       : ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
+  // A rounded clip's gradients scale by the kernel's unrounded norm, a
+  // rounded running mean updates by its unrounded mean: their sums, not the agreed statistic.
+  Result<ReduceElement> described = Status::Invalid("elem-no-reduce-rule");
+  if (job_mode == kRounded) described = RoundedStatisticElementAt(op_kind, attrs, slot, e, input_shapes);
+  if (!described.ok() && described.status().reason() == "elem-no-reduce-rule")
+    described = ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
   VT_ASSIGN_OR_RETURN(ReduceElement element, std::move(described));
   VT_TRY(PlayInMode(job_mode, op_kind, element));
   return element;

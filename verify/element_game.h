@@ -149,9 +149,9 @@ Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float
 // fixed tree's partial results (ReduceElementAt: Steps() + 1 fp32 leaves),
 // certified over the same description with exact sums (CertifiedSumAt:
 // Steps() + 1 exact leaves), rounded over fp64 sums (ReduceElement::fp64;
-// a clip's gradients by ClippedGradientAt, the kernel scaling by its own
-// unrounded norm). Invalid "elem-mode-no-rule" in a mode without it; the
-// element functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
+// a clip's gradients and a batch norm's running mean by
+// RoundedStatisticElementAt, the kernel reading its own unrounded statistic). Invalid "elem-mode-no-rule" in
+// a mode without it; the element functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
 // StepReadsAt.
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes);

@@ -94,7 +94,9 @@ enum class ReduceFinal : std::uint8_t {
   kAttentionScale = 3,
   // A batch-norm running variance: kernels::BatchNormRunning(running_var[c],
   // sum / divisor, momentum), reading (running_var[c]); the sum is the
-  // channel's ssq and the divisor n − 1 (the unbiased variance).
+  // channel's ssq and the divisor n − 1 (the unbiased variance). In rounded
+  // mode the running mean too: the sum Σx, the divisor n, reading
+  // running_mean[c] (RoundedStatisticElementAt).
   kRunningVar = 4,
   // A softmax value y[r, k] = Exp(x[r, k] − max) / sum, reading (x[r, k]).
   kSoftmaxValue = 5,
@@ -108,7 +110,7 @@ enum class ReduceFinal : std::uint8_t {
   kLayerNormGrad = 7,
   // A clipped gradient g·kernels::ClipGradScale(max_norm, sqrt(sum)), the
   // sum the clip norm's (right), reading (g) — a rounded job's, whose kernel
-  // scales by its own unrounded norm (ClippedGradientAt).
+  // scales by its own unrounded norm (RoundedStatisticElementAt).
   kClipScaled = 8,
 };
 
@@ -290,16 +292,21 @@ struct ReduceElement {
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
 
-// A clipped gradient of clip_grad_norm (output `slot` < the gradient
-// count, value e) as its rounded kernel computes it: the norm's sums
-// (ReduceElementAt at the norm's slot, without its square root) and a final
-// step g[slot][e]·ClipGradScale(max_norm, sqrt(sum)) (kClipScaled). Repops
-// and certified mode judge these values pointwise from the agreed norm
-// instead; ReduceRuleAt plays this one in rounded mode only. Invalid
-// "elem-no-reduce-rule" for another op or slot, "elem-bad-index" outside
-// the output.
-Result<ReduceElement> ClippedGradientAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                        std::int64_t e, std::span<const kernels::Shape> input_shapes);
+// Values whose repops rule reads a statistic of the node's own agreed
+// outputs where the rounded kernel reads its own unrounded fp64 statistic,
+// described as the rounded kernel computes them: the statistic's sums and a
+// final step over them. ReduceRuleAt plays these in rounded mode only
+// (repops and certified judge them pointwise from the agreed statistic):
+//   clip_grad_norm's g'_i (output `slot` < the gradient count): the norm's
+//     sums (ReduceElementAt at the norm's slot, without its square root),
+//     then g[slot][e]·ClipGradScale(max_norm, sqrt(sum)) (kClipScaled);
+//   batchnorm2d_train's running_mean'[c] (slot 1): the channel mean's sum
+//     (slot 3's), then BatchNormRunning(running_mean[c], sum / n, momentum)
+//     (kRunningVar with divisor n: the kernel's MeanOf is TreeSum / n).
+// Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
+// outside the output.
+Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                                std::int64_t e, std::span<const kernels::Shape> input_shapes);
 
 // One step of the computation: leaf `leaf` (≥ 1) from earlier leaves and
 // the values it reads (StepReads), in row block `row`:

@@ -368,10 +368,12 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
     for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
       std::vector<kernels::Shape> out_shapes;
       for (const Tensor& t : n.outputs) out_shapes.push_back(t.shape());
-      // A rounded clip's gradients too: its kernel scales them by its own fp64 norm.
+      // A rounded clip's gradients too: its kernel scales them by its own
+      // fp64 norm; and a batch norm's running mean, updated by its own fp64 mean.
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm)
         for (std::uint32_t g = 0; g < n.inputs.size(); ++g) slots.push_back(g);
+      if (n.kind == OpKind::kBatchNorm2dTrain) slots.push_back(1);
       for (std::uint32_t slot : slots) {
         const Tensor& out = n.outputs.at(slot);
         for (std::int64_t e = 0; e < out.numel(); e += 1 + e % 3) {
@@ -406,7 +408,9 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
                                             << " vs " << out[e] << " (bits " << spec.bits << ")";
           // The fp32 rule's leaves are not these: the rule refuses to mix them.
           EXPECT_EQ(ReducePartials<float>(*el, n.inputs, n.outputs).status().reason(), "elem-wrong-leaf");
-          played.insert(n.name + (n.kind == OpKind::kClipGradNorm && slot < n.inputs.size() ? " g" : ""));
+          played.insert(n.name + (n.kind == OpKind::kClipGradNorm && slot < n.inputs.size() ? " g"
+                                  : n.kind == OpKind::kBatchNorm2dTrain && slot == 1        ? " running_mean"
+                                                                                            : ""));
           ++checked;
         }
       }
@@ -419,7 +423,7 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
   for (const char* name :
        {"linear_backward db", "softmax", "softmax_backward", "cross_entropy", "cross_entropy_backward",
         "layernorm_backward dx", "sum axis", "avg_pool2d", "max_pool2d", "embedding_backward",
-        "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward"})
+        "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward", "batchnorm2d_train running_mean"})
     EXPECT_TRUE(played.contains(name)) << name;
 }
 
@@ -922,6 +926,7 @@ TEST(VerifyReduceRule, RoundedSumGamesAreWonByTheHonestParty) {
     for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm) slots = {static_cast<std::uint32_t>(rng() % n.inputs.size())};
+      if (n.kind == OpKind::kBatchNorm2dTrain) slots.push_back(1);  // the running mean, rounded mode's alone
       const std::uint32_t slot = slots[rng() % slots.size()];
       const Tensor& out = n.outputs[slot];
       const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
