@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <iostream>
 #include <random>
+#include <string>
 
 #include "contract_vm/arbitration.h"
 #include "contract_vm/arbitration_cost.h"
@@ -16,6 +17,7 @@
 #include "contract_vm/vm.h"
 #include "kernels/graph/model.h"
 #include "kernels/graph/step_graph.h"
+#include "kernels/ops/registry.h"
 #include "referee/bonds.h"
 #include "referee/referee.h"
 #include "tests/contract_vm/test_chain.h"
@@ -519,7 +521,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
       // and y a pointwise value of the agreed mean and rstd.
       {{"gpt-12288", 1, 64}, std::uint64_t{1} << 20},
       // Accepted in rounded mode too: its vocabulary-wide nodes all have
-      // rules, the unruled ones (attention, layer norm y) fit whole.
+      // rules, the unruled ones (attention and its backward) fit whole.
       {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20, kElementTarget, true},
       {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
   referee::RefereeParams whole;
@@ -536,16 +538,23 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
     // Rounded mode plays every node of an MLP at the element level; a CNN's
-    // conv2d y (its bias in β) and dx (dgemm), a GPT's attention and layer
-    // norm rstd have no rounded rule, and those nodes are too large whole
-    // (but in gpt2-vocab).
+    // batch norm (its unrounded statistics) and conv2d_backward's dx
+    // (dgemm), a GPT's attention have no rounded rule, and those nodes are
+    // too large whole (but in gpt2-vocab).
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     const referee::BondTerms rt = Terms(rounded, params);
     if (c.rounded_accepted) {
+      const auto rounded_graph = graphs.Build(rounded, 0);
+      ASSERT_TRUE(rounded_graph.ok());
+      const std::string whole_node = rt.required_by_element_move
+                                         ? "an element move"
+                                         : "a whole " +
+                                               std::string(kernels::OpKindName(static_cast<kernels::OpKind>(
+                                                   rounded_graph->nodes.at(rt.required_node).op_kind))) +
+                                               " node";
       std::printf("[ posting ] %s rounded B=%lld: required %llu bytes (%s); minimum bond %llu\n", c.job.model,
                   static_cast<long long>(c.job.batch), static_cast<unsigned long long>(rt.required_tx_bytes),
-                  rt.required_by_element_move ? "an element move" : "a whole node",
-                  static_cast<unsigned long long>(rt.minimum));
+                  whole_node.c_str(), static_cast<unsigned long long>(rt.minimum));
       EXPECT_LE(rt.required_tx_bytes, c.rounded_element_only ? kElementTarget : params.max_tx_bytes);
       EXPECT_EQ(rt.required_by_element_move, c.rounded_element_only);
       EXPECT_TRUE(post(rounded, rt.minimum).success);
