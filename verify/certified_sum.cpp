@@ -134,7 +134,8 @@ Result<std::optional<float>> FinalValue(const ReduceElement& el, const Operand& 
       return std::optional<float>(kernels::CrossEntropyGradValue(
           M::Exp(v[0] - *max), sum->Round(), v[1] == static_cast<float>(el.final_class), g));
     }
-    case ReduceFinal::kClipScaled:  // a rounded job's alone (RoundedStatisticElementAt)
+    case ReduceFinal::kClipScaled:  // rounded jobs' alone (RoundedStatisticElementAt)
+    case ReduceFinal::kBatchNormGrad:
     case ReduceFinal::kNone:
       break;
   }

@@ -742,6 +742,24 @@ Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan 
     el.final_reads = {TermOperand{3, e, 0}};
     return el;
   }
+  if (Is(op_kind, OpKind::kBatchNorm2dBackward) && slot == 0 && in.size() == 5 && in[1].size() == 4) {
+    // (dy, x, gamma, saved_mean, saved_rstd): dx[e] from its channel's Σ dy·x̂ and Σ dy (dγ's and dβ's sums).
+    const kernels::Shape& x = in[1];
+    const std::int64_t ch = x[1], hw = x[2] * x[3];
+    if (in[0] != x || ch < 1 || hw < 1) return Status::Invalid("elem-no-reduce-rule", "batchnorm shapes");
+    if (e < 0 || e >= kernels::NumElements(x)) return Status::Invalid("elem-bad-index");
+    const std::int64_t c = (e / hw) % ch;
+    VT_ASSIGN_OR_RETURN(const ReduceElement dgamma, ReduceElementAt(op_kind, attrs, 1, c, in));
+    VT_ASSIGN_OR_RETURN(const ReduceElement dbeta, ReduceElementAt(op_kind, attrs, 2, c, in));
+    ReduceElement el;
+    el.segments = {dgamma.segments.at(0), dbeta.segments.at(0)};
+    el.separate_sums = true;
+    el.final = ReduceFinal::kBatchNormGrad;
+    el.final_reads = {TermOperand{0, e, 0}, TermOperand{1, e, 0}, TermOperand{2, c, 0}, TermOperand{3, c, 0},
+                      TermOperand{4, c, 0}};
+    el.divisor = x[0] * hw;
+    return el;
+  }
   if (!Is(op_kind, OpKind::kClipGradNorm) || slot >= in.size()) return Status::Invalid("elem-no-reduce-rule");
   if (e < 0 || e >= kernels::NumElements(in[slot])) return Status::Invalid("elem-bad-index");
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
@@ -981,6 +999,8 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
         return kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]), left / c,
                                            right / c, v[4]);
       }
+      if (el.final == ReduceFinal::kBatchNormGrad && v.size() == 5)  // (dy, x, γ, mean, rstd); Σ dy·x̂, Σ dy
+        return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], left, right, el.divisor);
       if (el.final == ReduceFinal::kClipScaled && v.size() == 1)  // (g); right: Σ g² over every tensor
         return v[0] * kernels::ClipGradScale(static_cast<T>(el.max_norm), M::Sqrt(right));
       if (el.final == ReduceFinal::kRunningVar && v.size() == 1)  // (running_var[c]); right: ssq

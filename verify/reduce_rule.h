@@ -112,6 +112,12 @@ enum class ReduceFinal : std::uint8_t {
   // sum the clip norm's (right), reading (g) — a rounded job's, whose kernel
   // scales by its own unrounded norm (RoundedStatisticElementAt).
   kClipScaled = 8,
+  // batchnorm2d_backward's dx = kernels::BatchNormGradValue(dy, x, γ, mean,
+  // rstd, Σ dy·x̂, Σ dy, n) — the channel's two sums kept separate (left,
+  // right), reading (dy, x at the value; γ, mean, rstd at its channel) — a
+  // rounded job's, whose kernel reads its own unrounded sums
+  // (RoundedStatisticElementAt).
+  kBatchNormGrad = 9,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
@@ -302,7 +308,9 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //     then g[slot][e]·ClipGradScale(max_norm, sqrt(sum)) (kClipScaled);
 //   batchnorm2d_train's running_mean'[c] (slot 1): the channel mean's sum
 //     (slot 3's), then BatchNormRunning(running_mean[c], sum / n, momentum)
-//     (kRunningVar with divisor n: the kernel's MeanOf is TreeSum / n).
+//     (kRunningVar with divisor n: the kernel's MeanOf is TreeSum / n);
+//   batchnorm2d_backward's dx (slot 0): its channel's sums of dy·x̂ and of
+//     dy (slots 1's and 2's, kept separate), then kBatchNormGrad.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
 Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,

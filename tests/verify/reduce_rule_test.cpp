@@ -358,6 +358,15 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
 // operator is not exact in fp64 (RoundedReduceEpilogueOf). The values the
 // mode does not play (the norms' rstd over their own unrounded mean,
 // attention's, conv2d_backward's dx over dgemm) are refused, never wrong.
+// The values rounded mode alone describes as reductions
+// (RoundedStatisticElementAt), named apart from their node's own rule.
+std::string RoundedOnlyName(OpKind kind, std::uint32_t slot, std::size_t inputs) {
+  if (kind == OpKind::kClipGradNorm && slot < inputs) return " g";
+  if (kind == OpKind::kBatchNorm2dTrain && slot == 1) return " running_mean";
+  if (kind == OpKind::kBatchNorm2dBackward && slot == 0) return " dx";
+  return "";
+}
+
 TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
   std::mt19937_64 rng(test::TestSeed() + 11);
   std::size_t checked = 0, logged = 0, refused = 0;
@@ -369,11 +378,13 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
       std::vector<kernels::Shape> out_shapes;
       for (const Tensor& t : n.outputs) out_shapes.push_back(t.shape());
       // A rounded clip's gradients too: its kernel scales them by its own
-      // fp64 norm; and a batch norm's running mean, updated by its own fp64 mean.
+      // fp64 norm; a batch norm's running mean, updated by its own fp64
+      // mean; its backward's dx, from its own fp64 dγ and dβ sums.
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm)
         for (std::uint32_t g = 0; g < n.inputs.size(); ++g) slots.push_back(g);
       if (n.kind == OpKind::kBatchNorm2dTrain) slots.push_back(1);
+      if (n.kind == OpKind::kBatchNorm2dBackward) slots.push_back(0);
       for (std::uint32_t slot : slots) {
         const Tensor& out = n.outputs.at(slot);
         for (std::int64_t e = 0; e < out.numel(); e += 1 + e % 3) {
@@ -408,9 +419,7 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
                                             << " vs " << out[e] << " (bits " << spec.bits << ")";
           // The fp32 rule's leaves are not these: the rule refuses to mix them.
           EXPECT_EQ(ReducePartials<float>(*el, n.inputs, n.outputs).status().reason(), "elem-wrong-leaf");
-          played.insert(n.name + (n.kind == OpKind::kClipGradNorm && slot < n.inputs.size() ? " g"
-                                  : n.kind == OpKind::kBatchNorm2dTrain && slot == 1        ? " running_mean"
-                                                                                            : ""));
+          played.insert(n.name + RoundedOnlyName(n.kind, slot, n.inputs.size()));
           ++checked;
         }
       }
@@ -423,7 +432,8 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
   for (const char* name :
        {"linear_backward db", "softmax", "softmax_backward", "cross_entropy", "cross_entropy_backward",
         "layernorm_backward dx", "sum axis", "avg_pool2d", "max_pool2d", "embedding_backward",
-        "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward", "batchnorm2d_train running_mean"})
+        "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward", "batchnorm2d_train running_mean",
+        "batchnorm2d_backward dx"})
     EXPECT_TRUE(played.contains(name)) << name;
 }
 
@@ -927,6 +937,7 @@ TEST(VerifyReduceRule, RoundedSumGamesAreWonByTheHonestParty) {
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm) slots = {static_cast<std::uint32_t>(rng() % n.inputs.size())};
       if (n.kind == OpKind::kBatchNorm2dTrain) slots.push_back(1);  // the running mean, rounded mode's alone
+      if (n.kind == OpKind::kBatchNorm2dBackward) slots.push_back(0);  // and the backward's dx
       const std::uint32_t slot = slots[rng() % slots.size()];
       const Tensor& out = n.outputs[slot];
       const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
