@@ -42,6 +42,8 @@ std::pair<float, float> TermFactors(ReduceTerm term, std::span<const float> v, f
       return {v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4])};
     case ReduceTerm::kRoundedProduct:  // layernorm_backward's g = dy·γ rounded
       return {v[0] * v[1], 1.0f};
+    case ReduceTerm::kSquaredDeviationFromSum:  // rounded jobs' alone: refused by CertifiedStepLeaf
+      break;
   }
   return {0.0f, 0.0f};
 }
@@ -136,6 +138,7 @@ Result<std::optional<float>> FinalValue(const ReduceElement& el, const Operand& 
     }
     case ReduceFinal::kClipScaled:  // rounded jobs' alone (RoundedStatisticElementAt)
     case ReduceFinal::kBatchNormGrad:
+    case ReduceFinal::kNormValue:
     case ReduceFinal::kNone:
       break;
   }
@@ -214,6 +217,8 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
       if (st.segment >= el.segments.size() || v.size() != el.segments[st.segment].operands.size())
         return Status::Invalid("elem-bad-step", "the term's reads");
       const ReduceTerm term = el.segments[st.segment].term;
+      if (term == ReduceTerm::kSquaredDeviationFromSum)
+        return Status::Invalid("elem-bad-step", "a rounded job's term");
       float max = 0.0f;
       if (term == ReduceTerm::kExpShifted) {
         const std::optional<float> m = right.Value();

@@ -160,6 +160,10 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
       st.reads_right = true;  // the row's max
       st.right = max_leaves;
     }
+    if (st.kind == ReduceStepKind::kTerm && el.segments[s].term == ReduceTerm::kSquaredDeviationFromSum) {
+      st.reads_right = true;  // the sum whose mean the deviations are from
+      st.right = SegmentSumLeaf(el, 0);
+    }
     return st;
   }
   // A combination of the segments' sums.
@@ -742,6 +746,38 @@ Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan 
     el.final_reads = {TermOperand{3, e, 0}};
     return el;
   }
+  if (Is(op_kind, OpKind::kBatchNorm2dTrain) && (slot == 0 || slot == 2 || slot == 4) && in.size() == 5 &&
+      in[0].size() == 4) {
+    // (x, gamma, beta, running_mean, running_var): the channel's Σx (the
+    // mean's), then Σ(x − Σx/n)² about that unrounded mean, kept apart.
+    const kernels::Shape& x = in[0];
+    const std::int64_t ch = x[1], hw = x[2] * x[3];
+    if (ch < 1 || hw < 1) return Status::Invalid("elem-no-reduce-rule", "batchnorm shapes");
+    const std::int64_t values = slot == 0 ? kernels::NumElements(x) : ch;
+    if (e < 0 || e >= values) return Status::Invalid("elem-bad-index");
+    const std::int64_t c = slot == 0 ? (e / hw) % ch : e;
+    // The rstd's description: the node's attributes checked, its sums (over the agreed mean).
+    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, 4, c, in));
+    VT_ASSIGN_OR_RETURN(const ReduceElement mean, ReduceElementAt(op_kind, attrs, 3, c, in));
+    const std::int64_t n = mean.divisor;
+    el.segments = {
+        mean.segments.at(0),
+        ReduceSegment{n, ReduceTerm::kSquaredDeviationFromSum, {mean.segments.at(0).operands.at(0)}}};
+    el.separate_sums = true;
+    el.mean_divisor = n;
+    el.divisor = n;
+    if (slot == 2) {
+      el.epilogue = ReduceEpilogue::kNone;
+      el.final = ReduceFinal::kRunningVar;
+      el.final_reads = {TermOperand{4, c, 0}};
+      el.divisor = n - 1;
+    } else if (slot == 0) {
+      el.epilogue = ReduceEpilogue::kNone;
+      el.final = ReduceFinal::kNormValue;
+      el.final_reads = {TermOperand{0, e, 0}, TermOperand{1, c, 0}, TermOperand{2, c, 0}};
+    }
+    return el;
+  }
   if (Is(op_kind, OpKind::kBatchNorm2dBackward) && slot == 0 && in.size() == 5 && in[1].size() == 4) {
     // (dy, x, gamma, saved_mean, saved_rstd): dx[e] from its channel's Σ dy·x̂ and Σ dy (dγ's and dβ's sums).
     const kernels::Shape& x = in[1];
@@ -932,8 +968,17 @@ const InputTensor* TensorOfRead(std::span<const InputTensor> inputs, std::span<c
   return input < inputs.size() ? &inputs[input] : nullptr;
 }
 
+// What a term step's right operand leaf gives its term: the row's max
+// (kExpShifted), or segment 0's sum whose mean — MeanOf's sum / n — the
+// deviations are from (kSquaredDeviationFromSum).
 template <class T>
-T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> v, T max) {
+T TermShift(const ReduceElement& el, ReduceTerm term, T right) {
+  return term == ReduceTerm::kSquaredDeviationFromSum ? right / static_cast<T>(el.mean_divisor) : right;
+}
+
+// `shift`: TermShift's.
+template <class T>
+T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> v, T shift) {
   switch (term) {
     case ReduceTerm::kValue:
       return v[0];
@@ -942,9 +987,13 @@ T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> v, T max) 
     case ReduceTerm::kNormProduct:
       return v[0] * ((v[1] - v[2]) * v[3]);
     case ReduceTerm::kExpShifted:
-      return MathOf<T>::Exp(v[0] - max);  // the kernels' ExpShifted, one value
+      return MathOf<T>::Exp(v[0] - shift);  // the kernels' ExpShifted, one value
     case ReduceTerm::kSquaredDeviation: {
       const T d = v[0] - v[1];  // the norm kernels' dev(j), squared
+      return d * d;
+    }
+    case ReduceTerm::kSquaredDeviationFromSum: {
+      const T d = v[0] - shift;
       return d * d;
     }
     case ReduceTerm::kProduct:
@@ -964,7 +1013,8 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
     case ReduceStepKind::kTerm:
       if (st.segment >= el.segments.size() || v.size() != el.segments[st.segment].operands.size())
         return Status::Invalid("elem-bad-step", "the term's reads");
-      return left + TermValue<T>(el.segments[st.segment].term, v, right);
+      return left + TermValue<T>(el.segments[st.segment].term, v,
+                                 TermShift(el, el.segments[st.segment].term, right));
     case ReduceStepKind::kCombine:
       return left + right;
     case ReduceStepKind::kScan:
@@ -998,6 +1048,11 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
         const auto c = static_cast<T>(el.divisor);
         return kernels::LayerNormGradValue(v[0] * v[1], kernels::LayerNormXhat(v[2], v[3], v[4]), left / c,
                                            right / c, v[4]);
+      }
+      if (el.final == ReduceFinal::kNormValue && v.size() == 3) {  // (x, γ, β); left Σx, right ssq
+        const auto n = static_cast<T>(el.divisor);
+        return kernels::NormValue(v[0], left / n, kernels::NormRstd<M>(right / n, static_cast<T>(el.eps)),
+                                  v[1], v[2]);
       }
       if (el.final == ReduceFinal::kBatchNormGrad && v.size() == 5)  // (dy, x, γ, mean, rstd); Σ dy·x̂, Σ dy
         return kernels::BatchNormGradValue(v[0], v[1], v[2], v[3], v[4], left, right, el.divisor);
@@ -1153,12 +1208,16 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
     const T max = p.Back();
     for (const ReduceSegment& seg : el.segments) {
       const std::int64_t n = seg.terms;
+      // The right operand leaf of its term steps (BlockStepAt), row r's.
+      const T right =
+          seg.term == ReduceTerm::kSquaredDeviationFromSum ? p.At(SegmentSumLeaf(el, 0) + r * block) : max;
+      const T shift = TermShift(el, seg.term, right);
       for (std::int64_t j = 0; j < n; ++j) {
         for (std::size_t i = 0; i < seg.operands.size(); ++i) {
           const TermOperand& o = seg.operands[i];
           VT_ASSIGN_OR_RETURN(values[i], value_at(o.input, o.Index(j, r)));
         }
-        const T term = TermValue<T>(seg.term, std::span<const T>(values).first(seg.operands.size()), max);
+        const T term = TermValue<T>(seg.term, std::span<const T>(values).first(seg.operands.size()), shift);
         p.Push((j % kTreeBlock == 0 ? T(+0.0) : p.Back()) + term);
       }
       for (std::int64_t c = 0; c + 1 < Blocks(n); ++c) VT_TRY(step());

@@ -70,6 +70,10 @@ enum class ReduceTerm : std::uint8_t {
   // kProduct in fp32; an exact sum adds the rounded product, where
   // kProduct's exact term is a·b itself (softmax_backward's dy·y).
   kRoundedProduct = 7,
+  // (x − mean)·(x − mean) with mean = segment 0's sum / mean_divisor, read
+  // as the step's right operand (a rounded norm's ssq about the kernel's own
+  // unrounded mean: RoundedStatisticElementAt): x.
+  kSquaredDeviationFromSum = 8,
 };
 
 // What the output value is, from the sum.
@@ -118,6 +122,11 @@ enum class ReduceFinal : std::uint8_t {
   // rounded job's, whose kernel reads its own unrounded sums
   // (RoundedStatisticElementAt).
   kBatchNormGrad = 9,
+  // batchnorm2d_train's y = kernels::NormValue(x, mean, NormRstd(var, eps),
+  // γ, β) with mean = Σx / divisor (left: segment 0's sum) and var = ssq /
+  // divisor (right: segment 1's), reading (x at the value; γ, β at its
+  // channel) — a rounded job's (RoundedStatisticElementAt).
+  kNormValue = 10,
 };
 
 // Where an operand of term j (0-based within its segment) of row r lies:
@@ -229,6 +238,7 @@ struct ReduceElement {
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
   float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the norm node's attributes
+  std::int64_t mean_divisor = 0;                // kSquaredDeviationFromSum: the mean's n
   float max_norm = 0.0f;                        // kClipScaled: clip_grad_norm's attribute
   std::optional<AttentionGrad> attention_grad;  // its own layout; every field above unused
   // The sums are exact (certified mode, verify/certified_sum.h): a segment
@@ -310,7 +320,11 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //     (slot 3's), then BatchNormRunning(running_mean[c], sum / n, momentum)
 //     (kRunningVar with divisor n: the kernel's MeanOf is TreeSum / n);
 //   batchnorm2d_backward's dx (slot 0): its channel's sums of dy·x̂ and of
-//     dy (slots 1's and 2's, kept separate), then kBatchNormGrad.
+//     dy (slots 1's and 2's, kept separate), then kBatchNormGrad;
+//   batchnorm2d_train's y (slot 0), running_var' (2) and rstd (4): its
+//     channel's Σx, then Σ(x − Σx/n)² (kSquaredDeviationFromSum, each term
+//     reading the first sum), kept separate, then kNormValue, kRunningVar
+//     (divisor n − 1) or the kRstd epilogue.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
 Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,

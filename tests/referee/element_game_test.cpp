@@ -417,18 +417,22 @@ TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
 // read; its mean is a fp64 sum whose epilogue opens the log.
 // Rounded mode, the CNN: a convolution's y by the rounded dot rule (fp64
 // partial results over its taps, padding ones +0, the epilogue opening the
-// log), a batch norm's running mean by its channel's fp64 sum and the
-// update's final step (the kernel's unrounded mean), its backward's dx by
-// the channel's two fp64 sums and a final step, and the poolings' backwards — per-value fp64 sums over
+// log), a batch norm's y, running mean, running variance and rstd by its
+// channel's fp64 sums (Σx, and Σ(x − Σx/n)² about that unrounded mean) and a
+// final step, its backward's dx by the channel's two fp64 sums and a final
+// step, and the poolings' backwards — per-value fp64 sums over
 // the covering windows, rounded once (exact in fp64: no log entry can move them).
 TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
   const ValueTarget targets[] = {{"conv2d.y", OpKind::kConv2d, 0, true, 1},
+                                 {"batchnorm.y", OpKind::kBatchNorm2dTrain, 0, true, 1},
                                  {"batchnorm.running_mean", OpKind::kBatchNorm2dTrain, 1, true, 1},
+                                 {"batchnorm.running_var", OpKind::kBatchNorm2dTrain, 2, true, 1},
+                                 {"batchnorm.rstd", OpKind::kBatchNorm2dTrain, 4, true, 1},
                                  {"batchnorm_backward.dx", OpKind::kBatchNorm2dBackward, 0, true, 1},
                                  {"avg_pool2d_backward.dx", OpKind::kAvgPool2dBackward, 0, false, 1},
                                  {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 11u);
+  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 20u);
 }
 
 TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirRow) {

@@ -513,9 +513,8 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   // covering a value. A move that reads the batch opens a whole example,
   // here a 64 KiB image: above the 64 KiB target, within the chain's 1 MiB.
   const Covered covered_jobs[] = {
-      // Accepted in rounded mode too since its batch norms' backwards were
-      // played: the unruled nodes (the batch norm forwards, conv2d_backward's
-      // dx) fit whole.
+      // Accepted in rounded mode too since its batch norms are played: the
+      // unruled nodes (conv2d_backward's dx) fit whole.
       {{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20, kElementTarget, true},
       {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
       {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
@@ -541,9 +540,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
     // Rounded mode plays every node of an MLP at the element level; a CNN's
-    // batch norm forward (its unrounded statistics) and conv2d_backward's dx
-    // (dgemm), a GPT's attention have no rounded rule, and those nodes are
-    // too large whole (but in gpt2-vocab).
+    // conv2d_backward's dx (dgemm) and a GPT's attention have no rounded
+    // rule, and those nodes are too large whole (but in cnn-fashion and
+    // gpt2-vocab).
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     const referee::BondTerms rt = Terms(rounded, params);
     if (c.rounded_accepted) {
