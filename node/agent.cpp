@@ -739,8 +739,7 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   if (g.phase == GamePhase::kOpenElement) {
     // The solver owes it; whoever is right sends it, as with an arbitration.
     if (!arb.right) return Status::Ok();
-    VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a,
-                        OpenElementMove(job.loaded.job.spec.mode, side, e, g.id, node_root_of));
+    VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a, OpenElementMove(side, e, g.id, node_root_of));
     Say("game " + std::to_string(g.id) + ": opening the inputs of output " + std::to_string(e.slot) +
         " value " + std::to_string(e.value));
     return send(Method::kOpenElement, EncodeToBytes(a));

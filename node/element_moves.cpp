@@ -145,7 +145,7 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
   return a;
 }
 
-Result<referee::OpenElementArgs> OpenElementMove(std::uint8_t job_mode, const worker::ElementSide& side,
+Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
                                                  std::uint8_t node_root_of) {
   referee::OpenElementArgs a;
@@ -175,8 +175,7 @@ Result<referee::OpenElementArgs> OpenElementMove(std::uint8_t job_mode, const wo
     return a;
   }
   VT_ASSIGN_OR_RETURN(verify::ElementPlan plan,
-                      verify::PlanElement(static_cast<kernels::Mode>(job_mode), side.op_kind, side.attrs,
-                                          e.slot, e.value, e.input_shapes));
+                      verify::PlanElement(side.op_kind, side.attrs, e.slot, e.value, e.input_shapes));
   // One chunk list per read slice not of the batch (own outputs from the
   // party's agreed outputs), one hash opening per read input, and the
   // examples the batch slices read.

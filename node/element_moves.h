@@ -68,11 +68,10 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
                                                            const worker::ReduceRuleAnswer& mine,
                                                            const referee::ElementGame& e,
                                                            std::uint64_t game_id, std::uint8_t node_root_of);
-// kOpenElement: the value's input slices (the pointwise or row rule the
-// job's mode plays) or the bias value of a dot epilogue and, in rounded mode
-// (the side holds the node's log), the log opened at the value — all a
-// rounded sum's epilogue opens.
-Result<referee::OpenElementArgs> OpenElementMove(std::uint8_t job_mode, const worker::ElementSide& side,
+// kOpenElement: the value's input slices (pointwise/row rule) or the bias
+// value of a dot epilogue and, in rounded mode (the side holds the node's
+// log), the log opened at the value — all a rounded sum's epilogue opens.
+Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
                                                  std::uint8_t node_root_of);
 

@@ -33,10 +33,8 @@ Result<verify::ReduceElement> ReduceOf(std::uint8_t mode, const protocol::NodeRe
                                        const ElementGame& e) {
   return verify::ReduceRuleAt(mode, rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
 }
-// The pointwise or row plan the job's mode plays (rounded: a layer norm's row).
-Result<verify::ElementPlan> PlanOf(std::uint8_t mode, const protocol::NodeRecord& rec, const ElementGame& e) {
-  return verify::PlanElement(static_cast<kernels::Mode>(mode), rec.op_kind, rec.attrs, e.slot, e.value,
-                             e.input_shapes);
+Result<verify::ElementPlan> PlanOf(const protocol::NodeRecord& rec, const ElementGame& e) {
+  return verify::PlanElement(rec.op_kind, rec.attrs, e.slot, e.value, e.input_shapes);
 }
 
 // The node's own output slot s as a rule reads it (a kOwnOutput factor, a
@@ -1319,7 +1317,7 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     // node's own agreed outputs come last, opened against the records'
     // common hash), one hash opening per read input, in input order, and
     // the batch's examples the batch slices read (verify/batch_opening.h).
-    VT_ASSIGN_OR_RETURN(verify::ElementPlan plan, PlanOf(l.b.mode, rec, e));
+    VT_ASSIGN_OR_RETURN(verify::ElementPlan plan, PlanOf(rec, e));
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
     VT_ASSIGN_OR_RETURN(
         const std::optional<verify::OpenedBatch> batch,

@@ -114,9 +114,6 @@ Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& e
 
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
-  // A rounded layer norm's y and rstd are the row rule's (verify/element_rules.h).
-  if (job_mode == kRounded && RoundedRowRuleCovers(op_kind, slot))
-    return Status::Invalid("elem-no-rule", "rounded mode's row rule's");
   // A rounded clip's gradients scale by the kernel's unrounded norm, a
   // rounded running mean updates by its unrounded mean: their sums, not the agreed statistic.
   Result<ReduceElement> described = Status::Invalid("elem-no-reduce-rule");
@@ -310,9 +307,7 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
         add(i);
       }
     }
-  } else if (auto plan =
-                 PlanElement(static_cast<kernels::Mode>(job_mode), op_kind, attrs, slot, e, input_shapes);
-             plan.ok()) {
+  } else if (auto plan = PlanElement(op_kind, attrs, slot, e, input_shapes); plan.ok()) {
     choice.kind = ElementKind::kPlan;
     std::int64_t chunks = 0;
     for (std::uint32_t i = 0; i < plan->inputs.size(); ++i) {
@@ -532,8 +527,7 @@ Result<DecidingMoveBound> BoundDecidingMove(std::uint8_t job_mode, const NodeSpe
     bound.examples = static_cast<std::uint64_t>(choice.batch_examples);
     return bound;
   }
-  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanElement(static_cast<kernels::Mode>(job_mode), node.op_kind,
-                                                    node.attrs, slot, e, input_shapes));
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanElement(node.op_kind, node.attrs, slot, e, input_shapes));
   for (std::size_t i = 0; i < plan.inputs.size(); ++i) {
     const InputSlice& s = plan.inputs[i];
     if (s.count <= 0) continue;

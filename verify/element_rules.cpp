@@ -51,8 +51,6 @@ constexpr OpKind kRoundedElementwise[] = {OpKind::kRelu,
                                           OpKind::kDropout,
                                           OpKind::kAvgPool2dBackward,
                                           OpKind::kMaxPool2dBackward};
-// The operators rounded mode re-executes by the row rule (RoundedRowPlan).
-constexpr OpKind kRoundedRow[] = {OpKind::kLayerNorm};
 
 // A rounded value of an operator exact in fp64 (kernels OpFp64IsExact):
 // its fp64 reference rounded to the job's bits — τ off, β = 0, so any log
@@ -335,41 +333,11 @@ Result<ElementPlan> WithinCharge(std::uint16_t op_kind, ByteSpan attrs, ElementP
   return plan;
 }
 
-// Rounded mode's row rule: layer norm's y[r, k] (slot 0) and rstd[r] (slot
-// 2) from x's row r, γ and β, re-executed as a one-row x of C values.
-Result<ElementPlan> RoundedRowPlan(std::uint32_t slot, std::int64_t e,
-                                   std::span<const kernels::Shape> input_shapes) {
-  if (input_shapes.size() != 3) return Status::Invalid("elem-no-rule", "layernorm takes x, gamma, beta");
-  const std::int64_t c = Last(input_shapes[0]), numel = kernels::NumElements(input_shapes[0]);
-  if (c <= 0) return Status::Invalid("elem-bad-index");
-  const std::int64_t rows = numel / c;
-  if (e < 0 || e >= (slot == 0 ? numel : rows)) return Status::Invalid("elem-bad-index");
-  const std::int64_t r = slot == 0 ? e / c : e;
-  ElementPlan plan;
-  plan.rule = ElementRule::kRow;
-  plan.inputs = {InputSlice{r * c, c, {1, c}}, InputSlice{0, c, {c}}, InputSlice{0, c, {c}}};
-  plan.out_offset = slot == 0 ? e % c : 0;
-  return plan;
-}
-
 }  // namespace
 
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes) {
   VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
-  return WithinCharge(op_kind, attrs, std::move(plan));
-}
-
-bool RoundedRowRuleCovers(std::uint16_t op_kind, std::uint32_t slot) {
-  return std::ranges::find(kRoundedRow, static_cast<OpKind>(op_kind)) != std::end(kRoundedRow) &&
-         (slot == 0 || slot == 2);
-}
-
-Result<ElementPlan> PlanElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                std::int64_t e, std::span<const kernels::Shape> input_shapes) {
-  if (mode != kernels::Mode::kRounded || !RoundedRowRuleCovers(op_kind, slot))
-    return PlanElement(op_kind, attrs, slot, e, input_shapes);
-  VT_ASSIGN_OR_RETURN(ElementPlan plan, RoundedRowPlan(slot, e, input_shapes));
   return WithinCharge(op_kind, attrs, std::move(plan));
 }
 
@@ -395,9 +363,8 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
 }
 
 bool ReexecutesRoundedValue(std::uint16_t op_kind) {
-  const auto kind = static_cast<OpKind>(op_kind);
-  return std::ranges::find(kRoundedElementwise, kind) != std::end(kRoundedElementwise) ||
-         std::ranges::find(kRoundedRow, kind) != std::end(kRoundedRow);
+  return std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
+         std::end(kRoundedElementwise);
 }
 
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs) {
@@ -431,11 +398,7 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
   if (!decoded.ok()) return Status::Invalid("elem-bad-slice", decoded.status().ToString());
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!kind.ok()) return kind.status();
-  // A rounded layer norm's value is its row's (the pointwise rule reads the
-  // node's rounded mean and rstd, not the kernel's).
-  if (rounded && (!ReexecutesRoundedValue(op_kind) ||
-                  (RoundedRowRuleCovers(op_kind, slot) && plan.rule != ElementRule::kRow)))
-    return NoRoundedRule();
+  if (rounded && !ReexecutesRoundedValue(op_kind)) return NoRoundedRule();
   if (*kind == OpKind::kClipGradNorm) {
     // g'_i = g_i·scale(norm), the norm agreed (an own-output slice): the
     // kernel's own expression on the two values.
@@ -444,9 +407,8 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
       return Status::Invalid("elem-bad-slice", "clip_grad_norm");
     return slice_values[slot][0] * kernels::ClipGradScale(decoded->Float(0), slice_values.back()[0]);
   }
-  if (plan.rule == ElementRule::kPointwise &&
-      (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward ||
-       *kind == OpKind::kLayerNorm)) {
+  if (*kind == OpKind::kBatchNorm2dTrain || *kind == OpKind::kBatchNorm2dBackward ||
+      *kind == OpKind::kLayerNorm) {
     // The norm kernels' own expressions (kernels/ops/norm.h) on the values
     // read, in PlanElement's order.
     std::vector<float> v;

@@ -105,18 +105,6 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
 
-// The plan the job's `mode` plays: as above, except rounded mode's row rule.
-// A rounded layer norm normalises with the kernel's own unrounded fp64 mean
-// and rstd, which no record holds (its committed mean and rstd are rounded),
-// so its y[r, k] and rstd[r] are re-executed from their row — x's row r and
-// all of γ and β, the kernel run on that one row (rows are independent):
-// ElementRule::kRow, C values of each of the three inputs. (The mean is the
-// reduction rule's, verify/reduce_rule.h.)
-Result<ElementPlan> PlanElement(kernels::Mode mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                std::int64_t e, std::span<const kernels::Shape> input_shapes);
-// Whether rounded mode plays output `slot` of `op_kind` by the row rule above.
-bool RoundedRowRuleCovers(std::uint16_t op_kind, std::uint32_t slot);
-
 // The job's mode as a value's re-execution needs it. Rounded mode also needs
 // the node's rounding spec (the job's bits, the node's τ: verify::NodeSpec)
 // and what the solver's log says at the value's position (the node's outputs
@@ -131,8 +119,7 @@ struct ElementMode {
 };
 
 // Whether ReexecuteElement re-executes a rounded value of `op_kind` (the
-// element-wise operators and the poolings' backwards below, and layer norm
-// by the row rule). Each is
+// element-wise operators and the poolings' backwards below). Each is
 // exact in fp64 (kernels OpFp64IsExact: w = 0), so the acceptance rule
 // rejects every entry at its values: the value is the reference rounded to
 // nearest, whatever the log holds, and the element level plays it without
@@ -152,9 +139,9 @@ bool ReexecutesRoundedValue(std::uint16_t op_kind);
 // the slices with the canonical fp64 reference, rounding value e as the
 // log says (kernels::ApplyLogEntry: Invalid "log-entry-outside-region" when
 // the acceptance rule rejects the entry — the solver's log is wrong) and
-// every other value to nearest, and a layer norm's y and rstd by the row
-// rule (the kernel on the row's slices, rounded the same way); its other
-// rules are not written yet ("elem-no-rule"). Invalid "elem-bad-slice" when a slice has the wrong
+// every other value to nearest; its other rules are not written yet
+// ("elem-no-rule": a rounded norm's values are the reduction rule's,
+// verify/reduce_rule.h RoundedStatisticElementAt). Invalid "elem-bad-slice" when a slice has the wrong
 // count, or the operator's own reason.
 Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
                                std::uint32_t slot, const ElementPlan& plan,

@@ -727,6 +727,25 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
   return Status::Invalid("elem-no-reduce-rule");
 }
 
+namespace {
+
+// A rounded norm's rstd at row or channel `at` about the kernel's own
+// unrounded mean: the repops rstd's description (the node's attributes
+// checked, the kRstd epilogue over n) with its sums replaced by the mean's
+// Σx (slot `mean_slot`'s) and Σ(x − Σx/n)², kept apart.
+Result<ReduceElement> AboutUnroundedMean(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t mean_slot,
+                                         std::int64_t at, std::span<const kernels::Shape> in) {
+  VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, mean_slot + 1, at, in));
+  VT_ASSIGN_OR_RETURN(const ReduceElement mean, ReduceElementAt(op_kind, attrs, mean_slot, at, in));
+  const ReduceSegment& sum = mean.segments.at(0);
+  el.segments = {sum, ReduceSegment{sum.terms, ReduceTerm::kSquaredDeviationFromSum, {sum.operands.at(0)}}};
+  el.separate_sums = true;
+  el.mean_divisor = mean.divisor;
+  return el;
+}
+
+}  // namespace
+
 Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                                 std::int64_t e, std::span<const kernels::Shape> in) {
   if (Is(op_kind, OpKind::kBatchNorm2dTrain) && slot == 1 && in.size() == 5 && in[0].size() == 4) {
@@ -746,35 +765,31 @@ Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan 
     el.final_reads = {TermOperand{3, e, 0}};
     return el;
   }
-  if (Is(op_kind, OpKind::kBatchNorm2dTrain) && (slot == 0 || slot == 2 || slot == 4) && in.size() == 5 &&
-      in[0].size() == 4) {
-    // (x, gamma, beta, running_mean, running_var): the channel's Σx (the
-    // mean's), then Σ(x − Σx/n)² about that unrounded mean, kept apart.
+  const bool layer = Is(op_kind, OpKind::kLayerNorm) && in.size() == 3 && !in[0].empty();
+  const bool batch = Is(op_kind, OpKind::kBatchNorm2dTrain) && in.size() == 5 && in[0].size() == 4;
+  if ((layer && (slot == 0 || slot == 2)) || (batch && (slot == 0 || slot == 2 || slot == 4))) {
+    // Layer norm (x [..., C], gamma, beta): row r; batch norm (x, gamma,
+    // beta, running_mean, running_var): channel c. y[e] reads its row's or
+    // channel's statistics; the other slots are of row or channel e.
     const kernels::Shape& x = in[0];
-    const std::int64_t ch = x[1], hw = x[2] * x[3];
-    if (ch < 1 || hw < 1) return Status::Invalid("elem-no-reduce-rule", "batchnorm shapes");
-    const std::int64_t values = slot == 0 ? kernels::NumElements(x) : ch;
-    if (e < 0 || e >= values) return Status::Invalid("elem-bad-index");
-    const std::int64_t c = slot == 0 ? (e / hw) % ch : e;
-    // The rstd's description: the node's attributes checked, its sums (over the agreed mean).
-    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, 4, c, in));
-    VT_ASSIGN_OR_RETURN(const ReduceElement mean, ReduceElementAt(op_kind, attrs, 3, c, in));
-    const std::int64_t n = mean.divisor;
-    el.segments = {
-        mean.segments.at(0),
-        ReduceSegment{n, ReduceTerm::kSquaredDeviationFromSum, {mean.segments.at(0).operands.at(0)}}};
-    el.separate_sums = true;
-    el.mean_divisor = n;
-    el.divisor = n;
-    if (slot == 2) {
+    const std::int64_t width = layer ? Last(x) : x[1], hw = layer ? 1 : x[2] * x[3];
+    if (width < 1 || hw < 1) return Status::Invalid("elem-no-reduce-rule", "norm shapes");
+    const std::int64_t statistics = layer ? kernels::NumElements(x) / width : width;
+    if (e < 0 || e >= (slot == 0 ? kernels::NumElements(x) : statistics))
+      return Status::Invalid("elem-bad-index");
+    const std::int64_t at = slot != 0 ? e : layer ? e / width : (e / hw) % width;
+    VT_ASSIGN_OR_RETURN(ReduceElement el, AboutUnroundedMean(op_kind, attrs, layer ? 1 : 3, at, in));
+    if (slot == 2 && batch) {
       el.epilogue = ReduceEpilogue::kNone;
       el.final = ReduceFinal::kRunningVar;
-      el.final_reads = {TermOperand{4, c, 0}};
-      el.divisor = n - 1;
+      el.final_reads = {TermOperand{4, at, 0}};
+      el.divisor = el.mean_divisor - 1;
     } else if (slot == 0) {
+      // γ and β at the value's column (layer norm) or channel (batch norm).
+      const std::int64_t affine = layer ? e % width : at;
       el.epilogue = ReduceEpilogue::kNone;
       el.final = ReduceFinal::kNormValue;
-      el.final_reads = {TermOperand{0, e, 0}, TermOperand{1, c, 0}, TermOperand{2, c, 0}};
+      el.final_reads = {TermOperand{0, e, 0}, TermOperand{1, affine, 0}, TermOperand{2, affine, 0}};
     }
     return el;
   }

@@ -122,10 +122,10 @@ enum class ReduceFinal : std::uint8_t {
   // rounded job's, whose kernel reads its own unrounded sums
   // (RoundedStatisticElementAt).
   kBatchNormGrad = 9,
-  // batchnorm2d_train's y = kernels::NormValue(x, mean, NormRstd(var, eps),
-  // γ, β) with mean = Σx / divisor (left: segment 0's sum) and var = ssq /
-  // divisor (right: segment 1's), reading (x at the value; γ, β at its
-  // channel) — a rounded job's (RoundedStatisticElementAt).
+  // A norm's y = kernels::NormValue(x, mean, NormRstd(var, eps), γ, β) with
+  // mean = Σx / divisor (left: segment 0's sum) and var = ssq / divisor
+  // (right: segment 1's), reading (x at the value; γ, β at its batch-norm
+  // channel or layer-norm column) — a rounded job's (RoundedStatisticElementAt).
   kNormValue = 10,
 };
 
@@ -321,10 +321,11 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //     (kRunningVar with divisor n: the kernel's MeanOf is TreeSum / n);
 //   batchnorm2d_backward's dx (slot 0): its channel's sums of dy·x̂ and of
 //     dy (slots 1's and 2's, kept separate), then kBatchNormGrad;
-//   batchnorm2d_train's y (slot 0), running_var' (2) and rstd (4): its
-//     channel's Σx, then Σ(x − Σx/n)² (kSquaredDeviationFromSum, each term
-//     reading the first sum), kept separate, then kNormValue, kRunningVar
-//     (divisor n − 1) or the kRstd epilogue.
+//   batchnorm2d_train's y (slot 0), running_var' (2) and rstd (4), and
+//     layernorm's y (0) and rstd (2): the channel's or row's Σx, then
+//     Σ(x − Σx/n)² (kSquaredDeviationFromSum, each term reading the first
+//     sum), kept separate, then kNormValue, kRunningVar (divisor n − 1) or
+//     the kRstd epilogue.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
 Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,

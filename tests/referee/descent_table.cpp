@@ -351,7 +351,7 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
         if (seg.term == verify::ReduceTerm::kScaledNormProduct) p.flops = std::max<std::uint64_t>(p.flops, 5);
       }
       p.l5 = crypto::MerkleShape(steps + 1).height();
-    } else if (auto plan = verify::PlanElement(mode, kind, EncodeToBytes(node.attrs),
+    } else if (auto plan = verify::PlanElement(kind, EncodeToBytes(node.attrs),
                                                static_cast<std::uint32_t>(slot), at, in);
                plan.ok() && plays(verify::ElementKind::kPlan)) {
       Opened all;

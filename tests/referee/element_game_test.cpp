@@ -411,10 +411,6 @@ TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
   EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt", targets).games, 19u);
 }
 
-// Rounded mode: a layer norm's y and rstd normalise with the kernel's own
-// unrounded fp64 mean and rstd, so each is re-executed from its row (x's
-// row, γ, β: verify::PlanElement's row rule), with no committed statistic
-// read; its mean is a fp64 sum whose epilogue opens the log.
 // Rounded mode, the CNN: a convolution's y by the rounded dot rule (fp64
 // partial results over its taps, padding ones +0, the epilogue opening the
 // log), a batch norm's y, running mean, running variance and rstd by its
@@ -435,12 +431,16 @@ TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
   EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 20u);
 }
 
-TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirRow) {
+// Rounded mode: a layer norm's y and rstd normalise with the kernel's own
+// unrounded fp64 mean and rstd, so each is the reduction of its row's Σx and
+// Σ(x − Σx/C)² and a final step (verify::RoundedStatisticElementAt), with
+// no committed statistic read; its mean is a fp64 sum too.
+TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
-  const ValueTarget targets[] = {{"layernorm.y", OpKind::kLayerNorm, 0, false, 37},
+  const ValueTarget targets[] = {{"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
                                  {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
-                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, false, 5}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 5u);
+                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 9u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

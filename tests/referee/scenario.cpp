@@ -273,8 +273,7 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     // Like the arbitration: the solver owes it, whoever is right sends it.
     if (!lied && !m_arbitration_sent[g.id]) {
       m_arbitration_sent[g.id] = true;
-      Send(agent, Method::kOpenElement,
-           Enc(Must(node::OpenElementMove(m_tiny.job.mode, side, e, g.id, node_root_of))), g.id);
+      Send(agent, Method::kOpenElement, Enc(Must(node::OpenElementMove(side, e, g.id, node_root_of))), g.id);
     }
     return;
   }

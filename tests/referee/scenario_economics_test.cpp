@@ -627,8 +627,7 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
             continue;
           }
           ++plans;
-          auto plan = verify::PlanElement(static_cast<kernels::Mode>(job.mode), node.op_kind, node.attrs,
-                                          slot, e, *shapes);
+          auto plan = verify::PlanElement(node.op_kind, node.attrs, slot, e, *shapes);
           ASSERT_TRUE(plan.ok());
           std::uint64_t chunks = 0;
           for (std::size_t i = 0; i < plan->inputs.size(); ++i) {

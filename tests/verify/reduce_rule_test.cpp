@@ -362,7 +362,7 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
 // (RoundedStatisticElementAt), named apart from their node's own rule.
 std::string RoundedOnlyName(OpKind kind, std::uint32_t slot, std::size_t inputs) {
   if (kind == OpKind::kClipGradNorm && slot < inputs) return " g";
-  if (kind == OpKind::kBatchNorm2dTrain && slot == 0) return " y";
+  if ((kind == OpKind::kBatchNorm2dTrain || kind == OpKind::kLayerNorm) && slot == 0) return " y";
   if (kind == OpKind::kBatchNorm2dTrain && slot == 1) return " running_mean";
   if (kind == OpKind::kBatchNorm2dTrain && (slot == 2 || slot == 4)) return " statistics";
   if (kind == OpKind::kBatchNorm2dBackward && slot == 0) return " dx";
@@ -380,13 +380,14 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
       std::vector<kernels::Shape> out_shapes;
       for (const Tensor& t : n.outputs) out_shapes.push_back(t.shape());
       // A rounded clip's gradients too: its kernel scales them by its own
-      // fp64 norm; a batch norm's y and running mean, from its own fp64
-      // statistics; its backward's dx, from its own fp64 dγ and dβ sums.
+      // fp64 norm; a norm's y (and a batch norm's running mean), from its
+      // own fp64 statistics; a batch norm backward's dx, from its own fp64
+      // dγ and dβ sums.
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm)
         for (std::uint32_t g = 0; g < n.inputs.size(); ++g) slots.push_back(g);
       if (n.kind == OpKind::kBatchNorm2dTrain) slots.insert(slots.end(), {0, 1});
-      if (n.kind == OpKind::kBatchNorm2dBackward) slots.push_back(0);
+      if (n.kind == OpKind::kBatchNorm2dBackward || n.kind == OpKind::kLayerNorm) slots.push_back(0);
       for (std::uint32_t slot : slots) {
         const Tensor& out = n.outputs.at(slot);
         for (std::int64_t e = 0; e < out.numel(); e += 1 + e % 3) {
@@ -394,11 +395,6 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
           auto el =
               ReduceRuleAt(static_cast<std::uint8_t>(kernels::Mode::kRounded),
                            static_cast<std::uint16_t>(n.kind), EncodeToBytes(n.attrs), slot, e, Shapes(n));
-          if (!el.ok() && RoundedRowRuleCovers(static_cast<std::uint16_t>(n.kind), slot)) {
-            // A layer norm's rstd: the row rule's (verify_element_rules_test).
-            ASSERT_EQ(el.status().reason(), "elem-no-rule") << n.name << " slot " << slot;
-            continue;
-          }
           if (!el.ok()) {
             ASSERT_EQ(el.status().reason(), "elem-mode-no-rule") << n.name << " slot " << slot;
             ++refused;
@@ -435,7 +431,8 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
        {"linear_backward db", "softmax", "softmax_backward", "cross_entropy", "cross_entropy_backward",
         "layernorm_backward dx", "sum axis", "avg_pool2d", "max_pool2d", "embedding_backward",
         "clip_grad_norm", "clip_grad_norm g", "batchnorm2d_backward", "batchnorm2d_train running_mean",
-        "batchnorm2d_backward dx", "batchnorm2d_train y", "batchnorm2d_train statistics"})
+        "batchnorm2d_backward dx", "batchnorm2d_train y", "batchnorm2d_train statistics", "layernorm",
+        "layernorm y"})
     EXPECT_TRUE(played.contains(name)) << name;
 }
 
@@ -939,9 +936,9 @@ TEST(VerifyReduceRule, RoundedSumGamesAreWonByTheHonestParty) {
     for (const Node& n : RandomNodes(rng, kernels::Mode::kRounded, spec)) {
       std::vector<std::uint32_t> slots = n.slots;
       if (n.kind == OpKind::kClipGradNorm) slots = {static_cast<std::uint32_t>(rng() % n.inputs.size())};
-      // Rounded mode's alone: a batch norm's y and running mean, its backward's dx.
+      // Rounded mode's alone: a norm's y, a batch norm's running mean, its backward's dx.
       if (n.kind == OpKind::kBatchNorm2dTrain) slots.insert(slots.end(), {0, 1});
-      if (n.kind == OpKind::kBatchNorm2dBackward) slots.push_back(0);
+      if (n.kind == OpKind::kBatchNorm2dBackward || n.kind == OpKind::kLayerNorm) slots.push_back(0);
       const std::uint32_t slot = slots[rng() % slots.size()];
       const Tensor& out = n.outputs[slot];
       const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel()));
