@@ -114,8 +114,8 @@ Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& e
 
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                    std::uint32_t slot, std::int64_t e, std::span<const Shape> input_shapes) {
-  // A rounded clip's gradients scale by the kernel's unrounded norm, a
-  // rounded running mean updates by its unrounded mean: their sums, not the agreed statistic.
+  // Rounded values whose kernel reads its own unrounded statistic (a clip's
+  // norm; a norm's mean, rstd, dγ or dβ): its sums, not the agreed statistic.
   Result<ReduceElement> described = Status::Invalid("elem-no-reduce-rule");
   if (job_mode == kRounded) described = RoundedStatisticElementAt(op_kind, attrs, slot, e, input_shapes);
   if (!described.ok() && described.status().reason() == "elem-no-reduce-rule")

@@ -36,21 +36,13 @@ std::int64_t Last(const kernels::Shape& s) { return s.empty() ? 1 : s.back(); }
 // them, and dropout's keep a draw (RoundedCopy), its y dropout_backward's
 // expression; the poolings' backwards are the kernels' per-value sums over
 // the covering windows in fp64 (kernels AvgPoolGradAt<double>), rounded once.
-constexpr OpKind kRoundedElementwise[] = {OpKind::kRelu,
-                                          OpKind::kReluBackward,
-                                          OpKind::kGelu,
-                                          OpKind::kGeluBackward,
-                                          OpKind::kAdd,
-                                          OpKind::kSgd,
-                                          OpKind::kAdamW,
-                                          OpKind::kDropoutBackward,
-                                          OpKind::kSumBackward,
-                                          OpKind::kLrSchedule,
-                                          OpKind::kEmbedding,
-                                          OpKind::kReshape,
-                                          OpKind::kDropout,
-                                          OpKind::kAvgPool2dBackward,
-                                          OpKind::kMaxPool2dBackward};
+// clang-format off
+constexpr OpKind kRoundedElementwise[] = {
+    OpKind::kRelu,        OpKind::kReluBackward,      OpKind::kGelu,              OpKind::kGeluBackward,
+    OpKind::kAdd,         OpKind::kSgd,               OpKind::kAdamW,             OpKind::kDropoutBackward,
+    OpKind::kSumBackward, OpKind::kLrSchedule,        OpKind::kEmbedding,         OpKind::kReshape,
+    OpKind::kDropout,     OpKind::kAvgPool2dBackward, OpKind::kMaxPool2dBackward};
+// clang-format on
 
 // A rounded value of an operator exact in fp64 (kernels OpFp64IsExact):
 // its fp64 reference rounded to the job's bits — τ off, β = 0, so any log
