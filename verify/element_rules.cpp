@@ -305,10 +305,14 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   return plan;
 }
 
-// A row plan runs the operator on the slices' shapes: its flops must stay
-// within what the referee charges for the values read.
-Result<ElementPlan> WithinCharge(std::uint16_t op_kind, ByteSpan attrs, ElementPlan plan) {
+}  // namespace
+
+Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
+                                std::span<const kernels::Shape> input_shapes) {
+  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
   if (plan.rule != ElementRule::kRow) return plan;
+  // The re-execution runs the operator on the slices' shapes: its flops
+  // must stay within what the referee charges for the values read.
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   auto kind = kernels::OpKindFromValue(op_kind);
   if (!decoded.ok() || !kind.ok()) return Status::Invalid("elem-no-rule", "attributes");
@@ -323,14 +327,6 @@ Result<ElementPlan> WithinCharge(std::uint16_t op_kind, ByteSpan attrs, ElementP
     return Status::Invalid("elem-too-costly",
                            std::to_string(flops) + " flops for " + std::to_string(values) + " values read");
   return plan;
-}
-
-}  // namespace
-
-Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
-                                std::span<const kernels::Shape> input_shapes) {
-  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
-  return WithinCharge(op_kind, attrs, std::move(plan));
 }
 
 Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,

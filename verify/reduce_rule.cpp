@@ -749,17 +749,12 @@ Result<ReduceElement> AboutUnroundedMean(std::uint16_t op_kind, ByteSpan attrs, 
 Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                                 std::int64_t e, std::span<const kernels::Shape> in) {
   if (Is(op_kind, OpKind::kBatchNorm2dTrain) && slot == 1 && in.size() == 5 && in[0].size() == 4) {
-    // The mean's sum (slot 3's description), then the running mean's update, reading running_mean[c].
-    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, 3, e, in));
-    auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-    if (!decoded.ok() || !decoded->ints.empty() || decoded->floats.size() != 2)
-      return Status::Invalid("elem-no-reduce-rule", "batchnorm attributes");
-    el.eps = decoded->Float(0);
-    el.momentum = decoded->Float(1);
-    // The kernel refuses these attributes (or an x of one value a channel): the node has no value to judge.
-    if (!(std::isfinite(el.eps) && el.eps > 0.0f && el.momentum >= 0.0f && el.momentum <= 1.0f) ||
-        el.divisor < 2)
-      return Status::Invalid("elem-no-reduce-rule", "batchnorm attributes");
+    // The mean's sum (slot 3's), then the running mean's update, reading
+    // running_mean[c]; the attributes as the rstd's description checks them.
+    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, 4, e, in));
+    VT_ASSIGN_OR_RETURN(const ReduceElement mean, ReduceElementAt(op_kind, attrs, 3, e, in));
+    el.segments = mean.segments;
+    el.divisor = mean.divisor;
     el.epilogue = ReduceEpilogue::kNone;
     el.final = ReduceFinal::kRunningVar;
     el.final_reads = {TermOperand{3, e, 0}};
