@@ -739,7 +739,11 @@ Status Agent::PlayElement(const GameView& gv, Party me, Served& job, JobRun& run
   if (g.phase == GamePhase::kOpenElement) {
     // The solver owes it; whoever is right sends it, as with an arbitration.
     if (!arb.right) return Status::Ok();
-    VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a, OpenElementMove(side, e, g.id, node_root_of));
+    const worker::ReduceRuleAnswer* mine = nullptr;
+    if (reduce) {
+      VT_ASSIGN_OR_RETURN(mine, reduce_partials());
+    }
+    VT_ASSIGN_OR_RETURN(referee::OpenElementArgs a, OpenElementMove(side, e, g.id, node_root_of, mine));
     Say("game " + std::to_string(g.id) + ": opening the inputs of output " + std::to_string(e.slot) +
         " value " + std::to_string(e.value));
     return send(Method::kOpenElement, EncodeToBytes(a));

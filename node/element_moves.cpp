@@ -147,7 +147,8 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
 
 Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
-                                                 std::uint8_t node_root_of) {
+                                                 std::uint8_t node_root_of,
+                                                 const worker::ReduceRuleAnswer* mine) {
   referee::OpenElementArgs a;
   a.game_id = game_id;
   a.node_root_of = node_root_of;
@@ -156,9 +157,17 @@ Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side
     a.log = kernels::RoundingLogTree(*side.log).Open(verify::LogPositionOf(e.output_shapes, e.slot, e.value));
   };
   if (e.kind == verify::ElementKind::kReduce) {
-    // A rounded sum's epilogue opens the log alone.
+    // A rounded sum's epilogue opens the log, and the value's leaf where
+    // the value has a slack (verify::OpenValueLeaf).
     if (!side.log) return Status::Invalid("elem-no-log", "a sum's epilogue opens the node's rounding log");
+    const auto* sums = mine != nullptr ? std::get_if<worker::RoundedSumAnswer>(mine) : nullptr;
+    if (sums == nullptr)
+      return Status::Invalid("elem-no-partials", "a sum's epilogue needs the party's fp64 sums");
     open_log();
+    if (sums->element.slack != verify::ReduceSlack::kNone) {
+      const std::uint64_t at = sums->element.ValueSteps();
+      a.value_leaf = verify::LeafOpening{sums->partials[at], sums->partials.tree().Prove(at)};
+    }
     return a;
   }
   if (e.kind == verify::ElementKind::kDot) {

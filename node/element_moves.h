@@ -70,10 +70,13 @@ Result<referee::RevealReduceStepArgs> RevealReduceStepMove(const worker::Element
                                                            std::uint64_t game_id, std::uint8_t node_root_of);
 // kOpenElement: the value's input slices (pointwise/row rule) or the bias
 // value of a dot epilogue and, in rounded mode (the side holds the node's
-// log), the log opened at the value — all a rounded sum's epilogue opens.
+// log), the log opened at the value — all a rounded sum's epilogue opens,
+// with the value's leaf from the party's sums `mine` where the value has a
+// slack (verify::OpenValueLeaf).
 Result<referee::OpenElementArgs> OpenElementMove(const worker::ElementSide& side,
                                                  const referee::ElementGame& e, std::uint64_t game_id,
-                                                 std::uint8_t node_root_of);
+                                                 std::uint8_t node_root_of,
+                                                 const worker::ReduceRuleAnswer* mine = nullptr);
 
 // kOpenElement of the assemble node's walk (verify/state_walk.h): what leaf
 // `leaf` of h_{t+1} must be, from the party's arbitration payload of the

@@ -110,16 +110,21 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
     // chain (its three proofs, as a whole arbitration does), and a rounded
     // epilogue (a dot product's or a sum's) opens the log at its value: the
     // root and at most two entries, each proven in a tree of at most one
-    // entry a value of the node's outputs (DescentBound::log_height) — then
-    // rounds the value.
+    // entry a value of the node's outputs (DescentBound::log_height), and a
+    // sum's value with a slack its own partial result (verify::OpenValueLeaf)
+    // — then rounds the value.
     const std::uint64_t log_height = d.log_height;
     const std::uint64_t chain_bytes = rounded ? log_proofs : 0;
     const std::uint64_t chain_gas = rounded ? GasMeter::Mul(3, vm::ProofGas(h)) : 0;
     const std::uint64_t log_opening_bytes =
-        rounded ? GasMeter::Add(64 + 3, GasMeter::Mul(2, GasMeter::Add(10, ProofBytes(log_height)))) : 0;
+        rounded ? GasMeter::Add(
+                      GasMeter::Add(64 + 3, GasMeter::Mul(2, GasMeter::Add(10, ProofBytes(log_height)))),
+                      leaf_bytes)
+                : 0;
     const std::uint64_t log_opening_gas =
         rounded ? GasMeter::Add(GasMeter::Add(GasMeter::Mul(2, vm::ProofGas(log_height)), vm::HashGas(64)),
-                                vm::FlopsGas(verify::kRoundedEpilogueFlops))
+                                GasMeter::Add(vm::FlopsGas(verify::kRoundedEpilogueFlops),
+                                              vm::ProofGas(d.partials_height)))
                 : 0;
     // What every element move may pay besides its own openings.
     std::uint64_t base = 0;

@@ -325,6 +325,25 @@ Result<RevealStepArgs> Decode(Reader& r, DecodeAs<RevealStepArgs>) {
   return v;
 }
 
+namespace {
+
+// A partial result with its proof (verify::LeafOpening), optional.
+void PutLeafOpening(Writer& w, const std::optional<verify::LeafOpening>& opening) {
+  w.PutOptional(opening, [](Writer& out, const verify::LeafOpening& o) {
+    verify::Encode(out, o.first);
+    crypto::Encode(out, o.second);
+  });
+}
+Result<std::optional<verify::LeafOpening>> GetLeafOpening(Reader& r) {
+  return r.GetOptional<verify::LeafOpening>([](Reader& in) -> Result<verify::LeafOpening> {
+    VT_ASSIGN_OR_RETURN(verify::PartialLeaf leaf, verify::Decode(in, DecodeAs<verify::PartialLeaf>{}));
+    VT_ASSIGN_OR_RETURN(crypto::MerkleProof p, GetProof(in));
+    return verify::LeafOpening{leaf, std::move(p)};
+  });
+}
+
+}  // namespace
+
 void Encode(Writer& w, const OpenElementArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);
@@ -334,6 +353,7 @@ void Encode(Writer& w, const OpenElementArgs& v) {
   });
   PutBatch(w, v.batch);
   w.PutOptional(v.log, [](Writer& out, const verify::LogOpening& o) { Encode(out, o); });
+  PutLeafOpening(w, v.value_leaf);
 }
 Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   OpenElementArgs v;
@@ -348,6 +368,7 @@ Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
   VT_ASSIGN_OR_RETURN(v.log, r.GetOptional<verify::LogOpening>(
                                  [](Reader& in) { return Decode(in, DecodeAs<verify::LogOpening>{}); }));
+  VT_ASSIGN_OR_RETURN(v.value_leaf, GetLeafOpening(r));
   return v;
 }
 
@@ -361,10 +382,7 @@ void Encode(Writer& w, const RevealReduceStepArgs& v) {
   crypto::Encode(w, v.next_proof);
   verify::Encode(w, v.left);
   crypto::Encode(w, v.left_proof);
-  w.PutOptional(v.right, [](Writer& out, const std::pair<verify::PartialLeaf, crypto::MerkleProof>& r) {
-    verify::Encode(out, r.first);
-    crypto::Encode(out, r.second);
-  });
+  PutLeafOpening(w, v.right);
   w.PutVector(v.reads, [](Writer& out, const verify::ValueOpening& o) { verify::Encode(out, o); });
   PutInputHashes(w, v.inputs);
   PutBatch(w, v.batch);
@@ -377,12 +395,7 @@ Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
   VT_ASSIGN_OR_RETURN(v.next_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.left, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.left_proof, GetProof(r));
-  using Operand = std::pair<verify::PartialLeaf, crypto::MerkleProof>;
-  VT_ASSIGN_OR_RETURN(v.right, r.GetOptional<Operand>([](Reader& in) -> Result<Operand> {
-    VT_ASSIGN_OR_RETURN(verify::PartialLeaf leaf, verify::Decode(in, DecodeAs<verify::PartialLeaf>{}));
-    VT_ASSIGN_OR_RETURN(crypto::MerkleProof p, GetProof(in));
-    return Operand{leaf, std::move(p)};
-  }));
+  VT_ASSIGN_OR_RETURN(v.right, GetLeafOpening(r));
   VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, kMaxTermReads));
   VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxTermReads));
   VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));

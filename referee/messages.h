@@ -261,6 +261,9 @@ struct OpenElementArgs {
   std::optional<verify::BatchOpening> batch;              // the examples the batch slices read
   std::optional<verify::LogOpening>
       log;  // a rounded dot epilogue: the log at the value (ElementGame::log_hash)
+  // A rounded sum's epilogue whose value has a slack: the value's leaf
+  // (verify::OpenValueLeaf), its p_K being the slack's fold.
+  std::optional<verify::LeafOpening> value_leaf;
   bool operator==(const OpenElementArgs&) const = default;
 };
 
@@ -278,8 +281,7 @@ struct RevealReduceStepArgs {
   crypto::MerkleProof next_proof;
   verify::PartialLeaf left = 0.0f;
   crypto::MerkleProof left_proof;
-  std::optional<std::pair<verify::PartialLeaf, crypto::MerkleProof>>
-      right;                                // the steps that read a second leaf
+  std::optional<verify::LeafOpening> right;  // the steps that read a second leaf
   std::vector<verify::ValueOpening> reads;  // the step's reads of hashed inputs
   std::vector<verify::InputHashOpening> inputs;
   std::optional<verify::BatchOpening> batch;  // the example a batch value read comes from

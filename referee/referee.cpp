@@ -1241,6 +1241,8 @@ Status Session::OpenElement(const OpenElementArgs& a) {
   if (Expired(g.clocks[Idx(kSolver)])) return Status::Invalid("game-clock-expired");
   VT_ASSIGN_OR_RETURN(ElementGame e, LoadElement(g.id));
   const protocol::NodeRecord& rec = *g.records[0];
+  if (a.value_leaf && e.kind != verify::ElementKind::kReduce)
+    return Status::Invalid("elem-bad-leaf", "only a sum's epilogue opens a leaf");
   if (e.kind == verify::ElementKind::kState) {
     // The assemble node's leaf k: input k by its hash, or the next header.
     if (!a.slices.empty()) return Status::Invalid("elem-bad-inputs", "a state leaf opens no chunks");
@@ -1290,7 +1292,8 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     if (rounded) {
       VT_ASSIGN_OR_RETURN(std::optional<bool> logged, OpenValueLog(e, *a.log));
       VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-      const verify::RoundedEpilogue how{el.k, verify::RoundingSpec{job.rounding_bits, e.tau_q16}, logged};
+      const verify::RoundedEpilogue how{el.k, verify::RoundingSpec{job.rounding_bits, e.tau_q16}, logged,
+                                        std::nullopt};
       VT_TRY(SettleRoundedEpilogue(g, l.b, verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1], &how)));
     } else {
       VT_ASSIGN_OR_RETURN(verify::StepVerdict v, verify::JudgeDotEpilogue(e.p_k[0], bias, e.y[0], e.y[1]));
@@ -1302,14 +1305,19 @@ Status Session::OpenElement(const OpenElementArgs& a) {
     // operator is not exact in fp64 (verify::RoundedReduceEpilogueOf).
     if (l.b.mode != kModeRounded)
       return Status::Error("game-inconsistent", "a reduction's epilogue opens nothing");
+    // A value with a slack also opens its own leaf (p_K is the slack's fold).
     if (a.batch || !a.inputs.empty() || !a.slices.empty())
-      return Status::Invalid("elem-bad-inputs", "a sum's epilogue opens only the log");
+      return Status::Invalid("elem-bad-inputs", "a sum's epilogue opens only the log and its value's leaf");
     if (!a.log) return Status::Invalid("elem-bad-log", "open the log at the value");
     VT_ASSIGN_OR_RETURN(verify::ReduceElement el, ReduceOf(l.b.mode, rec, e));
+    if (a.value_leaf) VT_TRY(ChargeProof(a.value_leaf->second));
+    VT_ASSIGN_OR_RETURN(const std::optional<double> value_leaf,
+                        verify::OpenValueLeaf(el, e.partials_root[0], a.value_leaf));
     VT_ASSIGN_OR_RETURN(std::optional<bool> logged, OpenValueLog(e, *a.log));
     VT_ASSIGN_OR_RETURN(protocol::JobSpec job, LoadJob(l.b.id));
-    const verify::RoundedEpilogue how =
+    verify::RoundedEpilogue how =
         verify::RoundedReduceEpilogueOf(rec.op_kind, job.rounding_bits, e.tau_q16, logged);
+    how.value_leaf = value_leaf;
     VT_TRY(SettleRoundedEpilogue(g, l.b, verify::JudgeReduceEpilogue(el, e.p_k[0], e.y[0], e.y[1], &how)));
   } else {
     // One chunk list per slice the plan reads, in the plan's order (an

@@ -136,7 +136,7 @@ Result<std::optional<float>> FinalValue(const ReduceElement& el, const Operand& 
       return std::optional<float>(kernels::CrossEntropyGradValue(
           M::Exp(v[0] - *max), sum->Round(), v[1] == static_cast<float>(el.final_class), g));
     }
-    case ReduceFinal::kClipScaled:  // rounded jobs' alone (RoundedStatisticElementAt)
+    case ReduceFinal::kClipScaled:  // rounded jobs' alone (RoundedElementAt)
     case ReduceFinal::kBatchNormGrad:
     case ReduceFinal::kNormValue:
     case ReduceFinal::kNone:
@@ -291,6 +291,10 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
       if (!ds) return Leaf();
       return Added(left, *ds, v[0]);
     }
+    case ReduceStepKind::kNormStep:  // a rounded value's slack (ReduceSlack): no exact sum has one
+    case ReduceStepKind::kRowSlack:
+    case ReduceStepKind::kSlackFold:
+      return Status::Invalid("elem-bad-step", "a rounded job's slack step");
   }
   return Status::Invalid("elem-bad-step", "the step's reads");
 }

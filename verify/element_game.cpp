@@ -52,11 +52,11 @@ Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op
 
 bool RoundedReduceRuleCovers(std::uint16_t op_kind) {
   using kernels::OpKind;
-  for (OpKind k :
-       {OpKind::kSum, OpKind::kMean, OpKind::kLinearBackward, OpKind::kConv2dBackward, OpKind::kLayerNorm,
-        OpKind::kLayerNormBackward, OpKind::kSoftmax, OpKind::kSoftmaxBackward, OpKind::kBatchNorm2dBackward,
-        OpKind::kBatchNorm2dTrain, OpKind::kClipGradNorm, OpKind::kCrossEntropy,
-        OpKind::kCrossEntropyBackward, OpKind::kEmbeddingBackward, OpKind::kAvgPool2d, OpKind::kMaxPool2d})
+  for (OpKind k : {OpKind::kSum, OpKind::kMean, OpKind::kLinearBackward, OpKind::kConv2dBackward,
+                   OpKind::kLayerNorm, OpKind::kLayerNormBackward, OpKind::kSoftmax, OpKind::kSoftmaxBackward,
+                   OpKind::kBatchNorm2dBackward, OpKind::kBatchNorm2dTrain, OpKind::kClipGradNorm,
+                   OpKind::kCrossEntropy, OpKind::kCrossEntropyBackward, OpKind::kEmbeddingBackward,
+                   OpKind::kAvgPool2d, OpKind::kMaxPool2d, OpKind::kAttention})
     if (op_kind == static_cast<std::uint16_t>(k)) return true;
   return false;
 }
@@ -99,12 +99,14 @@ bool ReadsOwnOutput(const ReduceElement& el) {
 // The description as the job's mode plays it (certified: its sums exact,
 // verify/certified_sum.h; rounded: fp64 sums, where the kernel's are the
 // rule's — not over a GEMM's dot products, which rounded mode leaves to
-// vendor dgemm, nor over the node's own outputs).
+// vendor dgemm, unless the description carries the kernel's β for them
+// (ReduceSlack), nor over the node's own outputs).
 Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& element) {
   VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce, op_kind));
   element.exact = job_mode == kCertified;
   element.fp64 = job_mode == kRounded;
-  if (element.fp64 && (element.attention_grad || element.scan == ReduceScan::kDot || ReadsOwnOutput(element)))
+  const bool vendor_dots = element.scan == ReduceScan::kDot && element.slack == ReduceSlack::kNone;
+  if (element.fp64 && (element.attention_grad || vendor_dots || ReadsOwnOutput(element)))
     return Status::Invalid("elem-mode-no-rule",
                            "this rounded value's sum is not the rule's: arbitrated whole");
   return Status::Ok();
@@ -117,7 +119,7 @@ Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind,
   // Rounded values whose kernel reads its own unrounded statistic (a clip's
   // norm; a norm's mean, rstd, dγ or dβ): its sums, not the agreed statistic.
   Result<ReduceElement> described = Status::Invalid("elem-no-reduce-rule");
-  if (job_mode == kRounded) described = RoundedStatisticElementAt(op_kind, attrs, slot, e, input_shapes);
+  if (job_mode == kRounded) described = RoundedElementAt(op_kind, attrs, slot, e, input_shapes);
   if (!described.ok() && described.status().reason() == "elem-no-reduce-rule")
     described = ReduceElementAt(op_kind, attrs, slot, e, input_shapes);
   VT_ASSIGN_OR_RETURN(ReduceElement element, std::move(described));
@@ -172,7 +174,11 @@ Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const Part
         if constexpr (std::is_same_v<Leaf, RoundedPartial>) {
           return Status::Invalid("elem-wrong-leaf", "a reduction's leaves are no dot product's");
         } else if constexpr (std::is_same_v<Leaf, double>) {
-          return JudgeRoundedReduceEpilogue(element, sum, rounded->spec, rounded->logged, y_a, y_b);
+          // With a slack, p_K is its fold and the value's leaf was opened apart.
+          if (rounded->value_leaf.has_value() != (element.slack != ReduceSlack::kNone))
+            return Status::Invalid("elem-wrong-leaf", "the value's leaf goes with a slack");
+          return JudgeRoundedReduceEpilogue(element, rounded->value_leaf.value_or(sum), sum, rounded->spec,
+                                            rounded->logged, y_a, y_b);
         } else if constexpr (std::is_same_v<Leaf, float>) {
           if (element.fp64 || element.exact) return Status::Invalid("elem-wrong-leaf", "not the sum's kind");
           return JudgeReduceEpilogue(element, sum, y_a, y_b);
@@ -183,10 +189,23 @@ Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const Part
       p_k);
 }
 
+Result<std::optional<double>> OpenValueLeaf(const ReduceElement& element, const Hash256& root,
+                                            const std::optional<LeafOpening>& opening) {
+  constexpr std::string_view kReason = "elem-bad-leaf";
+  if ((element.slack != ReduceSlack::kNone) != opening.has_value())
+    return Status::Invalid(kReason, opening ? "this epilogue opens no leaf" : "open the value's leaf");
+  if (!opening) return std::optional<double>();
+  const double* value = std::get_if<double>(&opening->first);
+  if (value == nullptr) return Status::Invalid("elem-wrong-leaf", "a rounded sum's leaves are fp64");
+  VT_TRY(CheckPartialLeaf(kReason, root, *value, opening->second, element.ValueSteps(), element.Steps() + 1));
+  return std::optional<double>(*value);
+}
+
 RoundedEpilogue RoundedReduceEpilogueOf(std::uint16_t op_kind, std::uint8_t bits, std::uint32_t node_tau_q16,
                                         std::optional<bool> logged) {
   const bool tau_applies = !kernels::OpFp64IsExact(static_cast<kernels::OpKind>(op_kind));
-  return RoundedEpilogue{0, kernels::RoundingSpec{bits, tau_applies ? node_tau_q16 : 0}, logged};
+  return RoundedEpilogue{0, kernels::RoundingSpec{bits, tau_applies ? node_tau_q16 : 0}, logged,
+                         std::nullopt};
 }
 
 Status CheckLeafKind(std::uint8_t job_mode, ElementKind kind, const PartialLeaf& leaf) {

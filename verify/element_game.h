@@ -141,6 +141,9 @@ struct RoundedEpilogue {
   std::int64_t k = 0;  // the dot product's terms (a dot epilogue's)
   kernels::RoundingSpec spec;
   std::optional<bool> logged;  // the log's direction at the value (kernels::OpenLogAt)
+  // A reduction with a slack (ReduceElement::slack): the value's leaf,
+  // opened apart (OpenValueLeaf); p_K is then the slack's fold.
+  std::optional<double> value_leaf;
 };
 Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float> bias, float y_a, float y_b,
                                      const RoundedEpilogue* rounded = nullptr);
@@ -150,7 +153,7 @@ Result<StepVerdict> JudgeDotEpilogue(const PartialLeaf& p_k, std::optional<float
 // certified over the same description with exact sums (CertifiedSumAt:
 // Steps() + 1 exact leaves), rounded over fp64 sums (ReduceElement::fp64;
 // a clip's gradients and a batch norm's running mean by
-// RoundedStatisticElementAt, the kernel reading its own unrounded statistic). Invalid "elem-mode-no-rule" in
+// RoundedElementAt, the kernel reading its own unrounded statistic). Invalid "elem-mode-no-rule" in
 // a mode without it; the element functions' reasons otherwise. Its walk's steps: Steps(); a step's reads:
 // StepReadsAt.
 Result<ReduceElement> ReduceRuleAt(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
@@ -184,6 +187,17 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
 // for a leaf not the element's kind, or an fp64 sum without `rounded`.
 Result<StepVerdict> JudgeReduceEpilogue(const ReduceElement& element, const PartialLeaf& p_k, float y_a,
                                         float y_b, const RoundedEpilogue* rounded = nullptr);
+// A partial result opened with its proof.
+using LeafOpening = std::pair<PartialLeaf, crypto::MerkleProof>;
+// The epilogue of a rounded reduction with a slack (ReduceElement::slack)
+// opens the value's leaf (ValueSteps()) against the agreed partials `root`,
+// its p_K being the slack's fold: returns it; std::nullopt for an element
+// without a slack, which opens none. Invalid "elem-bad-leaf" for a missing
+// or unwanted opening, or a proof that does not check out,
+// "elem-wrong-leaf" for a leaf that is not fp64. Charge: one proof of
+// ⌈log₂(Steps()+1)⌉ siblings.
+Result<std::optional<double>> OpenValueLeaf(const ReduceElement& element, const Hash256& root,
+                                            const std::optional<LeafOpening>& opening);
 // How a rounded job rounds a reduction's value of an `op_kind` node: the
 // job's bits, the node's τ unless the operator is exact in fp64
 // (kernels::OpFp64IsExact: RunOp turns τ off there, so no entry is ever

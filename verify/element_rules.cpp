@@ -351,8 +351,10 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
 }
 
 bool ReexecutesRoundedValue(std::uint16_t op_kind) {
-  return std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
-         std::end(kRoundedElementwise);
+  // Attention's only plan is the causal mask's +0 (PlanWithAttrs).
+  return Is(op_kind, {OpKind::kAttention}) ||
+         std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
+             std::end(kRoundedElementwise);
 }
 
 std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t num_outputs) {
@@ -460,7 +462,7 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
     // Above the diagonal: the kernel writes +0 whatever qkv holds.
     if (plan.inputs.size() != 1 || plan.inputs[0].count != 0)
       return Status::Invalid("elem-bad-slice", "attention");
-    return +0.0f;
+    return RoundedCopy(mode, +0.0f);
   }
   if (*kind == OpKind::kDropout && slot == 0) {
     // The forward's y is dropout_backward's expression on (x, keep): run that kernel on the two values.

@@ -119,9 +119,11 @@ struct ElementMode {
 };
 
 // Whether ReexecuteElement re-executes a rounded value of `op_kind` (the
-// element-wise operators and the poolings' backwards below). Each is
-// exact in fp64 (kernels OpFp64IsExact: w = 0), so the acceptance rule
-// rejects every entry at its values: the value is the reference rounded to
+// element-wise operators and the poolings' backwards below, and
+// attention's att above the diagonal). Each is exact in fp64 (kernels
+// OpFp64IsExact: w = 0; the mask's +0 lies u/2 from its boundary, beyond
+// 2w for every τ ≤ kernels::kMaxTauQ16), so the acceptance rule rejects
+// every entry at its values: the value is the reference rounded to
 // nearest, whatever the log holds, and the element level plays it without
 // opening the log (a challenger's replay skips such an entry: kernels
 // ReplaySkippingInvalid).
@@ -141,7 +143,7 @@ bool ReexecutesRoundedValue(std::uint16_t op_kind);
 // the acceptance rule rejects the entry — the solver's log is wrong) and
 // every other value to nearest; its other rules are not written yet
 // ("elem-no-rule": a rounded norm's values are the reduction rule's,
-// verify/reduce_rule.h RoundedStatisticElementAt). Invalid "elem-bad-slice" when a slice has the wrong
+// verify/reduce_rule.h RoundedElementAt). Invalid "elem-bad-slice" when a slice has the wrong
 // count, or the operator's own reason.
 Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,
                                std::uint32_t slot, const ElementPlan& plan,

@@ -10,6 +10,7 @@
 #include "common/detmath.h"
 #include "common/encoding.h"
 #include "kernels/arith_hd.h"
+#include "kernels/matmul.h"
 #include "kernels/ops/attention.h"
 #include "kernels/ops/conv.h"
 #include "kernels/ops/embedding.h"
@@ -172,6 +173,40 @@ ReduceStep BlockStepAt(const ReduceElement& el, std::uint64_t leaf) {
   st.reads_right = true;
   std::tie(st.left, st.right) = tree.Node(
       leaf - start, [&](std::int64_t s) { return SegmentSumLeaf(el, static_cast<std::size_t>(s)); });
+  return st;
+}
+
+// ---- a rounded value's slack (ReduceSlack) ----
+
+// Leaves of one row block's slack: ‖a‖², ‖b‖², the row's GEMM slack, the fold.
+std::uint64_t SlackBlockSteps(const ReduceElement& el) {
+  return 2 * static_cast<std::uint64_t>(el.scan_count) + 2;
+}
+
+// Step `leaf` (past ValueSteps()) of the slack's leaves.
+ReduceStep SlackStepAt(const ReduceElement& el, std::uint64_t leaf) {
+  const auto n = static_cast<std::uint64_t>(el.scan_count);
+  const std::uint64_t block = SlackBlockSteps(el), r = (leaf - el.ValueSteps() - 1) / block;
+  const std::uint64_t base = el.ValueSteps() + r * block, local = leaf - base;  // 1 ≤ local ≤ block
+  ReduceStep st;
+  st.row = static_cast<std::int64_t>(r);
+  if (local <= 2 * n) {  // Σ x² over the factor's scan_count values, from +0
+    st.kind = ReduceStepKind::kNormStep;
+    st.segment = local > n ? 1 : 0;
+    st.term = static_cast<std::int64_t>((local - 1) % n);
+    st.left = st.term == 0 ? 0 : leaf - 1;
+    return st;
+  }
+  st.reads_right = true;
+  if (local == 2 * n + 1) {
+    st.kind = ReduceStepKind::kRowSlack;
+    st.left = base + n;
+    st.right = base + 2 * n;
+    return st;
+  }
+  st.kind = ReduceStepKind::kSlackFold;  // into the rows' before it: the previous block's last leaf
+  st.left = r == 0 ? 0 : base;
+  st.right = leaf - 1;
   return st;
 }
 
@@ -401,6 +436,11 @@ std::uint64_t ReduceElement::BlockSteps() const {
 }
 
 std::uint64_t ReduceElement::Steps() const {
+  if (slack == ReduceSlack::kNone) return ValueSteps();
+  return ValueSteps() + static_cast<std::uint64_t>(rows) * SlackBlockSteps(*this);
+}
+
+std::uint64_t ReduceElement::ValueSteps() const {
   if (attention_grad) return AttentionGradSteps(*attention_grad, exact);
   const std::uint64_t in_rows = static_cast<std::uint64_t>(rows) * BlockSteps();
   switch (outer) {
@@ -746,8 +786,20 @@ Result<ReduceElement> AboutUnroundedMean(std::uint16_t op_kind, ByteSpan attrs, 
 
 }  // namespace
 
-Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                                std::int64_t e, std::span<const kernels::Shape> in) {
+Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                       std::int64_t e, std::span<const kernels::Shape> in) {
+  const bool conv_dx =
+      Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[2].size() == 4;
+  if (conv_dx || (Is(op_kind, OpKind::kAttention) && slot == 1)) {
+    // The repops description (the canonical fp64 reference computes each
+    // dcol value or score in its dot scan's order), with the kernel's β:
+    // conv2d_backward's WriteGemmSlack over Co·KH·KW terms, col2im'd;
+    // attention's GemmSlack over D terms, then SoftmaxSlack.
+    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, in));
+    el.slack = conv_dx ? ReduceSlack::kSumOfRowSlacks : ReduceSlack::kSoftmaxOfRowSlacks;
+    el.slack_terms = conv_dx ? in[2][0] * in[2][2] * in[2][3] : el.scan_count;
+    return el;
+  }
   if (Is(op_kind, OpKind::kBatchNorm2dTrain) && slot == 1 && in.size() == 5 && in[0].size() == 4) {
     // The mean's sum (slot 3's), then the running mean's update, reading
     // running_mean[c]; the attributes as the rstd's description checks them.
@@ -826,6 +878,7 @@ Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
   if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf, el.exact);
+  if (leaf > el.ValueSteps()) return SlackStepAt(el, leaf);
   const std::uint64_t block = el.BlockSteps(), in_rows = static_cast<std::uint64_t>(el.rows) * block;
   if (leaf <= in_rows) {
     // Row r's block: its steps as for one row, their leaves shifted past
@@ -859,7 +912,7 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
       st.right = row_leaf(local - rows);
       return st;
     }
-    if (leaf == el.Steps()) {  // e_pick / z
+    if (leaf == el.ValueSteps()) {  // e_pick / z
       st.kind = ReduceStepKind::kLeafDiv;
       st.left = exp_start + static_cast<std::uint64_t>(el.pick);
       st.right = leaf - 1;
@@ -924,6 +977,15 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
       break;
     case ReduceStepKind::kFinal:
       for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
+      break;
+    case ReduceStepKind::kNormStep:  // the dot's factor a or b at j
+      if (st.segment < el.scan_reads.size()) {
+        const TermOperand& o = el.scan_reads[st.segment];
+        at(o, o.input, st.term);
+      }
+      break;
+    case ReduceStepKind::kRowSlack:
+    case ReduceStepKind::kSlackFold:
       break;
     case ReduceStepKind::kDotStep:
     case ReduceStepKind::kWeightedTerm:
@@ -1015,6 +1077,32 @@ T TermValue(ReduceTerm term, std::span<const std::type_identity_t<T>> v, T shift
   return T(0);
 }
 
+namespace {
+
+// A slack leaf (ReduceSlack): the kernels' own expressions — GemmNormsSq's
+// sequential squares, WriteGemmSlack's value, SoftmaxSlack's MaxStep fold
+// or col2im's addition.
+Result<double> SlackStepValue(const ReduceElement& el, const ReduceStep& st, double left, double right,
+                              std::span<const double> v) {
+  switch (st.kind) {
+    case ReduceStepKind::kNormStep:
+      if (v.size() != 1) return Status::Invalid("elem-bad-step", "the norm step's read");
+      return left + v[0] * v[0];
+    case ReduceStepKind::kRowSlack:
+      return kernels::GemmSlackValue(kernels::GemmSlackFactor(el.slack_terms), std::sqrt(left),
+                                     std::sqrt(right), 0.0);
+    case ReduceStepKind::kSlackFold:
+      if (el.slack == ReduceSlack::kSoftmaxOfRowSlacks) return kernels::MaxStep(left, right);
+      if (el.slack == ReduceSlack::kSumOfRowSlacks) return left + right;
+      break;
+    default:
+      break;
+  }
+  return Status::Invalid("elem-bad-step", "no such slack step");
+}
+
+}  // namespace
+
 template <class T>
 Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T right,
                     std::span<const std::type_identity_t<T>> v) {
@@ -1047,6 +1135,14 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
     case ReduceStepKind::kGemmStep:  // dq's dS·k or dk's dS·q, +0 above the diagonal
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the GEMM step's read");
       return DotStep(left, st.reads_right ? right : T(+0.0), v[0]);
+    case ReduceStepKind::kNormStep:
+    case ReduceStepKind::kRowSlack:
+    case ReduceStepKind::kSlackFold:
+      if constexpr (std::is_same_v<T, double>) {
+        return SlackStepValue(el, st, left, right, v);
+      } else {
+        return Status::Invalid("elem-wrong-leaf", "a slack's leaves are fp64");
+      }
     case ReduceStepKind::kFinal: {
       if (el.final == ReduceFinal::kAttentionScale && v.empty())  // the scan's dot, scaled
         return left * kernels::AttentionScale<M>(el.scale_dim);
@@ -1308,16 +1404,29 @@ StepVerdict JudgeReduceEpilogue(const ReduceElement& el, float sum, float y_a, f
   return ValueVerdict(ReduceOutput(el, sum), y_a, y_b);
 }
 
-Result<float> RoundedReduceValue(const ReduceElement& el, double sum, const kernels::RoundingSpec& spec,
-                                 std::optional<bool> logged) {
+Result<float> RoundedReduceValue(const ReduceElement& el, double value_leaf, double slack_leaf,
+                                 const kernels::RoundingSpec& spec, std::optional<bool> logged) {
   if (!el.fp64) return Status::Invalid("elem-wrong-leaf", "a rounded value needs the fp64 sum");
-  return RoundAsLogged(ReduceOutput(el, sum), spec, /*slack=*/0.0, logged);
+  const double ref = ReduceOutput(el, value_leaf);
+  double slack = 0.0;  // the kernel's β at the value
+  switch (el.slack) {
+    case ReduceSlack::kNone:
+      break;
+    case ReduceSlack::kSumOfRowSlacks:
+      slack = slack_leaf;
+      break;
+    case ReduceSlack::kSoftmaxOfRowSlacks:
+      slack = ref * kernels::AttentionSlackFactor(
+                        slack_leaf, kernels::AttentionScale<kernels::opsdetail::F64Math>(el.scale_dim));
+      break;
+  }
+  return RoundAsLogged(ref, spec, slack, logged);
 }
 
-Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& el, double sum,
+Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& el, double value_leaf, double slack_leaf,
                                                const kernels::RoundingSpec& spec, std::optional<bool> logged,
                                                float y_a, float y_b) {
-  VT_ASSIGN_OR_RETURN(const float y, RoundedReduceValue(el, sum, spec, logged));
+  VT_ASSIGN_OR_RETURN(const float y, RoundedReduceValue(el, value_leaf, slack_leaf, spec, logged));
   return ValueVerdict(y, y_a, y_b);
 }
 

@@ -72,7 +72,7 @@ enum class ReduceTerm : std::uint8_t {
   kRoundedProduct = 7,
   // (x − mean)·(x − mean) with mean = segment 0's sum / mean_divisor, read
   // as the step's right operand (a rounded norm's ssq about the kernel's own
-  // unrounded mean: RoundedStatisticElementAt): x.
+  // unrounded mean: RoundedElementAt): x.
   kSquaredDeviationFromSum = 8,
 };
 
@@ -100,7 +100,7 @@ enum class ReduceFinal : std::uint8_t {
   // sum / divisor, momentum), reading (running_var[c]); the sum is the
   // channel's ssq and the divisor n − 1 (the unbiased variance). In rounded
   // mode the running mean too: the sum Σx, the divisor n, reading
-  // running_mean[c] (RoundedStatisticElementAt).
+  // running_mean[c] (RoundedElementAt).
   kRunningVar = 4,
   // A softmax value y[r, k] = Exp(x[r, k] − max) / sum, reading (x[r, k]).
   kSoftmaxValue = 5,
@@ -114,18 +114,18 @@ enum class ReduceFinal : std::uint8_t {
   kLayerNormGrad = 7,
   // A clipped gradient g·kernels::ClipGradScale(max_norm, sqrt(sum)), the
   // sum the clip norm's (right), reading (g) — a rounded job's, whose kernel
-  // scales by its own unrounded norm (RoundedStatisticElementAt).
+  // scales by its own unrounded norm (RoundedElementAt).
   kClipScaled = 8,
   // batchnorm2d_backward's dx = kernels::BatchNormGradValue(dy, x, γ, mean,
   // rstd, Σ dy·x̂, Σ dy, n) — the channel's two sums kept separate (left,
   // right), reading (dy, x at the value; γ, mean, rstd at its channel) — a
   // rounded job's, whose kernel reads its own unrounded sums
-  // (RoundedStatisticElementAt).
+  // (RoundedElementAt).
   kBatchNormGrad = 9,
   // A norm's y = kernels::NormValue(x, mean, NormRstd(var, eps), γ, β) with
   // mean = Σx / divisor (left: segment 0's sum) and var = ssq / divisor
   // (right: segment 1's), reading (x at the value; γ, β at its batch-norm
-  // channel or layer-norm column) — a rounded job's (RoundedStatisticElementAt).
+  // channel or layer-norm column) — a rounded job's (RoundedElementAt).
   kNormValue = 10,
 };
 
@@ -183,6 +183,26 @@ enum class ReduceOuter : std::uint8_t {
   // the scores x_j, j ≤ t): their running max m (MaxStep), the leaves
   // e_j = Exp(x_j − m), the TreeSum z of the e_j, and e_pick / z.
   kSoftmax = 2,
+};
+
+// Rounded mode: β of the value (kernels/rounding.h's slack), where the
+// kernel's rows are vendor-dgemm dot products and β bounds how far two
+// honest evaluations differ — computed by the kernel in fixed-sequence fp64
+// from the rows' dot factors a, b (ReduceElement::scan_reads), so it is a
+// computation of leaves too. After the value's leaves, per row block:
+// ‖a‖² and ‖b‖² (scan_count steps each, sequential from +0, as
+// kernels::GemmNormsSq), the row's GEMM slack
+// kernels::GemmSlackValue(GemmSlackFactor(slack_terms), ‖a‖, ‖b‖, 0), and
+// that slack folded into the rows' before it (from +0). The last leaf is
+// the fold; the epilogue reads it and the value's leaf (ValueSteps()).
+enum class ReduceSlack : std::uint8_t {
+  kNone = 0,  // β = 0: the kernel's sum is the rule's, in the rule's order
+  // conv2d_backward's dx: col2im adds the rows' slacks as it adds their
+  // values (from +0, in row order); β is the fold.
+  kSumOfRowSlacks = 1,
+  // attention's att: the row's largest score slack (kernels::MaxStep from
+  // +0); β = value·kernels::AttentionSlackFactor(fold, scale).
+  kSoftmaxOfRowSlacks = 2,
 };
 
 // attention_backward's dq[t, i] or dk[u, i] of one (b, h) item, whose
@@ -253,10 +273,14 @@ struct ReduceElement {
   // The leaves are fp64 (rounded mode, whose fixed-sequence kernels compute
   // these sums in fp64 before rounding the output): every step in
   // kernels::opsdetail::F64Math over the fp32 values read, the output
-  // RoundedReduceValue of the last leaf. Never with `exact`.
+  // RoundedReduceValue of the value's leaf (and the slack's). Never with `exact`.
   bool fp64 = false;
+  ReduceSlack slack = ReduceSlack::kNone;  // only with fp64
+  std::int64_t slack_terms = 0;            // the GEMM's K of GemmSlackFactor
   // Leaves of one row block.
   std::uint64_t BlockSteps() const;
+  // Steps up to the value's leaf (without a slack, every step).
+  std::uint64_t ValueSteps() const;
   // Steps of the whole computation: the tree has Steps() + 1 leaves.
   std::uint64_t Steps() const;
   bool operator==(const ReduceElement&) const = default;
@@ -308,11 +332,13 @@ struct ReduceElement {
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
 
-// Values whose repops rule reads a statistic of the node's own agreed
-// outputs where the rounded kernel reads its own unrounded fp64 statistic,
-// described as the rounded kernel computes them: the statistic's sums and a
-// final step over them. ReduceRuleAt plays these in rounded mode only
-// (repops and certified judge them pointwise from the agreed statistic):
+// Values whose rounded kernel computes them otherwise than the repops
+// rule describes, described as the rounded kernel computes them.
+// ReduceRuleAt plays these in rounded mode only. First, values whose
+// repops rule reads a statistic of the node's own agreed outputs where the
+// rounded kernel reads its own unrounded fp64 statistic (repops and
+// certified judge them pointwise from the agreed statistic): the
+// statistic's sums and a final step over them:
 //   clip_grad_norm's g'_i (output `slot` < the gradient count): the norm's
 //     sums (ReduceElementAt at the norm's slot, without its square root),
 //     then g[slot][e]·ClipGradScale(max_norm, sqrt(sum)) (kClipScaled);
@@ -326,10 +352,15 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //     Σ(x − Σx/n)² (kSquaredDeviationFromSum, each term reading the first
 //     sum), kept separate, then kNormValue, kRunningVar (divisor n − 1) or
 //     the kRstd epilogue.
+// Second, values over vendor-dgemm dot products: the repops description
+// (its rows' dot scans are the canonical fp64 reference's order) with the
+// kernel's β as leaves (ReduceSlack):
+//   conv2d_backward's dx (slot 0): kSumOfRowSlacks over Co·KH·KW terms;
+//   attention's att (slot 1, u ≤ t): kSoftmaxOfRowSlacks over D terms.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
-Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
-                                                std::int64_t e, std::span<const kernels::Shape> input_shapes);
+Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                                       std::int64_t e, std::span<const kernels::Shape> input_shapes);
 
 // One step of the computation: leaf `leaf` (≥ 1) from earlier leaves and
 // the values it reads (StepReads), in row block `row`:
@@ -347,6 +378,10 @@ Result<ReduceElement> RoundedStatisticElementAt(std::uint16_t op_kind, ByteSpan 
 //   kWeightedTerm  leaf `left` + att_tj·leaf `right` (r_t's TreeSum term j = `segment`, right dP_tj)
 //   kAttnDs        (att_tu·(leaf `left` − leaf `right`))·scale (left dP_tu, right r_t)
 //   kGemmStep      leaf `left` + leaf `right`·x (x = k_u[i] or q_t[i]; without `right`, +0·x)
+// and for a ReduceSlack (`segment` 0: the dot's factor a, 1: b; `term` its j):
+//   kNormStep      leaf `left` + x·x (x the factor at j; left leaf 0 at j = 0)
+//   kRowSlack      GemmSlackValue(GemmSlackFactor(slack_terms), √leaf `left`, √leaf `right`, 0)
+//   kSlackFold     leaf `left` + leaf `right` (kSumOfRowSlacks) or MaxStep(left, right)
 enum class ReduceStepKind : std::uint8_t {
   kTerm = 0,
   kCombine = 1,
@@ -359,6 +394,9 @@ enum class ReduceStepKind : std::uint8_t {
   kWeightedTerm = 8,
   kAttnDs = 9,
   kGemmStep = 10,
+  kNormStep = 11,
+  kRowSlack = 12,
+  kSlackFold = 13,
 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;
@@ -518,18 +556,20 @@ Result<StepVerdict> JudgeReduceStepClaim(const ReduceElement& element, std::span
 // the epilogue: y = ReduceOutput(sum).
 StepVerdict JudgeReduceEpilogue(const ReduceElement& element, float sum, float y_a, float y_b);
 
-// A rounded job's output from its fp64 sum: ref = ReduceOutput(sum) rounded
-// by the node's `spec` to nearest, or, where the node's log has an entry
-// (`logged`: its direction), by kernels::ApplyLogEntry with β = 0 (the
-// sum's order is fixed) and the spec's τ — which the caller sets to 0 for
+// A rounded job's output from its fp64 leaves: ref = ReduceOutput(the
+// value's leaf, ValueSteps()) rounded by the node's `spec` to nearest, or,
+// where the node's log has an entry (`logged`: its direction), by
+// kernels::ApplyLogEntry with the spec's τ — which the caller sets to 0 for
 // an operator exact in fp64 (kernels::OpFp64IsExact: there the trainer
-// logs nothing, and any entry is refused). Invalid
+// logs nothing, and any entry is refused) — and β = 0 (the sum's order is
+// fixed) or, for an element with a ReduceSlack, β from its last leaf
+// `slack_leaf` (the rows' slacks folded). Invalid
 // "log-entry-outside-region" when the rule refuses the entry (the solver's
 // log is wrong), "elem-wrong-leaf" for an element that is not fp64.
-Result<float> RoundedReduceValue(const ReduceElement& element, double sum, const kernels::RoundingSpec& spec,
-                                 std::optional<bool> logged);
-Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& element, double sum,
-                                               const kernels::RoundingSpec& spec, std::optional<bool> logged,
-                                               float y_a, float y_b);
+Result<float> RoundedReduceValue(const ReduceElement& element, double value_leaf, double slack_leaf,
+                                 const kernels::RoundingSpec& spec, std::optional<bool> logged);
+Result<StepVerdict> JudgeRoundedReduceEpilogue(const ReduceElement& element, double value_leaf,
+                                               double slack_leaf, const kernels::RoundingSpec& spec,
+                                               std::optional<bool> logged, float y_a, float y_b);
 
 }  // namespace vt::verify

@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "kernels/ops/op_util.h"
+#include "kernels/ops/softmax.h"
 
 namespace vt::kernels {
 
@@ -50,17 +51,14 @@ Status AttnGeometryFor(const Tensor& qkv, std::int64_t heads, AttnGeometry* g) {
 }
 
 // Rounded mode, one softmax row t: on entry βs[0..t] bounds the difference of
-// S = Q·Kᵀ between honest parties (GEMM slack); on exit it bounds that of att.
-// With Δ = scale·max_u β_S[u], att' = att·exp(θ) with |θ| ≤ 2Δ, so
-// |att' − att| ≤ att·(e^{2Δ} − 1) ≤ att·2Δ(1 + 2Δ) for 2Δ ≤ 1 (no libm, so
-// every party computes the same β); above that β = +inf (capped at u/4 by
-// the rounding). Masked entries (u > t) are exact zeros: β = 0.
+// S = Q·Kᵀ between honest parties (GEMM slack); on exit it bounds that of
+// att (AttentionSlackFactor of the row's largest). Masked entries (u > t)
+// are exact zeros: β = 0.
 void SoftmaxSlack(const double* att_row, double* slack_row, std::int64_t t, std::int64_t t_count,
                   double scale) {
   double mx = 0.0;
-  for (std::int64_t u = 0; u <= t; ++u) mx = slack_row[u] > mx ? slack_row[u] : mx;
-  const double x = 2.0 * (mx * scale) * (1.0 + 0x1p-16);
-  const double f = x <= 1.0 ? x * (1.0 + x) * (1.0 + 0x1p-16) : std::numeric_limits<double>::infinity();
+  for (std::int64_t u = 0; u <= t; ++u) mx = MaxStep(mx, slack_row[u]);
+  const double f = AttentionSlackFactor(mx, scale);
   for (std::int64_t u = 0; u <= t; ++u) slack_row[u] = att_row[u] * f;
   for (std::int64_t u = t + 1; u < t_count; ++u) slack_row[u] = 0.0;
 }

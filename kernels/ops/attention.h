@@ -10,6 +10,7 @@
 // so projections are ordinary linear nodes and this node holds no weights.
 
 #include <cstdint>
+#include <limits>
 
 #include "common/result.h"
 #include "kernels/op_context.h"
@@ -31,6 +32,18 @@ typename M::T AttentionScale(std::int64_t d) {
 template <class T>
 T AttentionDsValue(T att, T dp, T r, T scale) {
   return (att * (dp - r)) * scale;
+}
+
+// Rounded mode: the factor f with β_att = att·f for every value of a softmax
+// row whose scores' GEMM slacks have maximum `max_score_slack` (folded by
+// MaxStep from +0), `scale` the row's score scale. With Δ = scale·max β_S,
+// att' = att·exp(θ) with |θ| ≤ 2Δ, so |att' − att| ≤ att·(e^{2Δ} − 1) ≤
+// att·2Δ(1 + 2Δ) for 2Δ ≤ 1 (no libm, so every party computes the same
+// bits); above that +inf (capped at u/4 by the rounding). Shared with the
+// element rule that judges one att value (verify/reduce_rule.h).
+inline double AttentionSlackFactor(double max_score_slack, double scale) {
+  const double x = 2.0 * (max_score_slack * scale) * (1.0 + 0x1p-16);
+  return x <= 1.0 ? x * (1.0 + x) * (1.0 + 0x1p-16) : std::numeric_limits<double>::infinity();
 }
 
 // Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the

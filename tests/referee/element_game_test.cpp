@@ -311,6 +311,9 @@ struct ValueTarget {
   bool reduction;     // a partial-result walk and one step (else one re-execution)
   std::int64_t from;  // the first value tried (ReachingValue)
   bool reads_batch = false;
+  // A rounded value with a slack (verify::ReduceSlack): a liar's sums also
+  // leave the rule at their last leaf, the slack's fold.
+  bool slack = false;
 };
 struct TargetsPlayed {
   std::uint64_t games = 0, max_tx = 0, required = 0;
@@ -329,19 +332,21 @@ TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueT
   for (const ValueTarget& t : targets) {
     const std::uint32_t node = NodeOf(m, t.op, t.reads_batch);
     const std::int64_t v = ReachingValue(m, node, t.slot, t.from, mode);
-    std::vector<SumsLie> sums{SumsLie::kHonest};
-    if (t.reduction) sums = {SumsLie::kHonest, SumsLie::kDiverge, SumsLie::kMadeUp};
-    for (SumsLie kind : sums) {
+    std::vector<SumsPlan> sums{SumsPlan{SumsLie::kHonest, 2}};
+    if (t.reduction) sums.insert(sums.end(), {SumsPlan{SumsLie::kDiverge, 2}, SumsPlan{SumsLie::kMadeUp, 2}});
+    if (t.slack) sums.push_back(SumsPlan{SumsLie::kDiverge, ~std::uint64_t{0}});  // clamped to the last leaf
+    for (const SumsPlan& plan : sums) {
+      const SumsLie kind = plan.kind;
       const bool liar_is_solver = out.games % 2 == 0;
       SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
-                   std::to_string(static_cast<int>(kind)) +
+                   std::to_string(static_cast<int>(kind)) + " from " + std::to_string(plan.from) +
                    (liar_is_solver ? " solver lies" : " challenger lies"));
       ScenarioConfig c;
       c.model = m;
       c.mode = mode;
       c.solver_bond = c.challenger_bond = bond;
       const ScenarioReport rep =
-          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, SumsPlan{kind, 2});
+          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, plan);
       EXPECT_EQ(rep.games.size(), 1u);
       if (rep.games.size() != 1) continue;
       const GameReport& gr = rep.games[0];
@@ -416,8 +421,12 @@ TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
 // log), a batch norm's y, running mean, running variance and rstd by its
 // channel's fp64 sums (Σx, and Σ(x − Σx/n)² about that unrounded mean) and a
 // final step, its backward's dx by the channel's two fp64 sums and a final
-// step, and the poolings' backwards — per-value fp64 sums over
-// the covering windows, rounded once (exact in fp64: no log entry can move them).
+// step, the poolings' backwards — per-value fp64 sums over the covering
+// windows, rounded once (exact in fp64: no log entry can move them) — and
+// a convolution's dx: its taps' fp64 dots in col2im's order with the
+// kernel's β as leaves (the taps' GEMM slacks summed), the epilogue opening
+// the value's leaf beside the log; a liar's sums also leave the rule at the
+// slack's last leaf.
 TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
   const ValueTarget targets[] = {{"conv2d.y", OpKind::kConv2d, 0, true, 1},
@@ -427,20 +436,24 @@ TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
                                  {"batchnorm.rstd", OpKind::kBatchNorm2dTrain, 4, true, 1},
                                  {"batchnorm_backward.dx", OpKind::kBatchNorm2dBackward, 0, true, 1},
                                  {"avg_pool2d_backward.dx", OpKind::kAvgPool2dBackward, 0, false, 1},
-                                 {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 20u);
+                                 {"max_pool2d_backward.dx", OpKind::kMaxPool2dBackward, 0, false, 1},
+                                 {"conv2d_backward.dx", OpKind::kConv2dBackward, 0, true, 1, false, true}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kCnn, "cnn rounded", targets, kernels::Mode::kRounded).games, 24u);
 }
 
 // Rounded mode: a layer norm's y and rstd normalise with the kernel's own
 // unrounded fp64 mean and rstd, so each is the reduction of its row's Σx and
-// Σ(x − Σx/C)² and a final step (verify::RoundedStatisticElementAt), with
-// no committed statistic read; its mean is a fp64 sum too.
+// Σ(x − Σx/C)² and a final step (verify::RoundedElementAt), with
+// no committed statistic read; its mean is a fp64 sum too. Attention's
+// probabilities: the scores' fp64 dots and softmax, then the kernel's β
+// from the scores' GEMM slacks (their largest, as SoftmaxSlack folds them).
 TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
   const ValueTarget targets[] = {{"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
                                  {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
-                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 9u);
+                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
+                                 {"attention.att", OpKind::kAttention, 1, true, 8 + 3, false, true}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 13u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

@@ -273,7 +273,11 @@ void ScenarioDriver::Impl::ActElement(const Agent& agent, Party p, const Game& g
     // Like the arbitration: the solver owes it, whoever is right sends it.
     if (!lied && !m_arbitration_sent[g.id]) {
       m_arbitration_sent[g.id] = true;
-      Send(agent, Method::kOpenElement, Enc(Must(node::OpenElementMove(side, e, g.id, node_root_of))), g.id);
+      std::optional<worker::ReduceRuleAnswer> mine;  // a sum's epilogue opens from the party's sums
+      if (e.kind == verify::ElementKind::kReduce)
+        mine = ReducePartialsFor(m_config.mode, side, e.slot, e.value, std::nullopt);
+      Send(agent, Method::kOpenElement,
+           Enc(Must(node::OpenElementMove(side, e, g.id, node_root_of, mine ? &*mine : nullptr))), g.id);
     }
     return;
   }

@@ -513,11 +513,11 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
   // covering a value. A move that reads the batch opens a whole example,
   // here a 64 KiB image: above the 64 KiB target, within the chain's 1 MiB.
   const Covered covered_jobs[] = {
-      // Accepted in rounded mode too since its batch norms are played: the
-      // unruled nodes (conv2d_backward's dx) fit whole.
-      {{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20, kElementTarget, true},
-      {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
-      {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20},
+      // Rounded mode plays every node of these CNNs at the element level
+      // too since conv2d_backward's dx is played with its β as leaves.
+      {{"cnn-fashion", 16, 512}, std::uint64_t{1} << 20, kElementTarget, true, true},
+      {{"cnn-128", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20, true, true},
+      {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20, true, true},
       {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20, kElementTarget, true, true},
       // GPT-3's width, d = 12 288: its layer norms' rows are reductions
       // and y a pointwise value of the agreed mean and rstd.
@@ -539,10 +539,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_TRUE(r.success) << r.reason;
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
-    // Rounded mode plays every node of an MLP at the element level; a CNN's
-    // conv2d_backward's dx (dgemm) and a GPT's attention have no rounded
-    // rule, and those nodes are too large whole (but in cnn-fashion and
-    // gpt2-vocab).
+    // Rounded mode plays every node of an MLP and a CNN at the element
+    // level; a GPT's attention y and backward have no rounded rule, and
+    // those nodes are too large whole (but in gpt2-vocab).
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     const referee::BondTerms rt = Terms(rounded, params);
     if (c.rounded_accepted) {
@@ -557,7 +556,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
       std::printf("[ posting ] %s rounded B=%lld: required %llu bytes (%s); minimum bond %llu\n", c.job.model,
                   static_cast<long long>(c.job.batch), static_cast<unsigned long long>(rt.required_tx_bytes),
                   whole_node.c_str(), static_cast<unsigned long long>(rt.minimum));
-      EXPECT_LE(rt.required_tx_bytes, c.rounded_element_only ? kElementTarget : params.max_tx_bytes);
+      EXPECT_LE(rt.required_tx_bytes, c.rounded_element_only ? c.required_at_most : params.max_tx_bytes);
       EXPECT_EQ(rt.required_by_element_move, c.rounded_element_only);
       EXPECT_TRUE(post(rounded, rt.minimum).success);
     } else {

@@ -188,8 +188,10 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kAttention)).reason(),
             "elem-mode-no-rule");
   EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).ok());
-  for (OpKind op : {OpKind::kAttention, OpKind::kAttentionBackward})
-    EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(op)).reason(), "elem-mode-no-rule");
+  // Attention's att is a rounded reduction with its β as leaves; its backward is not yet.
+  EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kAttention)).ok());
+  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kAttentionBackward)).reason(),
+            "elem-mode-no-rule");
   const std::vector<Shape> relu = {{5, 8}};
   const std::vector<InputRef> relu_refs = {Node(0)};
   auto rounded_relu = ChooseElementRule(kRounded, K(OpKind::kRelu), {}, 0, 7, relu_refs, relu);
@@ -197,16 +199,36 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(rounded_relu->kind, ElementKind::kPlan);
   // Each operator rounded mode re-executes is exact in fp64: no entry can
   // change its values (ten element-wise operators, the copies embedding
-  // and reshape, dropout and the poolings' backwards).
+  // and reshape, dropout and the poolings' backwards) — and attention,
+  // whose only plan is the mask's +0 above the diagonal.
   int reexecuted = 0;
   for (std::uint16_t op = 0; op < 256; ++op) {
     if (!ReexecutesRoundedValue(op)) continue;
     auto kind = kernels::OpKindFromValue(op);
     ASSERT_TRUE(kind.ok());
-    EXPECT_TRUE(kernels::OpFp64IsExact(*kind)) << op;
+    EXPECT_TRUE(kernels::OpFp64IsExact(*kind) || *kind == OpKind::kAttention) << op;
     ++reexecuted;
   }
-  EXPECT_EQ(reexecuted, 15);
+  EXPECT_EQ(reexecuted, 16);
+  const std::vector<Shape> qkv = {{1, 4, 3 * 8}};
+  const std::vector<InputRef> qkv_refs = {Node(0)};
+  const Bytes heads = EncodeToBytes(kernels::AttentionAttrs(2));
+  // att[0, 0, 1, 2]: above the diagonal, the mask's +0 (nothing opened); att[0, 0, 2, 1] a reduction.
+  auto masked = ChooseElementRule(kRounded, K(OpKind::kAttention), heads, 1, 4 + 2, qkv_refs, qkv);
+  ASSERT_TRUE(masked.ok()) << masked.status().ToString();
+  EXPECT_EQ(masked->kind, ElementKind::kPlan);
+  EXPECT_TRUE(masked->opened_inputs.empty());
+  auto scores = ChooseElementRule(kRounded, K(OpKind::kAttention), heads, 1, 2 * 4 + 1, qkv_refs, qkv);
+  ASSERT_TRUE(scores.ok()) << scores.status().ToString();
+  EXPECT_EQ(scores->kind, ElementKind::kReduce);
+  // Its value's leaves (3 scores of a 4-step dot and the scale, the softmax), then the slack's
+  // (per score ‖q‖², ‖k‖², the score's slack, the running max).
+  const ReduceElement att = ReduceRuleAt(kRounded, K(OpKind::kAttention), heads, 1, 2 * 4 + 1, qkv).value();
+  EXPECT_EQ(att.slack, ReduceSlack::kSoftmaxOfRowSlacks);
+  EXPECT_EQ(att.Steps() - att.ValueSteps(), 3u * (2u * 4u + 2u));
+  EXPECT_EQ(ReduceRuleAt(kRounded, K(OpKind::kAttention), heads, 0, 0, qkv).status().reason(),
+            "elem-no-reduce-rule")
+      << "y is the dot rule's, which rounded mode does not play";
 }
 
 TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {
