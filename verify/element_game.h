@@ -74,9 +74,10 @@ inline constexpr std::int64_t kMaxOpenedExamples = 4;
 // opening), the rounded dot rule of the GEMMs whose rounding it reproduces
 // (RoundedDotRuleCovers: fp64 partial results, the epilogue by the log's
 // entry at the value) and the reduction rule over fp64 sums where the
-// kernel's sum is the rule's (RoundedReduceRuleCovers; the epilogue
-// likewise) — its conv2d y, attention outputs, conv2d_backward dx and the
-// norms' rstd have none yet. Every mode walks the assemble node (kState).
+// kernel's sum is the rule's, its β with it where the kernel's dots are
+// vendor dgemm's (RoundedReduceRuleCovers; the epilogue likewise) —
+// attention's y and attention_backward have none yet. Every mode walks
+// the assemble node (kState).
 // Invalid "elem-mode-no-rule" otherwise: the node is arbitrated whole.
 Status CheckRuleInMode(std::uint8_t job_mode, ElementKind kind, std::uint16_t op_kind);
 
@@ -95,10 +96,10 @@ ElementMode ElementModeOf(std::uint8_t job_mode, std::uint8_t rounding_bits);
 bool RoundedDotRuleCovers(std::uint16_t op_kind);
 // The op kinds whose reduction-rule values rounded mode plays: those whose
 // rounded kernels compute the rule's sum in fixed-sequence fp64
-// (verify/reduce_rule.h, ReduceElement::fp64) — every reduction but the
-// GEMM-based ones (attention's, conv2d_backward's dx: vendor dgemm) and
-// those over the node's own outputs (the norms' rstd and running variance:
-// the kernel reads its unrounded mean), which ReduceRuleAt refuses.
+// (verify/reduce_rule.h, ReduceElement::fp64), or over vendor-dgemm dots
+// whose β the description carries (conv2d_backward's dx, attention's att:
+// ReduceSlack) — every reduction but attention_backward's. ReduceRuleAt
+// refuses a value whose description is neither (elem-mode-no-rule).
 bool RoundedReduceRuleCovers(std::uint16_t op_kind);
 
 // A value's position in its node's rounding log: the node's outputs
