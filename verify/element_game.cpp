@@ -470,6 +470,31 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
   return d;
 }
 
+namespace {
+
+// The values of output `slot` whose rules read the most, or have the most
+// partial results: the first and the last; for an NCHW output (a
+// convolution's dx, a pooling's y or dx) the middle of the first image's
+// first plane, whose windows the border does not clip; for
+// attention_backward's dqkv [B, T, 3C] dq at the last row (its tree grows
+// with t) and dk at the first column (it grows with T − u).
+std::vector<std::int64_t> WidestValues(const NodeSpec& node, std::span<const Shape> input_shapes,
+                                       std::uint32_t slot) {
+  const Shape& out = node.output_shapes[slot];
+  const std::int64_t n = kernels::NumElements(out);
+  std::vector<std::int64_t> values = {0, n - 1};
+  if (out.size() == 4) values.push_back(out[2] / 2 * out[3] + out[3] / 2);
+  if (static_cast<kernels::OpKind>(node.op_kind) == kernels::OpKind::kAttentionBackward && out.size() == 3 &&
+      input_shapes.size() == 3 && input_shapes[0].size() == 3) {
+    const std::int64_t t_count = out[1], c3 = out[2], c = input_shapes[0][2];
+    values.insert(values.end(), {(t_count - 1) * c3, c});
+  }
+  std::erase_if(values, [&](std::int64_t e) { return e < 0 || e >= n; });
+  return values;
+}
+
+}  // namespace
+
 Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph) {
   DescentBound bound;
   // Levels above `leaves` leaves (none for an empty tensor: nothing to walk or open).
@@ -496,16 +521,22 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
       for (const Shape& out : node.output_shapes)
         values += static_cast<std::uint64_t>(kernels::NumElements(out));
       bound.log_height = std::max(bound.log_height, height(values));
-      std::uint64_t partials = 0;  // terms + 1 leaves, for the rules with partial results
-      if (choice->kind == ElementKind::kDot) {
-        VT_ASSIGN_OR_RETURN(DotElement el, DotElementAt(node.op_kind, node.attrs, slot, 0, shapes));
-        partials = static_cast<std::uint64_t>(el.k) + 1;
-      } else if (choice->kind == ElementKind::kReduce) {
-        VT_ASSIGN_OR_RETURN(ReduceElement el,
-                            ReduceRuleAt(job_mode, node.op_kind, node.attrs, slot, 0, shapes));
-        partials = el.Steps() + 1;
+      // Terms + 1 leaves, for the rules with partial results: the most over
+      // the slot's widest values (a value without such a rule counts none).
+      std::uint64_t partials = 0;
+      const std::vector<std::int64_t> widest = WidestValues(node, shapes, slot);
+      for (std::int64_t e : widest) {
+        auto at = ChooseElementRule(job_mode, node.op_kind, node.attrs, slot, e, node.inputs, shapes);
+        if (at.ok() && at->kind == ElementKind::kDot) {
+          VT_ASSIGN_OR_RETURN(DotElement el, DotElementAt(node.op_kind, node.attrs, slot, e, shapes));
+          partials = std::max(partials, static_cast<std::uint64_t>(el.k) + 1);
+        } else if (at.ok() && at->kind == ElementKind::kReduce) {
+          VT_ASSIGN_OR_RETURN(ReduceElement el,
+                              ReduceRuleAt(job_mode, node.op_kind, node.attrs, slot, e, shapes));
+          partials = std::max(partials, el.Steps() + 1);
+        }
       }
-      for (std::int64_t e : {std::int64_t{0}, kernels::NumElements(node.output_shapes[slot]) - 1}) {
+      for (std::int64_t e : widest) {
         auto deciding = BoundDecidingMove(job_mode, node, shapes, slot, e);
         if (!deciding.ok()) continue;  // no rule at the last value: not covered (ElementCoversNode)
         // A value past the caps has no deciding move (ChooseElementRule's elem-too-wide).

@@ -298,11 +298,17 @@ Result<DescentStart> StartDescent(std::uint8_t job_mode, const StepGraph& graph,
 // last move — chunk root, the chunk walk (at most the output's chunk-tree
 // height), chunk reveal, partial-results root, their walk (at most that
 // tree's height), step reveal or open-element — over every node and output
-// slot where StartDescent can start (a rule for value 0; the rules depend on
-// the slot, not on the value), and the deepest trees its moves open leaves
-// of. The assemble node's walk (root, h_{t+1}'s height, the final opening)
-// counts in every mode: its tree is counted in chunk_height, and its final
-// move may open the header of h_t (`header_opening`).
+// slot where StartDescent can start (a rule for value 0), and the deepest
+// trees its moves open leaves of. A rule's kind depends on the slot, but
+// how many partial results and openings it has may grow with the value
+// (attention's rows with t, its backward's dk with T − u, a window clipped
+// at the border): the bound takes the largest over the slot's widest
+// values — the first, the last, an image's middle, attention_backward's
+// last dq row and first dk column
+// (`Scenario.TheDecidingMoveBoundHoldsAtEveryValue` checks random values
+// against it, a long-context GPT's included). The assemble node's walk (root, h_{t+1}'s height, the final
+// opening) counts in every mode: its tree is counted in chunk_height, and its final move may open the header
+// of h_t (`header_opening`).
 struct DescentBound {
   std::uint64_t moves = 0;
   std::uint64_t chunk_height = 0;     // the deepest chunk tree of an output walked or an input opened
@@ -333,8 +339,8 @@ Result<DescentBound> BoundDescent(std::uint8_t job_mode, const StepGraph& graph)
 // a slice of the batch spans at most ⌊(L + P − 2) / P⌋ + 1 examples of P
 // values, at most the batch's). The dot and reduction rules' deciding moves
 // are one step's reveal (no chunks beyond a move's): their opened inputs
-// and batch reads. BoundDescent takes it at the first and the last value
-// of each output; `Scenario.TheDecidingMoveBoundHoldsAtEveryValue`
+// and batch reads. BoundDescent takes it at each output's widest values
+// (above); `Scenario.TheDecidingMoveBoundHoldsAtEveryValue`
 // (referee_scenario_economics_test) checks it against the real openings of
 // random values of every node of the presets and larger jobs.
 struct DecidingMoveBound {

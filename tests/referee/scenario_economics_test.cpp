@@ -356,6 +356,9 @@ protocol::JobSpec PresetSpec(const PresetJob& p, kernels::Mode mode) {
     model.arch = kernels::graph::CnnSpec{3, 512, 512, 4, 0, true, 10};
   } else if (std::string_view(p.model) == "gpt-12288") {  // GPT-3's width: 12 288-value layer-norm rows
     model.arch = kernels::graph::GptSpec{256, 32, 1, 96, 12288, 0.0f};
+  } else if (std::string_view(p.model) ==
+             "gpt-long") {  // T = 1 024 on a tiny body: attention's trees are the tallest
+    model.arch = kernels::graph::GptSpec{16, 1024, 1, 1, 16, 0.0f};
   } else if (std::string_view(p.model) == "gpt2-vocab") {  // testnet/jobs/gpt2-vocab.json's model
     model.arch = kernels::graph::GptSpec{50257, 16, 1, 2, 32, 0.0f};
   } else {
@@ -590,15 +593,20 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
   std::mt19937_64 rng(20261127);
   const PresetJob jobs[] = {{"mlp-fashion", 16, 512},  {"cnn-fashion", 16, 512}, {"cnn-128", 16, 512},
                             {"cnn-128-pool", 16, 512}, {"gpt-tiny", 8, 512},     {"gpt2-vocab", 2, 256},
-                            {"gpt2-small", 1, 512}};
-  for (const PresetJob& p : jobs) {
-    SCOPED_TRACE(p.model);
-    const protocol::JobSpec job = PresetSpec(p, kernels::Mode::kRepops);
+                            {"gpt2-small", 1, 512},    {"gpt-long", 1, 64}};
+  for (const auto& [p, mode] : [&] {
+         std::vector<std::pair<PresetJob, kernels::Mode>> runs;
+         for (const PresetJob& j : jobs) runs.emplace_back(j, kernels::Mode::kRepops);
+         for (const PresetJob& j : jobs) runs.emplace_back(j, kernels::Mode::kRounded);
+         return runs;
+       }()) {
+    SCOPED_TRACE(std::string(p.model) + " " + std::string(kernels::ModeName(mode)));
+    const protocol::JobSpec job = PresetSpec(p, mode);
     const auto graph = graphs.Build(job, 0);
     ASSERT_TRUE(graph.ok()) << graph.status().ToString();
     const auto descent = verify::BoundDescent(job.mode, *graph);
     ASSERT_TRUE(descent.ok()) << descent.status().ToString();
-    std::uint64_t values = 0, plans = 0, max_chunks = 0;
+    std::uint64_t values = 0, plans = 0, max_chunks = 0, max_height = 0;
     for (const verify::NodeSpec& node : graph->nodes) {
       const auto shapes = verify::NodeInputShapes(*graph, node);
       ASSERT_TRUE(shapes.ok());
@@ -623,6 +631,20 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
           EXPECT_LE(choice->opened_inputs.size(), descent->final_openings);
           if (choice->kind != verify::ElementKind::kPlan) {
             EXPECT_LE(static_cast<std::uint64_t>(choice->batch_examples), bound.examples);
+            // The value's partial results: a tree no taller than the bound's (its walk and proofs).
+            std::uint64_t leaves = 0;
+            if (choice->kind == verify::ElementKind::kDot) {
+              leaves = static_cast<std::uint64_t>(
+                           verify::DotElementAt(node.op_kind, node.attrs, slot, e, *shapes).value().k) +
+                       1;
+            } else {
+              leaves =
+                  verify::ReduceRuleAt(job.mode, node.op_kind, node.attrs, slot, e, *shapes).value().Steps() +
+                  1;
+            }
+            const std::uint64_t height = crypto::MerkleShape(leaves).height();
+            max_height = std::max(max_height, height);
+            EXPECT_LE(height, descent->partials_height) << node.op_kind << "/" << slot << " at " << e;
             continue;
           }
           ++plans;
@@ -645,12 +667,15 @@ TEST(Scenario, TheDecidingMoveBoundHoldsAtEveryValue) {
     }
     EXPECT_GT(plans, 0u);
     std::printf(
-        "[ deciding ] %s: %llu values drawn (%llu pointwise/row), largest real opening %llu chunks; "
-        "bound %llu chunks, %llu inputs by hash, %llu examples\n",
-        p.model, static_cast<unsigned long long>(values), static_cast<unsigned long long>(plans),
-        static_cast<unsigned long long>(max_chunks), static_cast<unsigned long long>(descent->final_chunks),
+        "[ deciding ] %s %s: %llu values drawn (%llu pointwise/row), largest real opening %llu chunks, "
+        "tallest partial-results tree %llu; bound %llu chunks, %llu inputs by hash, %llu examples, "
+        "height %llu\n",
+        p.model, kernels::ModeName(mode).data(), static_cast<unsigned long long>(values),
+        static_cast<unsigned long long>(plans), static_cast<unsigned long long>(max_chunks),
+        static_cast<unsigned long long>(max_height), static_cast<unsigned long long>(descent->final_chunks),
         static_cast<unsigned long long>(descent->final_openings),
-        static_cast<unsigned long long>(descent->batch_examples));
+        static_cast<unsigned long long>(descent->batch_examples),
+        static_cast<unsigned long long>(descent->partials_height));
   }
 }
 
