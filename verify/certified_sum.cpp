@@ -294,6 +294,10 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
     case ReduceStepKind::kNormStep:  // a rounded value's slack (ReduceSlack): no exact sum has one
     case ReduceStepKind::kRowSlack:
     case ReduceStepKind::kSlackFold:
+    case ReduceStepKind::kSlackFactor:
+    case ReduceStepKind::kLeafProduct:
+    case ReduceStepKind::kSquareAdd:
+    case ReduceStepKind::kPerturbedSlack:
       return Status::Invalid("elem-bad-step", "a rounded job's slack step");
   }
   return Status::Invalid("elem-bad-step", "the step's reads");

@@ -91,7 +91,7 @@ bool ReadsOwnOutput(const ReduceElement& el) {
     return std::any_of(reads.begin(), reads.end(),
                        [](const TermOperand& o) { return o.input >= kOwnOutput; });
   };
-  return own(el.scan_reads) || own(el.final_reads) ||
+  return own(el.scan_reads) || own(el.final_reads) || own(el.outer_reads) ||
          std::any_of(el.segments.begin(), el.segments.end(),
                      [&](const ReduceSegment& s) { return own(s.operands); });
 }
@@ -272,6 +272,13 @@ bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t inpu
   return input < inputs.size() && inputs[input].source == protocol::InputSource::kBatch;
 }
 
+bool DotRuleJudges(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                   std::int64_t e, std::span<const Shape> input_shapes) {
+  // A rounded kernel's own description of the value comes first.
+  if (job_mode == kRounded && RoundedElementAt(op_kind, attrs, slot, e, input_shapes).ok()) return false;
+  return DotElementAt(op_kind, attrs, slot, e, input_shapes).ok();
+}
+
 Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
                                         std::uint32_t slot, std::int64_t e,
                                         std::span<const protocol::InputRef> inputs,
@@ -284,7 +291,8 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
       choice.opened_inputs.push_back(input);
     }
   };
-  if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes); dot.ok()) {
+  if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes);
+      dot.ok() && DotRuleJudges(job_mode, op_kind, attrs, slot, e, input_shapes)) {
     // A factor of the batch (the first layer's x) comes from one example a
     // step (DotStepBatchPositions); the other factor and the bias by hash.
     choice.kind = ElementKind::kDot;
@@ -310,6 +318,7 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
     for (const ReduceSegment& seg : reduce.segments)
       for (const TermOperand& op : seg.operands) reads.push_back(op.input);
     for (const TermOperand& op : reduce.scan_reads) reads.push_back(op.input);
+    for (const TermOperand& op : reduce.outer_reads) reads.push_back(op.input);
     if (reduce.attention_grad) reads.insert(reads.end(), {0, 1, 2});  // dy, qkv, att
     for (const TermOperand& op : reduce.final_reads) {
       // A gathered value of the batch: its example is known only from the value that names it.

@@ -221,6 +221,12 @@ RoundedEpilogue RoundedReduceEpilogueOf(std::uint16_t op_kind, std::uint8_t bits
 // "elem-too-wide" when its slices span more than kMaxOpenedChunks chunks
 // (or it opens more than kMaxOpenedInputs inputs or kMaxOpenedExamples
 // examples).
+// Whether the dot rule judges value e: DotElementAt describes it, and the
+// job's mode has no description of its own — in rounded mode attention's y
+// is a reduction over the kernel's unrounded att (RoundedElementAt), not
+// the dot rule's over the committed att.
+bool DotRuleJudges(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                   std::int64_t e, std::span<const Shape> input_shapes);
 struct ElementChoice {
   ElementKind kind = ElementKind::kDot;
   std::vector<std::uint32_t> opened_inputs;  // increasing node input indices

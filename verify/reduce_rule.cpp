@@ -183,9 +183,77 @@ std::uint64_t SlackBlockSteps(const ReduceElement& el) {
   return 2 * static_cast<std::uint64_t>(el.scan_count) + 2;
 }
 
+// Leaves after the rows' slacks: attention's y's (ReduceSlack::kAttentionOutput).
+std::uint64_t SlackTailSteps(const ReduceElement& el) {
+  if (el.slack != ReduceSlack::kAttentionOutput) return 0;
+  return 3 * static_cast<std::uint64_t>(el.rows) + static_cast<std::uint64_t>(el.outer_terms) + 4;
+}
+
+// kSoftmaxDot's quotient att_j = e_j / z: the leaves before its GEMM element's.
+std::uint64_t QuotientLeaf(const ReduceElement& el, std::uint64_t j) {
+  return el.ValueSteps() - static_cast<std::uint64_t>(el.outer_terms + el.rows) + 1 + j;
+}
+
+// Step `leaf` of attention's y's slack tail (ReduceSlack::kAttentionOutput),
+// whose leaves after the rows' fold `fold` are: f, β_att_j, Σ att², Σ β_att²,
+// Σ x², the GEMM slack, the perturbation, β.
+ReduceStep SlackTailStepAt(const ReduceElement& el, std::uint64_t leaf, std::uint64_t fold) {
+  const auto rows = static_cast<std::uint64_t>(el.rows), terms = static_cast<std::uint64_t>(el.outer_terms);
+  const std::uint64_t f = fold + 1, att_sq = f + 2 * rows, slack_sq = att_sq + rows, x_sq = slack_sq + terms;
+  ReduceStep st;
+  st.reads_right = true;
+  if (leaf == f) {
+    st.kind = ReduceStepKind::kSlackFactor;
+    st.reads_right = false;
+    st.left = fold;
+    return st;
+  }
+  if (leaf <= f + rows) {  // β_att_j = att_j·f
+    st.kind = ReduceStepKind::kLeafProduct;
+    st.left = QuotientLeaf(el, leaf - f - 1);
+    st.right = f;
+    return st;
+  }
+  if (leaf <= slack_sq) {  // Σ att_j², then Σ β_att_j², each from +0
+    const bool of_slack = leaf > att_sq;
+    const std::uint64_t j = leaf - (of_slack ? att_sq : f + rows) - 1;
+    st.kind = ReduceStepKind::kSquareAdd;
+    st.left = j == 0 ? 0 : leaf - 1;
+    st.right = of_slack ? f + 1 + j : QuotientLeaf(el, j);
+    return st;
+  }
+  if (leaf <= x_sq) {  // Σ x_u² from +0
+    st.kind = ReduceStepKind::kNormStep;
+    st.reads_right = false;
+    st.segment = 2;
+    st.term = static_cast<std::int64_t>(leaf - slack_sq - 1);
+    st.left = st.term == 0 ? 0 : leaf - 1;
+    return st;
+  }
+  if (leaf == x_sq + 1) {  // the GEMM's own slack over outer_terms + extra terms
+    st.kind = ReduceStepKind::kRowSlack;
+    st.segment = 1;
+    st.left = att_sq;
+    st.right = x_sq;
+    return st;
+  }
+  if (leaf == x_sq + 2) {
+    st.kind = ReduceStepKind::kPerturbedSlack;
+    st.left = slack_sq;
+    st.right = x_sq;
+    return st;
+  }
+  st.kind = ReduceStepKind::kCombine;
+  st.left = x_sq + 1;
+  st.right = x_sq + 2;
+  return st;
+}
+
 // Step `leaf` (past ValueSteps()) of the slack's leaves.
 ReduceStep SlackStepAt(const ReduceElement& el, std::uint64_t leaf) {
   const auto n = static_cast<std::uint64_t>(el.scan_count);
+  const std::uint64_t fold = el.ValueSteps() + static_cast<std::uint64_t>(el.rows) * SlackBlockSteps(el);
+  if (leaf > fold) return SlackTailStepAt(el, leaf, fold);
   const std::uint64_t block = SlackBlockSteps(el), r = (leaf - el.ValueSteps() - 1) / block;
   const std::uint64_t base = el.ValueSteps() + r * block, local = leaf - base;  // 1 ≤ local ≤ block
   ReduceStep st;
@@ -437,7 +505,7 @@ std::uint64_t ReduceElement::BlockSteps() const {
 
 std::uint64_t ReduceElement::Steps() const {
   if (slack == ReduceSlack::kNone) return ValueSteps();
-  return ValueSteps() + static_cast<std::uint64_t>(rows) * SlackBlockSteps(*this);
+  return ValueSteps() + static_cast<std::uint64_t>(rows) * SlackBlockSteps(*this) + SlackTailSteps(*this);
 }
 
 std::uint64_t ReduceElement::ValueSteps() const {
@@ -450,6 +518,9 @@ std::uint64_t ReduceElement::ValueSteps() const {
       return in_rows + SumSteps(exact, rows);
     case ReduceOuter::kSoftmax:  // the max, the exponentials, their sum, the quotient
       return in_rows + 2 * static_cast<std::uint64_t>(rows) + SumSteps(exact, rows) + 1;
+    case ReduceOuter::kSoftmaxDot:  // the same, every quotient, the GEMM element
+      return in_rows + 3 * static_cast<std::uint64_t>(rows) + SumSteps(exact, rows) +
+             static_cast<std::uint64_t>(outer_terms);
   }
   return in_rows;
 }
@@ -788,6 +859,25 @@ Result<ReduceElement> AboutUnroundedMean(std::uint16_t op_kind, ByteSpan attrs, 
 
 Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                                        std::int64_t e, std::span<const kernels::Shape> in) {
+  if (Is(op_kind, OpKind::kAttention) && slot == 0 && in.size() == 1 && in[0].size() == 3) {
+    // y[b, t, h·D + i]: row t's scores and softmax (att[b, h, t, 0]'s
+    // description), then the kernel's att·V element over every u < T.
+    VT_ASSIGN_OR_RETURN(const Heads g, HeadsOf(attrs, in[0]));
+    if (e < 0 || e >= g.nb * g.t_count * g.c) return Status::Invalid("elem-bad-index");
+    const std::int64_t b = e / (g.t_count * g.c), t = (e / g.c) % g.t_count, col = e % g.c;
+    const std::int64_t h = col / g.d, i = col % g.d;
+    VT_ASSIGN_OR_RETURN(
+        ReduceElement el,
+        ReduceElementAt(op_kind, attrs, 1, ((b * g.heads + h) * g.t_count + t) * g.t_count, in));
+    el.outer = ReduceOuter::kSoftmaxDot;
+    el.pick = 0;
+    el.outer_reads = {
+        TermOperand{.input = 0, .first = b * g.t_count * g.c3 + 2 * g.c + h * g.d + i, .stride = g.c3}};
+    el.outer_terms = g.t_count;
+    el.slack = ReduceSlack::kAttentionOutput;
+    el.slack_terms = g.d;
+    return el;
+  }
   const bool conv_dx =
       Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[2].size() == 4;
   if (conv_dx || (Is(op_kind, OpKind::kAttention) && slot == 1)) {
@@ -896,7 +986,8 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   ReduceStep st;
   st.reads_right = true;
   std::uint64_t local = leaf - in_rows - 1, sum_start = in_rows + 1;
-  if (el.outer == ReduceOuter::kSoftmax) {
+  const bool softmax = el.outer == ReduceOuter::kSoftmax || el.outer == ReduceOuter::kSoftmaxDot;
+  if (softmax) {
     const std::uint64_t max_leaf = in_rows + rows, exp_start = max_leaf + 1;
     sum_start = exp_start + rows;
     if (local < rows) {  // the running max over the x_j
@@ -912,13 +1003,31 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
       st.right = row_leaf(local - rows);
       return st;
     }
-    if (leaf == el.ValueSteps()) {  // e_pick / z
+    if (el.outer == ReduceOuter::kSoftmax && leaf == el.ValueSteps()) {  // e_pick / z
       st.kind = ReduceStepKind::kLeafDiv;
       st.left = exp_start + static_cast<std::uint64_t>(el.pick);
       st.right = leaf - 1;
       return st;
     }
     local -= 2 * rows;
+    const std::uint64_t z_steps = SumSteps(el.exact, el.rows);
+    if (el.outer == ReduceOuter::kSoftmaxDot && local >= z_steps) {
+      const std::uint64_t z = sum_start + z_steps - 1, k = local - z_steps;
+      if (k < rows) {  // att_j = e_j / z
+        st.kind = ReduceStepKind::kLeafDiv;
+        st.left = exp_start + k;
+        st.right = z;
+        return st;
+      }
+      // The GEMM element's step u: + att_u·x_u, +0·x_u past the blocks.
+      const std::uint64_t u = k - rows;
+      st.kind = ReduceStepKind::kGemmStep;
+      st.term = static_cast<std::int64_t>(u);
+      st.left = u == 0 ? 0 : leaf - 1;
+      st.reads_right = u < rows;
+      st.right = st.reads_right ? z + 1 + u : 0;
+      return st;
+    }
   }
   // A sum whose term j adds the leaf of x_j (kSum) or of e_j (kSoftmax).
   st = SegmentStepAt(sum_start, el.rows, local, el.exact);
@@ -926,7 +1035,7 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
     st.kind = ReduceStepKind::kCombine;
     st.reads_right = true;
     const auto j = static_cast<std::uint64_t>(st.term);
-    st.right = el.outer == ReduceOuter::kSoftmax ? in_rows + rows + 1 + j : row_leaf(j);
+    st.right = softmax ? in_rows + rows + 1 + j : row_leaf(j);
     st.term = 0;
   }
   return st;
@@ -978,19 +1087,30 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
     case ReduceStepKind::kFinal:
       for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
       break;
-    case ReduceStepKind::kNormStep:  // the dot's factor a or b at j
+    case ReduceStepKind::kNormStep:  // the dot's factor a or b at j, or the outer read at u
       if (st.segment < el.scan_reads.size()) {
         const TermOperand& o = el.scan_reads[st.segment];
         at(o, o.input, st.term);
+      } else if (st.segment == 2 && !el.outer_reads.empty()) {
+        at(el.outer_reads[0], el.outer_reads[0].input, st.term);
       }
       break;
     case ReduceStepKind::kRowSlack:
     case ReduceStepKind::kSlackFold:
+    case ReduceStepKind::kSlackFactor:
+    case ReduceStepKind::kLeafProduct:
+    case ReduceStepKind::kSquareAdd:
+    case ReduceStepKind::kPerturbedSlack:
       break;
+    case ReduceStepKind::kGemmStep:  // kSoftmaxDot's: x_u
+      if (!el.attention_grad && !el.outer_reads.empty()) {
+        at(el.outer_reads[0], el.outer_reads[0].input, st.term);
+        break;
+      }
+      [[fallthrough]];
     case ReduceStepKind::kDotStep:
     case ReduceStepKind::kWeightedTerm:
     case ReduceStepKind::kAttnDs:
-    case ReduceStepKind::kGemmStep:
       if (el.attention_grad) return AttentionGradReads(*el.attention_grad, st);
       break;
   }
@@ -1088,13 +1208,22 @@ Result<double> SlackStepValue(const ReduceElement& el, const ReduceStep& st, dou
     case ReduceStepKind::kNormStep:
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the norm step's read");
       return left + v[0] * v[0];
-    case ReduceStepKind::kRowSlack:
-      return kernels::GemmSlackValue(kernels::GemmSlackFactor(el.slack_terms), std::sqrt(left),
-                                     std::sqrt(right), 0.0);
+    case ReduceStepKind::kRowSlack: {
+      const std::int64_t terms =
+          st.segment == 1 ? el.outer_terms + kernels::kAttentionOutputExtraTerms : el.slack_terms;
+      return kernels::GemmSlackValue(kernels::GemmSlackFactor(terms), std::sqrt(left), std::sqrt(right), 0.0);
+    }
     case ReduceStepKind::kSlackFold:
-      if (el.slack == ReduceSlack::kSoftmaxOfRowSlacks) return kernels::MaxStep(left, right);
-      if (el.slack == ReduceSlack::kSumOfRowSlacks) return left + right;
-      break;
+      return el.slack == ReduceSlack::kSumOfRowSlacks ? left + right : kernels::MaxStep(left, right);
+    case ReduceStepKind::kSlackFactor:
+      return kernels::AttentionSlackFactor(
+          left, kernels::AttentionScale<kernels::opsdetail::F64Math>(el.scale_dim));
+    case ReduceStepKind::kLeafProduct:
+      return left * right;
+    case ReduceStepKind::kSquareAdd:
+      return left + right * right;
+    case ReduceStepKind::kPerturbedSlack:
+      return kernels::PerturbationNorm(left) * std::sqrt(right);
     default:
       break;
   }
@@ -1138,6 +1267,10 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
     case ReduceStepKind::kNormStep:
     case ReduceStepKind::kRowSlack:
     case ReduceStepKind::kSlackFold:
+    case ReduceStepKind::kSlackFactor:
+    case ReduceStepKind::kLeafProduct:
+    case ReduceStepKind::kSquareAdd:
+    case ReduceStepKind::kPerturbedSlack:
       if constexpr (std::is_same_v<T, double>) {
         return SlackStepValue(el, st, left, right, v);
       } else {
@@ -1413,6 +1546,7 @@ Result<float> RoundedReduceValue(const ReduceElement& el, double value_leaf, dou
     case ReduceSlack::kNone:
       break;
     case ReduceSlack::kSumOfRowSlacks:
+    case ReduceSlack::kAttentionOutput:
       slack = slack_leaf;
       break;
     case ReduceSlack::kSoftmaxOfRowSlacks:

@@ -183,6 +183,11 @@ enum class ReduceOuter : std::uint8_t {
   // the scores x_j, j ≤ t): their running max m (MaxStep), the leaves
   // e_j = Exp(x_j − m), the TreeSum z of the e_j, and e_pick / z.
   kSoftmax = 2,
+  // The same softmax's quotients att_j = e_j / z for every block j, then
+  // the GEMM element Σ_{u < outer_terms} att_u·x_u from +0 (u past the
+  // blocks: +0·x_u), x_u read by outer_reads[0] at Index(u) — attention's y
+  // in rounded mode, whose kernel multiplies its unrounded att by V.
+  kSoftmaxDot = 3,
 };
 
 // Rounded mode: β of the value (kernels/rounding.h's slack), where the
@@ -203,6 +208,15 @@ enum class ReduceSlack : std::uint8_t {
   // attention's att: the row's largest score slack (kernels::MaxStep from
   // +0); β = value·kernels::AttentionSlackFactor(fold, scale).
   kSoftmaxOfRowSlacks = 2,
+  // attention's y (ReduceOuter::kSoftmaxDot): the rows folded as for att,
+  // then f = AttentionSlackFactor(fold, scale) (kSlackFactor), β_att_j =
+  // att_j·f (kLeafProduct), Σ att_j² and Σ β_att_j² (kSquareAdd), Σ x_u² over
+  // the outer reads (kNormStep), and the kernel's PerturbedGemmSlack:
+  // GemmSlackValue(GemmSlackFactor(outer_terms + kAttentionOutputExtraTerms),
+  // √Σatt², √Σx², 0) (kRowSlack of segment 1) plus
+  // PerturbationNorm(Σβ²)·√Σx² (kPerturbedSlack), added (kCombine). β is the
+  // last leaf.
+  kAttentionOutput = 3,
 };
 
 // attention_backward's dq[t, i] or dk[u, i] of one (b, h) item, whose
@@ -256,6 +270,8 @@ struct ReduceElement {
   std::int64_t rows = 1;  // row blocks
   ReduceOuter outer = ReduceOuter::kNone;
   std::int64_t pick = 0;       // kSoftmax: the block whose e / z is the output
+  std::vector<TermOperand> outer_reads;  // kSoftmaxDot: x_u
+  std::int64_t outer_terms = 0;          // kSoftmaxDot: the GEMM's K
   std::int64_t scale_dim = 0;  // kAttentionScale: the head width D
   float eps = 0.0f, momentum = 0.0f;            // kRstd, kRunningVar: the norm node's attributes
   std::int64_t mean_divisor = 0;                // kSquaredDeviationFromSum: the mean's n
@@ -356,7 +372,12 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 // (its rows' dot scans are the canonical fp64 reference's order) with the
 // kernel's β as leaves (ReduceSlack):
 //   conv2d_backward's dx (slot 0): kSumOfRowSlacks over Co·KH·KW terms;
-//   attention's att (slot 1, u ≤ t): kSoftmaxOfRowSlacks over D terms.
+//   attention's att (slot 1, u ≤ t): kSoftmaxOfRowSlacks over D terms;
+//   attention's y (slot 0) y[b, t, h·D + i]: row t's scores and softmax as
+//     att's, then Σ_u att_tu·v_u[i] over every u < T (ReduceOuter::
+//     kSoftmaxDot: the kernel's att·V over its unrounded att), β by
+//     kAttentionOutput. The dot rule's description of y (the committed
+//     att) is repops' and certified mode's.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
 Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
@@ -378,10 +399,18 @@ Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, st
 //   kWeightedTerm  leaf `left` + att_tj·leaf `right` (r_t's TreeSum term j = `segment`, right dP_tj)
 //   kAttnDs        (att_tu·(leaf `left` − leaf `right`))·scale (left dP_tu, right r_t)
 //   kGemmStep      leaf `left` + leaf `right`·x (x = k_u[i] or q_t[i]; without `right`, +0·x)
-// and for a ReduceSlack (`segment` 0: the dot's factor a, 1: b; `term` its j):
-//   kNormStep      leaf `left` + x·x (x the factor at j; left leaf 0 at j = 0)
-//   kRowSlack      GemmSlackValue(GemmSlackFactor(slack_terms), √leaf `left`, √leaf `right`, 0)
-//   kSlackFold     leaf `left` + leaf `right` (kSumOfRowSlacks) or MaxStep(left, right)
+// and for a ReduceSlack (`segment` 0: the dot's factor a, 1: b, 2: the
+// outer read x; `term` its j or u):
+//   kNormStep        leaf `left` + x·x (x the factor at j; left leaf 0 at j = 0)
+//   kRowSlack        GemmSlackValue(GemmSlackFactor(slack_terms), √leaf `left`, √leaf `right`, 0)
+//                    (`segment` 1: over outer_terms + kAttentionOutputExtraTerms terms)
+//   kSlackFold       leaf `left` + leaf `right` (kSumOfRowSlacks) or MaxStep(left, right)
+//   kSlackFactor     AttentionSlackFactor(leaf `left`, AttentionScale(scale_dim))
+//   kLeafProduct     leaf `left` · leaf `right`
+//   kSquareAdd       leaf `left` + leaf `right` · leaf `right`
+//   kPerturbedSlack  PerturbationNorm(leaf `left`) · √leaf `right`
+// (kernels/ops/attention.h). kGemmStep without AttentionGrad is
+// kSoftmaxDot's step: x read by outer_reads[0].
 enum class ReduceStepKind : std::uint8_t {
   kTerm = 0,
   kCombine = 1,
@@ -397,6 +426,10 @@ enum class ReduceStepKind : std::uint8_t {
   kNormStep = 11,
   kRowSlack = 12,
   kSlackFold = 13,
+  kSlackFactor = 14,
+  kLeafProduct = 15,
+  kSquareAdd = 16,
+  kPerturbedSlack = 17,
 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;

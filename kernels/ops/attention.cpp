@@ -77,7 +77,7 @@ void PerturbedGemmSlack(const GemmArgs& g, const double* a, const double* b, con
   GemmNormsSq(gd, a_slack, b, drow_sq.data(), unused.data());
   WriteGemmSlack(g.m, g.n, g.k + extra, row_sq.data(), col_sq.data(), slack, g.ldc);
   for (std::int64_t i = 0; i < g.m; ++i) {
-    const double dn = std::sqrt(drow_sq[static_cast<std::size_t>(i)]) * (1.0 + 0x1p-16);
+    const double dn = PerturbationNorm(drow_sq[static_cast<std::size_t>(i)]);
     for (std::int64_t j = 0; j < g.n; ++j) {
       slack[i * g.ldc + j] = slack[i * g.ldc + j] + dn * std::sqrt(col_sq[static_cast<std::size_t>(j)]);
     }
@@ -132,7 +132,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
       M::Gemm(cfg, gy, a, v, yh);
       if constexpr (M::kRounded) {
         // y = att·V with att itself uncertain by β_att: + ‖β_att row‖·‖V col‖.
-        PerturbedGemmSlack(gy, a, v, as, outs.Slack(yo) + (yh - yo), 8);
+        PerturbedGemmSlack(gy, a, v, as, outs.Slack(yo) + (yh - yo), kAttentionOutputExtraTerms);
       }
     });
     return outs.Commit(ctx);

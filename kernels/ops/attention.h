@@ -9,6 +9,7 @@
 //   Linear(x, W_qkv [3C, C], b_qkv) → Attention → Linear(·, W_o [C, C], b_o),
 // so projections are ordinary linear nodes and this node holds no weights.
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -44,6 +45,15 @@ T AttentionDsValue(T att, T dp, T r, T scale) {
 inline double AttentionSlackFactor(double max_score_slack, double scale) {
   const double x = 2.0 * (max_score_slack * scale) * (1.0 + 0x1p-16);
   return x <= 1.0 ? x * (1.0 + x) * (1.0 + 0x1p-16) : std::numeric_limits<double>::infinity();
+}
+
+// Rounded mode, y = att·V over the unrounded att (itself uncertain by β_att):
+// the GEMM's slack counts this many terms beyond its K (the rounding of how
+// att was computed), and adds PerturbationNorm(‖β_att row‖²)·‖V col‖.
+inline constexpr std::int64_t kAttentionOutputExtraTerms = 8;
+// ‖δ‖·(1 + 2^-16) from ‖δ‖² (the factor covers the norm's own rounding).
+inline double PerturbationNorm(double perturbation_sq) {
+  return std::sqrt(perturbation_sq) * (1.0 + 0x1p-16);
 }
 
 // Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the

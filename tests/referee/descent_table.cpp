@@ -273,7 +273,8 @@ std::optional<Implemented> ImplementedPrice(const graph::Node& node, const std::
     const auto at = static_cast<std::int64_t>(e);
     if (auto dot =
             verify::DotElementAt(kind, EncodeToBytes(node.attrs), static_cast<std::uint32_t>(slot), at, in);
-        dot.ok()) {
+        dot.ok() && verify::DotRuleJudges(static_cast<std::uint8_t>(mode), kind, EncodeToBytes(node.attrs),
+                                          static_cast<std::uint32_t>(slot), at, in)) {
       if (!plays(verify::ElementKind::kDot)) return std::nullopt;
       const std::uint64_t k = static_cast<std::uint64_t>(dot->k);
       const Opened leaf = OpenPartialLeaf(k, verify::PartialLeafBytes(static_cast<std::uint8_t>(mode)));

@@ -226,9 +226,18 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   const ReduceElement att = ReduceRuleAt(kRounded, K(OpKind::kAttention), heads, 1, 2 * 4 + 1, qkv).value();
   EXPECT_EQ(att.slack, ReduceSlack::kSoftmaxOfRowSlacks);
   EXPECT_EQ(att.Steps() - att.ValueSteps(), 3u * (2u * 4u + 2u));
-  EXPECT_EQ(ReduceRuleAt(kRounded, K(OpKind::kAttention), heads, 0, 0, qkv).status().reason(),
-            "elem-no-reduce-rule")
-      << "y is the dot rule's, which rounded mode does not play";
+  // y[0, 2, 5] (head 1, i = 1): the dot rule's over the committed att in repops; in rounded mode
+  // row 2's scores and softmax, the 4-term att·V element, then its β's leaves.
+  const std::int64_t y_at = 2 * 8 + 5;
+  EXPECT_EQ(ChooseElementRule(kRepops, K(OpKind::kAttention), heads, 0, y_at, qkv_refs, qkv)->kind,
+            ElementKind::kDot);
+  EXPECT_EQ(ChooseElementRule(kRounded, K(OpKind::kAttention), heads, 0, y_at, qkv_refs, qkv)->kind,
+            ElementKind::kReduce);
+  const ReduceElement y_el = ReduceRuleAt(kRounded, K(OpKind::kAttention), heads, 0, y_at, qkv).value();
+  EXPECT_EQ(y_el.outer, ReduceOuter::kSoftmaxDot);
+  EXPECT_EQ(y_el.ValueSteps(), att.ValueSteps() - 1 + 3u + 4u)
+      << "every quotient, then the 4-term GEMM element";
+  EXPECT_EQ(y_el.Steps() - y_el.ValueSteps(), 3u * (2u * 4u + 2u) + 3u * 3u + 4u + 4u);
 }
 
 TEST(ElementGameRules, RowsOfAnyWidthAreOneValueAStepWindowsTooWideAreNotPlayed) {
