@@ -654,11 +654,10 @@ TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
 }
 
 // A party's leaves kept as runs (verify/partials.h) are the leaves held
-// whole: on random nodes of every reduction output, in both modes, with runs
-// of 2, 4 or 8 leaves (the same code GPT-2's walks use with 256), the tree is
-// the same tree (root, proofs) and every leaf read back — last to first, so
-// each run is recomputed from its first leaf through earlier runs' operand
-// leaves it no longer holds — equals the held one bit for bit.
+// whole: on random nodes of every reduction output, in all three modes (rounded: fp64 leaves, a β's leaves
+// included), with runs of 2, 4 or 8 leaves (the same code GPT-2's walks use with 256), the tree is the same
+// tree (root, proofs) and every leaf read back — last to first, so each run is recomputed from its first leaf
+// through earlier runs' operand leaves it no longer holds — equals the held one bit for bit.
 template <class Leaf>
 void ExpectRunsAreTheLeaves(const ReduceElement& el, const Node& n, const std::vector<Leaf>& held,
                             unsigned run_log2, std::mt19937_64& rng, std::size_t& runs_checked) {
@@ -696,11 +695,15 @@ void ExpectRunsAreTheLeaves(const ReduceElement& el, const Node& n, const std::v
 TEST(VerifyReduceRule, PartialsKeptAsRunsAreTheLeavesHeldWhole) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x5e1f);
   std::size_t values = 0, runs_checked = 0;
-  for (const kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kCertified}) {
-    const bool certified = mode == kernels::Mode::kCertified;
+  for (const kernels::Mode mode :
+       {kernels::Mode::kRepops, kernels::Mode::kCertified, kernels::Mode::kRounded}) {
+    const bool certified = mode == kernels::Mode::kCertified, rounded = mode == kernels::Mode::kRounded;
     for (int trial = 0; trial < 2; ++trial) {
-      for (const Node& n : RandomNodes(rng, mode)) {
-        for (std::uint32_t slot : n.slots) {
+      for (const Node& n : RandomNodes(rng, mode, kernels::RoundingSpec{32, kernels::kDefaultTauQ16})) {
+        // Rounded mode: attention's y too (its β's leaves after the value's).
+        std::vector<std::uint32_t> slots = n.slots;
+        if (rounded && n.kind == OpKind::kAttention) slots.push_back(0);
+        for (std::uint32_t slot : slots) {
           const std::int64_t numel = n.outputs.at(slot).numel();
           for (int k = 0; k < 4; ++k) {
             const auto e = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(numel));
@@ -712,6 +715,10 @@ TEST(VerifyReduceRule, PartialsKeptAsRunsAreTheLeavesHeldWhole) {
             const unsigned run_log2 = 1 + static_cast<unsigned>(rng() % 3);
             if (certified) {
               auto held = CertifiedSumPartials(*el, n.inputs, n.outputs);
+              ASSERT_TRUE(held.ok()) << held.status().ToString();
+              ExpectRunsAreTheLeaves(*el, n, *held, run_log2, rng, runs_checked);
+            } else if (rounded) {
+              auto held = ReducePartials<double>(*el, n.inputs, n.outputs);
               ASSERT_TRUE(held.ok()) << held.status().ToString();
               ExpectRunsAreTheLeaves(*el, n, *held, run_log2, rng, runs_checked);
             } else {
