@@ -11,9 +11,10 @@
 // order: leaf 0 = +0 (the start of every block); then per segment (one per
 // TreeSum) its term steps in term order (leaf = block prefix sum after the
 // term) followed by its block combinations in post-order; then the
-// combinations of the segment sums in post-order. The last leaf is the sum,
-// so verify::CheckPartialsEnds (leaf 0 = +0, leaf Steps() = p) checks a
-// posting as for the dot rule. Every step's operands are earlier leaves (or
+// combinations of the segment sums in post-order. The last leaf is the sum
+// (a rounded value with a ReduceSlack: its β's fold, the sum being leaf
+// ValueSteps()), so verify::CheckPartialsEnds (leaf 0 = +0, leaf Steps() =
+// p) checks a posting as for the dot rule. Every step's operands are earlier leaves (or
 // a term read from the node's inputs): where the leftmost-difference walk
 // ends at leaf m+1, they are agreed.
 //
