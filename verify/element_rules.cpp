@@ -100,7 +100,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
   if (Is(op_kind, {OpKind::kLrSchedule})) {
     // No inputs: the value is a function of the attributes (the step) alone.
     if (e != 0 || !input_shapes.empty()) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     return plan;
   }
   if (input_shapes.empty()) return Status::Invalid("elem-no-rule");
@@ -111,7 +110,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     // Every output has the first input's shape; a one-value input (the
     // learning rate) is read whole.
     if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     for (const kernels::Shape& s : input_shapes) {
       const std::int64_t n = kernels::NumElements(s);
       if (n != numel && n != 1) return Status::Invalid("elem-no-rule", "an input is neither elementwise nor a scalar");
@@ -125,14 +123,12 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     // y[p, j] = weight[idx[p], j]: the index, then the one weight value its row holds.
     const std::int64_t rows = input_shapes[1][0], d = input_shapes[1][1];
     if (d < 1 || e < 0 || e >= numel * d) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{e / d, 1, {1}}, InputSlice{e % d, 1, {1}, -1, 0, d, rows}};
     return plan;
   }
   if (Is(op_kind, {OpKind::kClipGradNorm}) && slot < input_shapes.size()) {
     // g'_i[e] = g_i[e]·scale(norm): one value of input `slot`, the norm (own output slot n).
     if (e < 0 || e >= kernels::NumElements(input_shapes[slot])) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     for (std::size_t i = 0; i < input_shapes.size(); ++i)
       plan.inputs.push_back(i == slot ? InputSlice{e, 1, {1}} : InputSlice{0, 0, {0}});
     plan.inputs.push_back(InputSlice{0, 1, {1}, static_cast<std::int32_t>(input_shapes.size())});
@@ -152,7 +148,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     if (train && plan.channel_values < 2) return Status::Invalid("elem-no-rule", "the kernel refuses this x");
     const InputSlice none{0, 0, {0}};
     const auto one = [](std::int64_t at, std::int32_t own = -1) { return InputSlice{at, 1, {1}, own}; };
-    plan.rule = ElementRule::kPointwise;
     if (train && slot == 0) {
       if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
       const std::int64_t c = (e / hw) % ch;
@@ -176,7 +171,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     // keep[e]: the Philox word at e of the node's stream, no input read
     // (ReexecuteElement with the node's RNG address).
     if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{0, 0, {0}}};
     plan.out_offset = e;
     return plan;
@@ -184,7 +178,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
   if (Is(op_kind, {OpKind::kDropout}) && slot == 0 && input_shapes.size() == 1) {
     // y[e] = keep[e] ≠ 0 ? x[e]·s : +0: x at e and the node's own keep at e (walked first).
     if (e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{e, 1, {1}}, InputSlice{e, 1, {1}, 1}};
     return plan;
   }
@@ -194,7 +187,6 @@ Result<ElementPlan> PlanElement(std::uint16_t op_kind, std::uint32_t slot, std::
     const std::int64_t c = Last(first);
     if (c <= 0 || e < 0 || e >= numel) return Status::Invalid("elem-bad-index");
     const std::int64_t r = e / c, k = e % c;
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{e, 1, {1}}, InputSlice{k, 1, {1}}, InputSlice{k, 1, {1}},
                    InputSlice{r, 1, {1}, 1}, InputSlice{r, 1, {1}, 2}};
     return plan;
@@ -244,7 +236,6 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
     if (e < 0 || e >= nb * heads * t_count * t_count) return Status::Invalid("elem-bad-index");
     if (e % t_count <= (e / t_count) % t_count)
       return Status::Invalid("elem-no-rule", "the reduction rule's");
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{0, 0, qkv}};
     return plan;
   }
@@ -264,7 +255,6 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
     const kernels::Shape ones(x.size(), 1);
     auto dy_shape = kernels::ReducedShape(ones, axis);
     if (!dy_shape.ok()) return Status::Invalid("elem-no-rule", "sum_backward axis");
-    plan.rule = ElementRule::kPointwise;
     plan.inputs = {InputSlice{(e / (n * inner)) * inner + e % inner, 1, *dy_shape}, InputSlice{e, 1, ones}};
     return plan;
   }
@@ -288,7 +278,6 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   const auto [w0, w1] = kernels::CoveringWindows(iw, p.kernel_w, p.stride_w, p.pad_w, ow);
   const bool covered = h0 <= h1 && w0 <= w1;
   const std::int64_t dy_rows = covered ? h1 - h0 + 1 : 0;
-  plan.rule = ElementRule::kPointwise;
   plan.out_offset = at;
   plan.inputs = {InputSlice{plane * oh * ow + h0 * ow, dy_rows * ow, {1, 1, dy_rows, ow}},
                  InputSlice{0, 0, {1, 1, h, w}}};
@@ -309,24 +298,7 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
 
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes) {
-  VT_ASSIGN_OR_RETURN(ElementPlan plan, PlanWithAttrs(op_kind, attrs, slot, e, input_shapes));
-  if (plan.rule != ElementRule::kRow) return plan;
-  // The re-execution runs the operator on the slices' shapes: its flops
-  // must stay within what the referee charges for the values read.
-  auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
-  auto kind = kernels::OpKindFromValue(op_kind);
-  if (!decoded.ok() || !kind.ok()) return Status::Invalid("elem-no-rule", "attributes");
-  std::vector<kernels::Shape> shapes;
-  std::uint64_t values = 0;
-  for (const InputSlice& s : plan.inputs) {
-    shapes.push_back(s.shape);
-    values += static_cast<std::uint64_t>(s.count);
-  }
-  const std::uint64_t flops = kernels::OpFlops(*kind, *decoded, shapes);
-  if (flops > kElementFlopsPerValue * values)
-    return Status::Invalid("elem-too-costly",
-                           std::to_string(flops) + " flops for " + std::to_string(values) + " values read");
-  return plan;
+  return PlanWithAttrs(op_kind, attrs, slot, e, input_shapes);
 }
 
 Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, ByteSpan attrs,

@@ -26,8 +26,6 @@
 
 namespace vt::verify {
 
-enum class ElementRule : std::uint8_t { kPointwise = 0, kRow = 1 };
-
 // The values of one input that value e depends on: [first, first + count)
 // of its row-major values, re-executed with `shape`.
 // A slice with `output_slot` ≥ 0 is of the node's own output of that slot
@@ -52,7 +50,6 @@ struct InputSlice {
 Result<InputSlice> ResolveSlice(const InputSlice& slice, float row_value);
 
 struct ElementPlan {
-  ElementRule rule = ElementRule::kPointwise;
   std::vector<InputSlice> inputs;  // one per node input, in order, then own-output slices
   std::int64_t out_offset = 0;     // e's position in the re-executed output slot
   std::int64_t channel_values = 0;  // batch-norm: N·H·W, the values of a channel (dx reads their sums)
@@ -90,8 +87,9 @@ std::vector<std::uint32_t> SlotWalkOrder(std::uint16_t op_kind, std::uint32_t nu
 
 // What the referee charges a plan's re-execution: this many flops a value
 // read (open-element; AdamW, the costliest element-wise update, takes
-// fewer). A row plan whose operator costs more on its slices
-// (kernels::OpFlops) is refused, so the charge always covers the work.
+// fewer). max_pool2d_backward's plan, whose covering windows' maxima are
+// taken anew, is refused where that costs more, so the charge always
+// covers the work.
 inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 
 // The same with the node's canonical attributes, which these rules also need:
@@ -100,8 +98,9 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 //   pointwise: attention's att above the diagonal (u > t: the mask's +0,
 //              nothing read; below it, the reduction rule's)
 //   pointwise: sum_backward (dy at the reduced position)
-// Every other operator: as above. Invalid "elem-too-costly" for a row plan
-// whose operator takes more than kElementFlopsPerValue flops a value read.
+// Every other operator: as above. Invalid "elem-too-costly" for a max
+// pooling's backward whose windows take more than kElementFlopsPerValue
+// flops a value read.
 Result<ElementPlan> PlanElement(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                 std::span<const kernels::Shape> input_shapes);
 
