@@ -272,11 +272,21 @@ bool IsBatchInput(std::span<const protocol::InputRef> inputs, std::uint32_t inpu
   return input < inputs.size() && inputs[input].source == protocol::InputSource::kBatch;
 }
 
+namespace {
+
+// Whether the job's mode describes value e itself (a rounded kernel's own
+// description, RoundedElementAt), before any dot rule.
+bool ModeDescribes(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
+                   std::int64_t e, std::span<const Shape> input_shapes) {
+  return job_mode == kRounded && RoundedElementAt(op_kind, attrs, slot, e, input_shapes).ok();
+}
+
+}  // namespace
+
 bool DotRuleJudges(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
                    std::int64_t e, std::span<const Shape> input_shapes) {
-  // A rounded kernel's own description of the value comes first.
-  if (job_mode == kRounded && RoundedElementAt(op_kind, attrs, slot, e, input_shapes).ok()) return false;
-  return DotElementAt(op_kind, attrs, slot, e, input_shapes).ok();
+  return !ModeDescribes(job_mode, op_kind, attrs, slot, e, input_shapes) &&
+         DotElementAt(op_kind, attrs, slot, e, input_shapes).ok();
 }
 
 Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_kind, ByteSpan attrs,
@@ -292,7 +302,7 @@ Result<ElementChoice> ChooseElementRule(std::uint8_t job_mode, std::uint16_t op_
     }
   };
   if (auto dot = DotElementAt(op_kind, attrs, slot, e, input_shapes);
-      dot.ok() && DotRuleJudges(job_mode, op_kind, attrs, slot, e, input_shapes)) {
+      dot.ok() && !ModeDescribes(job_mode, op_kind, attrs, slot, e, input_shapes)) {
     // A factor of the batch (the first layer's x) comes from one example a
     // step (DotStepBatchPositions); the other factor and the bias by hash.
     choice.kind = ElementKind::kDot;
