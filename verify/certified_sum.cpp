@@ -298,6 +298,7 @@ Result<std::optional<ExactPartial>> CertifiedStepLeaf(const ReduceElement& el, c
     case ReduceStepKind::kLeafProduct:
     case ReduceStepKind::kSquareAdd:
     case ReduceStepKind::kPerturbedSlack:
+    case ReduceStepKind::kAttnDsSlack:
       return Status::Invalid("elem-bad-step", "a rounded job's slack step");
   }
   return Status::Invalid("elem-bad-step", "the step's reads");

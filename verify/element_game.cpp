@@ -56,7 +56,7 @@ bool RoundedReduceRuleCovers(std::uint16_t op_kind) {
                    OpKind::kLayerNorm, OpKind::kLayerNormBackward, OpKind::kSoftmax, OpKind::kSoftmaxBackward,
                    OpKind::kBatchNorm2dBackward, OpKind::kBatchNorm2dTrain, OpKind::kClipGradNorm,
                    OpKind::kCrossEntropy, OpKind::kCrossEntropyBackward, OpKind::kEmbeddingBackward,
-                   OpKind::kAvgPool2d, OpKind::kMaxPool2d, OpKind::kAttention})
+                   OpKind::kAvgPool2d, OpKind::kMaxPool2d, OpKind::kAttention, OpKind::kAttentionBackward})
     if (op_kind == static_cast<std::uint16_t>(k)) return true;
   return false;
 }
@@ -105,8 +105,9 @@ Status PlayInMode(std::uint8_t job_mode, std::uint16_t op_kind, ReduceElement& e
   VT_TRY(CheckRuleInMode(job_mode, ElementKind::kReduce, op_kind));
   element.exact = job_mode == kCertified;
   element.fp64 = job_mode == kRounded;
-  const bool vendor_dots = element.scan == ReduceScan::kDot && element.slack == ReduceSlack::kNone;
-  if (element.fp64 && (element.attention_grad || vendor_dots || ReadsOwnOutput(element)))
+  const bool vendor_dots =
+      (element.scan == ReduceScan::kDot || element.attention_grad) && element.slack == ReduceSlack::kNone;
+  if (element.fp64 && (vendor_dots || ReadsOwnOutput(element)))
     return Status::Invalid("elem-mode-no-rule",
                            "this rounded value's sum is not the rule's: arbitrated whole");
   return Status::Ok();

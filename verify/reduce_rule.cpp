@@ -322,6 +322,15 @@ ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base,
   return st;
 }
 
+// The leaf of the value's dS number k (dq: dS_tk after row t's run; dk:
+// dS_ku, the last of row k's run).
+std::uint64_t DsLeaf(const AttentionGrad& g, std::int64_t k, bool exact) {
+  if (!g.dk) return 1 + RowLeaves(g, g.fixed, exact) + static_cast<std::uint64_t>(k);
+  std::uint64_t end = 0;
+  for (std::int64_t t = g.fixed; t <= k; ++t) end += RowLeaves(g, t, exact);
+  return end;
+}
+
 // Step `leaf` (1 ≤ leaf ≤ AttentionGradSteps) of the layout in reduce_rule.h.
 ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf, bool exact) {
   ReduceStep st;
@@ -367,10 +376,143 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf, bool 
   st.term = u;
   st.left = st.row == 0 ? 0 : leaf - 1;
   st.reads_right = st.row >= u;
-  if (st.reads_right) {  // row t's dS leaf, the last of its run
-    std::uint64_t end = 0;
-    for (std::int64_t t = u; t <= st.row; ++t) end += RowLeaves(g, t, exact);
-    st.right = end;
+  st.right = st.reads_right ? DsLeaf(g, st.row, exact) : 0;
+  return st;
+}
+
+// ---- AttentionGrad's slack (ReduceSlack::kAttentionGrad) ----
+
+// Where the slack's leaves lie (reduce_rule.h, AttentionGrad's "Rounded
+// mode"), after the value's `value_steps` leaves. Rows are the value's dS
+// rows (dq: t; dk: t ≥ u); `n` their dS values.
+struct GradSlackLayout {
+  const AttentionGrad& g;
+  std::uint64_t value_steps = 0;
+  std::int64_t first = 0, last = 0;  // the rows
+  std::uint64_t d = 0, norms = 0, ds_per_row = 0, n = 0;
+
+  GradSlackLayout(const AttentionGrad& grad, std::uint64_t steps) : g(grad), value_steps(steps) {
+    first = g.fixed;
+    last = g.dk ? g.t_count - 1 : g.fixed;
+    d = static_cast<std::uint64_t>(g.d);
+    norms = static_cast<std::uint64_t>(g.dk ? g.t_count : g.fixed + 1);
+    ds_per_row = g.dk ? 1 : static_cast<std::uint64_t>(g.fixed + 1);
+    n = static_cast<std::uint64_t>(last - first + 1) * ds_per_row;
+  }
+  std::uint64_t VNorm(std::int64_t j) const { return value_steps + static_cast<std::uint64_t>(j + 1) * d; }
+  std::uint64_t RowLength(std::int64_t t) const {
+    return d + 2 * static_cast<std::uint64_t>(t + 1) + ds_per_row;
+  }
+  // The leaf before row t's run: Σ over rows first..t−1 of d + ds_per_row + 2 + 2t'.
+  std::uint64_t RowBase(std::int64_t t) const {
+    const auto k = static_cast<std::uint64_t>(t - first);
+    return VNorm(static_cast<std::int64_t>(norms) - 1) + k * (d + ds_per_row + 2) +
+           k * static_cast<std::uint64_t>(first + t - 1);
+  }
+  std::uint64_t DyNorm(std::int64_t t) const { return RowBase(t) + d; }
+  std::uint64_t DpSlack(std::int64_t t, std::int64_t j) const {
+    return DyNorm(t) + 2 * static_cast<std::uint64_t>(j) + 1;
+  }
+  std::uint64_t Weighted(std::int64_t t) const { return DyNorm(t) + 2 * static_cast<std::uint64_t>(t + 1); }
+  // β_dS of the value's dS number y (dq: u = y; dk: row t = u + y).
+  std::uint64_t DsSlack(std::uint64_t y) const {
+    return g.dk ? Weighted(first + static_cast<std::int64_t>(y)) + 1 : Weighted(first) + 1 + y;
+  }
+  std::uint64_t SlackSq() const { return RowBase(last + 1); }  // leaves SlackSq()+1 .. +n
+  std::uint64_t DsSq() const { return SlackSq() + n; }
+  std::uint64_t XSq() const { return DsSq() + n; }  // + T kNormSteps
+  std::uint64_t GemmSlack() const { return XSq() + static_cast<std::uint64_t>(g.t_count) + 1; }
+  std::uint64_t Last() const { return GemmSlack() + 2; }
+};
+
+std::uint64_t AttentionGradSlackSteps(const AttentionGrad& g, std::uint64_t value_steps) {
+  return GradSlackLayout(g, value_steps).Last() - value_steps;
+}
+
+// Step `leaf` (past the value's leaves) of the slack.
+ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_steps, std::uint64_t leaf) {
+  const GradSlackLayout at(g, value_steps);
+  ReduceStep st;
+  const auto norm_step = [&](std::uint32_t segment, std::int64_t row, std::uint64_t i) {
+    st.kind = ReduceStepKind::kNormStep;
+    st.segment = segment;
+    st.row = row;
+    st.term = static_cast<std::int64_t>(i);
+    st.left = i == 0 ? 0 : leaf - 1;
+    return st;
+  };
+  if (leaf <= at.VNorm(static_cast<std::int64_t>(at.norms) - 1)) {  // ‖v_j‖²
+    const std::uint64_t local = leaf - value_steps - 1;
+    return norm_step(1, static_cast<std::int64_t>(local / at.d), local % at.d);
+  }
+  st.reads_right = true;
+  if (leaf <= at.SlackSq()) {
+    std::int64_t t = at.first, hi = at.last;  // the last row starting before `leaf`
+    while (t < hi) {
+      const std::int64_t mid = t + (hi - t + 1) / 2;
+      if (at.RowBase(mid) < leaf) {
+        t = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const std::uint64_t x = leaf - at.RowBase(t);  // 1 ≤ x ≤ RowLength(t)
+    if (x <= at.d) {                               // ‖dy_t‖²
+      st.reads_right = false;
+      return norm_step(0, t, x - 1);
+    }
+    st.row = t;
+    if (leaf <= at.Weighted(t)) {  // β_dP_tj, then the weighted sum through j
+      const std::uint64_t y = x - at.d - 1, j = y / 2;
+      st.segment = static_cast<std::uint32_t>(j);
+      if (y % 2 == 0) {
+        st.kind = ReduceStepKind::kRowSlack;
+        st.segment = 0;
+        st.left = at.DyNorm(t);
+        st.right = at.VNorm(static_cast<std::int64_t>(j));
+      } else {
+        st.kind = ReduceStepKind::kWeightedTerm;
+        st.left = j == 0 ? 0 : leaf - 2;
+        st.right = leaf - 1;
+      }
+      return st;
+    }
+    st.kind = ReduceStepKind::kAttnDsSlack;  // β_dS_tu
+    st.term = g.dk ? g.fixed : static_cast<std::int64_t>(leaf - at.Weighted(t) - 1);
+    st.left = at.DpSlack(t, st.term);
+    st.right = at.Weighted(t);
+    return st;
+  }
+  if (leaf <= at.XSq()) {  // Σ β_dS², then Σ dS², each from +0
+    const bool of_ds = leaf > at.DsSq();
+    const std::uint64_t y = leaf - (of_ds ? at.DsSq() : at.SlackSq()) - 1;
+    st.kind = ReduceStepKind::kSquareAdd;
+    st.left = y == 0 ? 0 : leaf - 1;
+    st.right =
+        of_ds ? DsLeaf(g, g.dk ? g.fixed + static_cast<std::int64_t>(y) : static_cast<std::int64_t>(y), false)
+              : at.DsSlack(y);
+    return st;
+  }
+  if (leaf < at.GemmSlack()) {  // Σ x² over the GEMM's other factor
+    st.reads_right = false;
+    return norm_step(2, 0, leaf - at.XSq() - 1);
+  }
+  // The GEMM's own slack over Σ dS² and Σ x², the perturbation over Σ β_dS²
+  // and Σ x², their sum.
+  const std::uint64_t x_sq = at.GemmSlack() - 1;
+  if (leaf == at.GemmSlack()) {
+    st.kind = ReduceStepKind::kRowSlack;
+    st.segment = 1;
+    st.left = at.XSq();
+    st.right = x_sq;
+  } else if (leaf < at.Last()) {
+    st.kind = ReduceStepKind::kPerturbedSlack;
+    st.left = at.DsSq();
+    st.right = x_sq;
+  } else {
+    st.kind = ReduceStepKind::kCombine;
+    st.left = at.GemmSlack();
+    st.right = at.GemmSlack() + 1;
   }
   return st;
 }
@@ -505,6 +647,7 @@ std::uint64_t ReduceElement::BlockSteps() const {
 
 std::uint64_t ReduceElement::Steps() const {
   if (slack == ReduceSlack::kNone) return ValueSteps();
+  if (attention_grad) return ValueSteps() + AttentionGradSlackSteps(*attention_grad, ValueSteps());
   return ValueSteps() + static_cast<std::uint64_t>(rows) * SlackBlockSteps(*this) + SlackTailSteps(*this);
 }
 
@@ -878,6 +1021,15 @@ Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, st
     el.slack_terms = g.d;
     return el;
   }
+  if (Is(op_kind, OpKind::kAttentionBackward) && slot == 0) {
+    // The repops description (its dots and GEMM elements sequential from
+    // +0: the canonical reference for the kernel's dgemm) with the kernel's
+    // β: dv's GemmSlack over T terms; dq's and dk's from β_dP and β_dS.
+    VT_ASSIGN_OR_RETURN(ReduceElement el, ReduceElementAt(op_kind, attrs, slot, e, in));
+    el.slack = el.attention_grad ? ReduceSlack::kAttentionGrad : ReduceSlack::kSumOfRowSlacks;
+    el.slack_terms = el.attention_grad ? el.attention_grad->d : el.scan_count;
+    return el;
+  }
   const bool conv_dx =
       Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[2].size() == 4;
   if (conv_dx || (Is(op_kind, OpKind::kAttention) && slot == 1)) {
@@ -967,7 +1119,10 @@ Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, st
 
 Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
   if (leaf == 0 || leaf > el.Steps()) return Status::Invalid("elem-bad-step", "leaf " + std::to_string(leaf));
-  if (el.attention_grad) return AttentionGradStepAt(*el.attention_grad, leaf, el.exact);
+  if (el.attention_grad) {
+    if (leaf > el.ValueSteps()) return AttentionGradSlackStepAt(*el.attention_grad, el.ValueSteps(), leaf);
+    return AttentionGradStepAt(*el.attention_grad, leaf, el.exact);
+  }
   if (leaf > el.ValueSteps()) return SlackStepAt(el, leaf);
   const std::uint64_t block = el.BlockSteps(), in_rows = static_cast<std::uint64_t>(el.rows) * block;
   if (leaf <= in_rows) {
@@ -1044,10 +1199,17 @@ Result<ReduceStep> ReduceStepAt(const ReduceElement& el, std::uint64_t leaf) {
 namespace {
 
 // The values an AttentionGrad step reads (reduce_rule.h: dy_t and v_j at
-// the dot's i; att_tj; att_tu; k_u[i] or q_t[i]).
+// the dot's i; att_tj; att_tu; k_u[i] or q_t[i]; a norm's factor).
 std::vector<StepRead> AttentionGradReads(const AttentionGrad& g, const ReduceStep& st) {
   const std::int64_t c3 = 3 * g.c, att_row = g.att_item + st.row * g.t_count;
+  const auto q_at = [&](std::int64_t t, std::int64_t part, std::int64_t i) {
+    return StepRead{1, g.qkv_image + t * c3 + part * g.c + g.head + i};
+  };
   switch (st.kind) {
+    case ReduceStepKind::kNormStep:
+      if (st.segment == 0) return {StepRead{0, g.dy_image + st.row * g.c + g.head + st.term}};
+      if (st.segment == 1) return {q_at(st.row, 2, st.term)};
+      return {q_at(st.term, g.dk ? 0 : 1, g.i)};
     case ReduceStepKind::kDotStep:
       return {
           StepRead{0, g.dy_image + st.row * g.c + g.head + st.term},
@@ -1055,6 +1217,7 @@ std::vector<StepRead> AttentionGradReads(const AttentionGrad& g, const ReduceSte
     case ReduceStepKind::kWeightedTerm:
       return {StepRead{2, att_row + static_cast<std::int64_t>(st.segment)}};
     case ReduceStepKind::kAttnDs:
+    case ReduceStepKind::kAttnDsSlack:
       return {StepRead{2, att_row + st.term}};
     case ReduceStepKind::kGemmStep:
       return {g.dk ? StepRead{1, g.qkv_image + st.row * c3 + g.head + g.i}
@@ -1088,6 +1251,7 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
       for (const TermOperand& o : el.final_reads) at(o, o.input, 0);
       break;
     case ReduceStepKind::kNormStep:  // the dot's factor a or b at j, or the outer read at u
+      if (el.attention_grad) return AttentionGradReads(*el.attention_grad, st);
       if (st.segment < el.scan_reads.size()) {
         const TermOperand& o = el.scan_reads[st.segment];
         at(o, o.input, st.term);
@@ -1111,6 +1275,7 @@ std::vector<StepRead> StepReads(const ReduceElement& el, const ReduceStep& st) {
     case ReduceStepKind::kDotStep:
     case ReduceStepKind::kWeightedTerm:
     case ReduceStepKind::kAttnDs:
+    case ReduceStepKind::kAttnDsSlack:
       if (el.attention_grad) return AttentionGradReads(*el.attention_grad, st);
       break;
   }
@@ -1209,10 +1374,17 @@ Result<double> SlackStepValue(const ReduceElement& el, const ReduceStep& st, dou
       if (v.size() != 1) return Status::Invalid("elem-bad-step", "the norm step's read");
       return left + v[0] * v[0];
     case ReduceStepKind::kRowSlack: {
-      const std::int64_t terms =
-          st.segment == 1 ? el.outer_terms + kernels::kAttentionOutputExtraTerms : el.slack_terms;
+      // Segment 1: the GEMM over an uncertain factor (attention's y, or dq and dk).
+      const std::int64_t terms = st.segment != 1 ? el.slack_terms
+                                 : el.attention_grad
+                                     ? el.attention_grad->t_count + kernels::kAttentionGradExtraTerms
+                                     : el.outer_terms + kernels::kAttentionOutputExtraTerms;
       return kernels::GemmSlackValue(kernels::GemmSlackFactor(terms), std::sqrt(left), std::sqrt(right), 0.0);
     }
+    case ReduceStepKind::kAttnDsSlack:
+      if (v.size() != 1 || !el.attention_grad) return Status::Invalid("elem-bad-step", "the dS slack's read");
+      return kernels::AttentionDsSlack(
+          v[0], left, right, kernels::AttentionScale<kernels::opsdetail::F64Math>(el.attention_grad->d));
     case ReduceStepKind::kSlackFold:
       return el.slack == ReduceSlack::kSumOfRowSlacks ? left + right : kernels::MaxStep(left, right);
     case ReduceStepKind::kSlackFactor:
@@ -1271,6 +1443,7 @@ Result<T> StepValue(const ReduceElement& el, const ReduceStep& st, T left, T rig
     case ReduceStepKind::kLeafProduct:
     case ReduceStepKind::kSquareAdd:
     case ReduceStepKind::kPerturbedSlack:
+    case ReduceStepKind::kAttnDsSlack:
       if constexpr (std::is_same_v<T, double>) {
         return SlackStepValue(el, st, left, right, v);
       } else {
@@ -1405,6 +1578,66 @@ Status AttentionGradPartials(const AttentionGrad& g, const ValueAt& value_at, Le
   return Status::Ok();
 }
 
+// The slack's leaves after the value's (GradSlackLayout's order), straight
+// through with its steps' expressions.
+Status AttentionGradSlackPartials(const AttentionGrad& g, std::uint64_t value_steps, const ValueAt& value_at,
+                                  LeafSink<double>& p) {
+  const GradSlackLayout at(g, value_steps);
+  ReduceStep st;
+  const auto read = [&]() -> Result<double> {
+    const std::vector<StepRead> reads = AttentionGradReads(g, st);
+    VT_ASSIGN_OR_RETURN(const float v, value_at(reads.at(0).input, reads.at(0).index));
+    return static_cast<double>(v);
+  };
+  // Σ x² from +0 over `count` values of the norm step's `segment` and `row`.
+  const auto norm = [&](std::uint32_t segment, std::int64_t row, std::int64_t count) -> Status {
+    st.kind = ReduceStepKind::kNormStep;
+    st.segment = segment;
+    st.row = row;
+    for (std::int64_t i = 0; i < count; ++i) {
+      st.term = i;
+      VT_ASSIGN_OR_RETURN(const double x, read());
+      p.Push((i == 0 ? 0.0 : p.Back()) + x * x);
+    }
+    return Status::Ok();
+  };
+  const auto square_add = [&](std::uint64_t y, double x) { p.Push((y == 0 ? 0.0 : p.Back()) + x * x); };
+  for (std::int64_t j = 0; j < static_cast<std::int64_t>(at.norms); ++j) VT_TRY(norm(1, j, g.d));
+  const double dp_factor = kernels::GemmSlackFactor(g.d);
+  const double scale = kernels::AttentionScale<kernels::opsdetail::F64Math>(g.d);
+  for (std::int64_t t = at.first; t <= at.last; ++t) {
+    VT_TRY(norm(0, t, g.d));
+    const double dy_norm = std::sqrt(p.Back());
+    st.row = t;
+    for (std::int64_t j = 0; j <= t; ++j) {  // β_dP_tj, then Σ att·β_dP through j
+      p.Push(kernels::GemmSlackValue(dp_factor, dy_norm, std::sqrt(p.At(at.VNorm(j))), 0.0));
+      st.kind = ReduceStepKind::kWeightedTerm;
+      st.segment = static_cast<std::uint32_t>(j);
+      VT_ASSIGN_OR_RETURN(const double att, read());
+      p.Push((j == 0 ? 0.0 : p.At(p.Size() - 2)) + att * p.Back());
+    }
+    const double weighted = p.Back();
+    st.kind = ReduceStepKind::kAttnDsSlack;
+    for (std::int64_t u = g.dk ? g.fixed : 0; u <= (g.dk ? g.fixed : t); ++u) {
+      st.term = u;
+      VT_ASSIGN_OR_RETURN(const double att, read());
+      p.Push(kernels::AttentionDsSlack(att, p.At(at.DpSlack(t, u)), weighted, scale));
+    }
+  }
+  for (std::uint64_t y = 0; y < at.n; ++y) square_add(y, p.At(at.DsSlack(y)));
+  for (std::uint64_t y = 0; y < at.n; ++y) {
+    const auto k = static_cast<std::int64_t>(y);
+    square_add(y, p.At(DsLeaf(g, g.dk ? g.fixed + k : k, false)));
+  }
+  VT_TRY(norm(2, 0, g.t_count));
+  const double x_norm = std::sqrt(p.Back());
+  p.Push(kernels::GemmSlackValue(kernels::GemmSlackFactor(g.t_count + kernels::kAttentionGradExtraTerms),
+                                 std::sqrt(p.At(at.XSq())), x_norm, 0.0));
+  p.Push(kernels::PerturbationNorm(p.At(at.DsSq())) * x_norm);
+  p.Push(p.At(at.GemmSlack()) + p.Back());
+  return Status::Ok();
+}
+
 }  // namespace
 
 template <class T>
@@ -1413,7 +1646,15 @@ Status ComputeReducePartials(const ReduceElement& el, const ValueAt& value_at, L
   if (el.fp64 != std::is_same_v<T, double>)
     return Status::Invalid("elem-wrong-leaf",
                            el.fp64 ? "a rounded sum's leaves are fp64" : "the leaves are fp32");
-  if (el.attention_grad) return AttentionGradPartials(*el.attention_grad, value_at, p);
+  if (el.attention_grad) {
+    VT_TRY(AttentionGradPartials(*el.attention_grad, value_at, p));
+    if (el.slack == ReduceSlack::kNone) return Status::Ok();
+    if constexpr (std::is_same_v<T, double>) {
+      return AttentionGradSlackPartials(*el.attention_grad, el.ValueSteps(), value_at, p);
+    } else {
+      return Status::Invalid("elem-wrong-leaf", "a slack's leaves are fp64");
+    }
+  }
   const std::uint64_t steps = el.Steps(), block = el.BlockSteps();
   p.Push(T(+0.0));
   // Any step by the rule: combinations, final steps, the outer sum.
@@ -1547,6 +1788,7 @@ Result<float> RoundedReduceValue(const ReduceElement& el, double value_leaf, dou
       break;
     case ReduceSlack::kSumOfRowSlacks:
     case ReduceSlack::kAttentionOutput:
+    case ReduceSlack::kAttentionGrad:
       slack = slack_leaf;
       break;
     case ReduceSlack::kSoftmaxOfRowSlacks:

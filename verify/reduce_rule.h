@@ -218,6 +218,9 @@ enum class ReduceSlack : std::uint8_t {
   // PerturbationNorm(Σβ²)·√Σx² (kPerturbedSlack), added (kCombine). β is the
   // last leaf.
   kAttentionOutput = 3,
+  // attention_backward's dq and dk (AttentionGrad, "Rounded mode" there):
+  // the kernel's β_dP, β_dS and PerturbedGemmSlack over dS. β is the last leaf.
+  kAttentionGrad = 4,
 };
 
 // attention_backward's dq[t, i] or dk[u, i] of one (b, h) item, whose
@@ -230,6 +233,19 @@ enum class ReduceSlack : std::uint8_t {
 //   dk (column u): for each row t ≥ u its dot blocks, r_t and dS_tu, then
 //     the GEMM element Σ_t dS_tu·q_t[i] over all t < T (t < u: +0·q_t[i]).
 // Inputs: 0 dy [B, T, C], 1 qkv [B, T, 3C], 2 att [B, H, T, T].
+//
+// Rounded mode (ReduceSlack::kAttentionGrad): the same leaves in fp64 (dP's
+// dots and the GEMM element sequential from +0: the canonical reference
+// for the kernel's vendor dgemm), then the kernel's β as leaves:
+//   ‖v_j‖² for every j the rows read (dq: j ≤ t; dk: j < T), D kNormSteps each;
+//   per row t of the value (dq: t; dk: t ≥ u): ‖dy_t‖² (D kNormSteps), then
+//     per j ≤ t β_dP_tj (kRowSlack over D terms) and Σ att_tj·β_dP_tj
+//     (kWeightedTerm, sequential from +0), then β_dS_tu (kAttnDsSlack; dq
+//     every u ≤ t, dk its u);
+//   Σ β_dS² and Σ dS² over the value's dS (kSquareAdd), Σ x² over the
+//   GEMM's other factor (k_u[i] or q_t[i], T kNormSteps), its slack over
+//   T + kernels::kAttentionGradExtraTerms terms (kRowSlack), the
+//   perturbation (kPerturbedSlack), their sum (kCombine): β.
 struct AttentionGrad {
   bool dk = false;
   std::int64_t fixed = 0;  // dq: the row t; dk: the column u
@@ -378,7 +394,10 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
 //     att's, then Σ_u att_tu·v_u[i] over every u < T (ReduceOuter::
 //     kSoftmaxDot: the kernel's att·V over its unrounded att), β by
 //     kAttentionOutput. The dot rule's description of y (the committed
-//     att) is repops' and certified mode's.
+//     att) is repops' and certified mode's;
+//   attention_backward's dqkv (slot 0): dv's dot scan with kSumOfRowSlacks
+//     (one row, T terms), dq and dk AttentionGrad's leaves with
+//     kAttentionGrad.
 // Invalid "elem-no-reduce-rule" for any other op or slot, "elem-bad-index"
 // outside the output.
 Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot,
@@ -410,8 +429,12 @@ Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, st
 //   kLeafProduct     leaf `left` · leaf `right`
 //   kSquareAdd       leaf `left` + leaf `right` · leaf `right`
 //   kPerturbedSlack  PerturbationNorm(leaf `left`) · √leaf `right`
-// (kernels/ops/attention.h). kGemmStep without AttentionGrad is
-// kSoftmaxDot's step: x read by outer_reads[0].
+//   kAttnDsSlack     AttentionDsSlack(att_tu, leaf `left`, leaf `right`, scale) (left β_dP_tu,
+//                    right Σ att·β_dP of row t = `row`, u = `term`)
+// (kernels/ops/attention.h). AttentionGrad's kNormStep reads dy_t[term]
+// (`segment` 0, t = `row`), v_j[term] (1, j = `row`) or the GEMM's factor at
+// term (2); its kRowSlack's `segment` 1 is over T + kAttentionGradExtraTerms. kGemmStep without AttentionGrad
+// is kSoftmaxDot's step: x read by outer_reads[0].
 enum class ReduceStepKind : std::uint8_t {
   kTerm = 0,
   kCombine = 1,
@@ -431,6 +454,7 @@ enum class ReduceStepKind : std::uint8_t {
   kLeafProduct = 15,
   kSquareAdd = 16,
   kPerturbedSlack = 17,
+  kAttnDsSlack = 18,
 };
 struct ReduceStep {
   ReduceStepKind kind = ReduceStepKind::kTerm;

@@ -193,13 +193,12 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
         for (std::int64_t u = 0; u <= t; ++u) srow[u] = AttentionDsValue(arow[u], prow[u], r, scale);
         for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
         if constexpr (M::kRounded) {
-          // δr ≤ Σ att·β_dP; δdS ≤ att·(β_dP + δr)·scale (own rounding: +4 terms below).
+          // β_dP → β_dS (AttentionDsSlack), over Σ att·β_dP sequential from +0.
           double* srow_b = sp + t * t_count;
-          double dr = 0.0;
-          for (std::int64_t u = 0; u <= t; ++u) dr = dr + arow[u] * srow_b[u];
-          dr = dr * (1.0 + 0x1p-16);
+          double weighted = 0.0;
+          for (std::int64_t u = 0; u <= t; ++u) weighted = weighted + arow[u] * srow_b[u];
           for (std::int64_t u = 0; u <= t; ++u)
-            srow_b[u] = (arow[u] * (srow_b[u] + dr)) * scale * (1.0 + 0x1p-16);
+            srow_b[u] = AttentionDsSlack(arow[u], srow_b[u], weighted, scale);
           for (std::int64_t u = t + 1; u < t_count; ++u) srow_b[u] = 0.0;
         }
       }
@@ -208,8 +207,8 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
       M::Gemm(cfg, gdq, ds, k, dq);
       M::Gemm(cfg, gdk, ds, q, dk);
       if constexpr (M::kRounded) {
-        PerturbedGemmSlack(gdq, ds, k, sp, outs.Slack(dqo) + (dq - dqo), 4);
-        PerturbedGemmSlack(gdk, ds, q, sp, outs.Slack(dqo) + (dk - dqo), 4);
+        PerturbedGemmSlack(gdq, ds, k, sp, outs.Slack(dqo) + (dq - dqo), kAttentionGradExtraTerms);
+        PerturbedGemmSlack(gdk, ds, q, sp, outs.Slack(dqo) + (dk - dqo), kAttentionGradExtraTerms);
       }
     }, 2 * tt);
     return outs.Commit(ctx);

@@ -56,6 +56,20 @@ inline double PerturbationNorm(double perturbation_sq) {
   return std::sqrt(perturbation_sq) * (1.0 + 0x1p-16);
 }
 
+// Rounded mode, the backward's dS = (att·(dP − r))·scale with dP = dY·Vᵀ
+// (vendor dgemm, slack β_dP) and r_t = Σ_u att_tu·dP_tu: r_t moves by at
+// most δr = (Σ_u att_tu·β_dP_tu)·(1 + 2^-16) (the sum sequential from +0,
+// `weighted_slack`), and dS_tu by (att·(β_dP + δr))·scale·(1 + 2^-16) (its
+// own rounding covered). Shared with the element rule that judges dq and
+// dk (verify/reduce_rule.h).
+inline double AttentionDsSlack(double att, double dp_slack, double weighted_slack, double scale) {
+  return (att * (dp_slack + weighted_slack * (1.0 + 0x1p-16))) * scale * (1.0 + 0x1p-16);
+}
+// dQ = dS·K and dK = dSᵀ·Q over that uncertain dS: the GEMMs' slacks count
+// this many terms beyond their K (dS's own rounding), and add
+// PerturbationNorm(‖β_dS row‖²)·‖K col‖ (resp. column and Q).
+inline constexpr std::int64_t kAttentionGradExtraTerms = 4;
+
 // Outputs in order: y [B, T, C] (heads concatenated), att [B, H, T, T] (the
 // softmax probabilities, zero above the diagonal; saved for the backward).
 Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att);

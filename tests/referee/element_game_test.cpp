@@ -448,15 +448,18 @@ TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
 // probabilities: the scores' fp64 dots and softmax, then the kernel's β
 // from the scores' GEMM slacks (their largest, as SoftmaxSlack folds them);
 // its y: the same softmax, the att·V element over the unrounded att, and
-// the kernel's perturbed GEMM slack.
+// the kernel's perturbed GEMM slack; its backward's dqkv: AttentionGrad's
+// fp64 leaves, then the kernel's β_dP, β_dS and perturbed GEMM slack.
 TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
-  const ValueTarget targets[] = {{"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
-                                 {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
-                                 {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
-                                 {"attention.att", OpKind::kAttention, 1, true, 8 + 3, false, true},
-                                 {"attention.y", OpKind::kAttention, 0, true, 16 + 5, false, true}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 17u);
+  const ValueTarget targets[] = {
+      {"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
+      {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
+      {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
+      {"attention.att", OpKind::kAttention, 1, true, 8 + 3, false, true},
+      {"attention.y", OpKind::kAttention, 0, true, 16 + 5, false, true},
+      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5, false, true}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 21u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

@@ -497,9 +497,9 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
               << " gas\n";
   }
   // Jobs whose big nodes the element level covers: their whole-node
-  // transactions exceed the chain's limit (and stay priced), yet a repops job
-  // is accepted on a chain that plays the element level; rounded mode, or a
-  // chain without it, refuses them. A 2048 × 2048 hidden layer (16 MiB of
+  // transactions exceed the chain's limit (and stay priced), yet a job is
+  // accepted on a chain that plays the element level, in repops and in
+  // rounded mode; a chain without it refuses them. A 2048 × 2048 hidden layer (16 MiB of
   // weights: ~50 MB whole arbitrations); GPT-2's vocabulary on a small body
   // (its loss, the loss's gradient and the tied head's backward read 32 rows
   // of 50 257 logits, 6.4 MB); GPT-2 small (lm_head.backward: ~463 MB).
@@ -523,12 +523,13 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
       {{"cnn-128-pool", 16, 512}, std::uint64_t{1} << 20, std::uint64_t{1} << 20, true, true},
       {{"mlp-64-2048-2048-10", 8, 64}, std::uint64_t{16} << 20, kElementTarget, true, true},
       // GPT-3's width, d = 12 288: its layer norms' rows are reductions
-      // and y a pointwise value of the agreed mean and rstd.
-      {{"gpt-12288", 1, 64}, std::uint64_t{1} << 20},
-      // Accepted in rounded mode too: its vocabulary-wide nodes all have
-      // rules, the unruled ones (attention and its backward) fit whole.
-      {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20, kElementTarget, true},
-      {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20}};
+      // and y a pointwise value of the agreed mean and rstd (in rounded
+      // mode a reduction of the row's sums).
+      {{"gpt-12288", 1, 64}, std::uint64_t{1} << 20, kElementTarget, true, true},
+      // Accepted in rounded mode too, every node played at the element
+      // level since attention's y and backward are (β as leaves).
+      {{"gpt2-vocab", 2, 256}, std::uint64_t{6} << 20, kElementTarget, true, true},
+      {{"gpt2-small", 1, 512}, std::uint64_t{300} << 20, kElementTarget, true, true}};
   referee::RefereeParams whole;
   whole.element_level = false;
   for (const Covered& c : covered_jobs) {
@@ -542,9 +543,7 @@ TEST(Scenario, OversizedJobIsRefusedAtPosting) {
     EXPECT_TRUE(r.success) << r.reason;
     EXPECT_LT(r.gas_used, 200'000u) << "pricing the job is cheap, and charged";
     EXPECT_GT(BondTermsOf(repops, params, whole).required_tx_bytes, params.max_tx_bytes);
-    // Rounded mode plays every node of an MLP and a CNN at the element
-    // level; a GPT's attention y and backward have no rounded rule, and
-    // those nodes are too large whole (but in gpt2-vocab).
+    // Rounded mode plays every node of these jobs at the element level.
     const protocol::JobSpec rounded = PresetSpec(c.job, kernels::Mode::kRounded);
     const referee::BondTerms rt = Terms(rounded, params);
     if (c.rounded_accepted) {

@@ -142,6 +142,15 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(dq->kind, ElementKind::kReduce);
   EXPECT_EQ(ReduceRuleAt(kCertified, K(OpKind::kAttentionBackward), one_head, 0, 2 * 12, attn)->Steps(),
             12u + 3u + 3u + 3u);
+  // In rounded mode the same value leaves (the fixed tree's r_t, one block),
+  // then its β's: ‖v_j‖² for j ≤ 2 (3 × 4), ‖dy_2‖² (4), β_dP and the
+  // weighted sum for each j (3 × 2), β_dS for each u (3), Σ β_dS² and
+  // Σ dS² (3 each), Σ k_u[i]² (3), the GEMM's slack, the perturbation, β.
+  const ReduceElement rounded_dq =
+      ReduceRuleAt(kRounded, K(OpKind::kAttentionBackward), one_head, 0, 2 * 12, attn).value();
+  EXPECT_EQ(rounded_dq.slack, ReduceSlack::kAttentionGrad);
+  EXPECT_EQ(rounded_dq.ValueSteps(), 12u + 3u + 3u + 3u);
+  EXPECT_EQ(rounded_dq.Steps() - rounded_dq.ValueSteps(), 12u + 4u + 6u + 3u + 6u + 3u + 3u);
   auto y = ChooseElementRule(kCertified, K(OpKind::kLayerNorm), eps, 0, 3, ln_refs, ln);
   ASSERT_TRUE(y.ok()) << y.status().ToString();
   EXPECT_EQ(y->kind, ElementKind::kPlan);
@@ -188,10 +197,9 @@ TEST(ElementGameRules, EachModePlaysItsOwnRules) {
   EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kDot, K(OpKind::kAttention)).reason(),
             "elem-mode-no-rule");
   EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kLinearBackward)).ok());
-  // Attention's att is a rounded reduction with its β as leaves; its backward is not yet.
+  // Attention's att and its backward are rounded reductions with their β as leaves.
   EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kAttention)).ok());
-  EXPECT_EQ(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kAttentionBackward)).reason(),
-            "elem-mode-no-rule");
+  EXPECT_TRUE(CheckRuleInMode(kRounded, ElementKind::kReduce, K(OpKind::kAttentionBackward)).ok());
   const std::vector<Shape> relu = {{5, 8}};
   const std::vector<InputRef> relu_refs = {Node(0)};
   auto rounded_relu = ChooseElementRule(kRounded, K(OpKind::kRelu), {}, 0, 7, relu_refs, relu);
