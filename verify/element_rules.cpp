@@ -17,6 +17,7 @@
 #include "kernels/ops/reduce.h"
 #include "kernels/ops/registry.h"
 #include "verify/element.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::verify {
 namespace {
@@ -219,6 +220,19 @@ Result<ElementPlan> PlanWithAttrs(std::uint16_t op_kind, ByteSpan attrs, std::ui
   const bool pool_back = Is(op_kind, {OpKind::kMaxPool2dBackward, OpKind::kAvgPool2dBackward});
   const bool sum_back = Is(op_kind, {OpKind::kSumBackward});
   const bool att = Is(op_kind, {OpKind::kAttention}) && slot == 1;
+  const bool conv_dx = Is(op_kind, {OpKind::kConv2dBackward}) && slot == 0;
+  if (conv_dx) {
+    // dx[n, ci, ih, iw] that no kernel tap reaches (a stride past the
+    // kernel): col2im adds nothing to its +0, read from nothing. Every other
+    // value is the reduction rule's (verify/reduce_rule.h).
+    auto reached = ConvInputGradReached(attrs, e, input_shapes);
+    if (!reached.ok() && reached.status().reason() == "elem-bad-index") return reached.status();
+    if (!reached.ok()) return Status::Invalid("elem-no-rule", "conv2d_backward");
+    if (*reached) return Status::Invalid("elem-no-rule", "the reduction rule's");
+    ElementPlan plan;
+    for (const kernels::Shape& s : input_shapes) plan.inputs.push_back(InputSlice{0, 0, s});
+    return plan;
+  }
   if (!att && ((!pool_back && !sum_back) || slot != 0)) return PlanElement(op_kind, slot, e, input_shapes);
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
   if (!decoded.ok()) return Status::Invalid("elem-no-rule", "attributes");
@@ -323,8 +337,9 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
 }
 
 bool ReexecutesRoundedValue(std::uint16_t op_kind) {
-  // Attention's only plan is the causal mask's +0 (PlanWithAttrs).
-  return Is(op_kind, {OpKind::kAttention}) ||
+  // Attention's only plan is the causal mask's +0, conv2d_backward's the
+  // dx values no tap reaches (PlanWithAttrs).
+  return Is(op_kind, {OpKind::kAttention, OpKind::kConv2dBackward}) ||
          std::ranges::find(kRoundedElementwise, static_cast<OpKind>(op_kind)) !=
              std::end(kRoundedElementwise);
 }
@@ -430,10 +445,12 @@ Result<float> ReexecuteElement(const ElementMode& mode, std::uint16_t op_kind, B
     return certified ? kernels::CertifiedMaxPoolGradAt(p, h, w, oh, ow, ih, iw, x_at, dy_at)
                      : kernels::MaxPoolGradAt<float>(p, h, w, oh, ow, ih, iw, x_at, dy_at);
   }
-  if (*kind == OpKind::kAttention && slot == 1) {
-    // Above the diagonal: the kernel writes +0 whatever qkv holds.
-    if (plan.inputs.size() != 1 || plan.inputs[0].count != 0)
-      return Status::Invalid("elem-bad-slice", "attention");
+  if ((*kind == OpKind::kAttention && slot == 1) || (*kind == OpKind::kConv2dBackward && slot == 0)) {
+    // Attention above the diagonal, a strided convolution's dx no tap
+    // reaches: the kernel writes +0 whatever its inputs hold.
+    if (plan.inputs.empty() ||
+        std::any_of(plan.inputs.begin(), plan.inputs.end(), [](const InputSlice& s) { return s.count != 0; }))
+      return Status::Invalid("elem-bad-slice", "a value read from nothing");
     return RoundedCopy(mode, +0.0f);
   }
   if (*kind == OpKind::kDropout && slot == 0) {

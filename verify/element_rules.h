@@ -97,6 +97,9 @@ inline constexpr std::uint64_t kElementFlopsPerValue = 64;
 //              max pooling also the x rows they span)
 //   pointwise: attention's att above the diagonal (u > t: the mask's +0,
 //              nothing read; below it, the reduction rule's)
+//   pointwise: conv2d_backward's dx where no kernel tap reaches (a stride
+//              past the kernel: col2im's +0, nothing read; the others, the
+//              reduction rule's: ConvInputGradReached)
 //   pointwise: sum_backward (dy at the reduced position)
 // Every other operator: as above. Invalid "elem-too-costly" for a max
 // pooling's backward whose windows take more than kElementFlopsPerValue
@@ -118,9 +121,10 @@ struct ElementMode {
 };
 
 // Whether ReexecuteElement re-executes a rounded value of `op_kind` (the
-// element-wise operators and the poolings' backwards below, and
-// attention's att above the diagonal). Each is exact in fp64 (kernels
-// OpFp64IsExact: w = 0; the mask's +0 lies u/2 from its boundary, beyond
+// element-wise operators and the poolings' backwards below, attention's
+// att above the diagonal and the dx values of a convolution no tap
+// reaches). Each is exact in fp64 (kernels OpFp64IsExact: w = 0; the
+// +0 read from nothing — its β 0 — lies u/2 from its boundary, beyond
 // 2w for every τ ≤ kernels::kMaxTauQ16), so the acceptance rule rejects
 // every entry at its values: the value is the reference rounded to
 // nearest, whatever the log holds, and the element level plays it without

@@ -578,7 +578,7 @@ Result<Heads> HeadsOf(ByteSpan attrs, const kernels::Shape& qkv) {
 // row block per such tap (a kDot scan over co), then the outer TreeSum of
 // the rows: with at most kTreeBlock taps, one block summed left to right
 // from +0 — col2im's order. A value no tap reaches (a stride past the
-// kernel) is +0 read from nothing: no rule here.
+// kernel) has no rows: +0 read from nothing (ConvInputGradReached).
 Result<ReduceElement> ConvInputGradAt(ByteSpan attrs, std::int64_t e, const kernels::Shape& dy,
                                       const kernels::Shape& x, const kernels::Shape& w) {
   auto decoded = DecodeExact<kernels::OpAttrs>(attrs);
@@ -606,7 +606,6 @@ Result<ReduceElement> ConvInputGradAt(ByteSpan attrs, std::int64_t e, const kern
     wt.row_firsts.push_back(ci * kk + r);
     dyt.row_firsts.push_back(n * co * ohw + (th / sh) * ow_count + tw / sw);
   }
-  if (wt.row_firsts.empty()) return Status::Invalid("elem-no-reduce-rule", "no tap reaches this value");
   ReduceElement el;
   el.scan = ReduceScan::kDot;
   el.scan_count = co;
@@ -614,6 +613,11 @@ Result<ReduceElement> ConvInputGradAt(ByteSpan attrs, std::int64_t e, const kern
   el.scan_reads = {std::move(wt), std::move(dyt)};
   el.outer = ReduceOuter::kSum;
   return el;
+}
+
+bool IsConvInputGrad(std::uint16_t op_kind, std::uint32_t slot, std::span<const kernels::Shape> in) {
+  return Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[0].size() == 4 &&
+         in[1].size() == 4 && in[2].size() == 4;
 }
 
 ReduceElement Plain(std::int64_t n, std::vector<TermOperand> operands, ReduceTerm term = ReduceTerm::kValue) {
@@ -712,9 +716,11 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     if (bad_index(co)) return Status::Invalid("elem-bad-index");
     return Plain(nb * ohw, {TermOperand{0, e * ohw, 1, ohw, co * ohw}});
   }
-  if (Is(op_kind, OpKind::kConv2dBackward) && slot == 0 && in.size() == 3 && in[0].size() == 4 &&
-      in[1].size() == 4 && in[2].size() == 4)
-    return ConvInputGradAt(attrs, e, in[0], in[1], in[2]);
+  if (IsConvInputGrad(op_kind, slot, in)) {
+    VT_ASSIGN_OR_RETURN(ReduceElement el, ConvInputGradAt(attrs, e, in[0], in[1], in[2]));
+    if (el.rows == 0) return Status::Invalid("elem-no-reduce-rule", "no tap reaches this value");
+    return el;
+  }
   if (Is(op_kind, OpKind::kLayerNormBackward) && (slot == 1 || slot == 2) && in.size() == 5) {
     // (dy, x, gamma, mean, rstd): dγ[c] = TreeSum_r dy[r, c]·x̂[r, c], dβ[c] = TreeSum_r dy[r, c].
     const std::int64_t c = Last(in[1]), rows = numel(1) / std::max<std::int64_t>(1, c);
@@ -979,6 +985,13 @@ Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std
     return el;
   }
   return Status::Invalid("elem-no-reduce-rule");
+}
+
+Result<bool> ConvInputGradReached(ByteSpan attrs, std::int64_t e, std::span<const kernels::Shape> in) {
+  const auto conv = static_cast<std::uint16_t>(OpKind::kConv2dBackward);
+  if (!IsConvInputGrad(conv, 0, in)) return Status::Invalid("elem-no-reduce-rule", "conv2d_backward shapes");
+  VT_ASSIGN_OR_RETURN(const ReduceElement el, ConvInputGradAt(attrs, e, in[0], in[1], in[2]));
+  return el.rows > 0;
 }
 
 namespace {

@@ -365,6 +365,15 @@ struct ReduceElement {
 Result<ReduceElement> ReduceElementAt(std::uint16_t op_kind, ByteSpan attrs, std::uint32_t slot, std::int64_t e,
                                       std::span<const kernels::Shape> input_shapes);
 
+// conv2d_backward's dx[e] (inputs dy, x, w): whether a kernel tap reaches
+// it. A value none reaches (a stride past the kernel) is col2im's +0, read
+// from nothing, which the pointwise rule re-executes
+// (verify/element_rules.h); the others are the reduction rule's. Invalid
+// "elem-no-reduce-rule" for shapes or attributes the rule does not
+// describe, "elem-bad-index" outside dx.
+Result<bool> ConvInputGradReached(ByteSpan attrs, std::int64_t e,
+                                  std::span<const kernels::Shape> input_shapes);
+
 // Values whose rounded kernel computes them otherwise than the repops
 // rule describes, described as the rounded kernel computes them.
 // ReduceRuleAt plays these in rounded mode only. First, values whose

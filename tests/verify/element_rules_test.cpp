@@ -30,6 +30,7 @@
 #include "tests/support/test_seed.h"
 #include "verify/descent.h"
 #include "verify/element.h"
+#include "verify/element_game.h"
 #include "verify/element_rules.h"
 #include "verify/reduce_rule.h"
 
@@ -508,6 +509,76 @@ TEST(VerifyElementRules, AGlobalAveragePoolsGradientReadsOneValue) {
     ASSERT_TRUE(v.ok()) << v.status().ToString();
     ASSERT_TRUE(SameBits(*v, out[0][e])) << e;
   }
+}
+
+// A convolution strided past its kernel (1 × 1 taps at stride 2, 2 × 2 at
+// stride 3, padded): the dx values no tap reaches are col2im's +0, read
+// from nothing — the pointwise rule's in every mode, nothing opened, and in
+// rounded mode any log entry there refused (the +0 lies u/2 from its
+// boundary); every other value is the reduction rule's.
+TEST(VerifyElementRules, AConvolutionsDxNoTapReachesIsPlusZeroReadFromNothing) {
+  std::mt19937_64 rng(test::TestSeed());
+  const auto kind = static_cast<std::uint16_t>(OpKind::kConv2dBackward);
+  const kernels::RoundingSpec spec{26, kernels::kDefaultTauQ16};
+  const std::vector<protocol::InputRef> refs(3, protocol::InputRef{protocol::InputSource::kNode, 0, 0});
+  std::size_t unreached = 0, reached = 0;
+  for (const auto& [taps, stride, pad] : {std::tuple{1, 2, 0}, std::tuple{2, 3, 1}}) {
+    kernels::Conv2dParams cp;
+    cp.stride_h = cp.stride_w = stride;
+    cp.pad_h = cp.pad_w = pad;
+    const Bytes attrs = EncodeToBytes(kernels::Conv2dAttrs(cp));
+    const Tensor x = RandomTensor(rng, {2, 3, 7, 8}), w = RandomTensor(rng, {4, 3, taps, taps});
+    const std::int64_t oh = (7 + 2 * pad - taps) / stride + 1, ow = (8 + 2 * pad - taps) / stride + 1;
+    const Tensor dy = RandomTensor(rng, {2, 4, oh, ow});
+    const std::vector<kernels::Shape> shapes{dy.shape(), x.shape(), w.shape()};
+    for (const kernels::Mode mode :
+         {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
+      SCOPED_TRACE(std::string(kernels::ModeName(mode)) + " stride " + std::to_string(stride));
+      kernels::ExecConfig config;
+      config.mode = mode;
+      config.rounding = spec;
+      kernels::NodeRounding recording = kernels::NodeRounding::Record(spec);
+      std::vector<Tensor> out;
+      const std::vector<const Tensor*> in{&dy, &x, &w};
+      ASSERT_TRUE(
+          kernels::RunOp(kernels::OpContext(config, mode == kernels::Mode::kRounded ? &recording : nullptr),
+                         OpKind::kConv2dBackward, DecodeExact<kernels::OpAttrs>(attrs).value(), in, out)
+              .ok());
+      const Tensor& dx = out.at(0);
+      for (std::int64_t e = 0; e < dx.numel(); ++e) {
+        const bool hit = ConvInputGradReached(attrs, e, shapes).value();
+        auto plan = PlanElement(kind, attrs, 0, e, shapes);
+        const auto choice =
+            ChooseElementRule(static_cast<std::uint8_t>(mode), kind, attrs, 0, e, refs, shapes);
+        ASSERT_TRUE(choice.ok()) << e << ": " << choice.status().ToString();
+        if (hit) {
+          EXPECT_EQ(plan.status().reason(), "elem-no-rule") << e;
+          EXPECT_EQ(choice->kind, ElementKind::kReduce) << e;
+          ++reached;
+          continue;
+        }
+        ++unreached;
+        ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+        EXPECT_EQ(choice->kind, ElementKind::kPlan);
+        EXPECT_TRUE(choice->opened_inputs.empty()) << "nothing to open";
+        ASSERT_EQ(plan->inputs.size(), 3u);
+        for (const InputSlice& slice : plan->inputs) EXPECT_EQ(slice.count, 0);
+        const std::vector<std::vector<float>> none(3);
+        const ElementMode how =
+            mode == kernels::Mode::kRounded ? ElementMode(spec, std::nullopt) : ElementMode(mode);
+        auto v = ReexecuteElement(how, kind, attrs, 0, *plan, none);
+        ASSERT_TRUE(v.ok()) << v.status().ToString();
+        ASSERT_TRUE(SameBits(*v, dx[e])) << e << ": " << *v << " vs " << dx[e];
+        if (mode != kernels::Mode::kRounded) continue;
+        for (const bool up : {true, false})
+          EXPECT_EQ(ReexecuteElement(ElementMode(spec, up), kind, attrs, 0, *plan, none).status().reason(),
+                    "log-entry-outside-region");
+      }
+      EXPECT_EQ(PlanElement(kind, attrs, 0, dx.numel(), shapes).status().reason(), "elem-bad-index");
+    }
+  }
+  EXPECT_GT(unreached, 100u);
+  EXPECT_GT(reached, 100u);
 }
 
 // Max pooling's ties, NaNs and signed zeros: the first maximum of a window

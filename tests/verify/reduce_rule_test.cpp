@@ -668,7 +668,8 @@ TEST(VerifyReduceRule, CertifiedSumsAreTheExactSumsOfTheSameTerms) {
       }
     }
   }
-  // Every output is covered (but the values of a strided convolution's dx that no tap reaches).
+  // Every output is covered (but the values of a strided convolution's dx that no tap reaches:
+  // the pointwise rule's, element_rules_test).
   for (const std::string& w : refused) EXPECT_EQ(w, "conv2d_backward stride 2 slot 0");
   EXPECT_EQ(covered.size(), 29u);
   EXPECT_GT(checked, 1000u);
