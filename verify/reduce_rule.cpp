@@ -286,12 +286,29 @@ std::uint64_t RowLeaves(const AttentionGrad& g, std::int64_t t, bool exact) {
   return static_cast<std::uint64_t>((t + 1) * g.d) + SumSteps(exact, t + 1) + (g.dk ? 1 : 0);
 }
 
+// Σ RowLeaves over the rows [from, to), in closed form: a dk walk has
+// 3.4·10^7 leaves at GPT-2 small, and each lookup of a step's row must not
+// cost a loop over the rows before it.
+std::uint64_t RowsLeaves(const AttentionGrad& g, std::int64_t from, std::int64_t to, bool exact) {
+  if (to <= from) return 0;
+  // Over n = t + 1 in [from + 1, to]: Σ n, and Σ ⌈n / kTreeBlock⌉ (r_t's blocks).
+  const auto triangle = [](std::uint64_t x) { return x * (x + 1) / 2; };
+  const auto blocks_upto = [&](std::uint64_t x) {
+    constexpr auto kBlock = static_cast<std::uint64_t>(kTreeBlock);
+    const std::uint64_t q = x / kBlock, r = x % kBlock;
+    return kBlock * triangle(q) + r * (q + 1);
+  };
+  const auto a = static_cast<std::uint64_t>(from), b = static_cast<std::uint64_t>(to);
+  const std::uint64_t rows = b - a, sum_n = triangle(b) - triangle(a);
+  std::uint64_t leaves = sum_n * static_cast<std::uint64_t>(g.d) + sum_n + (g.dk ? rows : 0);
+  if (!exact) leaves += blocks_upto(b) - blocks_upto(a) - rows;  // each TreeSum's combinations
+  return leaves;
+}
+
 std::uint64_t AttentionGradSteps(const AttentionGrad& g, bool exact) {
   const auto gemm = static_cast<std::uint64_t>(g.t_count);
   if (!g.dk) return RowLeaves(g, g.fixed, exact) + static_cast<std::uint64_t>(g.fixed + 1) + gemm;
-  std::uint64_t steps = gemm;
-  for (std::int64_t t = g.fixed; t < g.t_count; ++t) steps += RowLeaves(g, t, exact);
-  return steps;
+  return gemm + RowsLeaves(g, g.fixed, g.t_count, exact);
 }
 
 // The leaf of dP_tj in the run of row t starting at `base`.
@@ -326,9 +343,7 @@ ReduceStep RowStepAt(const AttentionGrad& g, std::int64_t t, std::uint64_t base,
 // dS_ku, the last of row k's run).
 std::uint64_t DsLeaf(const AttentionGrad& g, std::int64_t k, bool exact) {
   if (!g.dk) return 1 + RowLeaves(g, g.fixed, exact) + static_cast<std::uint64_t>(k);
-  std::uint64_t end = 0;
-  for (std::int64_t t = g.fixed; t <= k; ++t) end += RowLeaves(g, t, exact);
-  return end;
+  return RowsLeaves(g, g.fixed, k + 1, exact);
 }
 
 // Step `leaf` (1 ≤ leaf ≤ AttentionGradSteps) of the layout in reduce_rule.h.
@@ -356,13 +371,20 @@ ReduceStep AttentionGradStepAt(const AttentionGrad& g, std::uint64_t leaf, bool 
     return st;
   }
   const std::int64_t u = g.fixed;
-  for (std::int64_t t = u; t < g.t_count; ++t) {
-    const std::uint64_t run = RowLeaves(g, t, exact);
-    if (leaf >= base + run) {
-      base += run;
-      continue;
+  base = 1 + RowsLeaves(g, u, g.t_count, exact);
+  if (leaf < base) {
+    // The last row whose run starts at or before `leaf`.
+    std::int64_t t = u, hi = g.t_count - 1;
+    while (t < hi) {
+      const std::int64_t mid = t + (hi - t + 1) / 2;
+      if (1 + RowsLeaves(g, u, mid, exact) <= leaf) {
+        t = mid;
+      } else {
+        hi = mid - 1;
+      }
     }
-    if (leaf + 1 < base + run) return RowStepAt(g, t, base, leaf - base, exact);
+    base = 1 + RowsLeaves(g, u, t, exact);
+    if (leaf + 1 < base + RowLeaves(g, t, exact)) return RowStepAt(g, t, base, leaf - base, exact);
     st.kind = ReduceStepKind::kAttnDs;  // the run's last leaf: dS_tu
     st.row = t;
     st.term = u;

@@ -449,8 +449,10 @@ TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
 // from the scores' GEMM slacks (their largest, as SoftmaxSlack folds them);
 // its y: the same softmax, the att·V element over the unrounded att, and
 // the kernel's perturbed GEMM slack; its backward's dqkv: AttentionGrad's
-// fp64 leaves, then the kernel's β_dP, β_dS and perturbed GEMM slack.
-TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirValue) {
+// fp64 leaves, then the kernel's β_dP, β_dS and perturbed GEMM slack. And
+// the fp64 sums of layernorm_backward's dx and embedding_backward's dW (its
+// steps reading token ids from the batch's examples).
+TEST(ElementGame, GptRoundedLiesAreCaughtAtTheirValue) {
   using kernels::OpKind;
   const ValueTarget targets[] = {
       {"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
@@ -458,8 +460,10 @@ TEST(ElementGame, GptRoundedLayerNormLiesAreCaughtAtTheirValue) {
       {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
       {"attention.att", OpKind::kAttention, 1, true, 8 + 3, false, true},
       {"attention.y", OpKind::kAttention, 0, true, 16 + 5, false, true},
-      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5, false, true}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 21u);
+      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5, false, true},
+      {"layernorm_backward.dx", OpKind::kLayerNormBackward, 0, true, 37},
+      {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 27u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

@@ -1,5 +1,7 @@
 // Table 6: a party's answer over the longest reduction walks — GPT-2 small's
-// clip norm and loss, 10^8 leaves — with its leaves kept as runs
+// clip norm and loss, 10^8 leaves, and attention_backward's dk at key 0,
+// whose walk recomputes every later row's dS (3.4·10^7 leaves; in rounded
+// mode with its β's leaves after them) — with its leaves kept as runs
 // (verify::Partials): the pass that computes them once, what it then holds
 // against holding the leaves (before: twice, the answer's and the tree's
 // copy), and what one whole game's moves recompute: the walk's reveals down
@@ -34,6 +36,7 @@ struct Case {
   kernels::OpAttrs attrs;
   std::vector<kernels::Tensor> inputs;
   std::uint32_t slot = 0;
+  std::int64_t value = 0;
 };
 
 double Seconds(Clock::time_point since) {
@@ -66,6 +69,31 @@ Case Loss(std::mt19937_64& rng, std::int64_t rows, std::int64_t classes) {
   c.inputs.push_back(std::move(logits));
   c.inputs.push_back(std::move(labels));
   return c;
+}
+
+// attention_backward's dk[u = 0, i = 0] of head 0 (B = 1): every row t ≥ 0
+// recomputes its dP, r_t and dS_t0.
+Case AttentionKey(std::mt19937_64& rng, std::int64_t t_count, std::int64_t heads, std::int64_t d) {
+  std::normal_distribution<float> x(0.0f, 1.0f);
+  const std::int64_t c = heads * d;
+  kernels::Tensor dy({1, t_count, c}), qkv({1, t_count, 3 * c}), att({1, heads, t_count, t_count});
+  for (float& v : dy.values()) v = x(rng) * 1e-3f;
+  for (float& v : qkv.values()) v = x(rng);
+  // Causal rows of probabilities: uniform over u ≤ t (the kernel accepts any att).
+  for (std::int64_t h = 0; h < heads; ++h)
+    for (std::int64_t t = 0; t < t_count; ++t)
+      for (std::int64_t u = 0; u <= t; ++u)
+        att[(h * t_count + t) * t_count + u] = 1.0f / static_cast<float>(t + 1);
+  Case k{"attention_backward dk[0, 0], T " + std::to_string(t_count) + ", D " + std::to_string(d),
+         kernels::OpKind::kAttentionBackward,
+         kernels::AttentionAttrs(heads),
+         {},
+         0,
+         c};
+  k.inputs.push_back(std::move(dy));
+  k.inputs.push_back(std::move(qkv));
+  k.inputs.push_back(std::move(att));
+  return k;
 }
 
 template <class Leaf>
@@ -138,21 +166,25 @@ void LongWalksTable(bool quick, bool gpt2) {
   std::mt19937_64 rng(6);
   std::vector<Case> cases;
   if (gpt2) {
+    cases.push_back(AttentionKey(rng, 1024, 12, 64));
     cases.push_back(ClipNorm(rng, 124439808));
     cases.push_back(Loss(rng, 1024, 50257));
   } else if (quick) {
+    cases.push_back(AttentionKey(rng, 32, 2, 16));
     cases.push_back(ClipNorm(rng, std::int64_t{1} << 17));
     cases.push_back(Loss(rng, 4, 2048));
   } else {
+    cases.push_back(AttentionKey(rng, 256, 2, 64));
     cases.push_back(ClipNorm(rng, std::int64_t{1} << 23));
     cases.push_back(Loss(rng, 64, 50257));
   }
   for (const Case& c : cases) {
     std::vector<kernels::Shape> shapes;
     for (const kernels::Tensor& t : c.inputs) shapes.push_back(t.shape());
-    for (const kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kCertified}) {
+    for (const kernels::Mode mode :
+         {kernels::Mode::kRepops, kernels::Mode::kRounded, kernels::Mode::kCertified}) {
       auto el = verify::ReduceRuleAt(static_cast<std::uint8_t>(mode), static_cast<std::uint16_t>(c.kind),
-                                     EncodeToBytes(c.attrs), c.slot, 0, shapes);
+                                     EncodeToBytes(c.attrs), c.slot, c.value, shapes);
       if (!el.ok()) {
         std::printf("| %s | %s | %s |\n", c.name.c_str(), std::string(kernels::ModeName(mode)).c_str(),
                     el.status().ToString().c_str());
@@ -160,6 +192,8 @@ void LongWalksTable(bool quick, bool gpt2) {
       }
       if (el->exact) {
         Row<verify::ExactPartial>(c, *el, "certified", rng);
+      } else if (el->fp64) {
+        Row<double>(c, *el, "rounded", rng);
       } else {
         Row<float>(c, *el, "repops", rng);
       }

@@ -718,6 +718,74 @@ void ExpectRunsAreTheLeaves(const ReduceElement& el, const Node& n, const std::v
   if (count > (std::uint64_t{16} << run_log2) && kept->RecomputedSteps() > 0) ++runs_checked;
 }
 
+// Every leaf of `el`'s one pass (ComputeReducePartials, straight through)
+// is its step by the rule (ReduceStepAt, StepReads, StepValue) from the
+// earlier leaves it names. Returns the leaves.
+template <class T>
+std::vector<T> ExpectEveryLeafIsItsStep(const ReduceElement& el, const Node& n, const std::string& what) {
+  const std::vector<T> p = ReducePartials<T>(el, n.inputs, n.outputs).value();
+  EXPECT_EQ(p.size(), el.Steps() + 1) << what;
+  for (std::uint64_t leaf = 1; leaf < p.size(); ++leaf) {
+    const ReduceStep st = ReduceStepAt(el, leaf).value();
+    EXPECT_LT(st.left, leaf);
+    if (st.reads_right) {
+      EXPECT_LT(st.right, leaf);
+    }
+    const std::vector<ReadValue> reads =
+        ReadStep(StepReads(el, st), TensorValues(n.inputs, n.outputs)).value();
+    std::vector<T> v;
+    for (const ReadValue& r : reads) v.push_back(r.value);
+    const T next = StepValue<T>(el, st, p[st.left], st.reads_right ? p[st.right] : T(0), v).value();
+    if (!SameBits(next, p[leaf])) {
+      ADD_FAILURE() << what << " leaf " << leaf << " of " << el.Steps() << ": " << next << " vs " << p[leaf];
+      break;
+    }
+  }
+  return p;
+}
+
+// attention_backward past one block of the fixed tree (T up to 150: r_t's
+// TreeSum combines up to three blocks, and dk's rows are found by their
+// leaf counts in closed form): dq and dk values of random rows, in repops
+// and in rounded mode (its β's leaves after the value's), are the kernel's
+// and every leaf is its step.
+TEST(VerifyReduceRule, AttentionGradLeavesAreTheirStepsPastOneBlock) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xa77);
+  std::size_t values = 0;
+  for (const kernels::Mode mode : {kernels::Mode::kRepops, kernels::Mode::kRounded}) {
+    const std::int64_t t = Pick(rng, 65, 150), d = Pick(rng, 1, 3);
+    std::vector<Node> nodes = {{"attention_backward",
+                                OpKind::kAttentionBackward,
+                                kernels::AttentionAttrs(1),
+                                {RandomTensor(rng, {1, t, d}), RandomTensor(rng, {1, t, 3 * d}),
+                                 RandomTensor(rng, {1, 1, t, t}, true)},
+                                {0},
+                                {}}};
+    RunNodes(nodes, mode, kernels::RoundingSpec{32, kernels::kDefaultTauQ16});
+    const Node& n = nodes[0];
+    for (int k = 0; k < 4; ++k) {
+      const std::int64_t row = k < 2 ? Pick(rng, 0, 2) : Pick(rng, 64, t - 1), part = k % 2;
+      const std::int64_t e = row * 3 * d + part * d + Pick(rng, 0, d - 1);
+      const std::string what = std::string(kernels::ModeName(mode)) + (part == 0 ? " dq" : " dk") + " row " +
+                               std::to_string(row) + " of " + std::to_string(t);
+      const ReduceElement el =
+          ReduceRuleAt(static_cast<std::uint8_t>(mode), static_cast<std::uint16_t>(n.kind),
+                       EncodeToBytes(n.attrs), 0, e, Shapes(n))
+              .value();
+      ASSERT_TRUE(el.attention_grad.has_value());
+      if (mode == kernels::Mode::kRounded) {
+        EXPECT_EQ(el.slack, ReduceSlack::kAttentionGrad);
+        ExpectEveryLeafIsItsStep<double>(el, n, what);
+      } else {
+        const std::vector<float> p = ExpectEveryLeafIsItsStep<float>(el, n, what);
+        EXPECT_TRUE(SameBits(ReduceOutput(el, p.back()), n.outputs[0][e])) << what;
+      }
+      ++values;
+    }
+  }
+  EXPECT_EQ(values, 8u);
+}
+
 TEST(VerifyReduceRule, PartialsKeptAsRunsAreTheLeavesHeldWhole) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x5e1f);
   std::size_t values = 0, runs_checked = 0;
