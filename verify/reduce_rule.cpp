@@ -440,10 +440,13 @@ struct GradSlackLayout {
   std::uint64_t DsSlack(std::uint64_t y) const {
     return g.dk ? Weighted(first + static_cast<std::int64_t>(y)) + 1 : Weighted(first) + 1 + y;
   }
-  std::uint64_t SlackSq() const { return RowBase(last + 1); }  // leaves SlackSq()+1 .. +n
-  std::uint64_t DsSq() const { return SlackSq() + n; }
-  std::uint64_t XSq() const { return DsSq() + n; }  // + T kNormSteps
-  std::uint64_t GemmSlack() const { return XSq() + static_cast<std::uint64_t>(g.t_count) + 1; }
+  // The last leaf of the rows, then of each sum after them: Σ β_dS² and
+  // Σ dS² (n steps each), Σ x² (T steps).
+  std::uint64_t RowsEnd() const { return RowBase(last + 1); }
+  std::uint64_t SlackSqSum() const { return RowsEnd() + n; }
+  std::uint64_t DsSqSum() const { return SlackSqSum() + n; }
+  std::uint64_t XSqSum() const { return DsSqSum() + static_cast<std::uint64_t>(g.t_count); }
+  std::uint64_t GemmSlack() const { return XSqSum() + 1; }
   std::uint64_t Last() const { return GemmSlack() + 2; }
 };
 
@@ -468,7 +471,7 @@ ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_
     return norm_step(1, static_cast<std::int64_t>(local / at.d), local % at.d);
   }
   st.reads_right = true;
-  if (leaf <= at.SlackSq()) {
+  if (leaf <= at.RowsEnd()) {
     std::int64_t t = at.first, hi = at.last;  // the last row starting before `leaf`
     while (t < hi) {
       const std::int64_t mid = t + (hi - t + 1) / 2;
@@ -484,16 +487,15 @@ ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_
       return norm_step(0, t, x - 1);
     }
     st.row = t;
-    if (leaf <= at.Weighted(t)) {  // β_dP_tj, then the weighted sum through j
+    if (leaf <= at.Weighted(t)) {
       const std::uint64_t y = x - at.d - 1, j = y / 2;
-      st.segment = static_cast<std::uint32_t>(j);
-      if (y % 2 == 0) {
+      if (y % 2 == 0) {  // β_dP_tj over ‖dy_t‖ and ‖v_j‖ (D terms)
         st.kind = ReduceStepKind::kRowSlack;
-        st.segment = 0;
         st.left = at.DyNorm(t);
         st.right = at.VNorm(static_cast<std::int64_t>(j));
-      } else {
+      } else {  // Σ att_tj·β_dP_tj through j, from +0
         st.kind = ReduceStepKind::kWeightedTerm;
+        st.segment = static_cast<std::uint32_t>(j);
         st.left = j == 0 ? 0 : leaf - 2;
         st.right = leaf - 1;
       }
@@ -505,9 +507,9 @@ ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_
     st.right = at.Weighted(t);
     return st;
   }
-  if (leaf <= at.XSq()) {  // Σ β_dS², then Σ dS², each from +0
-    const bool of_ds = leaf > at.DsSq();
-    const std::uint64_t y = leaf - (of_ds ? at.DsSq() : at.SlackSq()) - 1;
+  if (leaf <= at.DsSqSum()) {  // Σ β_dS², then Σ dS², each from +0
+    const bool of_ds = leaf > at.SlackSqSum();
+    const std::uint64_t y = leaf - (of_ds ? at.SlackSqSum() : at.RowsEnd()) - 1;
     st.kind = ReduceStepKind::kSquareAdd;
     st.left = y == 0 ? 0 : leaf - 1;
     st.right =
@@ -515,22 +517,21 @@ ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_
               : at.DsSlack(y);
     return st;
   }
-  if (leaf < at.GemmSlack()) {  // Σ x² over the GEMM's other factor
+  if (leaf <= at.XSqSum()) {  // Σ x² over the GEMM's other factor
     st.reads_right = false;
-    return norm_step(2, 0, leaf - at.XSq() - 1);
+    return norm_step(2, 0, leaf - at.DsSqSum() - 1);
   }
   // The GEMM's own slack over Σ dS² and Σ x², the perturbation over Σ β_dS²
   // and Σ x², their sum.
-  const std::uint64_t x_sq = at.GemmSlack() - 1;
   if (leaf == at.GemmSlack()) {
     st.kind = ReduceStepKind::kRowSlack;
     st.segment = 1;
-    st.left = at.XSq();
-    st.right = x_sq;
+    st.left = at.DsSqSum();
+    st.right = at.XSqSum();
   } else if (leaf < at.Last()) {
     st.kind = ReduceStepKind::kPerturbedSlack;
-    st.left = at.DsSq();
-    st.right = x_sq;
+    st.left = at.SlackSqSum();
+    st.right = at.XSqSum();
   } else {
     st.kind = ReduceStepKind::kCombine;
     st.left = at.GemmSlack();
@@ -1667,8 +1668,8 @@ Status AttentionGradSlackPartials(const AttentionGrad& g, std::uint64_t value_st
   VT_TRY(norm(2, 0, g.t_count));
   const double x_norm = std::sqrt(p.Back());
   p.Push(kernels::GemmSlackValue(kernels::GemmSlackFactor(g.t_count + kernels::kAttentionGradExtraTerms),
-                                 std::sqrt(p.At(at.XSq())), x_norm, 0.0));
-  p.Push(kernels::PerturbationNorm(p.At(at.DsSq())) * x_norm);
+                                 std::sqrt(p.At(at.DsSqSum())), x_norm, 0.0));
+  p.Push(kernels::PerturbationNorm(p.At(at.SlackSqSum())) * x_norm);
   p.Push(p.At(at.GemmSlack()) + p.Back());
   return Status::Ok();
 }
