@@ -5,6 +5,7 @@
 #include "contract_vm/arbitration_cost.h"
 #include "crypto/merkle.h"
 #include "verify/element_game.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::referee {
 namespace {
@@ -83,17 +84,18 @@ Result<BondTerms> ComputeBondTerms(const vm::Arbiter& arbiter, const protocol::J
   // rules (repops; certified's dot and pointwise/row rules, whose partial
   // sums are 82-byte exact leaves; rounded's pointwise, dot and reduction
   // rules, with 25- and 9-byte fp64 leaves and the log below): up to descent.moves more moves of a party,
-  // each opening at most four chunks, three partial results and four inputs by hash (a reduction step's
-  // reveal; the other moves open fewer), on top of the loads, writes and walk checks of a move; the deciding
-  // move opens at most what the job's rules open (verify::BoundDecidingMove: the pointwise/row slices' chunks
-  // at their worst alignment, the inputs by hash, the examples) and re-executes one value from them. With
-  // only the assemble node's walk (every other mode): walk reveals, and a deciding move that opens one input
-  // by its hash or the header of h_t (verify/state_walk.h). Priced like V and A, from the same gas functions.
+  // each opening at most four chunks, three partial results and verify::kMaxStepReads values and inputs
+  // by hash (a reduction step's reveal; the other moves open fewer), on top of the loads, writes and walk
+  // checks of a move; the deciding move opens at most what the job's rules open (verify::BoundDecidingMove:
+  // the pointwise/row slices' chunks at their worst alignment, the inputs by hash, the examples) and
+  // re-executes one value from them. With only the assemble node's walk (every other mode): walk reveals, and
+  // a deciding move that opens one input by its hash or the header of h_t (verify/state_walk.h). Priced like
+  // V and A, from the same gas functions.
   const verify::DescentBound& d = arb.descent;
   if (referee.element_level && d.moves > 0) {
     const bool values = d.value_rules;
     const std::uint64_t move_chunks = values ? 4 : 0, move_leaves = values ? 3 : 0,
-                        move_openings = values ? 4 : 0;
+                        move_openings = values ? verify::kMaxStepReads : 0;
     const std::uint64_t final_chunks = d.final_chunks, final_openings = d.final_openings;
     constexpr auto kChunkBytes = static_cast<std::uint64_t>(verify::kChunkValues) * 4;
     const std::uint64_t chunk_bytes = GasMeter::Add(kChunkBytes + 64, ProofBytes(d.chunk_height));

@@ -1,6 +1,7 @@
 #include "referee/messages.h"
 
 #include "common/detmath.h"
+#include "verify/reduce_rule.h"
 
 namespace vt::referee {
 namespace {
@@ -372,9 +373,6 @@ Result<OpenElementArgs> Decode(Reader& r, DecodeAs<OpenElementArgs>) {
   return v;
 }
 
-// A term reads at most four values (verify::ReduceTerm: dy, x, mean, rstd).
-constexpr std::size_t kMaxTermReads = 4;
-
 void Encode(Writer& w, const RevealReduceStepArgs& v) {
   w.PutU64(v.game_id);
   w.PutU8(v.node_root_of);
@@ -396,8 +394,9 @@ Result<RevealReduceStepArgs> Decode(Reader& r, DecodeAs<RevealReduceStepArgs>) {
   VT_ASSIGN_OR_RETURN(v.left, verify::Decode(r, DecodeAs<verify::PartialLeaf>{}));
   VT_ASSIGN_OR_RETURN(v.left_proof, GetProof(r));
   VT_ASSIGN_OR_RETURN(v.right, GetLeafOpening(r));
-  VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, kMaxTermReads));
-  VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, kMaxTermReads));
+  // A step reads at most kMaxStepReads values, from as many inputs.
+  VT_ASSIGN_OR_RETURN(v.reads, r.GetVector<verify::ValueOpening>(GetValue, verify::kMaxStepReads));
+  VT_ASSIGN_OR_RETURN(v.inputs, r.GetVector<verify::InputHashOpening>(GetInputHash, verify::kMaxStepReads));
   VT_ASSIGN_OR_RETURN(v.batch, GetBatch(r));
   return v;
 }

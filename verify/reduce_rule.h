@@ -486,7 +486,11 @@ struct StepRead {
   std::int32_t gather_from = -1;
   std::int64_t gather_rows = 0;
 };
-// The values any step reads (none for a combination), in order.
+// The values any step reads (none for a combination), in order: at most
+// kMaxStepReads (layernorm_backward's g·x̂ terms and final step, batch
+// norm's backward dx: dy, x, γ, mean, rstd), from as many inputs — what a
+// step's move may open (referee/messages.h, the bond's pricing).
+inline constexpr std::size_t kMaxStepReads = 5;
 std::vector<StepRead> StepReads(const ReduceElement& element, const ReduceStep& step);
 // The values the step to leaf m+1 reads. Invalid "elem-bad-step" past the last step.
 Result<std::vector<StepRead>> StepReadsAt(const ReduceElement& element, std::uint64_t m);
@@ -609,7 +613,7 @@ Result<std::vector<float>> OpenStepReads(std::span<const StepRead> reads, std::s
 // against `inputs`, one claim.reads opening per hashed read; for a batch
 // input the value `batch` opened, without an opening), then the one step
 // (StepValue). Charge: up to four proofs of
-// ⌈log₂(Steps()+1)⌉ siblings and up to four value openings. Invalid
+// ⌈log₂(Steps()+1)⌉ siblings and up to kMaxStepReads value openings. Invalid
 // "elem-bad-step" (a proof that does not check out, m out of range, a wrong
 // number of reads) or VerifyValue's reasons.
 template <class T>

@@ -319,11 +319,48 @@ struct TargetsPlayed {
   std::uint64_t games = 0, max_tx = 0, required = 0;
 };
 
-// A one-ulp lie at each target's value, its sums honest or (reductions)
+// A one-ulp lie at value v of target t (the model's node `node`), its sums
+// by `plan`, told by the solver or the challenger: caught at its value, the
+// honest party wins, and no transaction exceeds 64 KiB or what posting
+// required of the job (`required`). Returns the game's largest transaction
+// (0: no game was played, a failure already).
+std::uint64_t PlayValueLie(TinyModel m, kernels::Mode mode, const ValueTarget& t, std::uint32_t node,
+                           std::int64_t v, const SumsPlan& plan, bool liar_is_solver, vm::Amount bond,
+                           std::uint64_t required) {
+  const SumsLie kind = plan.kind;
+  SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
+               std::to_string(static_cast<int>(kind)) + " from " + std::to_string(plan.from) +
+               (liar_is_solver ? " solver lies" : " challenger lies"));
+  ScenarioConfig c;
+  c.model = m;
+  c.mode = mode;
+  c.solver_bond = c.challenger_bond = bond;
+  const ScenarioReport rep =
+      RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, plan);
+  EXPECT_EQ(rep.games.size(), 1u);
+  if (rep.games.size() != 1) return 0;
+  const GameReport& gr = rep.games[0];
+  EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
+      << gr.game.reason;
+  EXPECT_TRUE(gr.element.has_value()) << "the element level was not played: " << gr.game.reason;
+  if (gr.element) {
+    EXPECT_EQ(gr.element->slot, t.slot);
+    EXPECT_EQ(gr.element->value, v);
+  }
+  EXPECT_EQ(gr.game.node_index, node);
+  EXPECT_EQ(gr.game.reason, !t.reduction               ? "element-reexecuted"
+                            : kind == SumsLie::kHonest ? "element-epilogue"
+                                                       : "element-step");
+  EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
+  EXPECT_LE(gr.max_tx_bytes, required);
+  EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
+  return gr.max_tx_bytes;
+}
+
+// PlayValueLie at each target's value, its sums honest or (reductions)
 // leaving the rule — diverging at a step or made up — so that the referee
-// judges one step; told by the solver and by the challenger in turn. Each
-// is caught at its value, the honest party wins, and no transaction
-// exceeds 64 KiB or what posting required of the job. Prints one line, `tag`'s.
+// judges one step; told by the solver and by the challenger in turn. Prints
+// one line, `tag`'s.
 TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueTarget> targets,
                             kernels::Mode mode = kRepops) {
   TargetsPlayed out;
@@ -332,39 +369,17 @@ TargetsPlayed PlayValueLies(TinyModel m, const char* tag, std::span<const ValueT
   for (const ValueTarget& t : targets) {
     const std::uint32_t node = NodeOf(m, t.op, t.reads_batch);
     const std::int64_t v = ReachingValue(m, node, t.slot, t.from, mode);
-    std::vector<SumsPlan> sums{SumsPlan{SumsLie::kHonest, 2}};
-    if (t.reduction) sums.insert(sums.end(), {SumsPlan{SumsLie::kDiverge, 2}, SumsPlan{SumsLie::kMadeUp, 2}});
-    if (t.slack) sums.push_back(SumsPlan{SumsLie::kDiverge, ~std::uint64_t{0}});  // clamped to the last leaf
-    for (const SumsPlan& plan : sums) {
-      const SumsLie kind = plan.kind;
+    // Honest sums; a reduction's also leaving the rule or made up; a slack's
+    // also leaving it at the last leaf (a `from` past it is clamped there).
+    const SumsPlan all[] = {{SumsLie::kHonest, 2},
+                            {SumsLie::kDiverge, 2},
+                            {SumsLie::kMadeUp, 2},
+                            {SumsLie::kDiverge, ~std::uint64_t{0}}};
+    const std::size_t plans = !t.reduction ? 1 : t.slack ? 4 : 3;
+    for (const SumsPlan& plan : std::span(all).first(plans)) {
       const bool liar_is_solver = out.games % 2 == 0;
-      SCOPED_TRACE(std::string(t.name) + " value " + std::to_string(v) + " sums " +
-                   std::to_string(static_cast<int>(kind)) + " from " + std::to_string(plan.from) +
-                   (liar_is_solver ? " solver lies" : " challenger lies"));
-      ScenarioConfig c;
-      c.model = m;
-      c.mode = mode;
-      c.solver_bond = c.challenger_bond = bond;
-      const ScenarioReport rep =
-          RunLiar(c, {Lie{LieKind::kOneValue, kLieStep, node, t.slot, v}}, liar_is_solver, plan);
-      EXPECT_EQ(rep.games.size(), 1u);
-      if (rep.games.size() != 1) continue;
-      const GameReport& gr = rep.games[0];
-      EXPECT_EQ(gr.game.result, liar_is_solver ? GameResult::kChallengerWon : GameResult::kSolverWon)
-          << gr.game.reason;
-      EXPECT_TRUE(gr.element.has_value()) << "the element level was not played: " << gr.game.reason;
-      if (gr.element) {
-        EXPECT_EQ(gr.element->slot, t.slot);
-        EXPECT_EQ(gr.element->value, v);
-      }
-      EXPECT_EQ(gr.game.node_index, node);
-      EXPECT_EQ(gr.game.reason, !t.reduction               ? "element-reexecuted"
-                                : kind == SumsLie::kHonest ? "element-epilogue"
-                                                           : "element-step");
-      EXPECT_LE(gr.max_tx_bytes, kMaxElementTx);
-      EXPECT_LE(gr.max_tx_bytes, out.required);
-      EXPECT_TRUE(rep.failed_calls.empty()) << rep.failed_calls.front();
-      out.max_tx = std::max(out.max_tx, gr.max_tx_bytes);
+      out.max_tx =
+          std::max(out.max_tx, PlayValueLie(m, mode, t, node, v, plan, liar_is_solver, bond, out.required));
       ++out.games;
     }
   }
@@ -403,17 +418,17 @@ TEST(ElementGame, CnnBatchNormConvolutionAndPoolLiesAreCaughtAtTheirValue) {
 // softmax) and its backward's dqkv, and embedding_backward's dW (a masked
 // scan over the positions, each step reading its token id from an
 // example). Values past the first row, so that a row's offset is exercised.
+constexpr ValueTarget kGptTargets[] = {
+    {"layernorm.y", kernels::OpKind::kLayerNorm, 0, false, 37},
+    {"layernorm.mean", kernels::OpKind::kLayerNorm, 1, true, 3},
+    {"layernorm.rstd", kernels::OpKind::kLayerNorm, 2, true, 5},
+    {"layernorm_backward.dx", kernels::OpKind::kLayerNormBackward, 0, true, 37},
+    {"attention.att", kernels::OpKind::kAttention, 1, true, 8 + 3},
+    {"attention_backward.dqkv", kernels::OpKind::kAttentionBackward, 0, true, 48 + 5},
+    {"embedding_backward.dW", kernels::OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
+
 TEST(ElementGame, GptLayerNormAttentionAndEmbeddingLiesAreCaughtAtTheirValue) {
-  using kernels::OpKind;
-  const ValueTarget targets[] = {
-      {"layernorm.y", OpKind::kLayerNorm, 0, false, 37},
-      {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
-      {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
-      {"layernorm_backward.dx", OpKind::kLayerNormBackward, 0, true, 37},
-      {"attention.att", OpKind::kAttention, 1, true, 8 + 3},
-      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5},
-      {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt", targets).games, 19u);
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt", kGptTargets).games, 19u);
 }
 
 // Rounded mode, the CNN: a convolution's y by the rounded dot rule (fp64
@@ -452,18 +467,108 @@ TEST(ElementGame, CnnRoundedLiesAreCaughtAtTheirValue) {
 // fp64 leaves, then the kernel's β_dP, β_dS and perturbed GEMM slack. And
 // the fp64 sums of layernorm_backward's dx and embedding_backward's dW (its
 // steps reading token ids from the batch's examples).
+// The tiny GPT's outputs rounded mode plays, one of each rule kind.
+constexpr ValueTarget kGptRoundedTargets[] = {
+    {"layernorm.y", kernels::OpKind::kLayerNorm, 0, true, 37},
+    {"layernorm.mean", kernels::OpKind::kLayerNorm, 1, true, 3},
+    {"layernorm.rstd", kernels::OpKind::kLayerNorm, 2, true, 5},
+    {"attention.att", kernels::OpKind::kAttention, 1, true, 8 + 3, false, true},
+    {"attention.y", kernels::OpKind::kAttention, 0, true, 16 + 5, false, true},
+    {"attention_backward.dqkv", kernels::OpKind::kAttentionBackward, 0, true, 48 + 5, false, true},
+    {"layernorm_backward.dx", kernels::OpKind::kLayerNormBackward, 0, true, 37},
+    {"embedding_backward.dW", kernels::OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
+
 TEST(ElementGame, GptRoundedLiesAreCaughtAtTheirValue) {
-  using kernels::OpKind;
-  const ValueTarget targets[] = {
-      {"layernorm.y", OpKind::kLayerNorm, 0, true, 37},
-      {"layernorm.mean", OpKind::kLayerNorm, 1, true, 3},
-      {"layernorm.rstd", OpKind::kLayerNorm, 2, true, 5},
-      {"attention.att", OpKind::kAttention, 1, true, 8 + 3, false, true},
-      {"attention.y", OpKind::kAttention, 0, true, 16 + 5, false, true},
-      {"attention_backward.dqkv", OpKind::kAttentionBackward, 0, true, 48 + 5, false, true},
-      {"layernorm_backward.dx", OpKind::kLayerNormBackward, 0, true, 37},
-      {"embedding_backward.dW", OpKind::kEmbeddingBackward, 0, true, 16 + 2, true}};
-  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", targets, kernels::Mode::kRounded).games, 27u);
+  EXPECT_EQ(PlayValueLies(TinyModel::kGpt, "gpt rounded", kGptRoundedTargets, kernels::Mode::kRounded).games,
+            27u);
+}
+
+// The walk's property over the tiny GPT, in repops (kGptTargets) and in
+// rounded mode (kGptRoundedTargets): random target, value, liar's side and
+// — for a reduction — sums honest, made up, or leaving the rule at a
+// random leaf (in rounded mode the value's or its β's; past the last, the
+// last). The honest party always wins at the planted value, every
+// transaction ≤ 64 KiB. CI plays 8 a mode; a longer campaign:
+// VT_GPT_RANDOM_GAMES=200. (Such a campaign found steps reading five
+// values whose move the chain refused: AStepReadingFiveValuesIsSettledAtIt.)
+TEST(ElementGame, HonestPartyAlwaysWinsOverRandomGptCheats) {
+  std::mt19937_64 rng(20261130);
+  const int rounds = std::getenv("VT_GPT_RANDOM_GAMES") ? std::atoi(std::getenv("VT_GPT_RANDOM_GAMES")) : 8;
+  for (const kernels::Mode mode : {kRepops, kernels::Mode::kRounded}) {
+    const std::span<const ValueTarget> targets = mode == kRepops
+                                                     ? std::span<const ValueTarget>(kGptTargets)
+                                                     : std::span<const ValueTarget>(kGptRoundedTargets);
+    const vm::Amount bond = 2 * MinimumBond(JobOf(TinyModel::kGpt, mode).job);
+    const std::uint64_t required = BondTermsOf(JobOf(TinyModel::kGpt, mode).job).required_tx_bytes;
+    std::uint64_t games = 0, steps = 0, max_tx = 0;
+    for (int round = 0; round < rounds; ++round) {
+      ValueTarget t = targets[rng() % targets.size()];
+      const std::uint32_t node = NodeOf(TinyModel::kGpt, t.op, t.reads_batch);
+      const kernels::Tensor& out = HistoryOf(TinyModel::kGpt, mode).outputs[kLieStep][node][t.slot];
+      const std::int64_t v =
+          ReachingValue(TinyModel::kGpt, node, t.slot,
+                        static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(out.numel())), mode);
+      if (t.op == kernels::OpKind::kAttention && t.slot == 1) {
+        // att [B, H, T, T] above the diagonal: the mask's +0, re-executed.
+        const std::int64_t tt = out.shape().back();
+        if (v % tt > (v / tt) % tt) t.reduction = t.slack = false;
+      }
+      SumsPlan plan{SumsLie::kHonest, 2};
+      if (t.reduction) {
+        plan.kind = static_cast<SumsLie>(rng() % 3);
+        plan.from = rng() % 4 == 0 ? ~std::uint64_t{0} : 1 + rng() % 4096;
+      }
+      const std::uint64_t tx =
+          PlayValueLie(TinyModel::kGpt, mode, t, node, v, plan, rng() % 2 == 0, bond, required);
+      if (tx == 0) continue;
+      max_tx = std::max(max_tx, tx);
+      steps += t.reduction && plan.kind != SumsLie::kHonest ? 1 : 0;
+      ++games;
+    }
+    EXPECT_EQ(games, static_cast<std::uint64_t>(rounds));
+    std::printf("[element-game] %llu random gpt %s games (%llu at a step): largest tx %llu B\n",
+                static_cast<unsigned long long>(games), std::string(kernels::ModeName(mode)).c_str(),
+                static_cast<unsigned long long>(steps), static_cast<unsigned long long>(max_tx));
+  }
+}
+
+// The widest reduction steps read five values: layernorm_backward's g·x̂
+// terms and its final step (dy, γ, x, mean, rstd, from five inputs). A
+// liar's sums leaving the rule at such a step end the walk there, and the
+// move that settles it carries five value openings and five input-hash
+// openings — on the chain, within the bond's pricing. Told by the solver
+// and by the challenger, in repops and rounded mode.
+TEST(ElementGame, AStepReadingFiveValuesIsSettledAtIt) {
+  std::uint64_t games = 0;
+  for (const kernels::Mode mode : {kRepops, kernels::Mode::kRounded}) {
+    const ValueTarget t{"layernorm_backward.dx", kernels::OpKind::kLayerNormBackward, 0, true, 37};
+    const std::uint32_t node = NodeOf(TinyModel::kGpt, t.op);
+    const std::int64_t v = ReachingValue(TinyModel::kGpt, node, t.slot, t.from, mode);
+    const worker::ElementSide side = SideOf(HistoryOf(TinyModel::kGpt, mode), kLieStep, node);
+    std::vector<kernels::Shape> shapes;
+    for (const kernels::Tensor& in : side.inputs) shapes.push_back(in.shape());
+    const verify::ReduceElement el =
+        verify::ReduceRuleAt(static_cast<std::uint8_t>(mode), side.op_kind, side.attrs, t.slot, v, shapes)
+            .value();
+    // The first g·x̂ term step and the final step.
+    std::vector<std::uint64_t> wide;
+    for (std::uint64_t leaf = 1; leaf <= el.Steps(); ++leaf) {
+      const verify::ReduceStep st = verify::ReduceStepAt(el, leaf).value();
+      if (verify::StepReads(el, st).size() == verify::kMaxStepReads && (wide.empty() || leaf == el.Steps()))
+        wide.push_back(leaf);
+    }
+    ASSERT_EQ(wide.size(), 2u) << "a g·x̂ term and the final step";
+    const vm::Amount bond = 2 * MinimumBond(JobOf(TinyModel::kGpt, mode).job);
+    const std::uint64_t required = BondTermsOf(JobOf(TinyModel::kGpt, mode).job).required_tx_bytes;
+    for (const std::uint64_t leaf : wide) {
+      for (const bool liar_is_solver : {true, false}) {
+        PlayValueLie(TinyModel::kGpt, mode, t, node, v, SumsPlan{SumsLie::kDiverge, leaf}, liar_is_solver,
+                     bond, required);
+        ++games;
+      }
+    }
+  }
+  EXPECT_EQ(games, 8u);
 }
 
 // A convolution's dW whose partial sums leave the rule right after a

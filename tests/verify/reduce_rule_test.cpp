@@ -389,6 +389,8 @@ TEST(VerifyReduceRule, EveryValueIsTheKernelsTreeSum) {
             auto st = ReduceStepAt(*el, leaf);
             ASSERT_TRUE(st.ok());
             ASSERT_LT(st->left, leaf);
+            // What a step's move may open (referee/messages.h).
+            ASSERT_LE(StepReads(*el, *st).size(), kMaxStepReads) << n.name << " leaf " << leaf;
             if (st->reads_right) {
               ASSERT_LT(st->right, leaf);
             }
@@ -506,6 +508,11 @@ TEST(VerifyReduceRule, EveryRoundedValueIsTheKernelsFp64SumRounded) {
             if (!y0.ok() || !SameBits(*y0, *y))
               ++by_slack[n.name + RoundedOnlyName(n.kind, slot, n.inputs.size())];
             ++with_slack;
+          }
+          // What a step's move may open (referee/messages.h), on a sample of the values.
+          if (checked % 64 == 0) {
+            for (std::uint64_t leaf = 1; leaf <= el->Steps(); ++leaf)
+              ASSERT_LE(StepReads(*el, ReduceStepAt(*el, leaf).value()).size(), kMaxStepReads) << n.name;
           }
           // The fp32 rule's leaves are not these: the rule refuses to mix them.
           EXPECT_EQ(ReducePartials<float>(*el, n.inputs, n.outputs).status().reason(), "elem-wrong-leaf");
