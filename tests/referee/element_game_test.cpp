@@ -486,8 +486,9 @@ TEST(ElementGame, GptRoundedLiesAreCaughtAtTheirValue) {
             27u);
 }
 
-// The walk's property over the tiny GPT and CNN, in repops and rounded mode
-// (kGptTargets, kGptRoundedTargets, kCnnTargets, kCnnRoundedTargets):
+// The walk's property over the tiny GPT and CNN, in repops, rounded and
+// certified mode (kGptTargets, kGptRoundedTargets, kCnnTargets,
+// kCnnRoundedTargets; certified plays the repops targets' rules, its sums exact):
 // random target, value, liar's side and — for a reduction — sums honest,
 // made up, or leaving the rule at a random leaf (in rounded mode the
 // value's or its β's; past the last, the last). The honest party always
@@ -504,7 +505,9 @@ TEST(ElementGame, HonestPartyAlwaysWinsOverRandomValueCheats) {
   const Campaign campaigns[] = {{TinyModel::kGpt, kRepops, kGptTargets},
                                 {TinyModel::kGpt, kernels::Mode::kRounded, kGptRoundedTargets},
                                 {TinyModel::kCnn, kRepops, kCnnTargets},
-                                {TinyModel::kCnn, kernels::Mode::kRounded, kCnnRoundedTargets}};
+                                {TinyModel::kCnn, kernels::Mode::kRounded, kCnnRoundedTargets},
+                                {TinyModel::kGpt, kCertified, kGptTargets},
+                                {TinyModel::kCnn, kCertified, kCnnTargets}};
   std::mt19937_64 rng(20261130);
   const int rounds =
       std::getenv("VT_RANDOM_VALUE_GAMES") ? std::atoi(std::getenv("VT_RANDOM_VALUE_GAMES")) : 6;
