@@ -454,6 +454,9 @@ std::uint64_t AttentionGradSlackSteps(const AttentionGrad& g, std::uint64_t valu
   return GradSlackLayout(g, value_steps).Last() - value_steps;
 }
 
+// The terms of dq's or dk's own GEMM slack: its K = T, and dS's rounding.
+std::int64_t GradGemmTerms(const AttentionGrad& g) { return g.t_count + kernels::kAttentionGradExtraTerms; }
+
 // Step `leaf` (past the value's leaves) of the slack.
 ReduceStep AttentionGradSlackStepAt(const AttentionGrad& g, std::uint64_t value_steps, std::uint64_t leaf) {
   const GradSlackLayout at(g, value_steps);
@@ -1411,10 +1414,9 @@ Result<double> SlackStepValue(const ReduceElement& el, const ReduceStep& st, dou
       return left + v[0] * v[0];
     case ReduceStepKind::kRowSlack: {
       // Segment 1: the GEMM over an uncertain factor (attention's y, or dq and dk).
-      const std::int64_t terms = st.segment != 1 ? el.slack_terms
-                                 : el.attention_grad
-                                     ? el.attention_grad->t_count + kernels::kAttentionGradExtraTerms
-                                     : el.outer_terms + kernels::kAttentionOutputExtraTerms;
+      const std::int64_t terms = st.segment != 1     ? el.slack_terms
+                                 : el.attention_grad ? GradGemmTerms(*el.attention_grad)
+                                                     : el.outer_terms + kernels::kAttentionOutputExtraTerms;
       return kernels::GemmSlackValue(kernels::GemmSlackFactor(terms), std::sqrt(left), std::sqrt(right), 0.0);
     }
     case ReduceStepKind::kAttnDsSlack:
@@ -1667,8 +1669,8 @@ Status AttentionGradSlackPartials(const AttentionGrad& g, std::uint64_t value_st
   }
   VT_TRY(norm(2, 0, g.t_count));
   const double x_norm = std::sqrt(p.Back());
-  p.Push(kernels::GemmSlackValue(kernels::GemmSlackFactor(g.t_count + kernels::kAttentionGradExtraTerms),
-                                 std::sqrt(p.At(at.DsSqSum())), x_norm, 0.0));
+  p.Push(kernels::GemmSlackValue(kernels::GemmSlackFactor(GradGemmTerms(g)), std::sqrt(p.At(at.DsSqSum())),
+                                 x_norm, 0.0));
   p.Push(kernels::PerturbationNorm(p.At(at.SlackSqSum())) * x_norm);
   p.Push(p.At(at.GemmSlack()) + p.Back());
   return Status::Ok();

@@ -441,9 +441,10 @@ Result<ReduceElement> RoundedElementAt(std::uint16_t op_kind, ByteSpan attrs, st
 //   kAttnDsSlack     AttentionDsSlack(att_tu, leaf `left`, leaf `right`, scale) (left β_dP_tu,
 //                    right Σ att·β_dP of row t = `row`, u = `term`)
 // (kernels/ops/attention.h). AttentionGrad's kNormStep reads dy_t[term]
-// (`segment` 0, t = `row`), v_j[term] (1, j = `row`) or the GEMM's factor at
-// term (2); its kRowSlack's `segment` 1 is over T + kAttentionGradExtraTerms. kGemmStep without AttentionGrad
-// is kSoftmaxDot's step: x read by outer_reads[0].
+// (`segment` 0, t = `row`), v_j[term] (1, j = `row`) or the GEMM's factor
+// at term (2); its kRowSlack's `segment` 1 is over T +
+// kAttentionGradExtraTerms. kGemmStep without AttentionGrad is
+// kSoftmaxDot's step: x read by outer_reads[0].
 enum class ReduceStepKind : std::uint8_t {
   kTerm = 0,
   kCombine = 1,
