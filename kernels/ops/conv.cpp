@@ -112,20 +112,24 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
     for (std::int64_t r = 0; r < kk; ++r) {
       const std::int64_t kh = r / g.kw, kw = r % g.kw;
       T* row = col + (c * kk + r) * ld;
+      // The windows whose column lands inside the row, [ow0, ow1); zeros
+      // outside it (no bounds test per element: a stride-1 row is a copy).
+      const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
       for (std::int64_t oh = 0; oh < g.oh; ++oh) {
         const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
         T* out = row + oh * g.ow;
         if (ih < 0 || ih >= g.h) {
-          for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = T(0);
+          std::fill(out, out + g.ow, T(0));
           continue;
         }
-        // The windows whose column lands inside the row, [ow0, ow1); zeros
-        // outside it (no bounds test per element: a stride-1 row is a copy).
         const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element read
-        const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
-        for (std::int64_t ow = 0; ow < ow0; ++ow) out[ow] = T(0);
-        for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow * p.stride_w]);
-        for (std::int64_t ow = ow1; ow < g.ow; ++ow) out[ow] = T(0);
+        std::fill(out, out + ow0, T(0));
+        if (p.stride_w == 1) {
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow]);
+        } else {
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow * p.stride_w]);
+        }
+        std::fill(out + ow1, out + g.ow, T(0));
       }
     }
   }
@@ -140,14 +144,20 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
     for (std::int64_t r = 0; r < kk; ++r) {
       const std::int64_t kh = r / g.kw, kw = r % g.kw;
       const T* row = dcol + (c * kk + r) * g.ohw;
+      // Only the windows [ow0, ow1) put kw inside the row; distinct windows
+      // hit distinct columns, so each value still gets one term per (q, oh).
+      const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
       for (std::int64_t oh = 0; oh < g.oh; ++oh) {
         const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
         if (ih < 0 || ih >= g.h) continue;
-        T* out = plane + ih * g.w;
+        const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element written
         const T* in = row + oh * g.ow;
-        for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-          const std::int64_t iw = ow * p.stride_w - p.pad_w + kw;
-          if (iw >= 0 && iw < g.w) out[iw] = out[iw] + in[ow];
+        if (p.stride_w == 1) {
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) plane[base + ow] = plane[base + ow] + in[ow];
+        } else {
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) {
+            plane[base + ow * p.stride_w] = plane[base + ow * p.stride_w] + in[ow];
+          }
         }
       }
     }
@@ -211,12 +221,12 @@ void DyToCol(const float* dy, const ConvGeometry& g, const Conv2dParams& p, std:
     // Scattered like Im2Col reads: for a fixed (kh, kw), distinct windows
     // (oh, ow) put it on distinct positions, and every other one is 0.
     std::fill(row, row + hw, 0.0f);
+    const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
     for (std::int64_t oh = 0; oh < g.oh; ++oh) {
       const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
       if (ih < 0 || ih >= g.h) continue;
       const float* in = plane + oh * g.ow;
       const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element written
-      const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
       for (std::int64_t ow = ow0; ow < ow1; ++ow) row[base + ow * p.stride_w] = in[ow];
     }
   }
@@ -267,10 +277,11 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
     CertifiedGemm(ctx.config(), MakeGemm(g.ci, ld, kq, false, kq, false, ld, ld), wr.data(), dycol, dx_group);
     ScatterGroup(dx_group, g.ci, hw, images, dx.data() + n0 * x_image);
   }
-  const float* dyd = dy.data();
+  const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
   ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
-      db.data()[c] = CertifiedSum(g.n * g.ohw, [&](std::int64_t j) { return dyd[(j / g.ohw * g.co + c) * g.ohw + j % g.ohw]; });
+      const float* row = dy_rows.data() + c * g.n * g.ohw;
+      db.data()[c] = CertifiedSum(g.n * g.ohw, [&](std::int64_t j) { return row[j]; });
     }
   });
   return Status::Ok();
@@ -416,12 +427,11 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     if constexpr (M::kRounded) {
       WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
     }
+    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
     ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        dbo[c] = TreeSum<T>(g.n * g.ohw, [&](std::int64_t j) {
-          const std::int64_t n = j / g.ohw, p = j % g.ohw;
-          return dya[(n * g.co + c) * g.ohw + p];
-        });
+        const float* row = dy_rows.data() + c * g.n * g.ohw;
+        dbo[c] = TreeSum<T>(g.n * g.ohw, [&](std::int64_t j) { return static_cast<T>(row[j]); });
       }
     });
     return outs.Commit(ctx);

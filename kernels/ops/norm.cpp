@@ -86,12 +86,13 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
     T* mo = outs.Bind(saved_mean);
     T* ro = outs.Bind(saved_rstd);
     const float* xd = x.data();
+    const std::vector<float> x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
     const T eps = static_cast<T>(params.eps), mom = static_cast<T>(params.momentum);
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
-        const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xd[at(j)]); });
-        auto dev = [&](std::int64_t j) { return static_cast<T>(xd[at(j)]) - mean; };
+        const float* xc = x_rows.data() + c * n;  // x_j, j = n_idx·H·W + hw
+        const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xc[j]); });
+        auto dev = [&](std::int64_t j) { return static_cast<T>(xc[j]) - mean; };
         T var, var_unbiased;
         if constexpr (M::kCertified) {
           // CR(Σd²/n) and CR(Σd²/(n−1)): each one rounding of the exact value.
@@ -176,13 +177,17 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
     T* dbo = outs.Bind(dbeta);
     const float* xd = x.data();
     const float* dyd = dy.data();
+    const std::vector<float> x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
+    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dyd, nb, c_count, hw);
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        auto at = [&](std::int64_t j) { return (j / hw * c_count + c) * hw + j % hw; };
+        const float* xc = x_rows.data() + c * n;  // j = n_idx·H·W + hw
+        const float* dyc = dy_rows.data() + c * n;
         const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
-        const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); });
-        const T sum_dy_xhat = DotOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyd[at(j)]); },
-                                       [&](std::int64_t j) { return (static_cast<T>(xd[at(j)]) - mean) * rstd; });
+        const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); });
+        const T sum_dy_xhat = DotOf<M>(
+            n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); },
+            [&](std::int64_t j) { return (static_cast<T>(xc[j]) - mean) * rstd; });
         const T g = static_cast<T>(gamma[c]);
         for (std::int64_t i = 0; i < nb; ++i) {
           const std::int64_t base = (i * c_count + c) * hw;

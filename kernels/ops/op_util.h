@@ -406,6 +406,37 @@ T CombineStrided(const T* s, std::int64_t stride, std::int64_t count) {
   return CombineStrided(s, stride, h) + CombineStrided(s + h * stride, stride, count - h);
 }
 
+// The block sums of get(begin .. begin+n): sums[b] = the terms of block b
+// added left to right from +0. One block's sum is a chain of dependent adds
+// (latency-bound); kBlockChains blocks are summed side by side so their adds
+// overlap in the pipeline. Every block still sees exactly its own sequence.
+inline constexpr int kBlockChains = 8;
+
+template <class T, class Get>
+void BlockSums(std::int64_t begin, std::int64_t n, const Get& get, T* sums) {
+  const std::int64_t full = n / kTreeBlock, blocks = (n + kTreeBlock - 1) / kTreeBlock;
+  std::int64_t b = 0;
+  for (; b + kBlockChains <= full; b += kBlockChains) {
+    T acc[kBlockChains] = {};
+    const std::int64_t base = begin + b * kTreeBlock;
+    for (std::int64_t i = 0; i < kTreeBlock; ++i) {
+      for (int c = 0; c < kBlockChains; ++c) acc[c] = acc[c] + static_cast<T>(get(base + c * kTreeBlock + i));
+    }
+    for (int c = 0; c < kBlockChains; ++c) sums[b + c] = acc[c];
+  }
+  for (; b < blocks; ++b) {
+    const std::int64_t first = begin + b * kTreeBlock, len = std::min(kTreeBlock, n - b * kTreeBlock);
+    T acc = T(0);
+    for (std::int64_t i = 0; i < len; ++i) acc = acc + static_cast<T>(get(first + i));
+    sums[b] = acc;
+  }
+}
+
+// Ranges of up to this many blocks have their block sums computed at once
+// (on the stack) and combined by CombinePairwise, which halves the block
+// list exactly as TreeSumRange's recursion does.
+inline constexpr std::int64_t kTreeStackBlocks = 64;
+
 template <class T, class Get>
 T TreeSumRange(std::int64_t begin, std::int64_t n, const Get& get) {
   if (n <= kTreeBlock) {
@@ -414,6 +445,11 @@ T TreeSumRange(std::int64_t begin, std::int64_t n, const Get& get) {
     return acc;
   }
   const std::int64_t blocks = (n + kTreeBlock - 1) / kTreeBlock;
+  if (blocks <= kTreeStackBlocks) {
+    T sums[kTreeStackBlocks];
+    BlockSums<T>(begin, n, get, sums);
+    return CombinePairwise(sums, blocks);
+  }
   const std::int64_t left = (blocks + 1) / 2 * kTreeBlock;
   return TreeSumRange<T>(begin, left, get) + TreeSumRange<T>(begin + left, n - left, get);
 }
@@ -430,13 +466,8 @@ T ParallelTreeSum(int threads, std::int64_t n, const Get& get) {
   const std::int64_t blocks = (n + kTreeBlock - 1) / kTreeBlock;
   std::vector<T> sums(static_cast<std::size_t>(blocks));
   ParallelFor(threads, blocks, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t b = b0; b < b1; ++b) {
-      const std::int64_t begin = b * kTreeBlock;
-      const std::int64_t len = std::min(kTreeBlock, n - begin);
-      T acc = T(0);
-      for (std::int64_t i = 0; i < len; ++i) acc = acc + static_cast<T>(get(begin + i));
-      sums[static_cast<std::size_t>(b)] = acc;
-    }
+    const std::int64_t begin = b0 * kTreeBlock;
+    BlockSums<T>(begin, std::min(b1 * kTreeBlock, n) - begin, get, sums.data() + b0);
   });
   return CombinePairwise(sums.data(), blocks);
 }
@@ -465,6 +496,25 @@ void ColumnTreeSum(int threads, std::int64_t rows, std::int64_t cols, const Get&
       out[c] = CombineStrided(sums.data() + c, cols, blocks);
     }
   });
+}
+
+// x [N, C, L] as [C, N·L]: row c holds channel c's values in (n, p) order —
+// the term order of every per-channel reduction (batch norm's statistics, a
+// convolution's bias gradient) — so those reductions read one contiguous
+// row instead of dividing each term's index by L. Allocated here, in the
+// calling thread (see ColumnTreeSum).
+inline std::vector<float> ChannelMajor(int threads, const float* x, std::int64_t nb, std::int64_t channels,
+                                       std::int64_t len) {
+  std::vector<float> rows(static_cast<std::size_t>(nb * channels * len));
+  ParallelFor(threads, channels, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t c = c0; c < c1; ++c) {
+      for (std::int64_t i = 0; i < nb; ++i) {
+        const float* src = x + (i * channels + c) * len;
+        std::copy(src, src + len, rows.data() + (c * nb + i) * len);
+      }
+    }
+  });
+  return rows;
 }
 
 // ---- the reductions of a policy ------------------------------------------------------
