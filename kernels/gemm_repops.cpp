@@ -9,6 +9,10 @@
 #include <cstring>
 #include <memory>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "kernels/arith_hd.h"
 #include "kernels/parallel.h"
 
@@ -103,19 +107,36 @@ void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std
 }
 
 // Lanes strided in the source (A not transposed, B transposed): element
-// (p, x) at src[(x0 + x)·ld + p0 + p]; each lane's k run is contiguous.
+// (p, x) at src[(x0 + x)·ld + p0 + p]; each lane's k run is contiguous. A
+// transpose: the panel is written in 4 × 4 blocks (4 lanes × 4 values of p
+// through SSE registers), walking p outermost so the writes stay within a
+// few cache lines and each lane is read sequentially.
 void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                       std::int64_t count, int w, float* out) {
   for (std::int64_t q = 0; q < count; q += w) {
     const std::int64_t valid = std::min<std::int64_t>(w, count - q);
     float* panel = out + q * kc;
-    for (std::int64_t x = 0; x < w; ++x) {
-      if (x < valid) {
-        const float* lane = src + (x0 + q + x) * ld + p0;
-        for (std::int64_t p = 0; p < kc; ++p) panel[p * w + x] = lane[p];
-      } else {
-        for (std::int64_t p = 0; p < kc; ++p) panel[p * w + x] = 0.0f;
+    const float* lanes = src + (x0 + q) * ld + p0;
+    std::int64_t p = 0;
+#if defined(__SSE2__)
+    if (valid == w && w % 4 == 0) {
+      for (; p + 4 <= kc; p += 4) {
+        for (int x = 0; x < w; x += 4) {
+          __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
+          __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
+          __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
+          __m128 r3 = _mm_loadu_ps(lanes + (x + 3) * ld + p);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          _mm_storeu_ps(panel + (p + 0) * w + x, r0);
+          _mm_storeu_ps(panel + (p + 1) * w + x, r1);
+          _mm_storeu_ps(panel + (p + 2) * w + x, r2);
+          _mm_storeu_ps(panel + (p + 3) * w + x, r3);
+        }
       }
+    }
+#endif
+    for (; p < kc; ++p) {
+      for (std::int64_t x = 0; x < w; ++x) panel[p * w + x] = x < valid ? lanes[x * ld + p] : 0.0f;
     }
   }
 }

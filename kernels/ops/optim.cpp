@@ -78,6 +78,26 @@ Status SgdStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, co
   });
 }
 
+namespace {
+
+// Elements [i0, i1). The outputs are fresh buffers, distinct from the
+// inputs and from each other: restrict says so, and the loop vectorises
+// (seven pointers are more than the compiler versions a loop for).
+template <class M, class T>
+void AdamWRange(const float* __restrict p, const float* __restrict g, const float* __restrict m,
+                const float* __restrict v, T* __restrict new_p, T* __restrict new_m, T* __restrict new_v,
+                AdamWConstants<T> k, std::int64_t i0, std::int64_t i1) {
+  for (std::int64_t i = i0; i < i1; ++i) {
+    const AdamWResult<T> r = AdamWElement<M, T>(static_cast<T>(p[i]), static_cast<T>(g[i]),
+                                                static_cast<T>(m[i]), static_cast<T>(v[i]), k);
+    new_p[i] = r.param;
+    new_m[i] = r.m;
+    new_v[i] = r.v;
+  }
+}
+
+}  // namespace
+
 Status AdamWStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, const Tensor& m, const Tensor& v,
                  const Tensor& lr, const AdamWParams& params, Tensor& new_param, Tensor& new_m, Tensor& new_v) {
   if (!InRange(params.beta1, 0.0f, 1.0f) || params.beta1 == 1.0f || !InRange(params.beta2, 0.0f, 1.0f) ||
@@ -109,15 +129,8 @@ Status AdamWStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, 
     k.lr = static_cast<T>(lr[0]);
     k.decay = T(1) - k.lr * static_cast<T>(params.weight_decay);
     k.eps = static_cast<T>(params.eps);
-    const float *p = param.data(), *g = grad.data(), *md = m.data(), *vd = v.data();
     ParallelFor(ctx.threads(), param.numel(), [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const AdamWResult<T> r = AdamWElement<M, T>(static_cast<T>(p[i]), static_cast<T>(g[i]),
-                                                     static_cast<T>(md[i]), static_cast<T>(vd[i]), k);
-        po[i] = r.param;
-        mo[i] = r.m;
-        vo[i] = r.v;
-      }
+      AdamWRange<M>(param.data(), grad.data(), m.data(), v.data(), po, mo, vo, k, i0, i1);
     });
     return outs.Commit(ctx);
   });
@@ -174,7 +187,7 @@ Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, 
     for (std::size_t i = 0; i < grads.size(); ++i) {
       const float* g = grads[i]->data();
       T* out = clipped[i];
-      ParallelFor(ctx.threads(), grads[i]->numel(), [&](std::int64_t j0, std::int64_t j1) {
+      ParallelFor(ctx.threads(), grads[i]->numel(), [=](std::int64_t j0, std::int64_t j1) {
         for (std::int64_t j = j0; j < j1; ++j) out[j] = static_cast<T>(g[j]) * scale;
       });
     }
