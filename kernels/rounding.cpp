@@ -166,30 +166,41 @@ struct FastGrid {
 // which is IEEE round-to-nearest-even there (the mode every fp64 operation
 // of rounded mode already assumes; subnormal results, the only ones FTZ
 // would change, take the definition).
+// One block's nearest values, branch-free so it vectorises (AVX2 / AVX-512
+// where the CPU has them: 64-bit compares); true when some value needs the
+// definition (its bits here are then arbitrary).
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool NearestBlock(const FastGrid& grid,
+                                                                               const double* exact,
+                                                                               float* out, std::size_t n,
+                                                                               bool bits32) {
+  const FastGrid fg = grid;
+  std::uint32_t other = 0;
+  if (bits32) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
+      other |= static_cast<std::uint32_t>(!InNormalRange(a) & (a != 0));
+      out[i] = static_cast<float>(exact[i]);
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t u = hd::DoubleBits(exact[i]);
+      const std::uint64_t a = u & kAbsMask;
+      other |= static_cast<std::uint32_t>(!InNormalRange(a) & (a != 0));
+      const std::uint64_t q = a >> fg.shift;
+      const std::uint64_t r = (a + (fg.half - 1) + (q & 1)) >> fg.shift;
+      const std::uint32_t bits_out = fg.Bits(u, q, r != q);
+      out[i] = hd::FloatFromBits(a == 0 ? static_cast<std::uint32_t>(u >> 32) : bits_out);
+    }
+  }
+  return other != 0;
+}
+
 void RoundNearestRange(const double* exact, float* out, std::size_t begin, std::size_t end, int bits) {
   constexpr std::size_t kBlock = 256;
   const FastGrid fg(bits, 0, 0);
   for (std::size_t b0 = begin; b0 < end; b0 += kBlock) {
     const std::size_t b1 = std::min(end, b0 + kBlock);
-    bool other = false;
-    if (bits == 32) {
-      for (std::size_t i = b0; i < b1; ++i) {
-        const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
-        other |= !(InNormalRange(a) || a == 0);
-        out[i] = static_cast<float>(exact[i]);
-      }
-    } else {
-      for (std::size_t i = b0; i < b1; ++i) {
-        const std::uint64_t u = hd::DoubleBits(exact[i]);
-        const std::uint64_t a = u & kAbsMask;
-        other |= !(InNormalRange(a) || a == 0);
-        const std::uint64_t q = a >> fg.shift;
-        const std::uint64_t r = (a + (fg.half - 1) + (q & 1)) >> fg.shift;
-        const std::uint32_t bits_out = fg.Bits(u, q, r != q);
-        out[i] = hd::FloatFromBits(a == 0 ? static_cast<std::uint32_t>(u >> 32) : bits_out);
-      }
-    }
-    if (other) [[unlikely]] {
+    if (NearestBlock(fg, exact + b0, out + b0, b1 - b0, bits == 32)) [[unlikely]] {
       for (std::size_t i = b0; i < b1; ++i) {
         const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
         if (!(InNormalRange(a) || a == 0)) out[i] = hd::FloatFromBits(hd::RoundToBitsPattern(exact[i], bits));
@@ -237,22 +248,33 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
   if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
 }
 
+// Flags RecordBlock leaves per value for RecordRange's second pass.
+constexpr std::uint8_t kFlagNear = 1;     // within w of a boundary: a log entry
+constexpr std::uint8_t kFlagOutside = 2;  // not fp32-normal: the definition decides
+constexpr std::uint8_t kFlagUp = 4;       // the entry's direction (away ≠ sign)
+constexpr std::size_t kRecordBlock = 256;
+
+// The fast path over one block, as straight-line arithmetic with no branch
+// and no call, so the compiler vectorises it (with AVX2 / AVX-512 where the
+// CPU has them: 64-bit compares): every value's nearest (or steered) bits,
+// a flag byte, and the β counters of the values inside the fast path.
+// Returns whether any value is near or outside. A value outside the
+// fp32-normal range gets arbitrary bits here; the second pass redoes it.
 template <bool kSlack>
-void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out, std::size_t begin,
-                 std::size_t end, RecordTally& t) {
-  const FastGrid fg(p.bits, p.tau, p.factor_log2);
-  std::uint64_t by_slack = 0, capped_count = 0;  // in registers, added to t at the end
-  for (std::size_t i = begin; i < end; ++i) {
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlock(
+    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
+    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
+  const FastGrid fg = grid;
+  std::uint64_t by = 0, capped_n = 0;
+  std::uint32_t any = 0;
+  for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t u = hd::DoubleBits(exact[i]);
     const std::uint64_t a = u & kAbsMask;
-    if (!InNormalRange(a)) [[unlikely]] {
-      RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
-      continue;
-    }
+    const bool outside = !InNormalRange(a);
     const std::uint64_t q = a >> fg.shift;
     const std::uint64_t rem = a & fg.mask;
     const bool nearest = ((a + (fg.half - 1) + (q & 1)) >> fg.shift) != q;
-    // |rem − half| without a branch (it would be taken half the time at random).
+    // |rem − half| by a sign mask.
     const std::int64_t d = static_cast<std::int64_t>(rem) - static_cast<std::int64_t>(fg.half);
     const std::int64_t sign_mask = d >> 63;
     const auto dist = static_cast<std::uint64_t>((d ^ sign_mask) - sign_mask);
@@ -262,22 +284,56 @@ void RecordRange(const RecordParams& p, const double* exact, const double* slack
       const double s = slack[i];
       // β in units: β·2^(−unit_exp), −unit_exp = 1075 − e ∈ [−75, 178] in the
       // fp32-normal range, so 2^(1075−e) is a normal double and one
-      // multiplication is exactly hd::ScaleByPow2 (= ldexp).
-      const double scale = std::bit_cast<double>((std::uint64_t{2098} - (a >> 52)) << 52);
+      // multiplication is exactly hd::ScaleByPow2 (= ldexp). (Outside that
+      // range the scale is meaningless and the value's flags are ignored.)
+      const double scale = std::bit_cast<double>(((std::uint64_t{2098} - (a >> 52)) & 0x7FF) << 52);
       const double units = s * scale;
       const bool positive = s > 0.0;
-      const bool capped = positive && !(units < fg.cap);
+      const bool capped = positive & !(units < fg.cap);
       const double w = capped ? fg.cap : units;
-      near = near_tau || (positive && static_cast<double>(dist) < w * fg.factor);
-      capped_count += capped ? 1 : 0;
-      by_slack += near && !near_tau ? 1 : 0;
+      // dist < 2^shift ≤ 2^52 as a double, exactly, by the 2^52 bias (a
+      // 64-bit integer → double conversion has no AVX2 instruction).
+      const double dist_d = std::bit_cast<double>(dist | 0x4330000000000000ull) - 0x1p52;
+      near = near_tau | (positive & (dist_d < w * fg.factor));
+      capped_n += static_cast<std::uint64_t>(capped & !outside);
+      by += static_cast<std::uint64_t>(near & !near_tau & !outside);
     }
-    const bool away = p.steer && near ? !nearest : nearest;
+    const bool away = nearest ^ (steer & near);
     out[i] = hd::FloatFromBits(fg.Bits(u, q, away));
-    if (near) [[unlikely]] t.entries.push_back(LogEntry{p.base + i, away != ((u >> 63) != 0)});
+    const auto f =
+        static_cast<std::uint8_t>((near & !outside ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
+                                  (away != ((u >> 63) != 0) ? kFlagUp : 0));
+    flags[i] = f;
+    any |= f & (kFlagNear | kFlagOutside);
   }
-  t.logged_by_slack += by_slack;
-  t.slack_capped += capped_count;
+  by_slack += by;
+  capped_count += capped_n;
+  return any != 0;
+}
+
+// Records [begin, end): RecordBlock's fast path block by block, then, only
+// in the rare blocks that need it, entries in position order and the
+// definition (RecordOne) for values outside the fp32-normal range.
+template <bool kSlack>
+void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out,
+                 std::size_t begin, std::size_t end, RecordTally& t) {
+  const FastGrid fg(p.bits, p.tau, p.factor_log2);
+  std::uint8_t flags[kRecordBlock];
+  for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
+    const std::size_t n = std::min(kRecordBlock, end - b0);
+    if (!RecordBlock<kSlack>(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n, p.steer, flags,
+                             t.logged_by_slack, t.slack_capped)) {
+      continue;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = b0 + k;
+      if ((flags[k] & kFlagOutside) != 0) {
+        RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
+      } else if ((flags[k] & kFlagNear) != 0) {
+        t.entries.push_back(LogEntry{p.base + i, (flags[k] & kFlagUp) != 0});
+      }
+    }
+  }
 }
 
 // Below this many values a node's outputs are rounded on the calling thread.
