@@ -248,7 +248,7 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
   if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
 }
 
-// Flags RecordBlock leaves per value for RecordRange's second pass.
+// Flags RecordBlockBody leaves per value for RecordRange's second pass.
 constexpr std::uint8_t kFlagNear = 1;     // within w of a boundary: a log entry
 constexpr std::uint8_t kFlagOutside = 2;  // not fp32-normal: the definition decides
 constexpr std::uint8_t kFlagUp = 4;       // the entry's direction (away ≠ sign)
@@ -261,9 +261,10 @@ constexpr std::size_t kRecordBlock = 256;
 // Returns whether any value is near or outside. A value outside the
 // fp32-normal range gets arbitrary bits here; the second pass redoes it.
 template <bool kSlack>
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlock(
-    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
-    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
+[[gnu::always_inline]] inline bool RecordBlockBody(const FastGrid& grid, const double* exact,
+                                                   const double* slack, float* out, std::size_t n, bool steer,
+                                                   std::uint8_t* flags, std::uint64_t& by_slack,
+                                                   std::uint64_t& capped_count) {
   const FastGrid fg = grid;
   std::uint64_t by = 0, capped_n = 0;
   std::uint32_t any = 0;
@@ -301,8 +302,8 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlock(
     const bool away = nearest ^ (steer & near);
     out[i] = hd::FloatFromBits(fg.Bits(u, q, away));
     const auto f =
-        static_cast<std::uint8_t>((near & !outside ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
-                                  (away != ((u >> 63) != 0) ? kFlagUp : 0));
+        static_cast<std::uint8_t>(((near & !outside) ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
+                                  ((away != ((u >> 63) != 0)) ? kFlagUp : 0));
     flags[i] = f;
     any |= f & (kFlagNear | kFlagOutside);
   }
@@ -311,7 +312,21 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlock(
   return any != 0;
 }
 
-// Records [begin, end): RecordBlock's fast path block by block, then, only
+// RecordBlockBody's two instantiations as plain functions, each compiled
+// once per ISA and chosen at load time (clang multiversions no template).
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockTau(
+    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
+    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
+  return RecordBlockBody<false>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockSlack(
+    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
+    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
+  return RecordBlockBody<true>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
+}
+
+// Records [begin, end): RecordBlockBody's fast path block by block, then, only
 // in the rare blocks that need it, entries in position order and the
 // definition (RecordOne) for values outside the fp32-normal range.
 template <bool kSlack>
@@ -321,8 +336,9 @@ void RecordRange(const RecordParams& p, const double* exact, const double* slack
   std::uint8_t flags[kRecordBlock];
   for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
     const std::size_t n = std::min(kRecordBlock, end - b0);
-    if (!RecordBlock<kSlack>(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n, p.steer, flags,
-                             t.logged_by_slack, t.slack_capped)) {
+    const auto block = kSlack ? RecordBlockSlack : RecordBlockTau;
+    if (!block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n, p.steer, flags, t.logged_by_slack,
+               t.slack_capped)) {
       continue;
     }
     for (std::size_t k = 0; k < n; ++k) {
