@@ -26,7 +26,6 @@
 // measured in the same run (fma_peak.h) on the same thread count.
 
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -46,8 +45,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/philox.h"
-#include "crypto/keyfile.h"
 #include "common/random.h"
+#include "crypto/keyfile.h"
+#include "kernels/blas_core.h"
 #include "worker/bench/fma_peak.h"
 #include "worker/job.h"
 #include "worker/run_dir.h"
@@ -388,11 +388,12 @@ void PrintTable(const std::vector<ModelCase>& models) {
   std::printf("fp32 FMA peak (%s, %d thread(s), measured now): %.1f GFLOP/s\n", g_peak.isa.c_str(), g_threads,
               g_peak.flops_per_second / 1e9);
   // Native mode's sgemm, the rounded trainer's dgemm and PyTorch's linear
-  // layers all run in OpenBLAS, whose kernels follow the CPU it recognises:
-  // an unrecognised one (a VM's masked CPUID) gets the generic SSE3 Prescott
-  // kernels, 3-5x slower; OPENBLAS_CORETYPE=SkylakeX or Haswell forces one.
-  std::printf("OpenBLAS core: %s (OPENBLAS_CORETYPE %s)\n", openblas_get_corename(),
-              std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "unset");
+  // layers all run in OpenBLAS, whose kernels follow the CPU it recognises
+  // (kernels/blas_core.h).
+  const std::string advice = kernels::BlasCoreAdvice();
+  std::printf("OpenBLAS core: %s (OPENBLAS_CORETYPE %s)%s%s\n", kernels::BlasCoreName().c_str(),
+              std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "unset",
+              advice.empty() ? "" : "; this CPU runs faster ones: OPENBLAS_CORETYPE=", advice.c_str());
   std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", "model", "mode", "step", "/native", "/PyTorch", "log/step",
               "log entries", "log/M values", "GFLOP/s (%peak)");
   for (const ModelCase& m : models) {

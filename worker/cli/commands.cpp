@@ -10,10 +10,10 @@
 #include <memory>
 #include <set>
 
-#include <cblas.h>
 #include <nlohmann/json.hpp>
 
 #include "crypto/keyfile.h"
+#include "kernels/blas_core.h"
 #include "kernels/device.h"
 #include "kernels/graph/model.h"
 #include "worker/adversary.h"
@@ -38,9 +38,9 @@ using nlohmann::json;
 // OpenBLAS kernel (chosen per CPU, or forced by OPENBLAS_CORETYPE) decides
 // the bits; in repops and rounded mode nothing here may.
 json ConfigJson(const Common& c) {
-  const char* core = openblas_get_corename();
-  json out{{"threads", c.threads}, {"simd", c.simd}, {"blas_core", core != nullptr ? core : "unknown"},
-           {"device", c.device}};
+  json out{
+      {"threads", c.threads}, {"simd", c.simd}, {"blas_core", kernels::BlasCoreName()}, {"device", c.device}};
+  if (const std::string advice = kernels::BlasCoreAdvice(); !advice.empty()) out["blas_core_advice"] = advice;
   if (c.device != "cpu") {
     out["device_name"] = kernels::DeviceDescription(kernels::ParseDevice(c.device).value());
     out["device_fallbacks"] = kernels::DeviceFallbacks();
@@ -150,6 +150,12 @@ int RunTrain(const TrainConfig& config) {
               << kernels::ModeName(job.mode()) << ", " << job.spec.num_steps << " steps, checkpoint every "
               << job.spec.checkpoint_interval << ", batch " << job.spec.batch_size << ", " << job.spec.dataset_size
               << " examples (root " << job.spec.dataset_root.Hex().substr(0, 16) << "…)\n";
+    if (const std::string advice = kernels::BlasCoreAdvice();
+        !advice.empty() && job.mode() != kernels::Mode::kRepops) {
+      std::cerr << "note: OpenBLAS runs its generic " << kernels::BlasCoreName()
+                << " kernels on this CPU; OPENBLAS_CORETYPE=" << advice
+                << " makes this mode's fp64 GEMMs several times faster (every core type gives a valid run)\n";
+    }
   }
   TrainOptions options;
   options.threads = c.threads;

@@ -1,0 +1,42 @@
+#include "kernels/blas_core.h"
+
+#include <cblas.h>
+
+#include <array>
+#include <cstdlib>
+
+namespace vt::kernels {
+
+namespace {
+
+// OpenBLAS cores whose kernels use AVX2 (or AVX-512) already.
+constexpr std::array<std::string_view, 6> kWideCores = {"Haswell",        "SkylakeX", "CooperLake",
+                                                        "SapphireRapids", "Zen",      "Excavator"};
+
+}  // namespace
+
+std::string BlasCoreAdviceFor(std::string_view core, bool has_avx512f, bool has_avx2_fma, bool env_set) {
+  if (env_set) return "";
+  for (std::string_view wide : kWideCores) {
+    if (core == wide) return "";
+  }
+  if (has_avx512f) return "SkylakeX";
+  if (has_avx2_fma) return "Haswell";
+  return "";
+}
+
+std::string BlasCoreName() {
+  const char* core = openblas_get_corename();
+  return core != nullptr ? core : "unknown";
+}
+
+std::string BlasCoreAdvice() {
+  bool avx512f = false, avx2_fma = false;
+#if defined(__x86_64__) || defined(__i386__)
+  avx512f = __builtin_cpu_supports("avx512f");
+  avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return BlasCoreAdviceFor(BlasCoreName(), avx512f, avx2_fma, std::getenv("OPENBLAS_CORETYPE") != nullptr);
+}
+
+}  // namespace vt::kernels
