@@ -57,6 +57,7 @@
 #include <algorithm>
 #include <bit>
 #include <cassert>
+#include <cstdio>
 #include <new>
 #include <string>
 
@@ -456,9 +457,16 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
 
 Result<float> ApplyLogEntry(double ref, int bits, std::uint32_t tau_q16, double slack, bool up) {
   const hd::GridPos g = hd::Locate(ref, bits);
-  if (!hd::AcceptsEntry(g, tau_q16, slack, up))
-    return Status::Invalid("log-entry-outside-region",
-                           "the acceptance rule rejects its direction at the reference value");
+  if (!hd::AcceptsEntry(g, tau_q16, slack, up)) {
+    // The numbers that decide it, so a rejected honest entry (the "honest
+    // limit" at the u/4 cap, docs/kernels.md) can be told from a forged one.
+    char detail[160];
+    std::snprintf(detail, sizeof detail, " (reference %.17g, beta %.3g%s, direction %s)", ref, slack,
+                  hd::SlackCapped(g, slack) ? " at the u/4 cap" : "", up ? "up" : "down");
+    return Status::Invalid(
+        "log-entry-outside-region",
+        std::string("the acceptance rule rejects its direction at the reference value") + detail);
+  }
   return hd::FloatFromBits(hd::NeighbourBits(g, hd::UpToAway(g, up)));
 }
 
