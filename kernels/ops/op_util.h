@@ -439,13 +439,8 @@ inline constexpr std::int64_t kTreeStackBlocks = 64;
 
 template <class T, class Get>
 T TreeSumRange(std::int64_t begin, std::int64_t n, const Get& get) {
-  if (n <= kTreeBlock) {
-    T acc = T(0);
-    for (std::int64_t i = 0; i < n; ++i) acc = acc + static_cast<T>(get(begin + i));
-    return acc;
-  }
   const std::int64_t blocks = (n + kTreeBlock - 1) / kTreeBlock;
-  if (blocks <= kTreeStackBlocks) {
+  if (blocks <= kTreeStackBlocks) {  // one block (or none) included: CombinePairwise returns it (or +0)
     T sums[kTreeStackBlocks];
     BlockSums<T>(begin, n, get, sums);
     return CombinePairwise(sums, blocks);
