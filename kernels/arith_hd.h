@@ -202,11 +202,15 @@ inline bool WithinRegion(const GridPos& g, std::uint32_t tau_q16, double slack, 
   return static_cast<double>(DistanceToMidpoint(g)) < units * static_cast<double>(1 << factor_log2);
 }
 
-// Whether slack reaches the u/4 cap (a direction log cannot then guarantee
-// exact replay: honest values may differ by more than u/4). Host only.
+// Whether slack (β > 0) is past what a direction log can cover: it reaches
+// the u/4 cap, or the value has no rounding boundary (NaN, ±inf, overflow),
+// so another honest evaluation may round to another value (or be finite)
+// and no entry repairs it. A recording trainer then rounds the canonical
+// reference instead (RunOp, kernels/ops/registry.h). Host only.
 inline bool SlackCapped(const GridPos& g, double slack) {
-  return slack > 0.0 &&
-         !(ScaleByPow2(slack, -g.unit_exp) < static_cast<double>(std::uint64_t{1} << (g.shift - 2)));
+  if (!(slack > 0.0)) return false;
+  if (g.special != 0) return true;
+  return !(ScaleByPow2(slack, -g.unit_exp) < static_cast<double>(std::uint64_t{1} << (g.shift - 2)));
 }
 
 // Direction bit of a log entry: true = the neighbour toward +inf.

@@ -58,8 +58,6 @@ ThreadCounts& MyCounts() {
   return counts;
 }
 
-std::atomic<std::uint64_t> g_shuffle_seed{0};
-
 float CanonicalNaN() { return std::bit_cast<float>(std::uint32_t{0x7fc00000u}); }
 
 }  // namespace
@@ -97,9 +95,6 @@ void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow) {
   if (slow != 0)
     mine.slow[k].store(mine.slow[k].load(std::memory_order_relaxed) + slow, std::memory_order_relaxed);
 }
-
-void SetCertifiedShuffleSeedForTesting(std::uint64_t seed) { g_shuffle_seed.store(seed); }
-std::uint64_t CertifiedShuffleSeed() { return g_shuffle_seed.load(std::memory_order_relaxed); }
 
 // ---- the certificate ---------------------------------------------------------------------
 
@@ -563,25 +558,6 @@ float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n
   return acc.Round();
 }
 
-ShuffledOrder DrawShuffledOrder(std::int64_t n) {
-  // A fresh stream per call from the seed and a call counter (test only: the
-  // point is orders that differ from call to call and from the default).
-  static std::atomic<std::uint64_t> calls{0};
-  std::mt19937_64 rng(CertifiedShuffleSeed() * 0x9e3779b97f4a7c15ull + calls.fetch_add(1));
-  ShuffledOrder o;
-  o.order.resize(static_cast<std::size_t>(n));
-  for (std::int64_t i = 0; i < n; ++i) o.order[static_cast<std::size_t>(i)] = i;
-  std::shuffle(o.order.begin(), o.order.end(), rng);
-  const std::int64_t chunks = n <= 1 ? 1 : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::min<std::int64_t>(n, 8)));
-  for (std::int64_t c = 1; c < chunks; ++c) o.splits.push_back(1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::max<std::int64_t>(n - 1, 1))));
-  o.splits.push_back(n);
-  std::sort(o.splits.begin(), o.splits.end());
-  o.combine.resize(o.splits.size());
-  for (std::size_t i = 0; i < o.combine.size(); ++i) o.combine[i] = i;
-  std::shuffle(o.combine.begin(), o.combine.end(), rng);
-  return o;
-}
-
 }  // namespace certdetail
 
 // ---- GEMM ----------------------------------------------------------------------------------
@@ -591,45 +567,6 @@ namespace {
 // Element (r, c) of op(X) for a stored row-major X.
 inline float OpAt(const float* x, bool trans, std::int64_t ld, std::int64_t r, std::int64_t c) {
   return trans ? x[c * ld + r] : x[r * ld + c];
-}
-
-// TEST ONLY: c64 (m×n) += op(A)·op(B) summed over a random permutation of
-// p, in random split-K chunks (one dgemm each), the chunk products added in
-// a random order.
-void ShuffledGemmF64(const ExecConfig& config, const CertGemmPiece& piece, double* c64) {
-  const GemmArgs& g = piece.g;
-  const certdetail::ShuffledOrder o = certdetail::DrawShuffledOrder(g.k);
-  std::vector<double> partial(static_cast<std::size_t>(g.m * g.n));
-  std::vector<std::vector<double>> parts;
-  std::int64_t begin = 0;
-  for (std::int64_t end : o.splits) {
-    const std::int64_t kk = end - begin;
-    std::vector<double> a(static_cast<std::size_t>(g.m * kk)), b(static_cast<std::size_t>(kk * g.n));
-    for (std::int64_t i = 0; i < g.m; ++i) {
-      for (std::int64_t q = 0; q < kk; ++q) {
-        a[static_cast<std::size_t>(i * kk + q)] = OpAt(piece.a, g.trans_a, g.lda, i, o.order[static_cast<std::size_t>(begin + q)]);
-      }
-    }
-    for (std::int64_t q = 0; q < kk; ++q) {
-      for (std::int64_t j = 0; j < g.n; ++j) {
-        b[static_cast<std::size_t>(q * g.n + j)] = OpAt(piece.b, g.trans_b, g.ldb, o.order[static_cast<std::size_t>(begin + q)], j);
-      }
-    }
-    GemmArgs gc;
-    gc.m = g.m;
-    gc.n = g.n;
-    gc.k = kk;
-    gc.lda = kk;
-    gc.ldb = g.n;
-    gc.ldc = g.n;
-    GemmF64(config, gc, a.data(), b.data(), partial.data());
-    parts.push_back(partial);
-    begin = end;
-  }
-  for (std::size_t idx : o.combine) {
-    const std::vector<double>& p = parts[idx];
-    for (std::size_t e = 0; e < p.size(); ++e) c64[e] = c64[e] + p[e];
-  }
 }
 
 // out[l] = min(itself, LowBitExponent of every nonzero element of line l)
@@ -866,7 +803,7 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   // low bits, dgemm, the certificate: kernels/certify_hd.h, this file's own
   // rule); only the fp32 results and the slow flags come back. Several pieces
   // and the shuffled test order take the path below (its dgemm offloaded).
-  if (config.device != Device::kCpu && pieces.size() == 1 && pieces[0].g.k > 0 && CertifiedShuffleSeed() == 0) {
+  if (config.device != Device::kCpu && pieces.size() == 1 && pieces[0].g.k > 0 && F64ShuffleSeed() == 0) {
     GemmArgs g = pieces[0].g;
     g.m = m;
     g.n = n;
@@ -880,16 +817,12 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     }
   }
   c64.resize(mn);
-  // The first dgemm overwrites c64 (beta = 0) unless c0 was loaded into it;
-  // the shuffled test path always adds.
+  // The first dgemm overwrites c64 (beta = 0) unless c0 was loaded into it.
   bool c64_holds_sum = accumulate;
   if (accumulate) {
     for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t j = 0; j < n; ++j) c64[static_cast<std::size_t>(i * n + j)] = c[i * ldc + j];
     }
-  } else if (CertifiedShuffleSeed() != 0) {
-    std::fill(c64.begin(), c64.end(), 0.0);
-    c64_holds_sum = true;
   }
   std::vector<double> row_sq(static_cast<std::size_t>(m), 0.0), col_sq(static_cast<std::size_t>(n), 0.0);
   std::int64_t terms = accumulate ? 1 : 0;
@@ -918,13 +851,8 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     g64.ldb = b_cols;
     g64.ldc = n;
     g64.accumulate = c64_holds_sum;
-    if (CertifiedShuffleSeed() == 0) {
-      GemmF64(config, g64, a64.data(), b64.data(), c64.data());
-      c64_holds_sum = true;
-    } else {
-      CertGemmPiece p64 = piece;  // the fp32 operands, read in a shuffled order
-      ShuffledGemmF64(config, p64, c64.data());
-    }
+    GemmF64(config, g64, a64.data(), b64.data(), c64.data());
+    c64_holds_sum = true;
     GemmNormsSq(g64, a64.data(), b64.data(), row_sq.data(), col_sq.data());
     terms += g.k;
   }

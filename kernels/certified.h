@@ -61,13 +61,6 @@ struct CertCounts {
 CertCounts CertifiedCounts();
 void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow);
 
-// TEST ONLY: a nonzero seed makes every fast path sum in a pseudo-random order
-// (a random permutation of K, random split-K, partial sums combined in a
-// random order), drawn fresh for each call. Results must not change — that
-// is what the certificate guarantees and what the tests check. 0 = off.
-void SetCertifiedShuffleSeedForTesting(std::uint64_t seed);
-std::uint64_t CertifiedShuffleSeed();
-
 // ---- the certificate -----------------------------------------------------------
 
 // CertifyInterval, CertifyApprox, CertifySum, CertifyGemmOutput and their
@@ -182,13 +175,6 @@ struct NoFactor {};
 // `exact`: sum is the exact value (SumIsExact); bound is then ignored.
 bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, std::int64_t n, float* out);
 float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n);
-// TEST ONLY (shuffle mode): a random order of [0, n) and split points.
-struct ShuffledOrder {
-  std::vector<std::int64_t> order;   // a permutation of [0, n)
-  std::vector<std::int64_t> splits;  // increasing chunk ends in `order`, last = n
-  std::vector<std::size_t> combine;  // the order in which chunk sums are added
-};
-ShuffledOrder DrawShuffledOrder(std::int64_t n);
 }  // namespace certdetail
 
 // CR(finish(Σ_{i<n} ga(i)·gb(i))) (gb = NoFactor: Σ ga(i)); the getters return
@@ -218,7 +204,7 @@ float CertifiedReduce(CertKind kind, std::int64_t n, const GA& ga, const GB& gb,
     }
   }
   double sum = 0.0, abs_sum = 0.0;
-  if (CertifiedShuffleSeed() == 0) {
+  if (F64ShuffleSeed() == 0) {
     // Four interleaved chains (the bound holds for every order): one chain
     // of dependent additions would leave a long sum waiting on their latency.
     double s[4] = {}, a[4] = {};
@@ -238,7 +224,7 @@ float CertifiedReduce(CertKind kind, std::int64_t n, const GA& ga, const GB& gb,
     sum = (s[0] + s[1]) + (s[2] + s[3]);
     abs_sum = (a[0] + a[1]) + (a[2] + a[3]);
   } else {
-    const certdetail::ShuffledOrder o = certdetail::DrawShuffledOrder(n);
+    const ShuffledOrder o = DrawShuffledOrder(n);
     std::vector<double> parts;
     std::int64_t begin = 0;
     for (std::int64_t end : o.splits) {

@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <vector>
 
 #include "kernels/arith_hd.h"
@@ -70,14 +71,91 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
               static_cast<blasint>(g.ldc));
 }
 
-void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
-  if (g.m <= 0 || g.n <= 0) return;
+namespace {
+
+// OpenBLAS dgemm, or cuBLAS on a CUDA config.device.
+void VendorGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (config.device != Device::kCpu && device::OffloadF64(g, a, b, c)) return;
   SetBlasThreads(config.threads);
   cblas_dgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0, a,
               static_cast<blasint>(g.lda), b, static_cast<blasint>(g.ldb), g.accumulate ? 1.0 : 0.0, c,
               static_cast<blasint>(g.ldc));
+}
+
+std::atomic<std::uint64_t> g_f64_shuffle_seed{0};
+
+// TEST ONLY: C (+)= op(A)·op(B) summed over a random permutation of p, in
+// random split-K chunks (one dgemm each), the chunk products added in a
+// random order.
+void ShuffledGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b,
+                     double* c) {
+  const ShuffledOrder o = DrawShuffledOrder(g.k);
+  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
+  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  std::vector<std::vector<double>> parts;
+  std::int64_t begin = 0;
+  for (std::int64_t end : o.splits) {
+    const std::int64_t kk = end - begin;
+    std::vector<double> ap(static_cast<std::size_t>(g.m * kk)), bp(static_cast<std::size_t>(kk * g.n));
+    for (std::int64_t q = 0; q < kk; ++q) {
+      const std::int64_t p = o.order[static_cast<std::size_t>(begin + q)];
+      for (std::int64_t i = 0; i < g.m; ++i)
+        ap[static_cast<std::size_t>(i * kk + q)] = a[i * a_row + p * a_col];
+      for (std::int64_t j = 0; j < g.n; ++j)
+        bp[static_cast<std::size_t>(q * g.n + j)] = b[p * b_row + j * b_col];
+    }
+    std::vector<double>& part = parts.emplace_back(static_cast<std::size_t>(g.m * g.n));
+    VendorGemmF64(config, GemmArgs{g.m, g.n, kk, false, false, kk, g.n, g.n, false}, ap.data(), bp.data(),
+                  part.data());
+    begin = end;
+  }
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      double s = g.accumulate ? c[i * g.ldc + j] : 0.0;
+      for (std::size_t idx : o.combine) s = s + parts[idx][static_cast<std::size_t>(i * g.n + j)];
+      c[i * g.ldc + j] = s;
+    }
+  }
+}
+
+}  // namespace
+
+void SetF64ShuffleSeedForTesting(std::uint64_t seed) { g_f64_shuffle_seed.store(seed); }
+std::uint64_t F64ShuffleSeed() { return g_f64_shuffle_seed.load(std::memory_order_relaxed); }
+
+ShuffledOrder DrawShuffledOrder(std::int64_t n) {
+  // A fresh stream per call from the seed and a call counter (test only: the
+  // point is orders that differ from call to call and from the default).
+  static std::atomic<std::uint64_t> calls{0};
+  std::mt19937_64 rng(F64ShuffleSeed() * 0x9e3779b97f4a7c15ull + calls.fetch_add(1));
+  ShuffledOrder o;
+  o.order.resize(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) o.order[static_cast<std::size_t>(i)] = i;
+  std::shuffle(o.order.begin(), o.order.end(), rng);
+  const std::int64_t chunks =
+      n <= 1
+          ? 1
+          : 1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::min<std::int64_t>(n, 8)));
+  for (std::int64_t c = 1; c < chunks; ++c) {
+    o.splits.push_back(
+        1 + static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(std::max<std::int64_t>(n - 1, 1))));
+  }
+  o.splits.push_back(n);
+  std::sort(o.splits.begin(), o.splits.end());
+  o.combine.resize(o.splits.size());
+  for (std::size_t i = 0; i < o.combine.size(); ++i) o.combine[i] = i;
+  std::shuffle(o.combine.begin(), o.combine.end(), rng);
+  return o;
+}
+
+void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (F64ShuffleSeed() != 0) {
+    ShuffledGemmF64(config, g, a, b, c);
+  } else {
+    VendorGemmF64(config, g, a, b, c);
+  }
 }
 
 namespace detail {

@@ -8,7 +8,9 @@
 // C value when accumulating). Parallelism and SIMD lanes only ever split
 // different (i, j); the k loop is never split or reordered.
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "common/result.h"
 #include "kernels/mode.h"
@@ -40,6 +42,22 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 // working precision of rounded mode and the certified fast path (its bits
 // depend on the device, core type and threads).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
+// TEST ONLY: other honest fp64 summation orders. A nonzero seed makes every
+// fp64 fast path sum in a pseudo-random order drawn fresh for each call:
+// GemmF64 (rounded mode's vendor GEMM and the certified fast path) over a
+// random permutation of k in random split-K chunks whose sums are added in a
+// random order, and the certified reductions likewise. It stands for the
+// order another machine's BLAS may take: what must not depend on the order
+// (certified values; a rounded trainer's outputs and log as its replay
+// judges them) is tested under it. 0 = off.
+void SetF64ShuffleSeedForTesting(std::uint64_t seed);
+std::uint64_t F64ShuffleSeed();
+struct ShuffledOrder {
+  std::vector<std::int64_t> order;   // a permutation of [0, n)
+  std::vector<std::int64_t> splits;  // increasing chunk ends in `order`, last = n
+  std::vector<std::size_t> combine;  // the order in which chunk sums are added
+};
+ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // The canonical fp64 GEMM of rounded mode's reference evaluation
 // (docs/kernels.md, "The canonical reference"): every output element
 // C[i][j] = (accumulate ? C[i][j] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …,

@@ -229,13 +229,14 @@ struct RecordParams {
 void RecordOne(const RecordParams& p, double x, const double* slack_at, std::size_t i, float* out,
                RecordTally& t) {
   const hd::GridPos g = hd::Locate(x, p.bits);
+  const double s = slack_at == nullptr ? 0.0 : *slack_at;
+  if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
   if (g.special != 0) {
     *out = hd::FloatFromBits(hd::SpecialBits(g));
     return;
   }
   const bool nearest = hd::NearestIsAway(g);
   const int f = p.factor_log2;
-  const double s = slack_at == nullptr ? 0.0 : *slack_at;
   const bool near =
       slack_at == nullptr ? p.tau != 0 && hd::WithinTau(g, p.tau, f) : hd::WithinRegion(g, p.tau, s, f);
   // Steering (test only) takes the other neighbour wherever the rule
@@ -246,7 +247,6 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
     t.entries.push_back(LogEntry{p.base + i, hd::AwayToUp(g, away)});
     if (slack_at != nullptr && !hd::WithinTau(g, p.tau, f)) ++t.logged_by_slack;
   }
-  if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
 }
 
 // Flags RecordBlockBody leaves per value for RecordRange's second pass.
@@ -362,6 +362,14 @@ int RoundChunks(int threads, std::size_t n) {
 }
 
 }  // namespace
+
+void NodeRounding::Rollback(const Mark& mark) {
+  assert(m_recording && mark.entries <= m_log.entries.size() && mark.position <= m_position);
+  m_log.entries.resize(mark.entries);
+  m_position = mark.position;
+  m_logged_by_slack = mark.logged_by_slack;
+  m_slack_capped = mark.slack_capped;
+}
 
 Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack,
                            int threads) {

@@ -142,10 +142,25 @@ class NodeRounding {
   std::uint64_t skipped_entries() const { return m_skipped; }  // ReplaySkippingInvalid only
   // Recording: entries logged only because of β (τ·u alone would not have).
   std::uint64_t logged_by_slack() const { return m_logged_by_slack; }
-  // Recording: values whose β reached the u/4 cap (catastrophic
-  // cancellation: honest evaluations may differ by more than a direction
-  // can repair; docs/kernels.md). Logged or not, they are counted here.
+  // Recording: values whose β is past what a direction can repair
+  // (hd::SlackCapped: β reached the u/4 cap — catastrophic cancellation —
+  // or a NaN/±inf/overflowing value with β > 0; docs/kernels.md "The honest
+  // limit"). Logged or not, they are counted here; RunOp then records the
+  // node again against the canonical reference.
   std::uint64_t slack_capped() const { return m_slack_capped; }
+
+  // Recording: the state after the values rounded so far, and a return to
+  // it (RunOp's second recording of a node discards the first).
+  struct Mark {
+    std::size_t entries = 0;
+    std::uint64_t position = 0, logged_by_slack = 0, slack_capped = 0;
+  };
+  Mark mark() const { return {m_log.entries.size(), m_position, m_logged_by_slack, m_slack_capped}; }
+  void Rollback(const Mark& mark);
+  // Recording: how many times RunOp recorded this node again on the
+  // canonical reference (0 or 1 per node).
+  std::uint64_t reference_records() const { return m_reference_records; }
+  void CountReferenceRecord() { ++m_reference_records; }
 
  private:
   NodeRounding(const RoundingSpec& spec, bool recording, RoundingLog log, int factor_log2 = 0)
@@ -160,6 +175,7 @@ class NodeRounding {
   std::uint64_t m_skipped = 0;
   std::uint64_t m_logged_by_slack = 0;
   std::uint64_t m_slack_capped = 0;
+  std::uint64_t m_reference_records = 0;
   int m_record_factor_log2 = 0;  // 2: RecordReplayWindow
   bool m_tau_applies = true;
   bool m_steer = false;  // RecordSteered

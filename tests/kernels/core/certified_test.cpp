@@ -163,10 +163,10 @@ std::uint64_t CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c
     EXPECT_EQ(Mismatches(Certified(x, true, false, 2, c0, true), want), 0u) << "exact only";
   }
   for (std::uint64_t seed : {1u, 2u, 3u}) {
-    SetCertifiedShuffleSeedForTesting(seed);
+    SetF64ShuffleSeedForTesting(seed);
     EXPECT_EQ(Mismatches(Certified(x, seed == 2, seed == 3, 2, c0), want), 0u) << "shuffled seed " << seed;
   }
-  SetCertifiedShuffleSeedForTesting(0);
+  SetF64ShuffleSeedForTesting(0);
   // The fp64 fast path on a CUDA device (cuBLAS dgemm, its own order and
   // blocking), where one is present; plain and shuffled split-K.
   if (DeviceReady(Device::kCuda).ok()) {
@@ -174,9 +174,9 @@ std::uint64_t CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c
     for (bool ta : {false, true}) {
       EXPECT_EQ(Mismatches(Certified(x, ta, !ta, 2, c0, false, Device::kCuda), want), 0u) << "cuda " << ta;
     }
-    SetCertifiedShuffleSeedForTesting(4);
+    SetF64ShuffleSeedForTesting(4);
     EXPECT_EQ(Mismatches(Certified(x, false, false, 2, c0, false, Device::kCuda), want), 0u) << "cuda shuffled";
-    SetCertifiedShuffleSeedForTesting(0);
+    SetF64ShuffleSeedForTesting(0);
     EXPECT_EQ(DeviceFallbacks(), fallbacks) << "a GEMM fell back to the CPU";
   }
   return slow;
@@ -363,12 +363,12 @@ void CheckReductions(const std::vector<float>& a, const std::vector<float>& b) {
     const std::vector<float>* second = c.products ? (c.self ? &a : &b) : nullptr;
     const float want = RefReduce(a, second, c.finish);
     for (std::uint64_t seed : {0u, 5u, 6u}) {
-      SetCertifiedShuffleSeedForTesting(seed);
+      SetF64ShuffleSeedForTesting(seed);
       const float got = Run(c.finish, a, second);
       EXPECT_EQ(Bits(got), Bits(want)) << "finish " << static_cast<int>(c.finish) << " products " << c.products
                                        << " seed " << seed << ": got " << got << " want " << want;
     }
-    SetCertifiedShuffleSeedForTesting(0);
+    SetF64ShuffleSeedForTesting(0);
   }
 }
 

@@ -328,5 +328,90 @@ TEST(ErrorBoundTest, ExactOperatorsRoundWithoutTau) {
   }
 }
 
+// The honest limit (docs/kernels.md): an output that cancels to far below
+// its terms has β at the u/4 cap, and another honest order of the same fp64
+// sum may round it elsewhere by more than any entry repairs. The attack is
+// no attack at all — an honest trainer whose BLAS sums in another order
+// (F64 shuffle: random permutation, random split-K) must still be accepted
+// by every replay, bit for bit, and so never lose a dispute over it.
+TEST(ErrorBoundTest, HonestTrainerAtTheCapIsAcceptedInAnyOrder) {
+  const std::uint64_t seed = test::TestSeed() ^ 0xca9;
+  std::mt19937_64 rng(seed);
+  constexpr std::int64_t kM = 64, kK = 768, kN = 8;
+  // x·wᵀ with row i of x cancelling against row 0 of w: its last term is the
+  // negated (fp32-rounded) sum of the others, so y[i][0] is the fp32
+  // rounding residual, about 2^-24 of the terms.
+  Tensor x({kM, kK}), w({kN, kK}), bias({kN});
+  for (float& v : w.values()) v = FullPrecision(rng);
+  w[kK - 1] = 1.0f;
+  for (float& v : bias.values()) v = 0.0f;
+  for (std::int64_t i = 0; i < kM; ++i) {
+    double partial = 0;
+    for (std::int64_t p = 0; p + 1 < kK; ++p) {
+      x[i * kK + p] = FullPrecision(rng);
+      partial += static_cast<double>(x[i * kK + p]) * w[p];
+    }
+    x[i * kK + kK - 1] = static_cast<float>(-partial);
+  }
+  Tensor wt;  // w as the [K, N] right operand of matmul
+  ExecConfig config;
+  config.mode = Mode::kRounded;
+  {
+    NodeRounding r = NodeRounding::Record(config.rounding);
+    std::vector<Tensor> out;
+    const Tensor* in[] = {&w};
+    ASSERT_TRUE(RunOp(OpContext(config, &r), OpKind::kTranspose, TransposeAttrs(0, 1), in, out).ok());
+    wt = out[0];
+  }
+  // The same sums as a 1×1 convolution of 64 = 8×8 positions over K input
+  // channels (its im2col GEMM, K = Ci): x's row i is position i's channels.
+  Tensor image({1, kK, 8, 8}), kernel({kN, kK, 1, 1});
+  for (std::int64_t i = 0; i < kM; ++i) {
+    for (std::int64_t p = 0; p < kK; ++p) image[p * kM + i] = x[i * kK + p];
+  }
+  std::copy(w.values().begin(), w.values().end(), kernel.values().begin());
+  struct Node {
+    const char* name;
+    OpKind kind;
+    OpAttrs attrs;
+    std::vector<const Tensor*> inputs;
+  };
+  const Node nodes[] = {{"matmul", OpKind::kMatMul, MatMulAttrs(false, false), {&x, &wt}},
+                        {"linear", OpKind::kLinear, {}, {&x, &w, &bias}},
+                        {"conv2d", OpKind::kConv2d, Conv2dAttrs(Conv2dParams{}), {&image, &kernel, &bias}}};
+  std::uint64_t capped = 0, rerecorded = 0, logged = 0;
+  for (const Node& node : nodes) {
+    for (std::uint64_t order = 1; order <= 4; ++order) {
+      NodeRounding rec = NodeRounding::Record(config.rounding);
+      std::vector<Tensor> trained;
+      SetF64ShuffleSeedForTesting(seed * 8 + order);
+      const Status st = RunOp(OpContext(config, &rec), node.kind, node.attrs, node.inputs, trained);
+      SetF64ShuffleSeedForTesting(0);
+      ASSERT_TRUE(st.ok()) << st.ToString();
+      capped += rec.slack_capped();
+      rerecorded += rec.reference_records();
+      logged += rec.log().entries.size();
+      NodeRounding rep = NodeRounding::Replay(config.rounding, rec.log());
+      std::vector<Tensor> replayed;
+      const Status rs = RunOp(OpContext(config, &rep), node.kind, node.attrs, node.inputs, replayed);
+      ASSERT_TRUE(rs.ok()) << node.name << " order " << order << ": " << rs.ToString() << " seed " << seed;
+      ASSERT_TRUE(rep.Finish().ok());
+      for (std::size_t o = 0; o < trained.size(); ++o) {
+        EXPECT_TRUE(replayed[o].BitwiseEqual(trained[o]))
+            << node.name << " order " << order << " seed " << seed;
+      }
+    }
+  }
+  std::printf(
+      "[honest limit, %lldx%lldx%lld] capped values %llu, nodes recorded on the reference %llu of 12, "
+      "entries %llu\n",
+      static_cast<long long>(kM), static_cast<long long>(kK), static_cast<long long>(kN),
+      static_cast<unsigned long long>(capped), static_cast<unsigned long long>(rerecorded),
+      static_cast<unsigned long long>(logged));
+  // The case is the honest limit: every cancelling output is capped.
+  EXPECT_GE(capped, 12u * kM);
+  EXPECT_EQ(rerecorded, 12u);
+}
+
 }  // namespace
 }  // namespace vt::kernels

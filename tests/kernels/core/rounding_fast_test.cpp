@@ -37,12 +37,13 @@ Expected Define(const std::vector<double>& x, const std::vector<double>& slack, 
   Expected e;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const hd::GridPos g = hd::Locate(x[i], bits);
+    const double s = slack.empty() ? 0.0 : slack[i];
+    if (!slack.empty() && hd::SlackCapped(g, s)) ++e.slack_capped;
     if (g.special != 0) {
       e.bits.push_back(hd::SpecialBits(g));
       continue;
     }
     const bool nearest = hd::NearestIsAway(g);
-    const double s = slack.empty() ? 0.0 : slack[i];
     const bool near = slack.empty() ? tau != 0 && hd::WithinTau(g, tau, factor_log2)
                                     : hd::WithinRegion(g, tau, s, factor_log2);
     const bool away = steer && near ? !nearest : nearest;
@@ -51,7 +52,6 @@ Expected Define(const std::vector<double>& x, const std::vector<double>& slack, 
       e.log.entries.push_back(LogEntry{i, hd::AwayToUp(g, away)});
       if (!slack.empty() && !hd::WithinTau(g, tau, factor_log2)) ++e.logged_by_slack;
     }
-    if (!slack.empty() && hd::SlackCapped(g, s)) ++e.slack_capped;
   }
   return e;
 }

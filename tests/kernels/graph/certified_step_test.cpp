@@ -1,7 +1,7 @@
 // Certified mode trains mlp-fashion, cnn-fashion and gpt-tiny, and its steps
 // are bitwise identical across thread counts, SIMD choices and deliberately
 // shuffled fp64 summation orders (random permutation of K, random split-K:
-// SetCertifiedShuffleSeedForTesting), with no rounding logs.
+// SetF64ShuffleSeedForTesting), with no rounding logs.
 
 #include <gtest/gtest.h>
 
@@ -39,7 +39,7 @@ TrainRun Train(const Case& c, Mode mode, int threads, Simd simd, std::uint64_t s
   config.mode = mode;
   config.threads = threads;
   config.simd = simd;
-  SetCertifiedShuffleSeedForTesting(shuffle_seed);
+  SetF64ShuffleSeedForTesting(shuffle_seed);
   TrainRun run;
   vt::test::BitHasher h;
   for (int t = 0; t < c.steps; ++t) {
@@ -58,7 +58,7 @@ TrainRun Train(const Case& c, Mode mode, int threads, Simd simd, std::uint64_t s
     }
     state = std::move(r->next_state);
   }
-  SetCertifiedShuffleSeedForTesting(0);
+  SetF64ShuffleSeedForTesting(0);
   run.hash = h.value();
   return run;
 }

@@ -67,9 +67,9 @@ TEST_P(OpCertified, BitwiseAcrossThreadsAndShuffledOrdersAndNearTheReference) {
   EXPECT_TRUE(base.log.entries.empty());
   for (int threads : {2, 3}) {
     for (std::uint64_t seed : {0u, 17u}) {
-      SetCertifiedShuffleSeedForTesting(seed);
+      SetF64ShuffleSeedForTesting(seed);
       const RunResult r = RunNode(Certified(threads), c.kind, c.attrs, Pointers(inputs), c.rng);
-      SetCertifiedShuffleSeedForTesting(0);
+      SetF64ShuffleSeedForTesting(0);
       ASSERT_TRUE(r.status.ok()) << r.status.ToString();
       ASSERT_EQ(r.outputs.size(), base.outputs.size());
       for (std::size_t o = 0; o < r.outputs.size(); ++o) {
