@@ -63,6 +63,9 @@ struct StepResult {
   std::vector<RoundingLog> logs;
   std::uint64_t values_rounded = 0;                 // rounded mode: output values rounded in the step
   std::uint64_t skipped_log_entries = 0;            // skip_invalid_log_entries: entries skipped
+  // Rounded mode, recording: nodes RunOp recorded again on the canonical
+  // reference because a value reached the honest limit (kernels/ops/registry.h).
+  std::uint64_t reference_records = 0;
   std::vector<std::vector<Tensor>> outputs;         // keep_outputs: per node, its outputs
   std::vector<std::vector<Hash256>> output_hashes;  // hash_outputs: per node, per output
 };
