@@ -221,6 +221,17 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
   });
 }
 
+double GemmF64ReferenceElement(const GemmArgs& g, const double* a, const double* b, std::int64_t i,
+                               std::int64_t j, double init) {
+  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
+  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  const double* ai = a + i * a_row;
+  const double* bj = b + j * b_col;
+  return F64ReferenceDot(
+      g.k, [&](std::int64_t p) { return ai[p * a_col]; }, [&](std::int64_t p) { return bj[p * b_row]; },
+      init);
+}
+
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (config.f64_reference) {
     GemmF64Reference(config.threads, g, a, b, c);
@@ -419,7 +430,14 @@ Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& ou
         GemmSlackF64(plan.args, a64.data() + i * plan.a_stride, b64.data() + i * plan.b_stride,
                      slack.data() + i * plan.c_stride);
       }
-      return ctx.RoundOutput(c64, out.values(), slack);
+      const std::int64_t per = plan.m * plan.n;  // outputs per batch item
+      const ReferenceFn reference = [&](std::size_t e) {
+        const auto idx = static_cast<std::int64_t>(e);
+        const std::int64_t item = idx / per, r = idx % per / plan.n, j = idx % plan.n;
+        return GemmF64ReferenceElement(plan.args, a64.data() + item * plan.a_stride,
+                                       b64.data() + item * plan.b_stride, r, j);
+      };
+      return ctx.RoundOutput(c64, out.values(), slack, &reference);
     }
     case Mode::kCertified:
       for (std::int64_t i = 0; i < plan.batch; ++i) {

@@ -65,6 +65,20 @@ ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // fma — the repops definition in fp64. Threads split rows only, so the bits
 // are the same on every machine and for every thread count.
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
+// One element of GemmF64Reference, the same bits: init + a(i,0)·b(0,j) +
+// a(i,1)·b(1,j) + … sequential over p, no fma (init = +0, or C[i][j] where
+// it accumulates). What a recording trainer rounds instead of its vendor
+// value where β reaches the u/4 cap (kernels/ops/op_util.h SetReference).
+double GemmF64ReferenceElement(const GemmArgs& g, const double* a, const double* b, std::int64_t i,
+                               std::int64_t j, double init = 0.0);
+// The same sum over factors read through a(p), b(p) (an operand formed on
+// the fly, e.g. conv2d's im2col column): init + a(0)·b(0) + a(1)·b(1) + ….
+template <class GetA, class GetB>
+double F64ReferenceDot(std::int64_t k, const GetA& a, const GetB& b, double init = 0.0) {
+  double s = init;
+  for (std::int64_t p = 0; p < k; ++p) s = s + static_cast<double>(a(p)) * static_cast<double>(b(p));
+  return s;
+}
 // Rounded mode's GEMM: GemmF64Reference when config.f64_reference (every
 // replay of a log, the arbiter), else GemmF64.
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);

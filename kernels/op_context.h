@@ -38,9 +38,11 @@ class OpContext {
 
   // Rounded mode: round an output computed in fp64 into its fp32 tensor
   // storage (and record or replay the node's log). `slack`: empty, or the
-  // per-value bound β (NodeRounding::Round).
-  Status RoundOutput(std::span<const double> exact, std::span<float> out,
-                     std::span<const double> slack = {}) const;
+  // per-value bound β (NodeRounding::Round). `reference`: the canonical
+  // reference value of output i, used for the values past what a log entry
+  // repairs when a trainer records on its vendor GEMM (NodeRounding::Round).
+  Status RoundOutput(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {},
+                     const ReferenceFn* reference = nullptr) const;
 
  private:
   ExecConfig m_config;  // a copy: f64_reference may differ from the caller's

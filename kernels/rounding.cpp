@@ -55,6 +55,7 @@
 #include <zstd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cstdio>
@@ -215,6 +216,8 @@ struct RecordTally {
   std::vector<LogEntry> entries;
   std::uint64_t logged_by_slack = 0;
   std::uint64_t slack_capped = 0;
+  std::uint64_t unrepaired = 0;
+  std::uint64_t reference_values = 0;
 };
 
 struct RecordParams {
@@ -230,7 +233,6 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
                RecordTally& t) {
   const hd::GridPos g = hd::Locate(x, p.bits);
   const double s = slack_at == nullptr ? 0.0 : *slack_at;
-  if (slack_at != nullptr && hd::SlackCapped(g, s)) ++t.slack_capped;
   if (g.special != 0) {
     *out = hd::FloatFromBits(hd::SpecialBits(g));
     return;
@@ -253,6 +255,7 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
 constexpr std::uint8_t kFlagNear = 1;     // within w of a boundary: a log entry
 constexpr std::uint8_t kFlagOutside = 2;  // not fp32-normal: the definition decides
 constexpr std::uint8_t kFlagUp = 4;       // the entry's direction (away ≠ sign)
+constexpr std::uint8_t kFlagCapped = 8;   // fp32-normal, β past the u/4 cap
 constexpr std::size_t kRecordBlock = 256;
 
 // The fast path over one block, as straight-line arithmetic with no branch
@@ -282,6 +285,7 @@ template <bool kSlack>
     const auto dist = static_cast<std::uint64_t>((d ^ sign_mask) - sign_mask);
     const bool near_tau = dist < fg.tau_threshold;
     bool near = near_tau;
+    bool capped_now = false;
     if constexpr (kSlack) {
       const double s = slack[i];
       // β in units: β·2^(−unit_exp), −unit_exp = 1075 − e ∈ [−75, 178] in the
@@ -297,16 +301,17 @@ template <bool kSlack>
       // 64-bit integer → double conversion has no AVX2 instruction).
       const double dist_d = std::bit_cast<double>(dist | 0x4330000000000000ull) - 0x1p52;
       near = near_tau | (positive & (dist_d < w * fg.factor));
+      capped_now = capped;
       capped_n += static_cast<std::uint64_t>(capped & !outside);
       by += static_cast<std::uint64_t>(near & !near_tau & !outside);
     }
     const bool away = nearest ^ (steer & near);
     out[i] = hd::FloatFromBits(fg.Bits(u, q, away));
-    const auto f =
-        static_cast<std::uint8_t>(((near & !outside) ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
-                                  ((away != ((u >> 63) != 0)) ? kFlagUp : 0));
+    const auto f = static_cast<std::uint8_t>(
+        ((near & !outside) ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
+        ((away != ((u >> 63) != 0)) ? kFlagUp : 0) | ((capped_now & !outside) ? kFlagCapped : 0));
     flags[i] = f;
-    any |= f & (kFlagNear | kFlagOutside);
+    any |= f & (kFlagNear | kFlagOutside | kFlagCapped);
   }
   by_slack += by;
   capped_count += capped_n;
@@ -327,12 +332,22 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockSla
   return RecordBlockBody<true>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
 }
 
+std::atomic<bool> g_reference_everywhere{false};
+
 // Records [begin, end): RecordBlockBody's fast path block by block, then, only
-// in the rare blocks that need it, entries in position order and the
-// definition (RecordOne) for values outside the fp32-normal range.
+// in the rare blocks that need it, entries in position order, the definition
+// (RecordOne) for values outside the fp32-normal range, and the reference
+// value (RecordOne) for capped values that have one.
 template <bool kSlack>
 void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out,
-                 std::size_t begin, std::size_t end, RecordTally& t) {
+                 std::size_t begin, std::size_t end, const ReferenceFn* reference, RecordTally& t) {
+  if (reference != nullptr && g_reference_everywhere.load(std::memory_order_relaxed)) {
+    for (std::size_t i = begin; i < end; ++i) {
+      RecordOne(p, (*reference)(i), kSlack ? slack + i : nullptr, i, out + i, t);
+      ++t.reference_values;
+    }
+    return;
+  }
   const FastGrid fg(p.bits, p.tau, p.factor_log2);
   std::uint8_t flags[kRecordBlock];
   for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
@@ -344,7 +359,20 @@ void RecordRange(const RecordParams& p, const double* exact, const double* slack
     }
     for (std::size_t k = 0; k < n; ++k) {
       const std::size_t i = b0 + k;
-      if ((flags[k] & kFlagOutside) != 0) {
+      const bool outside = (flags[k] & kFlagOutside) != 0;
+      bool capped = (flags[k] & kFlagCapped) != 0;
+      if (kSlack && outside) {
+        // (The fast path counts only the fp32-normal ones.)
+        capped = hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]);
+        t.slack_capped += capped ? 1 : 0;
+      }
+      if (capped && reference != nullptr) {
+        RecordOne(p, (*reference)(i), kSlack ? slack + i : nullptr, i, out + i, t);
+        ++t.reference_values;
+        continue;
+      }
+      t.unrepaired += capped ? 1 : 0;
+      if (outside) {
         RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
       } else if ((flags[k] & kFlagNear) != 0) {
         t.entries.push_back(LogEntry{p.base + i, (flags[k] & kFlagUp) != 0});
@@ -369,10 +397,14 @@ void NodeRounding::Rollback(const Mark& mark) {
   m_position = mark.position;
   m_logged_by_slack = mark.logged_by_slack;
   m_slack_capped = mark.slack_capped;
+  m_unrepaired = mark.unrepaired;
+  m_reference_values = mark.reference_values;
 }
 
+void NodeRounding::SetReferenceEverywhereForTesting(bool on) { g_reference_everywhere.store(on); }
+
 Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack,
-                           int threads) {
+                           int threads, const ReferenceFn* reference) {
   assert(exact.size() == out.size());
   assert(slack.empty() || slack.size() == exact.size());
   assert(m_spec.bits >= kMinRoundingBits && m_spec.bits <= kMaxRoundingBits);
@@ -405,9 +437,11 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
       for (std::int64_t c = c0; c < c1; ++c) {
         try {
           if (slack.empty()) {
-            RecordRange<false>(p, exact.data(), nullptr, out.data(), chunk_begin(c), chunk_begin(c + 1), tallies[c]);
+            RecordRange<false>(p, exact.data(), nullptr, out.data(), chunk_begin(c), chunk_begin(c + 1),
+                               reference, tallies[c]);
           } else {
-            RecordRange<true>(p, exact.data(), slack.data(), out.data(), chunk_begin(c), chunk_begin(c + 1), tallies[c]);
+            RecordRange<true>(p, exact.data(), slack.data(), out.data(), chunk_begin(c), chunk_begin(c + 1),
+                              reference, tallies[c]);
           }
         } catch (...) {
           failed[static_cast<std::size_t>(c)] = 1;
@@ -421,6 +455,8 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
       m_log.entries.insert(m_log.entries.end(), t.entries.begin(), t.entries.end());
       m_logged_by_slack += t.logged_by_slack;
       m_slack_capped += t.slack_capped;
+      m_unrepaired += t.unrepaired;
+      m_reference_values += t.reference_values;
     }
     m_position = base + n;
     return Status::Ok();

@@ -19,7 +19,9 @@
 // by one rule (hd::AcceptsEntry, kernels/rounding.cpp): the replay equals the
 // trainer's rounding whenever |x − ref| < w, which β guarantees below u/4.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -88,6 +90,9 @@ struct RoundingRegion {
 // w = max(τ·u, min(slack, u/4)); slack = 0: w = τ·u.
 RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack = 0.0);
 
+// The canonical reference value of an operator's output i (NodeRounding::Round).
+using ReferenceFn = std::function<double(std::size_t)>;
+
 // The rounding state of one node in rounded mode: records decisions (trainer)
 // or follows a given log (replayer, referee).
 class NodeRounding {
@@ -127,8 +132,21 @@ class NodeRounding {
   // node's outputs. Recording never fails. `threads` > 1 rounds large
   // outputs in contiguous chunks in parallel (kernels/parallel.h); the
   // values and the log do not depend on it.
+  //
+  // `reference` (recording only; may be null): the canonical reference
+  // value of output i of this call — what every replay evaluates there
+  // (kernels/ops/op_util.h Outputs::SetReference). A value past what an
+  // entry repairs (hd::SlackCapped) is then rounded and logged from the
+  // reference instead of `exact`; without one it is counted by
+  // unrepaired_capped() and RunOp records the node again on the reference.
+  // Called from the rounding threads: it must only read.
   Status Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {},
-               int threads = 1);
+               int threads = 1, const ReferenceFn* reference = nullptr);
+  // TEST ONLY: round and log every value that has a reference function
+  // from it, capped or not — so a test can check that an operator's
+  // reference function is the reference run at every position.
+  static void SetReferenceEverywhereForTesting(bool on);
+
   // Whether τ applies to the values rounded from now on (default: yes).
   // RunOp turns it off for operators whose fp64 result is bit-identical on
   // every IEEE-754 machine (OpFp64IsExact, kernels/ops/registry.h): there the
@@ -149,13 +167,22 @@ class NodeRounding {
   // node again against the canonical reference.
   std::uint64_t slack_capped() const { return m_slack_capped; }
 
+  // Recording: the capped values rounded from the trainer's own value, no
+  // reference function given (RunOp then records the node again).
+  std::uint64_t unrepaired_capped() const { return m_unrepaired; }
+  // Recording: values rounded from a reference function.
+  std::uint64_t reference_values() const { return m_reference_values; }
+
   // Recording: the state after the values rounded so far, and a return to
   // it (RunOp's second recording of a node discards the first).
   struct Mark {
     std::size_t entries = 0;
-    std::uint64_t position = 0, logged_by_slack = 0, slack_capped = 0;
+    std::uint64_t position = 0, logged_by_slack = 0, slack_capped = 0, unrepaired = 0, reference_values = 0;
   };
-  Mark mark() const { return {m_log.entries.size(), m_position, m_logged_by_slack, m_slack_capped}; }
+  Mark mark() const {
+    return {m_log.entries.size(), m_position,   m_logged_by_slack,
+            m_slack_capped,       m_unrepaired, m_reference_values};
+  }
   void Rollback(const Mark& mark);
   // Recording: how many times RunOp recorded this node again on the
   // canonical reference (0 or 1 per node).
@@ -176,6 +203,8 @@ class NodeRounding {
   std::uint64_t m_logged_by_slack = 0;
   std::uint64_t m_slack_capped = 0;
   std::uint64_t m_reference_records = 0;
+  std::uint64_t m_unrepaired = 0;
+  std::uint64_t m_reference_values = 0;
   int m_record_factor_log2 = 0;  // 2: RecordReplayWindow
   bool m_tau_applies = true;
   bool m_steer = false;  // RecordSteered

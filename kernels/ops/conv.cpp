@@ -135,6 +135,19 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
   }
 }
 
+// Element (q, pos) of one image's Im2Col matrix, read straight from x:
+// the input under kernel offset q = (c, kh, kw) of window pos = (oh, ow),
+// 0 in the padding.
+float Im2ColValue(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t q,
+                  std::int64_t pos) {
+  const std::int64_t kk = g.kh * g.kw;
+  const std::int64_t c = q / kk, kh = q % kk / g.kw, kw = q % g.kw;
+  const std::int64_t ih = pos / g.ow * p.stride_h - p.pad_h + kh;
+  const std::int64_t iw = pos % g.ow * p.stride_w - p.pad_w + kw;
+  if (ih < 0 || ih >= g.h || iw < 0 || iw >= g.w) return 0.0f;
+  return x[(c * g.h + ih) * g.w + iw];
+}
+
 // dx[c] += dcol rows of channel c, in increasing (q, p) order; dx zeroed by the caller.
 template <class T>
 void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1, T* dx) {
@@ -354,6 +367,19 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
         });
       }
     }
+    if constexpr (M::kRounded) {
+      // Element (n, c, pos)'s reference: its GEMM dot over the im2col
+      // column of window pos, then the bias as above.
+      outs.SetReference(yo, [&](std::size_t e) {
+        const auto i = static_cast<std::int64_t>(e);
+        const std::int64_t n = i / (g.co * g.ohw), c = i / g.ohw % g.co, pos = i % g.ohw;
+        const float* xn = x.data() + n * g.ci * g.h * g.w;
+        const T dot = F64ReferenceDot(
+            g.ckk, [&](std::int64_t q) { return wa[c * g.ckk + q]; },
+            [&](std::int64_t q) { return Im2ColValue(xn, g, params, q, pos); });
+        return b != nullptr ? dot + static_cast<T>((*b)[c]) : dot;
+      });
+    }
     return outs.Commit(ctx);
   });
 }
@@ -426,6 +452,36 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     }
     if constexpr (M::kRounded) {
       WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
+      // dw[co][q]'s reference: one dot over (n, p), images in order, each
+      // image's im2col row q read straight from x.
+      outs.SetReference(dwo, [&](std::size_t e) {
+        const std::int64_t co = static_cast<std::int64_t>(e) / g.ckk,
+                           q = static_cast<std::int64_t>(e) % g.ckk;
+        return F64ReferenceDot(
+            g.n * g.ohw, [&](std::int64_t t) { return dya[(t / g.ohw * g.co + co) * g.ohw + t % g.ohw]; },
+            [&](std::int64_t t) {
+              return Im2ColValue(x.data() + t / g.ohw * x_image, g, params, q, t % g.ohw);
+            });
+      });
+      // dx's reference: Col2Im's sum for one input element — +0, then for
+      // each kernel offset in order the dcol value of the one window that
+      // puts it there (if any), that value being the GEMM element of wᵀ·dy.
+      outs.SetReference(dxo, [&](std::size_t e) {
+        const auto i = static_cast<std::int64_t>(e);
+        const std::int64_t n = i / x_image, c = i % x_image / (g.h * g.w);
+        const std::int64_t ih = i % (g.h * g.w) / g.w, iw = i % g.w;
+        const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
+        T sum = 0.0;
+        for (std::int64_t r = 0; r < g.kh * g.kw; ++r) {
+          const std::int64_t th = ih + params.pad_h - r / g.kw, tw = iw + params.pad_w - r % g.kw;
+          if (th < 0 || tw < 0 || th % params.stride_h != 0 || tw % params.stride_w != 0) continue;
+          const std::int64_t oh = th / params.stride_h, ow = tw / params.stride_w;
+          if (oh >= g.oh || ow >= g.ow) continue;
+          sum = sum + GemmF64ReferenceElement(gdcol, wa, dya + n * g.co * g.ohw, c * g.kh * g.kw + r,
+                                              oh * g.ow + ow);
+        }
+        return sum;
+      });
     }
     const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
     ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {

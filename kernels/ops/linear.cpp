@@ -75,13 +75,21 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     }
     M::Gemm(ctx.config(), gy, xa, wa, yo);
     GemmSlack<M>(gy, xa, wa, outs.Slack(yo), b != nullptr ? b->data() : nullptr);
-    if (b != nullptr) {
-      const float* bias = b->data();
+    const float* bias = b != nullptr ? b->data() : nullptr;
+    if (bias != nullptr) {
       ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r) {
           T* row = yo + r * n;
           for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] + static_cast<T>(bias[j]);
         }
+      });
+    }
+    if constexpr (M::kRounded) {
+      // The element's reference: its dot product, then the bias as above.
+      outs.SetReference(yo, [&, gy](std::size_t e) {
+        const auto r = static_cast<std::int64_t>(e) / n, j = static_cast<std::int64_t>(e) % n;
+        const T dot = GemmF64ReferenceElement(gy, xa, wa, r, j);
+        return bias != nullptr ? dot + static_cast<T>(bias[j]) : dot;
       });
     }
     return outs.Commit(ctx);
@@ -117,6 +125,16 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     M::Gemm(ctx.config(), gdw, dya, xa, dwo);
     GemmSlack<M>(gdx, dya, wa, outs.Slack(dxo));
     GemmSlack<M>(gdw, dya, xa, outs.Slack(dwo));
+    if constexpr (M::kRounded) {
+      outs.SetReference(dxo, [&, gdx](std::size_t e) {
+        const auto i = static_cast<std::int64_t>(e);
+        return GemmF64ReferenceElement(gdx, dya, wa, i / k, i % k);
+      });
+      outs.SetReference(dwo, [&, gdw](std::size_t e) {
+        const auto i = static_cast<std::int64_t>(e);
+        return GemmF64ReferenceElement(gdw, dya, xa, i / k, i % k);
+      });
+    }
     ColumnSumOf<M>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
     return outs.Commit(ctx);
   });

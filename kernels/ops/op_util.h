@@ -315,7 +315,7 @@ class Outputs {
     if constexpr (std::is_same_v<T, float>) {
       return t.data();
     } else {
-      m_bound.push_back(Bound{&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0), {}});
+      m_bound.push_back(Bound{&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0), {}, {}});
       return m_bound.back().exact.data();
     }
   }
@@ -341,9 +341,28 @@ class Outputs {
       return nullptr;
     }
   }
+  // Rounded mode: `fn(i)` is the canonical reference value of element i of
+  // the output whose Bind buffer is `buffer` — GemmF64ReferenceElement and
+  // the operator's own fp64 steps after it, the bits a replay computes
+  // there. A trainer on its vendor GEMM rounds the values past what a log
+  // entry repairs from it (NodeRounding::Round); without one RunOp records
+  // the whole node again. `fn` runs on the rounding threads: reads only.
+  // Nothing in the fp32 modes.
+  template <class Fn>
+  void SetReference(const T* buffer, Fn fn) {
+    if constexpr (std::is_same_v<T, double>) {
+      for (Bound& b : m_bound) {
+        if (b.exact.data() == buffer) b.reference = std::move(fn);
+      }
+    } else {
+      (void)buffer, (void)fn;
+    }
+  }
   Status Commit(const OpContext& ctx) {
     if constexpr (std::is_same_v<T, double>) {
-      for (Bound& b : m_bound) VT_TRY(ctx.RoundOutput(b.exact, b.tensor->values(), b.slack));
+      for (Bound& b : m_bound) {
+        VT_TRY(ctx.RoundOutput(b.exact, b.tensor->values(), b.slack, b.reference ? &b.reference : nullptr));
+      }
     } else {
       (void)ctx;
     }
@@ -355,6 +374,7 @@ class Outputs {
     Tensor* tensor;
     std::vector<double> exact;
     std::vector<double> slack;  // empty: β = 0
+    ReferenceFn reference;      // empty: none
   };
   std::deque<Bound> m_bound;  // deque: stable addresses
 };

@@ -532,10 +532,11 @@ Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<
     const bool on_vendor_gemm = rounding != nullptr && rounding->recording() && !ctx.config().f64_reference;
     const NodeRounding::Mark mark = on_vendor_gemm ? rounding->mark() : NodeRounding::Mark{};
     VT_TRY(info->run(ctx, attrs, inputs, fresh));
-    if (on_vendor_gemm && rounding->slack_capped() > mark.slack_capped) {
+    if (on_vendor_gemm && rounding->unrepaired_capped() > mark.unrepaired) {
       // The honest limit: some value's vendor evaluation may round unlike
-      // the canonical reference by more than an entry can repair. Record
-      // the node again from the reference (what every replay evaluates).
+      // the canonical reference by more than an entry can repair, and the
+      // operator gave no reference function for it. Record the node again
+      // from the reference (what every replay evaluates).
       rounding->Rollback(mark);
       ExecConfig reference = ctx.config();
       reference.f64_reference = true;

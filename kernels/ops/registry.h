@@ -132,11 +132,14 @@ int NumOutputs(const OpInfo& info, int num_inputs);
 // "out-of-memory". Never throws.
 // In rounded mode RunOp sets ctx.rounding()->SetTauApplies(!OpFp64IsExact(kind)).
 // A recording trainer on its vendor GEMM (config.f64_reference off) whose
-// node has a value past what a log entry can repair (slack_capped grew:
-// catastrophic cancellation, β at the u/4 cap) records the node again on the
-// canonical reference (f64_reference on), so every value and entry is the
-// one a replay computes: an honest trainer's log is then accepted at every
-// value, the honest limit included (docs/kernels.md "The honest limit").
+// node has a value past what a log entry can repair (catastrophic
+// cancellation, β at the u/4 cap) rounds that value from the canonical
+// reference: through the operator's reference function where it has one
+// (Outputs::SetReference: the GEMM outputs of matmul, linear and conv2d),
+// else by recording the whole node again on the reference (f64_reference
+// on; unrepaired_capped grew). Every such value and its entry is then the
+// one a replay computes: an honest trainer's log is accepted at every value,
+// the honest limit included (docs/kernels.md "The honest limit").
 Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<const Tensor* const> inputs,
              std::vector<Tensor>& outputs) noexcept;
 

@@ -1,8 +1,9 @@
 // The canonical fp64 reference of rounded mode (docs/kernels.md, "The
 // canonical reference"): the fixed-sequence transcendentals of
 // kernels/f64_math.h are accurate (checked against libm) and pinned by a
-// golden hash (identical under g++ and clang++); GemmF64Reference is bitwise
-// the sequential definition for every layout, accumulation and thread count.
+// golden hash (identical under g++ and clang++); GemmF64Reference (and
+// GemmF64ReferenceElement, one element of it) is bitwise the sequential
+// definition for every layout, accumulation and thread count.
 
 #include <gtest/gtest.h>
 
@@ -133,6 +134,15 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
       for (std::size_t e = 0; e < got.size(); ++e) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
             << "trial " << trial << " threads " << threads << " element " << e;
+      }
+    }
+    // One element alone (what a trainer rounds at the honest limit).
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        const std::size_t e = static_cast<std::size_t>(i * g.ldc + j);
+        const double one = GemmF64ReferenceElement(g, a.data(), b.data(), i, j, g.accumulate ? c0[e] : 0.0);
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(one), std::bit_cast<std::uint64_t>(want[e]))
+            << "trial " << trial << " element (" << i << ", " << j << ")";
       }
     }
   }

@@ -7,6 +7,7 @@
 //   OpRepops.GoldenHashes               outputs of fixed Philox inputs, hard-coded
 //   OpRounded.ReplayAcrossThreads       record a log, replay on other thread counts
 //   OpRounded.ForgedLogRejected         far-from-boundary and out-of-range entries
+//   OpRounded.ReferenceFunctionsAreTheReferenceRun  per-value references = the reference run
 //   OpMode.NaNInputsDoNotCrash, OpShapes.* hostile inputs through RunOp
 // Randomised inputs come from vt::test::TestSeed() (VT_TEST_SEED replays).
 
@@ -382,6 +383,37 @@ TEST_P(OpRounded, ForgedLogRejected) {
   const RunResult rep2 = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng, &past);
   ASSERT_TRUE(rep2.status.is_invalid()) << rep2.status.ToString();
   EXPECT_EQ(rep2.status.reason(), "log-entry-out-of-range");
+}
+
+// An operator's reference functions (Outputs::SetReference: what a trainer
+// rounds at the honest limit instead of its vendor value) are the canonical
+// reference run at every position: a trainer on its vendor GEMM that takes
+// every value from them (the test switch) records the same outputs and the
+// same log, bit for bit, as a trainer recording on the reference itself.
+TEST_P(OpRounded, ReferenceFunctionsAreTheReferenceRun) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  ExecConfig vendor = Config(Mode::kRounded, 2);
+  ExecConfig reference = vendor;
+  reference.f64_reference = true;
+  NodeRounding from_fns = NodeRounding::Record(vendor.rounding);
+  std::vector<Tensor> got;
+  NodeRounding::SetReferenceEverywhereForTesting(true);
+  const Status st = RunOp(OpContext(vendor, &from_fns, c.rng), c.kind, c.attrs, Pointers(inputs), got);
+  NodeRounding::SetReferenceEverywhereForTesting(false);
+  ASSERT_TRUE(st.ok()) << st.ToString();
+  // The operators with a reference function for their GEMM outputs.
+  const bool has_fns = c.kind == OpKind::kMatMul || c.kind == OpKind::kLinear ||
+                       c.kind == OpKind::kLinearBackward || c.kind == OpKind::kConv2d ||
+                       c.kind == OpKind::kConv2dBackward;
+  ASSERT_EQ(from_fns.reference_values() > 0, has_fns);
+  if (!has_fns) return;
+  const RunResult want = RunNode(reference, c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(want.status.ok()) << want.status.ToString();
+  for (std::size_t o = 0; o < want.outputs.size(); ++o) {
+    EXPECT_TRUE(got[o].BitwiseEqual(want.outputs[o])) << "output " << o;
+  }
+  EXPECT_EQ(from_fns.log(), want.log);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
