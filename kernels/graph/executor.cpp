@@ -192,6 +192,7 @@ Result<StepResult> ExecuteStep(const ExecConfig& config, const StepGraph& graph,
         result.values_rounded += rounding->values_rounded();
         result.skipped_log_entries += rounding->skipped_entries();
         result.reference_records += rounding->reference_records();
+        result.reference_values += rounding->reference_values();
         if (!replay) result.logs.push_back(rounding->log());
       }
       if (options.observer) VT_TRY(options.observer(i, outs[i]));

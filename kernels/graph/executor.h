@@ -66,6 +66,8 @@ struct StepResult {
   // Rounded mode, recording: nodes RunOp recorded again on the canonical
   // reference because a value reached the honest limit (kernels/ops/registry.h).
   std::uint64_t reference_records = 0;
+  // … and values rounded from an operator's reference function instead.
+  std::uint64_t reference_values = 0;
   std::vector<std::vector<Tensor>> outputs;         // keep_outputs: per node, its outputs
   std::vector<std::vector<Hash256>> output_hashes;  // hash_outputs: per node, per output
 };
