@@ -18,6 +18,8 @@
 // reference ref (ExecConfig::f64_reference) and judges each entry against it
 // by one rule (hd::AcceptsEntry, kernels/rounding.cpp): the replay equals the
 // trainer's rounding whenever |x − ref| < w, which β guarantees below u/4.
+// Where β reaches u/4 the trainer rounds ref itself (Round's `reference`,
+// RunOp's second recording), so its rounding is the replay's there too.
 
 #include <cstddef>
 #include <cstdint>
@@ -163,8 +165,9 @@ class NodeRounding {
   // Recording: values whose β is past what a direction can repair
   // (hd::SlackCapped: β reached the u/4 cap — catastrophic cancellation —
   // or a NaN/±inf/overflowing value with β > 0; docs/kernels.md "The honest
-  // limit"). Logged or not, they are counted here; RunOp then records the
-  // node again against the canonical reference.
+  // limit, and how the trainer passes it"), counted at the trainer's own
+  // value. Such a value is rounded from the reference function where Round
+  // has one (reference_values), else left to RunOp (unrepaired_capped).
   std::uint64_t slack_capped() const { return m_slack_capped; }
 
   // Recording: the capped values rounded from the trainer's own value, no
