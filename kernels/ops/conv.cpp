@@ -422,6 +422,8 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
       GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(),
                   unused.data());
     }
+    // dcol = wᵀ·dy of one image (col2im then sums it into dx).
+    const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* xn = x.data() + n * x_image;
       const T* dyn = dya + n * g.co * g.ohw;
@@ -430,7 +432,6 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
       });
       const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
       M::Gemm(ctx.config(), gdw, dyn, col.data(), dwo);
-      const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
       M::Gemm(ctx.config(), gdcol, wa, dyn, dcol.data());
       T* dxn = dxo + n * x_image;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
@@ -470,7 +471,6 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
         const auto i = static_cast<std::int64_t>(e);
         const std::int64_t n = i / x_image, c = i % x_image / (g.h * g.w);
         const std::int64_t ih = i % (g.h * g.w) / g.w, iw = i % g.w;
-        const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
         T sum = 0.0;
         for (std::int64_t r = 0; r < g.kh * g.kw; ++r) {
           const std::int64_t th = ih + params.pad_h - r / g.kw, tw = iw + params.pad_w - r % g.kw;
