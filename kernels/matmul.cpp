@@ -29,6 +29,13 @@ void SetBlasThreads(int threads) {
   if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 
+// Strides of op(X) for a stored row-major X with leading dimension ld:
+// element (r, c) of op(X) is X[r·row + c·col] (GemmArgs' layout rule).
+struct Strides {
+  std::int64_t row, col;
+};
+Strides OperandStrides(bool trans, std::int64_t ld) { return trans ? Strides{1, ld} : Strides{ld, 1}; }
+
 }  // namespace
 
 detail::MicroKernel RepopsKernelFor(Simd simd) {
@@ -91,8 +98,8 @@ std::atomic<std::uint64_t> g_f64_shuffle_seed{0};
 void ShuffledGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b,
                      double* c) {
   const ShuffledOrder o = DrawShuffledOrder(g.k);
-  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   std::vector<std::vector<double>> parts;
   std::int64_t begin = 0;
   for (std::int64_t end : o.splits) {
@@ -179,8 +186,8 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
   if (g.m <= 0 || g.n <= 0) return;
   static const detail::RefKernel kern = RefKernelFor();
   const std::int64_t mr = kern.mr, nr = kern.nr;
-  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   const std::int64_t k = g.k < 0 ? 0 : g.k;
   // op(B) packed once into column panels of nr: panel q holds
   // bpack[q·k·nr + p·nr + lane] (zero past n). Copies only.
@@ -223,8 +230,8 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
 
 double GemmF64ReferenceElement(const GemmArgs& g, const double* a, const double* b, std::int64_t i,
                                std::int64_t j, double init) {
-  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   const double* ai = a + i * a_row;
   const double* bj = b + j * b_col;
   return F64ReferenceDot(
@@ -241,8 +248,8 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a
 }
 
 void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c) {
-  const std::int64_t a_row = g.trans_a ? 1 : g.lda, a_col = g.trans_a ? g.lda : 1;
-  const std::int64_t b_row = g.trans_b ? 1 : g.ldb, b_col = g.trans_b ? g.ldb : 1;
+  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   for (std::int64_t i = 0; i < g.m; ++i) {
     for (std::int64_t j = 0; j < g.n; ++j) {
       float& out = c[i * g.ldc + j];
