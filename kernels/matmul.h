@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "common/result.h"
@@ -65,12 +66,30 @@ ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // fma — the repops definition in fp64. Threads split rows only, so the bits
 // are the same on every machine and for every thread count.
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
-// One element of GemmF64Reference, the same bits: init + a(i,0)·b(0,j) +
-// a(i,1)·b(1,j) + … sequential over p, no fma (init = +0, or C[i][j] where
-// it accumulates). What a recording trainer rounds instead of its vendor
-// value where β reaches the u/4 cap (kernels/ops/op_util.h SetReference).
-double GemmF64ReferenceElement(const GemmArgs& g, const double* a, const double* b, std::int64_t i,
-                               std::int64_t j, double init = 0.0);
+// Elements of GemmF64Reference, the same bits, many at once: for each e,
+//   out[e] = (g.accumulate ? out[e] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …
+// sequential over p, no fma, with (i, j) = (elements[e].i, elements[e].j)
+// and op(A), op(B) read from a + a_offset, b + b_offset (a batch item's or
+// an image's operands). What a recording trainer rounds instead of its
+// vendor values where β reaches the u/4 cap (kernels/ops/op_util.h
+// SetReference). Evaluated with p outermost over groups of elements, so a
+// strided factor (a column of a row-major matrix) is read once per group
+// rather than one cache line per term per element; threads split groups.
+struct GemmElement {
+  std::int64_t i = 0, j = 0;
+  std::int64_t a_offset = 0, b_offset = 0;
+};
+void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, const double* b,
+                              std::span<const GemmElement> elements, double* out);
+// The elements at `positions` of a dense row-major result (ldc = n) of GEMM
+// g, batched: position t·m·n + i·n + j is element (i, j) of batch item t,
+// whose op(A) starts at a + t·a_stride and op(B) at b + t·b_stride.
+std::vector<GemmElement> DenseGemmElements(std::span<const std::size_t> positions, const GemmArgs& g,
+                                           std::int64_t a_stride = 0, std::int64_t b_stride = 0);
+// Rounded mode: the reference function (kernels/rounding.h ReferenceFn) of
+// such a result, GemmF64ReferenceElements at the asked-for positions.
+ReferenceFn GemmReference(int threads, const GemmArgs& g, const double* a, const double* b,
+                          std::int64_t a_stride = 0, std::int64_t b_stride = 0);
 // The same sum over factors read through a(p), b(p) (an operand formed on
 // the fly, e.g. conv2d's im2col column): init + a(0)·b(0) + a(1)·b(1) + ….
 template <class GetA, class GetB>

@@ -217,7 +217,7 @@ struct RecordTally {
   std::uint64_t logged_by_slack = 0;
   std::uint64_t slack_capped = 0;
   std::uint64_t unrepaired = 0;
-  std::uint64_t reference_values = 0;
+  std::vector<std::size_t> referred;  // capped values with a reference: Round asks for them
 };
 
 struct RecordParams {
@@ -332,29 +332,24 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockSla
   return RecordBlockBody<true>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
 }
 
-std::atomic<bool> g_reference_everywhere{false};
+std::atomic<bool (*)(std::size_t)> g_reference_ask{nullptr};
 
 // Records [begin, end): RecordBlockBody's fast path block by block, then, only
 // in the rare blocks that need it, entries in position order, the definition
-// (RecordOne) for values outside the fp32-normal range, and the reference
-// value (RecordOne) for capped values that have one.
+// (RecordOne) for values outside the fp32-normal range, and the positions of
+// capped values that have a reference (Round rounds those afterwards).
 template <bool kSlack>
 void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out,
-                 std::size_t begin, std::size_t end, const ReferenceFn* reference, RecordTally& t) {
-  if (reference != nullptr && g_reference_everywhere.load(std::memory_order_relaxed)) {
-    for (std::size_t i = begin; i < end; ++i) {
-      RecordOne(p, (*reference)(i), kSlack ? slack + i : nullptr, i, out + i, t);
-      ++t.reference_values;
-    }
-    return;
-  }
+                 std::size_t begin, std::size_t end, bool has_reference, RecordTally& t) {
+  bool (*const ask)(std::size_t) = has_reference ? g_reference_ask.load(std::memory_order_relaxed) : nullptr;
   const FastGrid fg(p.bits, p.tau, p.factor_log2);
   std::uint8_t flags[kRecordBlock];
   for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
     const std::size_t n = std::min(kRecordBlock, end - b0);
     const auto block = kSlack ? RecordBlockSlack : RecordBlockTau;
     if (!block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n, p.steer, flags, t.logged_by_slack,
-               t.slack_capped)) {
+               t.slack_capped) &&
+        ask == nullptr) {
       continue;
     }
     for (std::size_t k = 0; k < n; ++k) {
@@ -366,9 +361,8 @@ void RecordRange(const RecordParams& p, const double* exact, const double* slack
         capped = hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]);
         t.slack_capped += capped ? 1 : 0;
       }
-      if (capped && reference != nullptr) {
-        RecordOne(p, (*reference)(i), kSlack ? slack + i : nullptr, i, out + i, t);
-        ++t.reference_values;
+      if (has_reference && (capped || (ask != nullptr && ask(i)))) {
+        t.referred.push_back(i);
         continue;
       }
       t.unrepaired += capped ? 1 : 0;
@@ -401,7 +395,7 @@ void NodeRounding::Rollback(const Mark& mark) {
   m_reference_values = mark.reference_values;
 }
 
-void NodeRounding::SetReferenceEverywhereForTesting(bool on) { g_reference_everywhere.store(on); }
+void NodeRounding::SetReferenceAskForTesting(bool (*ask)(std::size_t)) { g_reference_ask.store(ask); }
 
 Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack,
                            int threads, const ReferenceFn* reference) {
@@ -438,10 +432,10 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
         try {
           if (slack.empty()) {
             RecordRange<false>(p, exact.data(), nullptr, out.data(), chunk_begin(c), chunk_begin(c + 1),
-                               reference, tallies[c]);
+                               reference != nullptr, tallies[c]);
           } else {
             RecordRange<true>(p, exact.data(), slack.data(), out.data(), chunk_begin(c), chunk_begin(c + 1),
-                              reference, tallies[c]);
+                              reference != nullptr, tallies[c]);
           }
         } catch (...) {
           failed[static_cast<std::size_t>(c)] = 1;
@@ -451,12 +445,32 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
     for (char f : failed) {
       if (f != 0) throw std::bad_alloc();
     }
+    const std::size_t first_entry = m_log.entries.size();
+    std::vector<std::size_t> referred;
     for (RecordTally& t : tallies) {
       m_log.entries.insert(m_log.entries.end(), t.entries.begin(), t.entries.end());
+      referred.insert(referred.end(), t.referred.begin(), t.referred.end());
       m_logged_by_slack += t.logged_by_slack;
       m_slack_capped += t.slack_capped;
       m_unrepaired += t.unrepaired;
-      m_reference_values += t.reference_values;
+    }
+    if (!referred.empty()) {
+      // The capped values, rounded and logged from their reference values;
+      // their entries merged into position order.
+      std::vector<double> ref(referred.size());
+      (*reference)(referred, ref);
+      RecordTally late;
+      for (std::size_t k = 0; k < referred.size(); ++k) {
+        const std::size_t i = referred[k];
+        RecordOne(p, ref[k], slack.empty() ? nullptr : slack.data() + i, i, out.data() + i, late);
+      }
+      const std::size_t middle = m_log.entries.size();
+      m_log.entries.insert(m_log.entries.end(), late.entries.begin(), late.entries.end());
+      std::inplace_merge(m_log.entries.begin() + static_cast<std::ptrdiff_t>(first_entry),
+                         m_log.entries.begin() + static_cast<std::ptrdiff_t>(middle), m_log.entries.end(),
+                         [](const LogEntry& x, const LogEntry& y) { return x.position < y.position; });
+      m_logged_by_slack += late.logged_by_slack;
+      m_reference_values += referred.size();
     }
     m_position = base + n;
     return Status::Ok();

@@ -92,8 +92,11 @@ struct RoundingRegion {
 // w = max(τ·u, min(slack, u/4)); slack = 0: w = τ·u.
 RoundingRegion ClassifyRounding(double x, const RoundingSpec& spec, double slack = 0.0);
 
-// The canonical reference value of an operator's output i (NodeRounding::Round).
-using ReferenceFn = std::function<double(std::size_t)>;
+// The canonical reference values of an operator's outputs at `positions`
+// (increasing, within one Round call's span): values[k] is output
+// positions[k]'s (NodeRounding::Round). One call per Round, on the calling
+// thread, so it may use threads itself and evaluate the values together.
+using ReferenceFn = std::function<void(std::span<const std::size_t> positions, std::span<double> values)>;
 
 // The rounding state of one node in rounded mode: records decisions (trainer)
 // or follows a given log (replayer, referee).
@@ -136,18 +139,20 @@ class NodeRounding {
   // values and the log do not depend on it.
   //
   // `reference` (recording only; may be null): the canonical reference
-  // value of output i of this call — what every replay evaluates there
-  // (kernels/ops/op_util.h Outputs::SetReference). A value past what an
-  // entry repairs (hd::SlackCapped) is then rounded and logged from the
-  // reference instead of `exact`; without one it is counted by
-  // unrepaired_capped() and RunOp records the node again on the reference.
-  // Called from the rounding threads: it must only read.
+  // values of this call's outputs — what every replay evaluates there
+  // (kernels/ops/op_util.h Outputs::SetReference). The values past what an
+  // entry repairs (hd::SlackCapped) are then rounded and logged from the
+  // reference instead of `exact`, all asked for in one call after the fast
+  // pass; without one they are counted by unrepaired_capped() and RunOp
+  // records the node again on the reference.
   Status Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack = {},
                int threads = 1, const ReferenceFn* reference = nullptr);
-  // TEST ONLY: round and log every value that has a reference function
-  // from it, capped or not — so a test can check that an operator's
-  // reference function is the reference run at every position.
-  static void SetReferenceEverywhereForTesting(bool on);
+  // TEST ONLY: where a reference function is given, also round and log
+  // from it every value i (its index in the Round call) for which ask(i)
+  // holds, capped or not — so a test can check that an operator's
+  // reference function is the reference run at any set of positions.
+  // nullptr: off.
+  static void SetReferenceAskForTesting(bool (*ask)(std::size_t i));
 
   // Whether τ applies to the values rounded from now on (default: yes).
   // RunOp turns it off for operators whose fp64 result is bit-identical on

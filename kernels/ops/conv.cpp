@@ -370,15 +370,15 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     if constexpr (M::kRounded) {
       // Element (n, c, pos)'s reference: its GEMM dot over the im2col
       // column of window pos, then the bias as above.
-      outs.SetReference(yo, [&](std::size_t e) {
-        const auto i = static_cast<std::int64_t>(e);
-        const std::int64_t n = i / (g.co * g.ohw), c = i / g.ohw % g.co, pos = i % g.ohw;
-        const float* xn = x.data() + n * g.ci * g.h * g.w;
-        const T dot = F64ReferenceDot(
-            g.ckk, [&](std::int64_t q) { return wa[c * g.ckk + q]; },
-            [&](std::int64_t q) { return Im2ColValue(xn, g, params, q, pos); });
-        return b != nullptr ? dot + static_cast<T>((*b)[c]) : dot;
-      });
+      outs.SetReference(yo, EachValue(ctx.threads(), [&](std::size_t e) {
+                          const auto i = static_cast<std::int64_t>(e);
+                          const std::int64_t n = i / (g.co * g.ohw), c = i / g.ohw % g.co, pos = i % g.ohw;
+                          const float* xn = x.data() + n * g.ci * g.h * g.w;
+                          const T dot = F64ReferenceDot(
+                              g.ckk, [&](std::int64_t q) { return wa[c * g.ckk + q]; },
+                              [&](std::int64_t q) { return Im2ColValue(xn, g, params, q, pos); });
+                          return b != nullptr ? dot + static_cast<T>((*b)[c]) : dot;
+                        }));
     }
     return outs.Commit(ctx);
   });
@@ -455,32 +455,44 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
       WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
       // dw[co][q]'s reference: one dot over (n, p), images in order, each
       // image's im2col row q read straight from x.
-      outs.SetReference(dwo, [&](std::size_t e) {
-        const std::int64_t co = static_cast<std::int64_t>(e) / g.ckk,
-                           q = static_cast<std::int64_t>(e) % g.ckk;
-        return F64ReferenceDot(
-            g.n * g.ohw, [&](std::int64_t t) { return dya[(t / g.ohw * g.co + co) * g.ohw + t % g.ohw]; },
-            [&](std::int64_t t) {
-              return Im2ColValue(x.data() + t / g.ohw * x_image, g, params, q, t % g.ohw);
-            });
-      });
+      outs.SetReference(
+          dwo, EachValue(ctx.threads(), [&](std::size_t e) {
+            const std::int64_t co = static_cast<std::int64_t>(e) / g.ckk,
+                               q = static_cast<std::int64_t>(e) % g.ckk;
+            return F64ReferenceDot(
+                g.n * g.ohw, [&](std::int64_t t) { return dya[(t / g.ohw * g.co + co) * g.ohw + t % g.ohw]; },
+                [&](std::int64_t t) {
+                  return Im2ColValue(x.data() + t / g.ohw * x_image, g, params, q, t % g.ohw);
+                });
+          }));
       // dx's reference: Col2Im's sum for one input element — +0, then for
       // each kernel offset in order the dcol value of the one window that
       // puts it there (if any), that value being the GEMM element of wᵀ·dy.
-      outs.SetReference(dxo, [&](std::size_t e) {
-        const auto i = static_cast<std::int64_t>(e);
-        const std::int64_t n = i / x_image, c = i % x_image / (g.h * g.w);
-        const std::int64_t ih = i % (g.h * g.w) / g.w, iw = i % g.w;
-        T sum = 0.0;
-        for (std::int64_t r = 0; r < g.kh * g.kw; ++r) {
-          const std::int64_t th = ih + params.pad_h - r / g.kw, tw = iw + params.pad_w - r % g.kw;
-          if (th < 0 || tw < 0 || th % params.stride_h != 0 || tw % params.stride_w != 0) continue;
-          const std::int64_t oh = th / params.stride_h, ow = tw / params.stride_w;
-          if (oh >= g.oh || ow >= g.ow) continue;
-          sum = sum + GemmF64ReferenceElement(gdcol, wa, dya + n * g.co * g.ohw, c * g.kh * g.kw + r,
-                                              oh * g.ow + ow);
+      outs.SetReference(dxo, [&](std::span<const std::size_t> positions, std::span<double> values) {
+        std::vector<GemmElement> terms;       // every asked-for element's dcol values, in order
+        std::vector<std::size_t> first_term;  // element k's are [first_term[k], first_term[k + 1])
+        first_term.reserve(positions.size() + 1);
+        for (const std::size_t e : positions) {
+          first_term.push_back(terms.size());
+          const auto i = static_cast<std::int64_t>(e);
+          const std::int64_t n = i / x_image, c = i % x_image / (g.h * g.w);
+          const std::int64_t ih = i % (g.h * g.w) / g.w, iw = i % g.w;
+          for (std::int64_t r = 0; r < g.kh * g.kw; ++r) {
+            const std::int64_t th = ih + params.pad_h - r / g.kw, tw = iw + params.pad_w - r % g.kw;
+            if (th < 0 || tw < 0 || th % params.stride_h != 0 || tw % params.stride_w != 0) continue;
+            const std::int64_t oh = th / params.stride_h, ow = tw / params.stride_w;
+            if (oh >= g.oh || ow >= g.ow) continue;
+            terms.push_back(GemmElement{c * g.kh * g.kw + r, oh * g.ow + ow, 0, n * g.co * g.ohw});
+          }
         }
-        return sum;
+        first_term.push_back(terms.size());
+        std::vector<double> term_values(terms.size());
+        GemmF64ReferenceElements(ctx.threads(), gdcol, wa, dya, terms, term_values.data());
+        for (std::size_t k = 0; k < positions.size(); ++k) {
+          T sum = 0.0;
+          for (std::size_t t = first_term[k]; t < first_term[k + 1]; ++t) sum = sum + term_values[t];
+          values[k] = sum;
+        }
       });
     }
     const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);

@@ -85,11 +85,13 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
       });
     }
     if constexpr (M::kRounded) {
-      // The element's reference: its dot product, then the bias as above.
-      outs.SetReference(yo, [&, gy](std::size_t e) {
-        const auto r = static_cast<std::int64_t>(e) / n, j = static_cast<std::int64_t>(e) % n;
-        const T dot = GemmF64ReferenceElement(gy, xa, wa, r, j);
-        return bias != nullptr ? dot + static_cast<T>(bias[j]) : dot;
+      // An element's reference: its dot product, then the bias as above.
+      outs.SetReference(yo, [&, gy](std::span<const std::size_t> positions, std::span<double> values) {
+        GemmF64ReferenceElements(ctx.threads(), gy, xa, wa, DenseGemmElements(positions, gy), values.data());
+        if (bias == nullptr) return;
+        for (std::size_t e = 0; e < positions.size(); ++e) {
+          values[e] = values[e] + static_cast<T>(bias[positions[e] % static_cast<std::size_t>(n)]);
+        }
       });
     }
     return outs.Commit(ctx);
@@ -126,14 +128,8 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     GemmSlack<M>(gdx, dya, wa, outs.Slack(dxo));
     GemmSlack<M>(gdw, dya, xa, outs.Slack(dwo));
     if constexpr (M::kRounded) {
-      outs.SetReference(dxo, [&, gdx](std::size_t e) {
-        const auto i = static_cast<std::int64_t>(e);
-        return GemmF64ReferenceElement(gdx, dya, wa, i / k, i % k);
-      });
-      outs.SetReference(dwo, [&, gdw](std::size_t e) {
-        const auto i = static_cast<std::int64_t>(e);
-        return GemmF64ReferenceElement(gdw, dya, xa, i / k, i % k);
-      });
+      outs.SetReference(dxo, GemmReference(ctx.threads(), gdx, dya, wa));
+      outs.SetReference(dwo, GemmReference(ctx.threads(), gdw, dya, xa));
     }
     ColumnSumOf<M>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
     return outs.Commit(ctx);

@@ -300,6 +300,19 @@ const T* Operand(const Tensor& t, std::vector<T>& scratch) {
   }
 }
 
+// A ReferenceFn from the reference value of one element, `value(i)`,
+// evaluated for each asked-for element, the elements split over threads
+// (for references that are not GEMM elements alone, e.g. conv2d's im2col
+// dot read straight from x).
+template <class Value>
+ReferenceFn EachValue(int threads, Value value) {
+  return [threads, value](std::span<const std::size_t> positions, std::span<double> values) {
+    ParallelFor(threads, static_cast<std::int64_t>(positions.size()), [&](std::int64_t k0, std::int64_t k1) {
+      for (std::int64_t k = k0; k < k1; ++k) values[k] = value(positions[k]);
+    });
+  };
+}
+
 // Output buffers of one operator invocation. In the fp32 modes an output is
 // written in place; in rounded mode into an fp64 buffer that Commit() rounds
 // into the tensor through ctx.RoundOutput, in Bind order — which is the
@@ -341,13 +354,14 @@ class Outputs {
       return nullptr;
     }
   }
-  // Rounded mode: `fn(i)` is the canonical reference value of element i of
-  // the output whose Bind buffer is `buffer` — GemmF64ReferenceElement and
-  // the operator's own fp64 steps after it, the bits a replay computes
-  // there. A trainer on its vendor GEMM rounds the values past what a log
-  // entry repairs from it (NodeRounding::Round); without one RunOp records
-  // the whole node again. `fn` runs on the rounding threads: reads only.
-  // Nothing in the fp32 modes.
+  // Rounded mode: `fn` (a ReferenceFn, kernels/rounding.h) gives the
+  // canonical reference values of elements of the output whose Bind buffer
+  // is `buffer` — GemmF64ReferenceElements and the operator's own fp64 steps
+  // after it, the bits a replay computes there. A trainer on its vendor
+  // GEMM rounds the values past what a log entry repairs from it
+  // (NodeRounding::Round); without one RunOp records the whole node again.
+  // `fn` runs after the operator's work, on the calling thread: reads
+  // only. Nothing in the fp32 modes.
   template <class Fn>
   void SetReference(const T* buffer, Fn fn) {
     if constexpr (std::is_same_v<T, double>) {

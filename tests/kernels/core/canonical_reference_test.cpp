@@ -2,7 +2,7 @@
 // canonical reference"): the fixed-sequence transcendentals of
 // kernels/f64_math.h are accurate (checked against libm) and pinned by a
 // golden hash (identical under g++ and clang++); GemmF64Reference (and
-// GemmF64ReferenceElement, one element of it) is bitwise the sequential
+// GemmF64ReferenceElements, any elements of it) is bitwise the sequential
 // definition for every layout, accumulation and thread count.
 
 #include <gtest/gtest.h>
@@ -116,16 +116,24 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
     const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda + 1));
     const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb + 1));
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
+    // The definition: element (i, j) of op(x)·op(y), from `init`.
+    const auto sequential = [&](const std::vector<double>& x, const std::vector<double>& y, double init,
+                                std::int64_t i, std::int64_t j) {
+      double acc = init;
+      for (std::int64_t p = 0; p < g.k; ++p) {
+        const double xv = g.trans_a ? x[static_cast<std::size_t>(p * g.lda + i)]
+                                    : x[static_cast<std::size_t>(i * g.lda + p)];
+        const double yv = g.trans_b ? y[static_cast<std::size_t>(j * g.ldb + p)]
+                                    : y[static_cast<std::size_t>(p * g.ldb + j)];
+        acc = acc + xv * yv;
+      }
+      return acc;
+    };
     std::vector<double> want = c0;
     for (std::int64_t i = 0; i < g.m; ++i) {
       for (std::int64_t j = 0; j < g.n; ++j) {
-        double acc = g.accumulate ? c0[static_cast<std::size_t>(i * g.ldc + j)] : 0.0;
-        for (std::int64_t p = 0; p < g.k; ++p) {
-          const double x = g.trans_a ? a[static_cast<std::size_t>(p * g.lda + i)] : a[static_cast<std::size_t>(i * g.lda + p)];
-          const double y = g.trans_b ? b[static_cast<std::size_t>(j * g.ldb + p)] : b[static_cast<std::size_t>(p * g.ldb + j)];
-          acc = acc + x * y;
-        }
-        want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
+        const std::size_t e = static_cast<std::size_t>(i * g.ldc + j);
+        want[e] = sequential(a, b, g.accumulate ? c0[e] : 0.0, i, j);
       }
     }
     for (int threads : {1, 2, 3}) {
@@ -136,13 +144,32 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
             << "trial " << trial << " threads " << threads << " element " << e;
       }
     }
-    // One element alone (what a trainer rounds at the honest limit).
-    for (std::int64_t i = 0; i < g.m; ++i) {
-      for (std::int64_t j = 0; j < g.n; ++j) {
-        const std::size_t e = static_cast<std::size_t>(i * g.ldc + j);
-        const double one = GemmF64ReferenceElement(g, a.data(), b.data(), i, j, g.accumulate ? c0[e] : 0.0);
-        ASSERT_EQ(std::bit_cast<std::uint64_t>(one), std::bit_cast<std::uint64_t>(want[e]))
-            << "trial " << trial << " element (" << i << ", " << j << ")";
+    // Elements asked for in any order, repeated, over several groups, some
+    // from a second batch item stored after the first (what a trainer rounds
+    // at the honest limit).
+    std::vector<double> a1 = Random(rng, a.size()), b1 = Random(rng, b.size());
+    std::vector<double> a2 = a, b2 = b;
+    a2.insert(a2.end(), a1.begin(), a1.end());
+    b2.insert(b2.end(), b1.begin(), b1.end());
+    const auto a_item = static_cast<std::int64_t>(a.size()), b_item = static_cast<std::int64_t>(b.size());
+    std::vector<GemmElement> elements;
+    std::vector<double> init, expect;
+    for (int r = 0; r < 1200; ++r) {
+      const auto i = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(g.m));
+      const auto j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(g.n));
+      const bool second = (rng() & 1) != 0;
+      elements.push_back(GemmElement{i, j, second ? a_item : 0, second ? b_item : 0});
+      init.push_back(Random(rng, 1)[0]);
+      const double from = g.accumulate ? init.back() : 0.0;
+      expect.push_back(second ? sequential(a1, b1, from, i, j) : sequential(a, b, from, i, j));
+    }
+    for (int threads : {1, 2, 3}) {
+      std::vector<double> got = init;
+      GemmF64ReferenceElements(threads, g, a2.data(), b2.data(), elements, got.data());
+      for (std::size_t k = 0; k < got.size(); ++k) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[k]), std::bit_cast<std::uint64_t>(expect[k]))
+            << "trial " << trial << " threads " << threads << " element (" << elements[k].i << ", "
+            << elements[k].j << ")" << (elements[k].a_offset != 0 ? " of item 1" : "");
       }
     }
   }

@@ -132,6 +132,30 @@ INSTANTIATE_TEST_SUITE_P(AllOps, OpMode,
 
 // ---- gradients vs finite differences ----------------------------------------------------
 
+// A gradient case's upstream gradient dy: uniform in [-1, 1), shaped like
+// the weighted output of the forward's `outputs`.
+Tensor MakeDy(const OpCase& c, std::uint64_t seed, const std::vector<Tensor>& outputs) {
+  Tensor dy(outputs[static_cast<std::size_t>(c.grad->output)].shape());
+  PhiloxStream rng(seed, Salt(c.name) ^ 0xd1u, 99);
+  for (std::int64_t i = 0; i < dy.numel(); ++i) {
+    dy[i] = static_cast<float>(static_cast<double>(rng.NextU32() >> 8) * (2.0 / 16777216.0) - 1.0);
+  }
+  return dy;
+}
+
+// The backward node's inputs, in g.sources' order.
+std::vector<const Tensor*> BackwardInputs(const GradSpec& g, const Tensor& dy,
+                                          const std::vector<Tensor>& inputs,
+                                          const std::vector<Tensor>& outputs) {
+  std::vector<const Tensor*> in;
+  for (const Src& s : g.sources) {
+    in.push_back(s.kind == Src::kDy      ? &dy
+                 : s.kind == Src::kInput ? &inputs[static_cast<std::size_t>(s.index)]
+                                         : &outputs[static_cast<std::size_t>(s.index)]);
+  }
+  return in;
+}
+
 class OpGradient : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
 
 TEST_P(OpGradient, MatchesFiniteDifferences) {
@@ -144,18 +168,8 @@ TEST_P(OpGradient, MatchesFiniteDifferences) {
   const RunResult fwd = RunNode(cfg, c.kind, c.attrs, Pointers(inputs), c.rng);
   ASSERT_TRUE(fwd.status.ok()) << fwd.status.ToString();
 
-  // Upstream gradient dy: uniform in [-1, 1), shaped like the weighted output.
-  Tensor dy(fwd.outputs[static_cast<std::size_t>(g.output)].shape());
-  PhiloxStream rng(seed, Salt(name) ^ 0xd1u, 99);
-  for (std::int64_t i = 0; i < dy.numel(); ++i) {
-    dy[i] = static_cast<float>(static_cast<double>(rng.NextU32() >> 8) * (2.0 / 16777216.0) - 1.0);
-  }
-  std::vector<const Tensor*> bwd_in;
-  for (const Src& s : g.sources) {
-    bwd_in.push_back(s.kind == Src::kDy      ? &dy
-                     : s.kind == Src::kInput ? &inputs[static_cast<std::size_t>(s.index)]
-                                             : &fwd.outputs[static_cast<std::size_t>(s.index)]);
-  }
+  const Tensor dy = MakeDy(c, seed, fwd.outputs);
+  const std::vector<const Tensor*> bwd_in = BackwardInputs(g, dy, inputs, fwd.outputs);
   const RunResult bwd = RunNode(cfg, g.backward, g.attrs, bwd_in, c.rng);
   ASSERT_TRUE(bwd.status.ok()) << bwd.status.ToString();
 
@@ -390,30 +404,70 @@ TEST_P(OpRounded, ForgedLogRejected) {
 // reference run at every position: a trainer on its vendor GEMM that takes
 // every value from them (the test switch) records the same outputs and the
 // same log, bit for bit, as a trainer recording on the reference itself.
-TEST_P(OpRounded, ReferenceFunctionsAreTheReferenceRun) {
-  const OpCase& c = FindCase(GetParam());
-  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+// Asked for a scattered subset of positions (as the capped values are:
+// one in 4, one in 64), the functions give the reference run's values there
+// too.
+void ExpectReferenceFunctionsAreTheReferenceRun(OpKind kind, const OpAttrs& attrs,
+                                                const std::vector<const Tensor*>& inputs,
+                                                const RngAddress& op_rng) {
   ExecConfig vendor = Config(Mode::kRounded, 2);
   ExecConfig reference = vendor;
   reference.f64_reference = true;
-  NodeRounding from_fns = NodeRounding::Record(vendor.rounding);
-  std::vector<Tensor> got;
-  NodeRounding::SetReferenceEverywhereForTesting(true);
-  const Status st = RunOp(OpContext(vendor, &from_fns, c.rng), c.kind, c.attrs, Pointers(inputs), got);
-  NodeRounding::SetReferenceEverywhereForTesting(false);
-  ASSERT_TRUE(st.ok()) << st.ToString();
-  // The operators with a reference function for their GEMM outputs.
-  const bool has_fns = c.kind == OpKind::kMatMul || c.kind == OpKind::kLinear ||
-                       c.kind == OpKind::kLinearBackward || c.kind == OpKind::kConv2d ||
-                       c.kind == OpKind::kConv2dBackward;
-  ASSERT_EQ(from_fns.reference_values() > 0, has_fns);
-  if (!has_fns) return;
-  const RunResult want = RunNode(reference, c.kind, c.attrs, Pointers(inputs), c.rng);
+  const RunResult want = RunNode(reference, kind, attrs, inputs, op_rng);
   ASSERT_TRUE(want.status.ok()) << want.status.ToString();
-  for (std::size_t o = 0; o < want.outputs.size(); ++o) {
-    EXPECT_TRUE(got[o].BitwiseEqual(want.outputs[o])) << "output " << o;
+  // The operators with reference functions.
+  const bool has_fns = kind == OpKind::kMatMul || kind == OpKind::kLinear ||
+                       kind == OpKind::kLinearBackward || kind == OpKind::kConv2d ||
+                       kind == OpKind::kConv2dBackward;
+  using Ask = bool (*)(std::size_t);
+  const Ask every = [](std::size_t) { return true; };
+  const Ask scattered = [](std::size_t i) { return (i * 0x9E3779B97F4A7C15ull) >> 62 == 1; };
+  const Ask sparse = [](std::size_t i) { return (i * 0x9E3779B97F4A7C15ull) >> 58 == 7; };
+  for (const Ask ask : {every, scattered, sparse}) {
+    NodeRounding from_fns = NodeRounding::Record(vendor.rounding);
+    std::vector<Tensor> got;
+    NodeRounding::SetReferenceAskForTesting(ask);
+    const Status st = RunOp(OpContext(vendor, &from_fns, op_rng), kind, attrs, inputs, got);
+    NodeRounding::SetReferenceAskForTesting(nullptr);
+    ASSERT_TRUE(st.ok()) << st.ToString();
+    if (ask == every) {
+      ASSERT_EQ(from_fns.reference_values() > 0, has_fns) << OpKindName(kind);
+    }
+    if (!has_fns) return;
+    ASSERT_EQ(got.size(), want.outputs.size());
+    if (ask == every) {
+      for (std::size_t o = 0; o < want.outputs.size(); ++o) {
+        EXPECT_TRUE(got[o].BitwiseEqual(want.outputs[o])) << OpKindName(kind) << " output " << o;
+      }
+      EXPECT_EQ(from_fns.log(), want.log) << OpKindName(kind);
+      continue;
+    }
+    for (std::size_t o = 0; o < want.outputs.size(); ++o) {
+      const std::span<const float> g = got[o].values(), w = want.outputs[o].values();
+      ASSERT_EQ(g.size(), w.size());
+      for (std::size_t i = 0; i < g.size(); ++i) {
+        if (!ask(i)) continue;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(g[i]), std::bit_cast<std::uint32_t>(w[i]))
+            << OpKindName(kind) << " output " << o << " element " << i;
+      }
+    }
   }
-  EXPECT_EQ(from_fns.log(), want.log);
+}
+
+TEST_P(OpRounded, ReferenceFunctionsAreTheReferenceRun) {
+  const OpCase& c = FindCase(GetParam());
+  const std::uint64_t seed = vt::test::TestSeed();
+  const std::vector<Tensor> inputs = MakeInputs(c, seed, Salt(c.name));
+  ExpectReferenceFunctionsAreTheReferenceRun(c.kind, c.attrs, Pointers(inputs), c.rng);
+  if (!c.grad) return;
+  // The backward node, on the forward's reference outputs.
+  ExecConfig reference = Config(Mode::kRounded, 2);
+  reference.f64_reference = true;
+  const RunResult fwd = RunNode(reference, c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(fwd.status.ok()) << fwd.status.ToString();
+  const Tensor dy = MakeDy(c, seed, fwd.outputs);
+  ExpectReferenceFunctionsAreTheReferenceRun(c.grad->backward, c.grad->attrs,
+                                             BackwardInputs(*c.grad, dy, inputs, fwd.outputs), c.rng);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
