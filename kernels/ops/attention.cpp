@@ -18,8 +18,11 @@
 
 #include "kernels/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
+#include <vector>
 
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/softmax.h"
@@ -84,6 +87,129 @@ void PerturbedGemmSlack(const GemmArgs& g, const double* a, const double* b, con
   }
 }
 
+// The forward's softmax row t: row[0..t] holds S_t on entry and att_t on
+// exit, row[t+1..T) is set to +0 (the causal mask).
+template <class M>
+void CausalSoftmaxRow(typename M::T* row, std::int64_t t, std::int64_t t_count, typename M::T scale) {
+  using T = typename M::T;
+  for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] * scale;
+  T m = row[0];
+  for (std::int64_t u = 1; u <= t; ++u) {
+    if (row[u] > m) m = row[u];
+  }
+  ExpShifted<M>(row, m, row, t + 1);
+  const T z = SumOf<M>(t + 1, [&](std::int64_t u) { return row[u]; });
+  for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
+  for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);
+}
+
+// The backward's dS row t from att row t and dP row t (+0 above the diagonal).
+template <class M>
+void DsRow(const typename M::T* arow, const typename M::T* prow, typename M::T* srow, std::int64_t t,
+           std::int64_t t_count, typename M::T scale) {
+  using T = typename M::T;
+  const T r = DotOf<M>(
+      t + 1, [&](std::int64_t u) { return arow[u]; }, [&](std::int64_t u) { return prow[u]; });
+  for (std::int64_t u = 0; u <= t; ++u) srow[u] = AttentionDsValue(arow[u], prow[u], r, scale);
+  for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
+}
+
+// Sorted, distinct keys, and each key's slot among them.
+struct KeySlots {
+  std::vector<std::int64_t> keys;
+  explicit KeySlots(std::vector<std::int64_t> k) : keys(std::move(k)) {
+    std::sort(keys.begin(), keys.end());
+    keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  }
+  std::int64_t slot(std::int64_t key) const {
+    return std::lower_bound(keys.begin(), keys.end(), key) - keys.begin();
+  }
+};
+
+// Rounded mode: the reference run's dqkv at `positions` (AttentionBackward's
+// ReferenceFn), item by item. dV is a GEMM element of the inputs; dQ's
+// element needs its dS row, dK's a dS column — every row of the item — each
+// row from the canonical GEMM's dP row and DsRow, as the reference run does.
+template <class M>
+void AttentionBackwardReference(int threads, const AttnGeometry& g, const double* qa, const double* dya,
+                                const double* aa, double scale, std::span<const std::size_t> positions,
+                                std::span<double> values) {
+  const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
+  struct Ask {
+    std::int64_t item, part, t, i;  // part 0, 1, 2: dQ, dK, dV
+    std::size_t k;                  // index into positions
+  };
+  std::vector<Ask> asks;
+  asks.reserve(positions.size());
+  for (std::size_t k = 0; k < positions.size(); ++k) {
+    const auto e = static_cast<std::int64_t>(positions[k]);
+    const std::int64_t bt = e / c3, ch = e % c3;
+    asks.push_back(Ask{bt / t_count * g.h + ch % g.c / g.d, ch / g.c, bt % t_count, ch % g.d, k});
+  }
+  std::stable_sort(asks.begin(), asks.end(), [](const Ask& x, const Ask& y) { return x.item < y.item; });
+  std::vector<double> ds_rows, dp_rows, out;
+  for (std::size_t first = 0; first < asks.size();) {
+    std::size_t last = first;
+    while (last < asks.size() && asks[last].item == asks[first].item) ++last;
+    const std::int64_t item = asks[first].item, b = item / g.h, h = item % g.h;
+    const double* q = qa + b * t_count * c3 + h * g.d;
+    const double* k = q + g.c;
+    const double* v = q + 2 * g.c;
+    const double* a = aa + item * tt;
+    const double* dyh = dya + b * t_count * g.c + h * g.d;
+    // The dS rows this item's asks need: all of them for a dK element.
+    bool all_rows = false;
+    std::vector<std::int64_t> keys;
+    for (std::size_t x = first; x < last; ++x) {
+      all_rows = all_rows || asks[x].part == 1;
+      if (asks[x].part == 0) keys.push_back(asks[x].t);
+    }
+    if (all_rows) {
+      keys.resize(static_cast<std::size_t>(t_count));
+      for (std::int64_t t = 0; t < t_count; ++t) keys[static_cast<std::size_t>(t)] = t;
+    }
+    const KeySlots rows(std::move(keys));
+    const auto n_rows = static_cast<std::int64_t>(rows.keys.size());
+    dp_rows.assign(static_cast<std::size_t>(n_rows * t_count), 0.0);
+    ds_rows.assign(dp_rows.size(), 0.0);
+    if (all_rows) {
+      GemmF64Reference(threads, MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count), dyh, v,
+                       dp_rows.data());
+    } else {
+      for (std::int64_t r = 0; r < n_rows; ++r) {
+        GemmF64Reference(threads, MakeGemm(1, t_count, g.d, false, g.c, true, c3, t_count),
+                         dyh + rows.keys[static_cast<std::size_t>(r)] * g.c, v, dp_rows.data() + r * t_count);
+      }
+    }
+    for (std::int64_t r = 0; r < n_rows; ++r) {
+      const std::int64_t t = rows.keys[static_cast<std::size_t>(r)];
+      DsRow<M>(a + t * t_count, dp_rows.data() + r * t_count, ds_rows.data() + r * t_count, t, t_count,
+               scale);
+    }
+    // Each part's elements (the GEMMs of AttentionBackward, their op(A) rows
+    // being the rows computed here for dQ).
+    const GemmArgs parts[3] = {MakeGemm(n_rows, g.d, t_count, false, t_count, false, c3, g.d),
+                               MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, g.d),
+                               MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, g.d)};
+    const double* part_a[3] = {ds_rows.data(), ds_rows.data(), a};
+    const double* part_b[3] = {k, q, dyh};
+    for (std::int64_t part = 0; part < 3; ++part) {
+      std::vector<GemmElement> elements;
+      std::vector<std::size_t> at;
+      for (std::size_t x = first; x < last; ++x) {
+        if (asks[x].part != part) continue;
+        elements.push_back(GemmElement{part == 0 ? rows.slot(asks[x].t) : asks[x].t, asks[x].i, 0, 0});
+        at.push_back(asks[x].k);
+      }
+      if (elements.empty()) continue;
+      out.assign(elements.size(), 0.0);
+      GemmF64ReferenceElements(threads, parts[part], part_a[part], part_b[part], elements, out.data());
+      for (std::size_t x = 0; x < at.size(); ++x) values[at[x]] = out[x];
+    }
+    first = last;
+  }
+}
+
 }  // namespace
 
 Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t heads, Tensor& y, Tensor& att) {
@@ -116,15 +242,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
       }
       for (std::int64_t t = 0; t < t_count; ++t) {
         T* row = a + t * t_count;
-        for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] * scale;
-        T m = row[0];
-        for (std::int64_t u = 1; u <= t; ++u) {
-          if (row[u] > m) m = row[u];
-        }
-        ExpShifted<M>(row, m, row, t + 1);
-        const T z = SumOf<M>(t + 1, [&](std::int64_t u) { return row[u]; });
-        for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
-        for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);
+        CausalSoftmaxRow<M>(row, t, t_count, scale);
         if constexpr (M::kRounded) SoftmaxSlack(row, as + t * t_count, t, t_count, scale);
       }
       T* yh = yo + b * t_count * g.c + h * g.d;
@@ -135,6 +253,53 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
         PerturbedGemmSlack(gy, a, v, as, outs.Slack(yo) + (yh - yo), kAttentionOutputExtraTerms);
       }
     });
+    if constexpr (M::kRounded) {
+      // The reference run's att rows (item·T + t) in `rows`' order: S's row
+      // by the canonical GEMM (one row of Q·Kᵀ), then the softmax row.
+      const auto reference_rows = [&](const KeySlots& rows) {
+        std::vector<double> att_rows(rows.keys.size() * static_cast<std::size_t>(t_count));
+        for (std::size_t r = 0; r < rows.keys.size(); ++r) {
+          const std::int64_t item = rows.keys[r] / t_count, t = rows.keys[r] % t_count;
+          const T* q = qa + item / g.h * t_count * c3 + item % g.h * g.d;
+          T* row = att_rows.data() + r * static_cast<std::size_t>(t_count);
+          GemmF64Reference(ctx.threads(), MakeGemm(1, t_count, g.d, false, c3, true, c3, t_count), q + t * c3,
+                           q + g.c, row);
+          CausalSoftmaxRow<M>(row, t, t_count, scale);
+        }
+        return att_rows;
+      };
+      outs.SetReference(ao, [&](std::span<const std::size_t> positions, std::span<double> values) {
+        std::vector<std::int64_t> keys;
+        for (const std::size_t e : positions) keys.push_back(static_cast<std::int64_t>(e) / t_count);
+        const KeySlots rows(std::move(keys));
+        const std::vector<double> att_rows = reference_rows(rows);
+        for (std::size_t k = 0; k < positions.size(); ++k) {
+          const auto e = static_cast<std::int64_t>(positions[k]);
+          values[k] = att_rows[static_cast<std::size_t>(rows.slot(e / t_count) * t_count + e % t_count)];
+        }
+      });
+      // y[b, t, h·D + i] = Σ_u att_tu·v_u[i] over all u: a GEMM element
+      // whose op(A) row is the reference att row.
+      outs.SetReference(yo, [&](std::span<const std::size_t> positions, std::span<double> values) {
+        const auto item_row = [&](std::int64_t e) {
+          const std::int64_t bt = e / g.c, h = e % g.c / g.d;
+          return (bt / t_count * g.h + h) * t_count + bt % t_count;
+        };
+        std::vector<std::int64_t> keys;
+        for (const std::size_t e : positions) keys.push_back(item_row(static_cast<std::int64_t>(e)));
+        const KeySlots rows(std::move(keys));
+        const std::vector<double> att_rows = reference_rows(rows);
+        std::vector<GemmElement> elements;
+        for (const std::size_t pos : positions) {
+          const auto e = static_cast<std::int64_t>(pos);
+          const std::int64_t b = e / (t_count * g.c), h = e % g.c / g.d;
+          elements.push_back(GemmElement{rows.slot(item_row(e)), e % g.d, 0, b * t_count * c3 + h * g.d});
+        }
+        const GemmArgs gy = MakeGemm(static_cast<std::int64_t>(rows.keys.size()), g.d, t_count, false,
+                                     t_count, false, c3, g.d);
+        GemmF64ReferenceElements(ctx.threads(), gy, att_rows.data(), qa + 2 * g.c, elements, values.data());
+      });
+    }
     return outs.Commit(ctx);
   });
 }
@@ -187,11 +352,7 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
       }
       for (std::int64_t t = 0; t < t_count; ++t) {
         const T* arow = a + t * t_count;
-        const T* prow = dp + t * t_count;
-        T* srow = ds + t * t_count;
-        const T r = DotOf<M>(t + 1, [&](std::int64_t u) { return arow[u]; }, [&](std::int64_t u) { return prow[u]; });
-        for (std::int64_t u = 0; u <= t; ++u) srow[u] = AttentionDsValue(arow[u], prow[u], r, scale);
-        for (std::int64_t u = t + 1; u < t_count; ++u) srow[u] = T(0);
+        DsRow<M>(arow, dp + t * t_count, ds + t * t_count, t, t_count, scale);
         if constexpr (M::kRounded) {
           // β_dP → β_dS (AttentionDsSlack), over Σ att·β_dP sequential from +0.
           double* srow_b = sp + t * t_count;
@@ -211,6 +372,10 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
         PerturbedGemmSlack(gdk, ds, q, sp, outs.Slack(dqo) + (dk - dqo), kAttentionGradExtraTerms);
       }
     }, 2 * tt);
+    if constexpr (M::kRounded)
+      outs.SetReference(dqo, [&](std::span<const std::size_t> positions, std::span<double> values) {
+        AttentionBackwardReference<M>(ctx.threads(), g, qa, dya, aa, scale, positions, values);
+      });
     return outs.Commit(ctx);
   });
 }

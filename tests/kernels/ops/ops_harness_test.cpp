@@ -418,7 +418,8 @@ void ExpectReferenceFunctionsAreTheReferenceRun(OpKind kind, const OpAttrs& attr
   // The operators with reference functions.
   const bool has_fns = kind == OpKind::kMatMul || kind == OpKind::kLinear ||
                        kind == OpKind::kLinearBackward || kind == OpKind::kConv2d ||
-                       kind == OpKind::kConv2dBackward;
+                       kind == OpKind::kConv2dBackward || kind == OpKind::kAttention ||
+                       kind == OpKind::kAttentionBackward;
   using Ask = bool (*)(std::size_t);
   const Ask every = [](std::size_t) { return true; };
   const Ask scattered = [](std::size_t i) { return (i * 0x9E3779B97F4A7C15ull) >> 62 == 1; };
