@@ -153,6 +153,9 @@ class NodeRounding {
   // reference function is the reference run at any set of positions.
   // nullptr: off.
   static void SetReferenceAskForTesting(bool (*ask)(std::size_t i));
+  // TEST ONLY: Round ignores every reference function, as for an operator
+  // without one (RunOp then records a node with capped values again).
+  static void SetReferencesIgnoredForTesting(bool ignored);
 
   // Whether τ applies to the values rounded from now on (default: yes).
   // RunOp turns it off for operators whose fp64 result is bit-identical on

@@ -185,25 +185,30 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
     // dA for one batch item (or for all rows at once when `rows` = batch·m).
     double* const da_slack = outs.Slack(dao);
     double* const db_slack = outs.Slack(dbo);
+    // The GEMMs: dA = lhs·rhs of (dy, B) for `rows` rows of dy (ga), dB of
+    // (A, dy) over `rows` rows (gb); which factor is the lhs depends on the
+    // transposes.
+    const auto ga_args = [&](std::int64_t rows) {
+      return !ta ? MakeGemm(rows, k, n, false, n, !tb, cb, ca) : MakeGemm(k, m, n, tb, cb, true, n, ca);
+    };
+    const auto gb_args = [&](std::int64_t rows, bool acc) {
+      return !tb ? MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc)
+                 : MakeGemm(n, k, rows, true, n, ta, ca, cb, acc);
+    };
     auto grad_a = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* bp, T* dap) {
       double* sp = da_slack == nullptr ? nullptr : da_slack + (dap - dao);
-      if (!ta) {
-        const GemmArgs ga = MakeGemm(rows, k, n, false, n, !tb, cb, ca);
-        M::Gemm(cfg, ga, dyp, bp, dap);
-        GemmSlack<M>(ga, dyp, bp, sp);
-      } else {
-        const GemmArgs ga = MakeGemm(k, m, n, tb, cb, true, n, ca);
-        M::Gemm(cfg, ga, bp, dyp, dap);
-        GemmSlack<M>(ga, bp, dyp, sp);
-      }
+      const GemmArgs ga = ga_args(rows);
+      const T* lhs = !ta ? dyp : bp;
+      const T* rhs = !ta ? bp : dyp;
+      M::Gemm(cfg, ga, lhs, rhs, dap);
+      GemmSlack<M>(ga, lhs, rhs, sp);
     };
     // With a shared B, dB is one sum over all batch·m rows (accumulated
     // GEMMs): its β uses the squared norms of every piece and K = batch·m.
     std::vector<double> dbrow_sq, dbcol_sq;
     std::int64_t db_terms = 0;
     auto grad_b = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* ap, T* dbp, bool acc) {
-      const GemmArgs gb = !tb ? MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc)
-                              : MakeGemm(n, k, rows, true, n, ta, ca, cb, acc);
+      const GemmArgs gb = gb_args(rows, acc);
       const T* lhs = !tb ? ap : dyp;
       const T* rhs = !tb ? dyp : ap;
       M::Gemm(cfg, gb, lhs, rhs, dbp);
@@ -253,6 +258,40 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
         grad_a(cfg, m, dya + i * dy_stride, ba + i * b_stride, dao + i * a_stride);
         grad_b(cfg, m, dya + i * dy_stride, aa + i * a_stride, dbo + i * b_stride, false);
       });
+    }
+    if constexpr (M::kRounded) {
+      // The same GEMMs' elements. dA: one GEMM over the stacked rows, or one
+      // per batch item. dB: one per item, or with a shared B one sum over
+      // the items, each continuing from the previous item's value.
+      const int threads = ctx.threads();
+      if (shared_b && !ta) {
+        outs.SetReference(dao, GemmReference(threads, ga_args(batch * m), dya, ba));
+      } else {
+        const std::int64_t b_step = shared_b ? 0 : b_stride;
+        outs.SetReference(dao, !ta ? GemmReference(threads, ga_args(m), dya, ba, dy_stride, b_step)
+                                   : GemmReference(threads, ga_args(m), ba, dya, b_step, dy_stride));
+      }
+      const T* lhs = !tb ? aa : dya;
+      const T* rhs = !tb ? dya : aa;
+      const std::int64_t lhs_step = !tb ? a_stride : dy_stride, rhs_step = !tb ? dy_stride : a_stride;
+      if (!shared_b) {
+        outs.SetReference(dbo, GemmReference(threads, gb_args(m, false), lhs, rhs, lhs_step, rhs_step));
+      } else if (!ta) {
+        outs.SetReference(dbo, GemmReference(threads, gb_args(batch * m, false), lhs, rhs));
+      } else {
+        // (Captured by value: this block's locals end before Commit.)
+        outs.SetReference(dbo, [&gb_args, threads, batch, m, lhs, rhs, lhs_step, rhs_step](
+                                   std::span<const std::size_t> positions, std::span<double> values) {
+          std::vector<GemmElement> elements = DenseGemmElements(positions, gb_args(m, false));
+          for (std::int64_t i = 0; i < batch; ++i) {
+            for (GemmElement& e : elements) {
+              e.a_offset = i * lhs_step;
+              e.b_offset = i * rhs_step;
+            }
+            GemmF64ReferenceElements(threads, gb_args(m, i > 0), lhs, rhs, elements, values.data());
+          }
+        });
+      }
     }
     return outs.Commit(ctx);
   });

@@ -135,9 +135,9 @@ int NumOutputs(const OpInfo& info, int num_inputs);
 // node has a value past what a log entry can repair (catastrophic
 // cancellation, β at the u/4 cap) rounds that value from the canonical
 // reference: through the operator's reference function where it has one
-// (Outputs::SetReference: matmul, linear, conv2d, attention and their
-// backwards but matmul_backward), else by recording the whole node again on
-// the reference (f64_reference on; unrepaired_capped grew). Every such value and its entry is then the
+// (Outputs::SetReference: every operator with a vendor GEMM has them),
+// else by recording the whole node again on the reference (f64_reference
+// on; unrepaired_capped grew). Every such value and its entry is then the
 // one a replay computes: an honest trainer's log is accepted at every value,
 // the honest limit included (docs/kernels.md "The honest limit").
 Status RunOp(const OpContext& ctx, OpKind kind, const OpAttrs& attrs, std::span<const Tensor* const> inputs,

@@ -416,10 +416,10 @@ void ExpectReferenceFunctionsAreTheReferenceRun(OpKind kind, const OpAttrs& attr
   const RunResult want = RunNode(reference, kind, attrs, inputs, op_rng);
   ASSERT_TRUE(want.status.ok()) << want.status.ToString();
   // The operators with reference functions.
-  const bool has_fns = kind == OpKind::kMatMul || kind == OpKind::kLinear ||
-                       kind == OpKind::kLinearBackward || kind == OpKind::kConv2d ||
-                       kind == OpKind::kConv2dBackward || kind == OpKind::kAttention ||
-                       kind == OpKind::kAttentionBackward;
+  const bool has_fns = kind == OpKind::kMatMul || kind == OpKind::kMatMulBackward ||
+                       kind == OpKind::kLinear || kind == OpKind::kLinearBackward ||
+                       kind == OpKind::kConv2d || kind == OpKind::kConv2dBackward ||
+                       kind == OpKind::kAttention || kind == OpKind::kAttentionBackward;
   using Ask = bool (*)(std::size_t);
   const Ask every = [](std::size_t) { return true; };
   const Ask scattered = [](std::size_t i) { return (i * 0x9E3779B97F4A7C15ull) >> 62 == 1; };
