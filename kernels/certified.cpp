@@ -565,8 +565,8 @@ float FinishExact(const ExactAccumulator& acc, CertFinish finish, std::int64_t n
 namespace {
 
 // Element (r, c) of op(X) for a stored row-major X.
-inline float OpAt(const float* x, bool trans, std::int64_t ld, std::int64_t r, std::int64_t c) {
-  return trans ? x[c * ld + r] : x[r * ld + c];
+inline float OpAt(const float* x, GemmStrides s, std::int64_t r, std::int64_t c) {
+  return x[r * s.row + c * s.col];
 }
 
 // out[l] = min(itself, LowBitExponent of every nonzero element of line l)
@@ -745,8 +745,10 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   std::vector<DecodedLines> a_lines, b_lines;
   for (const CertGemmPiece& piece : pieces) {
     const GemmArgs& g = piece.g;
-    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, g.trans_a ? 1 : g.lda, g.trans_a ? g.lda : 1, &rows));
-    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, g.trans_b ? g.ldb : 1, g.trans_b ? 1 : g.ldb, &cols));
+    // A line of op(A) is a row (its terms a column apart), of op(B) a column.
+    const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, sa.row, sa.col, &rows));
+    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, sb.col, sb.row, &cols));
   }
   ParallelFor(threads, count, [&](std::int64_t s0, std::int64_t s1) {
     Buckets buckets;
@@ -763,7 +765,8 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
         if (da.special[iu] != 0 || db.special[ju] != 0) {
           // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
           for (std::int64_t p = 0; p < g.k; ++p) {
-            acc.AddProduct(OpAt(piece.a, g.trans_a, g.lda, i, p), OpAt(piece.b, g.trans_b, g.ldb, p, j));
+            acc.AddProduct(OpAt(piece.a, OperandStrides(g.trans_a, g.lda), i, p),
+                           OpAt(piece.b, OperandStrides(g.trans_b, g.ldb), p, j));
           }
           continue;
         }

@@ -29,13 +29,6 @@ void SetBlasThreads(int threads) {
   if (current.exchange(want) != want) openblas_set_num_threads(want);
 }
 
-// Strides of op(X) for a stored row-major X with leading dimension ld:
-// element (r, c) of op(X) is X[r·row + c·col] (GemmArgs' layout rule).
-struct Strides {
-  std::int64_t row, col;
-};
-Strides OperandStrides(bool trans, std::int64_t ld) { return trans ? Strides{1, ld} : Strides{ld, 1}; }
-
 }  // namespace
 
 detail::MicroKernel RepopsKernelFor(Simd simd) {
@@ -98,7 +91,7 @@ std::atomic<std::uint64_t> g_f64_shuffle_seed{0};
 void ShuffledGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b,
                      double* c) {
   const ShuffledOrder o = DrawShuffledOrder(g.k);
-  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   std::vector<std::vector<double>> parts;
   std::int64_t begin = 0;
@@ -186,7 +179,7 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
   if (g.m <= 0 || g.n <= 0) return;
   static const detail::RefKernel kern = RefKernelFor();
   const std::int64_t mr = kern.mr, nr = kern.nr;
-  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   const std::int64_t k = g.k < 0 ? 0 : g.k;
   // op(B) packed once into column panels of nr: panel q holds
@@ -230,7 +223,7 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
 
 void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, const double* b,
                               std::span<const GemmElement> elements, double* out) {
-  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_step = sa.col, b_col = sb.col, b_step = sb.row;
   // A group's accumulators and offsets fit in L1, and its factors' cache
   // lines in L2, where a contiguous factor's line serves 8 consecutive p.
@@ -290,7 +283,7 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a
 }
 
 void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c) {
-  const Strides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+  const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;
   for (std::int64_t i = 0; i < g.m; ++i) {
     for (std::int64_t j = 0; j < g.n; ++j) {

@@ -29,6 +29,15 @@ struct GemmArgs {
   bool accumulate = false;  // C += A·B instead of C = A·B
 };
 
+// Strides of op(X) for a stored row-major X with leading dimension ld:
+// element (r, c) of op(X) is X[r·row + c·col] (the layout rule above).
+struct GemmStrides {
+  std::int64_t row, col;
+};
+inline GemmStrides OperandStrides(bool trans, std::int64_t ld) {
+  return trans ? GemmStrides{1, ld} : GemmStrides{ld, 1};
+}
+
 // Fixed-order fp32 GEMM (bitwise identical for every threads/simd choice, and
 // on a CUDA device: config.device, kernels/device.h).
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
