@@ -268,19 +268,23 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
         }
         return att_rows;
       };
-      outs.SetReference(ao, [&](std::span<const std::size_t> positions, std::span<double> values) {
-        std::vector<std::int64_t> keys;
-        for (const std::size_t e : positions) keys.push_back(static_cast<std::int64_t>(e) / t_count);
-        const KeySlots rows(std::move(keys));
-        const std::vector<double> att_rows = reference_rows(rows);
-        for (std::size_t k = 0; k < positions.size(); ++k) {
-          const auto e = static_cast<std::int64_t>(positions[k]);
-          values[k] = att_rows[static_cast<std::size_t>(rows.slot(e / t_count) * t_count + e % t_count)];
-        }
-      });
+      // (The functions run in Commit, after this block: reference_rows is
+      // captured by value.)
+      outs.SetReference(
+          ao, [&, reference_rows](std::span<const std::size_t> positions, std::span<double> values) {
+            std::vector<std::int64_t> keys;
+            for (const std::size_t e : positions) keys.push_back(static_cast<std::int64_t>(e) / t_count);
+            const KeySlots rows(std::move(keys));
+            const std::vector<double> att_rows = reference_rows(rows);
+            for (std::size_t k = 0; k < positions.size(); ++k) {
+              const auto e = static_cast<std::int64_t>(positions[k]);
+              values[k] = att_rows[static_cast<std::size_t>(rows.slot(e / t_count) * t_count + e % t_count)];
+            }
+          });
       // y[b, t, h·D + i] = Σ_u att_tu·v_u[i] over all u: a GEMM element
       // whose op(A) row is the reference att row.
-      outs.SetReference(yo, [&](std::span<const std::size_t> positions, std::span<double> values) {
+      outs.SetReference(yo, [&, reference_rows](std::span<const std::size_t> positions,
+                                                std::span<double> values) {
         const auto item_row = [&](std::int64_t e) {
           const std::int64_t bt = e / g.c, h = e % g.c / g.d;
           return (bt / t_count * g.h + h) * t_count + bt % t_count;
