@@ -53,6 +53,27 @@ Status AttnGeometryFor(const Tensor& qkv, std::int64_t heads, AttnGeometry* g) {
   return Status::Ok();
 }
 
+// The GEMMs of one (batch, head) item, as views into qkv [B, T, 3C], dy and
+// y [B, T, C] and the item's T×T buffers: S = Q·Kᵀ, y = att·V; dV = attᵀ·dY,
+// dP = dY·Vᵀ, dQ = dS·K, dK = dSᵀ·Q. One definition for the operators and
+// their reference functions.
+struct AttnGemms {
+  GemmArgs s, y, dv, dp, dq, dk;
+};
+AttnGemms AttnGemmsFor(const AttnGeometry& g) {
+  const std::int64_t t = g.t, c3 = 3 * g.c;
+  return AttnGemms{
+      MakeGemm(t, t, g.d, false, c3, true, c3, t),  MakeGemm(t, g.d, t, false, t, false, c3, g.c),
+      MakeGemm(t, g.d, t, true, t, false, g.c, c3), MakeGemm(t, t, g.d, false, g.c, true, c3, t),
+      MakeGemm(t, g.d, t, false, t, false, c3, c3), MakeGemm(t, g.d, t, true, t, false, c3, c3)};
+}
+// `args` over the first `rows` rows of op(A) only (a reference function's
+// subset of rows, op(A) starting at the first of them).
+GemmArgs WithRows(GemmArgs args, std::int64_t rows) {
+  args.m = rows;
+  return args;
+}
+
 // Rounded mode, one softmax row t: on entry βs[0..t] bounds the difference of
 // S = Q·Kᵀ between honest parties (GEMM slack); on exit it bounds that of
 // att (AttentionSlackFactor of the row's largest). Masked entries (u > t)
@@ -135,6 +156,7 @@ void AttentionBackwardReference(int threads, const AttnGeometry& g, const double
                                 const double* aa, double scale, std::span<const std::size_t> positions,
                                 std::span<double> values) {
   const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
+  const AttnGemms gemms = AttnGemmsFor(g);
   struct Ask {
     std::int64_t item, part, t, i;  // part 0, 1, 2: dQ, dK, dV
     std::size_t k;                  // index into positions
@@ -173,12 +195,11 @@ void AttentionBackwardReference(int threads, const AttnGeometry& g, const double
     dp_rows.assign(static_cast<std::size_t>(n_rows * t_count), 0.0);
     ds_rows.assign(dp_rows.size(), 0.0);
     if (all_rows) {
-      GemmF64Reference(threads, MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count), dyh, v,
-                       dp_rows.data());
+      GemmF64Reference(threads, gemms.dp, dyh, v, dp_rows.data());
     } else {
       for (std::int64_t r = 0; r < n_rows; ++r) {
-        GemmF64Reference(threads, MakeGemm(1, t_count, g.d, false, g.c, true, c3, t_count),
-                         dyh + rows.keys[static_cast<std::size_t>(r)] * g.c, v, dp_rows.data() + r * t_count);
+        GemmF64Reference(threads, WithRows(gemms.dp, 1), dyh + rows.keys[static_cast<std::size_t>(r)] * g.c,
+                         v, dp_rows.data() + r * t_count);
       }
     }
     for (std::int64_t r = 0; r < n_rows; ++r) {
@@ -188,9 +209,7 @@ void AttentionBackwardReference(int threads, const AttnGeometry& g, const double
     }
     // Each part's elements (the GEMMs of AttentionBackward, their op(A) rows
     // being the rows computed here for dQ).
-    const GemmArgs parts[3] = {MakeGemm(n_rows, g.d, t_count, false, t_count, false, c3, g.d),
-                               MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, g.d),
-                               MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, g.d)};
+    const GemmArgs parts[3] = {WithRows(gemms.dq, n_rows), gemms.dk, gemms.dv};
     const double* part_a[3] = {ds_rows.data(), ds_rows.data(), a};
     const double* part_b[3] = {k, q, dyh};
     for (std::int64_t part = 0; part < 3; ++part) {
@@ -226,6 +245,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
     std::vector<T> qs;
     const T* qa = Operand<T>(qkv, qs);
     const T scale = AttentionScale<M>(g.d);
+    const AttnGemms gemms = AttnGemmsFor(g);
     const std::int64_t t_count = g.t, c3 = 3 * g.c;
     ForEachItem<M>(ctx, g.b * g.h, [&](const ExecConfig& cfg, int, std::int64_t item) {
       const std::int64_t b = item / g.h, h = item % g.h;
@@ -233,7 +253,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
       const T* k = q + g.c;
       const T* v = q + 2 * g.c;
       T* a = ao + item * t_count * t_count;
-      const GemmArgs gs = MakeGemm(t_count, t_count, g.d, false, c3, true, c3, t_count);
+      const GemmArgs& gs = gemms.s;
       M::Gemm(cfg, gs, q, k, a);
       double* as = nullptr;  // rounded: β of S here, then of att
       if constexpr (M::kRounded) {
@@ -246,7 +266,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
         if constexpr (M::kRounded) SoftmaxSlack(row, as + t * t_count, t, t_count, scale);
       }
       T* yh = yo + b * t_count * g.c + h * g.d;
-      const GemmArgs gy = MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, g.c);
+      const GemmArgs& gy = gemms.y;
       M::Gemm(cfg, gy, a, v, yh);
       if constexpr (M::kRounded) {
         // y = att·V with att itself uncertain by β_att: + ‖β_att row‖·‖V col‖.
@@ -262,8 +282,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
           const std::int64_t item = rows.keys[r] / t_count, t = rows.keys[r] % t_count;
           const T* q = qa + item / g.h * t_count * c3 + item % g.h * g.d;
           T* row = att_rows.data() + r * static_cast<std::size_t>(t_count);
-          GemmF64Reference(ctx.threads(), MakeGemm(1, t_count, g.d, false, c3, true, c3, t_count), q + t * c3,
-                           q + g.c, row);
+          GemmF64Reference(ctx.threads(), WithRows(gemms.s, 1), q + t * c3, q + g.c, row);
           CausalSoftmaxRow<M>(row, t, t_count, scale);
         }
         return att_rows;
@@ -299,8 +318,7 @@ Status AttentionForward(const OpContext& ctx, const Tensor& qkv, std::int64_t he
           const std::int64_t b = e / (t_count * g.c), h = e % g.c / g.d;
           elements.push_back(GemmElement{rows.slot(item_row(e)), e % g.d, 0, b * t_count * c3 + h * g.d});
         }
-        const GemmArgs gy = MakeGemm(static_cast<std::int64_t>(rows.keys.size()), g.d, t_count, false,
-                                     t_count, false, c3, g.d);
+        const GemmArgs gy = WithRows(gemms.y, static_cast<std::int64_t>(rows.keys.size()));
         GemmF64ReferenceElements(ctx.threads(), gy, att_rows.data(), qa + 2 * g.c, elements, values.data());
       });
     }
@@ -327,6 +345,7 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
     const T* dya = Operand<T>(dy, dys);
     const T* aa = Operand<T>(att, as);
     const T scale = AttentionScale<M>(g.d);
+    const AttnGemms gemms = AttnGemmsFor(g);
     const std::int64_t t_count = g.t, c3 = 3 * g.c, tt = t_count * t_count;
     const std::int64_t items = g.b * g.h;
     std::vector<T> scratch(static_cast<std::size_t>(ItemSlots<M>(ctx, items, 2 * tt) * tt * 2));
@@ -344,9 +363,9 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
       T* dv = dq + 2 * g.c;
       T* dp = scratch.data() + slot * tt * 2;
       T* ds = dp + tt;
-      const GemmArgs gdv = MakeGemm(t_count, g.d, t_count, true, t_count, false, g.c, c3);
+      const GemmArgs& gdv = gemms.dv;
       M::Gemm(cfg, gdv, a, dyh, dv);
-      const GemmArgs gdp = MakeGemm(t_count, t_count, g.d, false, g.c, true, c3, t_count);
+      const GemmArgs& gdp = gemms.dp;
       M::Gemm(cfg, gdp, dyh, v, dp);
       double* sp = nullptr;  // rounded: β of dP, then of dS
       if constexpr (M::kRounded) {
@@ -367,8 +386,8 @@ Status AttentionBackward(const OpContext& ctx, const Tensor& dy, const Tensor& q
           for (std::int64_t u = t + 1; u < t_count; ++u) srow_b[u] = 0.0;
         }
       }
-      const GemmArgs gdq = MakeGemm(t_count, g.d, t_count, false, t_count, false, c3, c3);
-      const GemmArgs gdk = MakeGemm(t_count, g.d, t_count, true, t_count, false, c3, c3);
+      const GemmArgs& gdq = gemms.dq;
+      const GemmArgs& gdk = gemms.dk;
       M::Gemm(cfg, gdq, ds, k, dq);
       M::Gemm(cfg, gdk, ds, q, dk);
       if constexpr (M::kRounded) {
