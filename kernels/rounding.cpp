@@ -251,126 +251,122 @@ void RecordOne(const RecordParams& p, double x, const double* slack_at, std::siz
   }
 }
 
-// Flags RecordBlockBody leaves per value for RecordRange's second pass.
-constexpr std::uint8_t kFlagNear = 1;     // within w of a boundary: a log entry
-constexpr std::uint8_t kFlagOutside = 2;  // not fp32-normal: the definition decides
-constexpr std::uint8_t kFlagUp = 4;       // the entry's direction (away ≠ sign)
-constexpr std::uint8_t kFlagCapped = 8;   // fp32-normal, β past the u/4 cap
 constexpr std::size_t kRecordBlock = 256;
 
-// The fast path over one block, as straight-line arithmetic with no branch
-// and no call, so the compiler vectorises it (with AVX2 / AVX-512 where the
-// CPU has them: 64-bit compares): every value's nearest (or steered) bits,
-// a flag byte, and the β counters of the values inside the fast path.
-// Returns whether any value is near or outside. A value outside the
-// fp32-normal range gets arbitrary bits here; the second pass redoes it.
+// One fp32-normal value as the fast path sees it: straight-line arithmetic
+// with no branch and no call, so a loop over it vectorises (AVX2 / AVX-512
+// where the CPU has them: 64-bit compares). Outside the fp32-normal range
+// (`outside`) every other field is meaningless; the definition decides.
+struct FastValue {
+  std::uint64_t u, q;  // the value's bits, its grid index
+  bool nearest;        // round-to-nearest takes q + 1 (away from zero)
+  bool outside;        // not fp32-normal
+  bool near;           // within w of the boundary: a log entry
+  bool near_tau;       // within τ·u alone
+  bool capped;         // β past the u/4 cap
+};
+
+template <bool kSlack>
+[[gnu::always_inline]] inline FastValue ClassifyFast(const FastGrid& fg, double x, double s) {
+  FastValue v;
+  v.u = hd::DoubleBits(x);
+  const std::uint64_t a = v.u & kAbsMask;
+  v.outside = !InNormalRange(a);
+  v.q = a >> fg.shift;
+  const std::uint64_t rem = a & fg.mask;
+  v.nearest = ((a + (fg.half - 1) + (v.q & 1)) >> fg.shift) != v.q;
+  // |rem − half| by a sign mask.
+  const std::int64_t d = static_cast<std::int64_t>(rem) - static_cast<std::int64_t>(fg.half);
+  const std::int64_t sign_mask = d >> 63;
+  const auto dist = static_cast<std::uint64_t>((d ^ sign_mask) - sign_mask);
+  v.near_tau = dist < fg.tau_threshold;
+  v.near = v.near_tau;
+  v.capped = false;
+  if constexpr (kSlack) {
+    // β in units: β·2^(−unit_exp), −unit_exp = 1075 − e ∈ [−75, 178] in the
+    // fp32-normal range, so 2^(1075−e) is a normal double and one
+    // multiplication is exactly hd::ScaleByPow2 (= ldexp).
+    const double scale = std::bit_cast<double>(((std::uint64_t{2098} - (a >> 52)) & 0x7FF) << 52);
+    const double units = s * scale;
+    const bool positive = s > 0.0;
+    v.capped = positive & !(units < fg.cap);
+    const double w = v.capped ? fg.cap : units;
+    // dist < 2^shift ≤ 2^52 as a double, exactly, by the 2^52 bias (a
+    // 64-bit integer → double conversion has no AVX2 instruction).
+    const double dist_d = std::bit_cast<double>(dist | 0x4330000000000000ull) - 0x1p52;
+    v.near = v.near_tau | (positive & (dist_d < w * fg.factor));
+  }
+  return v;
+}
+
+// The fast pass over one block: every value's nearest bits, and whether any
+// value needs RecordRange's second pass (near, outside or capped). It keeps
+// nothing per value, so the loop is only the classification and the store:
+// near values are a few in ten thousand, and the second pass classifies the
+// rare blocks holding one again.
 template <bool kSlack>
 [[gnu::always_inline]] inline bool RecordBlockBody(const FastGrid& grid, const double* exact,
-                                                   const double* slack, float* out, std::size_t n, bool steer,
-                                                   std::uint8_t* flags, std::uint64_t& by_slack,
-                                                   std::uint64_t& capped_count) {
+                                                   const double* slack, float* out, std::size_t n) {
   const FastGrid fg = grid;
-  std::uint64_t by = 0, capped_n = 0;
   std::uint32_t any = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const std::uint64_t u = hd::DoubleBits(exact[i]);
-    const std::uint64_t a = u & kAbsMask;
-    const bool outside = !InNormalRange(a);
-    const std::uint64_t q = a >> fg.shift;
-    const std::uint64_t rem = a & fg.mask;
-    const bool nearest = ((a + (fg.half - 1) + (q & 1)) >> fg.shift) != q;
-    // |rem − half| by a sign mask.
-    const std::int64_t d = static_cast<std::int64_t>(rem) - static_cast<std::int64_t>(fg.half);
-    const std::int64_t sign_mask = d >> 63;
-    const auto dist = static_cast<std::uint64_t>((d ^ sign_mask) - sign_mask);
-    const bool near_tau = dist < fg.tau_threshold;
-    bool near = near_tau;
-    bool capped_now = false;
-    if constexpr (kSlack) {
-      const double s = slack[i];
-      // β in units: β·2^(−unit_exp), −unit_exp = 1075 − e ∈ [−75, 178] in the
-      // fp32-normal range, so 2^(1075−e) is a normal double and one
-      // multiplication is exactly hd::ScaleByPow2 (= ldexp). (Outside that
-      // range the scale is meaningless and the value's flags are ignored.)
-      const double scale = std::bit_cast<double>(((std::uint64_t{2098} - (a >> 52)) & 0x7FF) << 52);
-      const double units = s * scale;
-      const bool positive = s > 0.0;
-      const bool capped = positive & !(units < fg.cap);
-      const double w = capped ? fg.cap : units;
-      // dist < 2^shift ≤ 2^52 as a double, exactly, by the 2^52 bias (a
-      // 64-bit integer → double conversion has no AVX2 instruction).
-      const double dist_d = std::bit_cast<double>(dist | 0x4330000000000000ull) - 0x1p52;
-      near = near_tau | (positive & (dist_d < w * fg.factor));
-      capped_now = capped;
-      capped_n += static_cast<std::uint64_t>(capped & !outside);
-      by += static_cast<std::uint64_t>(near & !near_tau & !outside);
-    }
-    const bool away = nearest ^ (steer & near);
-    out[i] = hd::FloatFromBits(fg.Bits(u, q, away));
-    const auto f = static_cast<std::uint8_t>(
-        ((near & !outside) ? kFlagNear : 0) | (outside ? kFlagOutside : 0) |
-        ((away != ((u >> 63) != 0)) ? kFlagUp : 0) | ((capped_now & !outside) ? kFlagCapped : 0));
-    flags[i] = f;
-    any |= f & (kFlagNear | kFlagOutside | kFlagCapped);
+    const FastValue v = ClassifyFast<kSlack>(fg, exact[i], kSlack ? slack[i] : 0.0);
+    out[i] = hd::FloatFromBits(fg.Bits(v.u, v.q, v.nearest));
+    any |= static_cast<std::uint32_t>(v.near | v.outside | v.capped);
   }
-  by_slack += by;
-  capped_count += capped_n;
   return any != 0;
 }
 
 // RecordBlockBody's two instantiations as plain functions, each compiled
 // once per ISA and chosen at load time (clang multiversions no template).
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockTau(
-    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
-    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
-  return RecordBlockBody<false>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
+__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockTau(const FastGrid& grid,
+                                                                                 const double* exact,
+                                                                                 const double* slack,
+                                                                                 float* out, std::size_t n) {
+  return RecordBlockBody<false>(grid, exact, slack, out, n);
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockSlack(
-    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n, bool steer,
-    std::uint8_t* flags, std::uint64_t& by_slack, std::uint64_t& capped_count) {
-  return RecordBlockBody<true>(grid, exact, slack, out, n, steer, flags, by_slack, capped_count);
+    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n) {
+  return RecordBlockBody<true>(grid, exact, slack, out, n);
 }
 
 std::atomic<bool (*)(std::size_t)> g_reference_ask{nullptr};
 std::atomic<bool> g_references_ignored{false};
 
 // Records [begin, end): RecordBlockBody's fast path block by block, then, only
-// in the rare blocks that need it, entries in position order, the definition
-// (RecordOne) for values outside the fp32-normal range, and the positions of
-// capped values that have a reference (Round rounds those afterwards).
+// in the rare blocks that need it, value by value: the counters, entries in
+// position order (steered ones re-rounded), the definition (RecordOne) for
+// values outside the fp32-normal range, and the positions of capped values
+// that have a reference (Round rounds those afterwards).
 template <bool kSlack>
 void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out,
                  std::size_t begin, std::size_t end, bool has_reference, RecordTally& t) {
   bool (*const ask)(std::size_t) = has_reference ? g_reference_ask.load(std::memory_order_relaxed) : nullptr;
   const FastGrid fg(p.bits, p.tau, p.factor_log2);
-  std::uint8_t flags[kRecordBlock];
   for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
     const std::size_t n = std::min(kRecordBlock, end - b0);
     const auto block = kSlack ? RecordBlockSlack : RecordBlockTau;
-    if (!block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n, p.steer, flags, t.logged_by_slack,
-               t.slack_capped) &&
-        ask == nullptr) {
-      continue;
-    }
-    for (std::size_t k = 0; k < n; ++k) {
-      const std::size_t i = b0 + k;
-      const bool outside = (flags[k] & kFlagOutside) != 0;
-      bool capped = (flags[k] & kFlagCapped) != 0;
-      if (kSlack && outside) {
-        // (The fast path counts only the fp32-normal ones.)
-        capped = hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]);
-        t.slack_capped += capped ? 1 : 0;
-      }
+    if (!block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n) && ask == nullptr) continue;
+    for (std::size_t i = b0; i < b0 + n; ++i) {
+      const FastValue v = ClassifyFast<kSlack>(fg, exact[i], kSlack ? slack[i] : 0.0);
+      // (The definition decides a value outside the fp32-normal range.)
+      const bool capped =
+          v.outside ? kSlack && hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]) : v.capped;
+      t.slack_capped += capped ? 1 : 0;
+      t.logged_by_slack += (v.near & !v.near_tau & !v.outside) ? 1 : 0;
       if (has_reference && (capped || (ask != nullptr && ask(i)))) {
         t.referred.push_back(i);
         continue;
       }
       t.unrepaired += capped ? 1 : 0;
-      if (outside) {
+      if (v.outside) {
         RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
-      } else if ((flags[k] & kFlagNear) != 0) {
-        t.entries.push_back(LogEntry{p.base + i, (flags[k] & kFlagUp) != 0});
+      } else if (v.near) {
+        // Steering (test only) takes the other neighbour.
+        const bool away = v.nearest ^ p.steer;
+        if (p.steer) out[i] = hd::FloatFromBits(fg.Bits(v.u, v.q, away));
+        t.entries.push_back(LogEntry{p.base + i, away != ((v.u >> 63) != 0)});
       }
     }
   }
