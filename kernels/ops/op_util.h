@@ -20,11 +20,14 @@
 // modes; only precision, transcendental functions and the GEMM differ.
 
 #include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
 #include <deque>
 #include <initializer_list>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -328,21 +331,41 @@ ReferenceFn EachValue(int threads, Value value) {
 // a vendor GEMM also has a β buffer (Slack), the per-value error bound that
 // widens its logging region (kernels/rounding.h); outputs without one are
 // computed by our own fixed-order loops (β = 0).
+// TEST ONLY: rounded mode's Bind fills each fp64 buffer with
+// kUnwrittenBits and Commit fails with "output-value-unwritten" where one
+// is left, so a test proves that every operator writes every value (Bind
+// does not zero). The pattern is a NaN that no fp32 input or IEEE
+// operation makes: its low 29 payload bits are not all zero, which a
+// float → double conversion leaves zero, and arithmetic only passes an
+// input NaN's payload on or makes the default NaN.
+inline std::atomic<bool> g_check_unwritten_for_testing{false};
+inline constexpr std::uint64_t kUnwrittenBits = 0x7FF8DEADBEEF0001ull;
+inline void SetUnwrittenCheckForTesting(bool on) { g_check_unwritten_for_testing.store(on); }
+
 template <class T>
 class Outputs {
  public:
+  // The buffer an operator writes `t`'s values into: t's own in the fp32
+  // modes, a fresh fp64 one in rounded mode, rounded into t by Commit. Its
+  // contents are unspecified (rounded mode: uninitialised — an operator
+  // writes every value; zeroing the fp64 buffers cost more than the
+  // optimizer's arithmetic).
   T* Bind(Tensor& t) {
     if constexpr (std::is_same_v<T, float>) {
       return t.data();
     } else {
-      m_bound.push_back(Bound{&t, std::vector<double>(static_cast<std::size_t>(t.numel()), 0.0), {}, {}});
-      return m_bound.back().exact.data();
+      const auto n = static_cast<std::size_t>(t.numel());
+      Bound& b = m_bound.emplace_back(Bound{&t, std::make_unique_for_overwrite<double[]>(n), n, {}, {}});
+      if (g_check_unwritten_for_testing.load(std::memory_order_relaxed)) {
+        std::fill_n(b.storage.get(), n, std::bit_cast<double>(kUnwrittenBits));
+      }
+      return b.storage.get();
     }
   }
   // Like Bind, but the buffer starts zeroed in every mode (scatter-add targets).
   T* BindZeroed(Tensor& t) {
     T* p = Bind(t);
-    if constexpr (std::is_same_v<T, float>) std::fill(t.values().begin(), t.values().end(), 0.0f);
+    std::fill_n(p, t.numel(), T(0));
     return p;
   }
   // Rounded mode: the β buffer (zeroed on first use, same layout) of the
@@ -353,8 +376,8 @@ class Outputs {
       return nullptr;
     } else {
       for (Bound& b : m_bound) {
-        if (b.exact.data() != buffer) continue;
-        if (b.slack.empty()) b.slack.assign(b.exact.size(), 0.0);
+        if (b.storage.get() != buffer) continue;
+        if (b.slack.empty()) b.slack.assign(b.size, 0.0);
         return b.slack.data();
       }
       assert(false && "Slack of an unbound buffer");
@@ -373,7 +396,7 @@ class Outputs {
   void SetReference(const T* buffer, Fn fn) {
     if constexpr (std::is_same_v<T, double>) {
       for (Bound& b : m_bound) {
-        if (b.exact.data() == buffer) b.reference = std::move(fn);
+        if (b.storage.get() == buffer) b.reference = std::move(fn);
       }
     } else {
       (void)buffer, (void)fn;
@@ -382,7 +405,9 @@ class Outputs {
   Status Commit(const OpContext& ctx) {
     if constexpr (std::is_same_v<T, double>) {
       for (Bound& b : m_bound) {
-        VT_TRY(ctx.RoundOutput(b.exact, b.tensor->values(), b.slack, b.reference ? &b.reference : nullptr));
+        if (g_check_unwritten_for_testing.load(std::memory_order_relaxed)) VT_TRY(CheckAllWritten(b));
+        VT_TRY(ctx.RoundOutput(std::span<const double>(b.storage.get(), b.size), b.tensor->values(), b.slack,
+                               b.reference ? &b.reference : nullptr));
       }
     } else {
       (void)ctx;
@@ -393,11 +418,22 @@ class Outputs {
  private:
   struct Bound {
     Tensor* tensor;
-    std::vector<double> exact;
+    std::unique_ptr<double[]> storage;  // the exact values
+    std::size_t size;
     std::vector<double> slack;  // empty: β = 0
     ReferenceFn reference;      // empty: none
   };
   std::deque<Bound> m_bound;  // deque: stable addresses
+
+  static Status CheckAllWritten(const Bound& b) {
+    for (std::size_t i = 0; i < b.size; ++i) {
+      if (std::bit_cast<std::uint64_t>(b.storage[i]) == kUnwrittenBits) {
+        return Status::Error("output-value-unwritten", "value " + std::to_string(i) + " of " +
+                                                           std::to_string(b.size) + " was never written");
+      }
+    }
+    return Status::Ok();
+  }
 };
 
 // Rounded mode: β of policy M's GEMM outputs (kernels/matmul.h GemmSlackF64)

@@ -22,10 +22,11 @@
 #include <tuple>
 
 #include "common/philox.h"
+#include "kernels/ops/op_util.h"
 #include "kernels/ops/registry.h"
 #include "tests/kernels/ops/ops_cases.h"
-#include "tests/support/test_seed.h"
 #include "tests/kernels/values_hash.h"
+#include "tests/support/test_seed.h"
 
 namespace vt::kernels::testing {
 namespace {
@@ -469,6 +470,33 @@ TEST_P(OpRounded, ReferenceFunctionsAreTheReferenceRun) {
   const Tensor dy = MakeDy(c, seed, fwd.outputs);
   ExpectReferenceFunctionsAreTheReferenceRun(c.grad->backward, c.grad->attrs,
                                              BackwardInputs(*c.grad, dy, inputs, fwd.outputs), c.rng);
+}
+
+// Rounded mode's Bind leaves its fp64 buffers uninitialised, so every
+// operator must write every value itself: forward and backward, on the
+// vendor GEMM and on the canonical reference, on one thread and three.
+// (The test switch fills the buffers with a NaN no operation makes, and
+// Commit fails where one is left.)
+TEST_P(OpRounded, EveryOutputValueWritten) {
+  const OpCase& c = FindCase(GetParam());
+  const std::uint64_t seed = vt::test::TestSeed();
+  const std::vector<Tensor> inputs = MakeInputs(c, seed, Salt(c.name));
+  opsdetail::SetUnwrittenCheckForTesting(true);
+  for (const bool f64_reference : {false, true}) {
+    for (const int threads : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << "f64_reference=" << f64_reference << " threads=" << threads);
+      ExecConfig config = Config(Mode::kRounded, threads);
+      config.f64_reference = f64_reference;
+      const RunResult fwd = RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng);
+      EXPECT_TRUE(fwd.status.ok()) << OpKindName(c.kind) << ": " << fwd.status.ToString();
+      if (!c.grad || !fwd.status.ok()) continue;
+      const Tensor dy = MakeDy(c, seed, fwd.outputs);
+      const RunResult bwd = RunNode(config, c.grad->backward, c.grad->attrs,
+                                    BackwardInputs(*c.grad, dy, inputs, fwd.outputs), c.rng);
+      EXPECT_TRUE(bwd.status.ok()) << OpKindName(c.grad->backward) << ": " << bwd.status.ToString();
+    }
+  }
+  opsdetail::SetUnwrittenCheckForTesting(false);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
