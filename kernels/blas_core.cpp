@@ -39,4 +39,20 @@ std::string BlasCoreAdvice() {
   return BlasCoreAdviceFor(BlasCoreName(), avx512f, avx2_fma, std::getenv("OPENBLAS_CORETYPE") != nullptr);
 }
 
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, std::string_view advice) {
+  switch (choice) {
+    case F64Gemm::kVendor:
+      return false;
+    case F64Gemm::kReference:
+      return true;
+    case F64Gemm::kAuto:
+      break;
+  }
+  return advice == "SkylakeX";
+}
+
+bool TrainerRecordsOnReference(F64Gemm choice) {
+  return TrainerRecordsOnReferenceFor(choice, BlasCoreAdvice());
+}
+
 }  // namespace vt::kernels

@@ -15,6 +15,8 @@
 #include <string>
 #include <string_view>
 
+#include "kernels/mode.h"
+
 namespace vt::kernels {
 
 // The OPENBLAS_CORETYPE that would give this CPU faster kernels than the
@@ -28,5 +30,15 @@ std::string BlasCoreName();
 
 // BlasCoreAdviceFor this process and CPU.
 std::string BlasCoreAdvice();
+
+// Whether a recording rounded trainer runs the canonical reference GEMM
+// (ExecConfig::f64_reference) for `choice`. kAuto: where OpenBLAS runs its
+// generic kernels on a CPU with AVX-512F (`advice` = "SkylakeX", from
+// BlasCoreAdvice), whose SSE3 dgemm our 8-lane reference kernel outruns
+// (docs/kernels.md, "Sixth pass"); the vendor's elsewhere. The choice
+// changes which values the trainer logs, never whether a replay accepts
+// them.
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, std::string_view advice);
+bool TrainerRecordsOnReference(F64Gemm choice);
 
 }  // namespace vt::kernels

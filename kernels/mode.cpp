@@ -18,6 +18,8 @@ constexpr Named<Mode> kModes[] = {
 constexpr Named<Simd> kSimds[] = {
     {Simd::kAuto, "auto"}, {Simd::kScalar, "scalar"}, {Simd::kAvx2, "avx2"}, {Simd::kAvx512, "avx512"}};
 constexpr Named<Device> kDevices[] = {{Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
+constexpr Named<F64Gemm> kF64Gemms[] = {
+    {F64Gemm::kAuto, "auto"}, {F64Gemm::kVendor, "vendor"}, {F64Gemm::kReference, "reference"}};
 
 template <class E, std::size_t N>
 std::string_view NameOf(const Named<E> (&table)[N], E value) {
@@ -46,6 +48,10 @@ std::string_view SimdName(Simd simd) { return NameOf(kSimds, simd); }
 Result<Simd> ParseSimd(std::string_view name) { return Parse(kSimds, name, "unknown-simd", "simd"); }
 std::string_view DeviceName(Device device) { return NameOf(kDevices, device); }
 Result<Device> ParseDevice(std::string_view name) { return Parse(kDevices, name, "unknown-device", "device"); }
+std::string_view F64GemmName(F64Gemm gemm) { return NameOf(kF64Gemms, gemm); }
+Result<F64Gemm> ParseF64Gemm(std::string_view name) {
+  return Parse(kF64Gemms, name, "unknown-fp64-gemm", "fp64 gemm");
+}
 
 Simd DetectSimd() {
 #if defined(__x86_64__) || defined(__i386__)

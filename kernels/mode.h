@@ -32,6 +32,15 @@ Simd DetectSimd();  // widest supported by this CPU
 Simd ResolveSimd(Simd requested);
 bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
 
+// Which fp64 GEMM a recording rounded trainer runs (ExecConfig::
+// f64_reference): OpenBLAS dgemm (kVendor) or the canonical reference
+// (kReference: GemmF64Reference, veritrain's own kernel, what every replay
+// runs). Both record valid logs; kAuto takes the faster one for this CPU
+// and BLAS (kernels/blas_core.h TrainerRecordsOnReference).
+enum class F64Gemm : std::uint8_t { kAuto = 0, kVendor = 1, kReference = 2 };
+std::string_view F64GemmName(F64Gemm gemm);
+Result<F64Gemm> ParseF64Gemm(std::string_view name);  // "auto" | "vendor" | "reference"
+
 // Where the GEMMs run (kernels/device.h). The device never changes a repops
 // or certified result (GemmRepopsCuda computes the repops definition; a
 // certified output is the correctly rounded value whoever computes the fp64

@@ -11,6 +11,8 @@
 #include <thread>
 #include <utility>
 
+#include "kernels/blas_core.h"
+
 namespace vt::worker {
 
 namespace {
@@ -249,9 +251,11 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
   VT_TRY(protocol::ValidateJobSpec(job.spec));
   VT_ASSIGN_OR_RETURN(RunDir run, RunDir::Open(run_dir, /*create=*/true, options.checkpoint_options));
   VT_TRY(run.SaveJob(job));
-  StepEngine engine(job, dataset, ExecConfigFor(job, options.threads, options.simd, options.device), options.adversary);
-  const Hash256 job_hash = job.Hash();
   const bool rounded = job.mode() == kernels::Mode::kRounded;
+  kernels::ExecConfig config = ExecConfigFor(job, options.threads, options.simd, options.device);
+  config.f64_reference = rounded && kernels::TrainerRecordsOnReference(options.f64_gemm);
+  StepEngine engine(job, dataset, config, options.adversary);
+  const Hash256 job_hash = job.Hash();
   const std::uint64_t n = job.spec.num_steps;
 
   RunManifest manifest;

@@ -99,6 +99,9 @@ struct TrainOptions {
   int threads = 1;
   kernels::Simd simd = kernels::Simd::kAuto;
   kernels::Device device = kernels::Device::kCpu;  // where GEMMs run (kernels/device.h)
+  // Rounded jobs: the fp64 GEMM the trainer records on (kernels/mode.h;
+  // kAuto: kernels/blas_core.h TrainerRecordsOnReference).
+  kernels::F64Gemm f64_gemm = kernels::F64Gemm::kAuto;
   bool progress = false;
   // Called after every step with the new state's step and that step's loss
   // (the solver daemon publishes its progress from here; node/solver_note.h).

@@ -283,6 +283,27 @@ TEST(CliTest, AnAdversaryIsCaughtAndLocated) {
 // The same job under different OpenBLAS core types and thread counts:
 // identical commitments in repops and rounded mode, different ones in
 // native mode, for each model family.
+// --fp64-gemm: a rounded trainer on OpenBLAS dgemm or on the canonical
+// reference reports which it ran, and a challenger audits either run clean;
+// an unknown choice is a usage error.
+TEST(CliTest, RoundedTrainerOnEitherFp64GemmAuditsClean) {
+  Cli cli;
+  cli.Write("job.json", test::JobJson(Family::kGpt, "rounded"));
+  for (const char* gemm : {"vendor", "reference"}) {
+    const std::string out = std::string("run_") + gemm;
+    CliRun train = cli({"train", "--job", "job.json", "--out", out, "--fp64-gemm", gemm, "--json", "--key",
+                        "k.key", "--no-progress"});
+    ASSERT_EQ(train.code, 0) << train.err;
+    EXPECT_EQ(train.Json()["config"]["fp64_gemm"], gemm);
+    CliRun audit = cli({"audit", "--job", "job.json", "--solver", out, "--no-progress", "--threads", "2"});
+    EXPECT_EQ(audit.code, 0) << gemm << "\n" << audit.out << audit.err;
+  }
+  CliRun plain = cli({"train", "--job", "job.json", "--out", "run_auto", "--key", "k.key", "--no-progress"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_NE(plain.err.find("rounded trainer: fp64 GEMM"), std::string::npos) << plain.err;
+  EXPECT_EQ(cli({"train", "--job", "job.json", "--out", "r", "--fp64-gemm", "openblas"}).code, 2);
+}
+
 TEST(CliTest, CommitmentsAcrossCoreTypesAndThreads) {
   std::vector<std::pair<std::string, std::string>> configs;  // core type, threads
   if (CpuHas("avx2") && CpuHas("fma")) configs.emplace_back("Haswell", "1");

@@ -19,18 +19,26 @@ using test::Family;
 struct Param {
   Family family;
   const char* mode;
+  // Rounded: the fp64 GEMM the solver records on (kAuto: this machine's
+  // choice, kernels/blas_core.h).
+  kernels::F64Gemm f64_gemm = kernels::F64Gemm::kAuto;
 };
 
 std::string ParamName(const testing::TestParamInfo<Param>& info) {
-  return std::string(test::FamilyName(info.param.family)) + "_" + info.param.mode;
+  std::string name = std::string(test::FamilyName(info.param.family)) + "_" + info.param.mode;
+  if (info.param.f64_gemm != kernels::F64Gemm::kAuto)
+    name += "_" + std::string(kernels::F64GemmName(info.param.f64_gemm));
+  return name;
 }
 
 using SolverRun = test::SolverRun;
 
 class AuditTest : public testing::TestWithParam<Param> {};
 
+// Whichever fp64 GEMM a rounded solver records on, the challenger's replay
+// (on the canonical reference) follows its logs to the same checkpoints.
 TEST_P(AuditTest, AChallengerWithAnotherThreadCountAgreesEverywhere) {
-  SolverRun solver(GetParam().family, GetParam().mode, 1);
+  SolverRun solver(GetParam().family, GetParam().mode, 1, GetParam().f64_gemm);
   test::TempDir own;
   AuditOptions options;
   options.threads = 3;
@@ -48,7 +56,13 @@ TEST_P(AuditTest, AChallengerWithAnotherThreadCountAgreesEverywhere) {
 INSTANTIATE_TEST_SUITE_P(Families, AuditTest,
                          testing::Values(Param{Family::kMlp, "repops"}, Param{Family::kMlp, "rounded"},
                                          Param{Family::kCnn, "repops"}, Param{Family::kCnn, "rounded"},
-                                         Param{Family::kGpt, "repops"}, Param{Family::kGpt, "rounded"}),
+                                         Param{Family::kGpt, "repops"}, Param{Family::kGpt, "rounded"},
+                                         Param{Family::kMlp, "rounded", kernels::F64Gemm::kVendor},
+                                         Param{Family::kMlp, "rounded", kernels::F64Gemm::kReference},
+                                         Param{Family::kCnn, "rounded", kernels::F64Gemm::kVendor},
+                                         Param{Family::kCnn, "rounded", kernels::F64Gemm::kReference},
+                                         Param{Family::kGpt, "rounded", kernels::F64Gemm::kVendor},
+                                         Param{Family::kGpt, "rounded", kernels::F64Gemm::kReference}),
                          ParamName);
 
 TEST(AuditTest, InconsistentClaimsAreReported) {

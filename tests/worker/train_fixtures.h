@@ -101,9 +101,11 @@ struct SolverRun {
   RunManifest manifest;
   protocol::Commitment commitment;
 
-  SolverRun(Family f, const char* mode, int threads = 1) : job(MakeJob(f, mode)) {
+  SolverRun(Family f, const char* mode, int threads = 1, kernels::F64Gemm f64_gemm = kernels::F64Gemm::kAuto)
+      : job(MakeJob(f, mode)) {
     TrainOptions options;
     options.threads = threads;
+    options.f64_gemm = f64_gemm;
     auto summary = Train(job.job, job.dataset, dir.path(), options);
     if (!summary.ok()) throw std::runtime_error(summary.status().ToString());
     manifest = summary->manifest;

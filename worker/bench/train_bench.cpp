@@ -2,8 +2,9 @@
 // MLP, a CNN and a tiny GPT (and GPT-2 small with --gpt2) in native, repops,
 // repops+hash (repops plus the hash of every node output, as a solver
 // committing node records does), rounded-trainer (fp64 + rounding +
-// recording the log) and rounded-auditor (fp64 reference + following the
-// trainer's log) modes, beside PyTorch's fp32 step of the same model, batch,
+// recording the log, on the fp64 GEMM `vt-worker train` picks here),
+// rounded-vendor (the same on OpenBLAS dgemm) and rounded-auditor (fp64
+// reference + following the trainer's log) modes, beside PyTorch's fp32 step of the same model, batch,
 // thread count and optimizer (AdamW, gradient clipping) — all measured in the
 // same run and printed as ratios; rounding-log bytes per step; checkpoint
 // hashing throughput; and `vt-worker train` end to end against the sum of its
@@ -94,9 +95,15 @@ std::vector<ModelCase> Models(bool gpt2) {
   return out;
 }
 
-enum class Variant { kNative, kRepops, kRepopsHash, kRoundedTrainer, kRoundedAuditor };
-constexpr Variant kVariants[] = {Variant::kNative, Variant::kRepops, Variant::kRepopsHash, Variant::kRoundedTrainer,
-                                 Variant::kRoundedAuditor};
+// rounded-trainer records on the fp64 GEMM `vt-worker train` picks here
+// (--fp64-gemm auto, kernels/blas_core.h); rounded-vendor on OpenBLAS dgemm
+// whatever auto picks; rounded-auditor replays rounded-trainer's log.
+enum class Variant { kNative, kRepops, kRepopsHash, kRoundedTrainer, kRoundedVendor, kRoundedAuditor };
+constexpr Variant kVariants[] = {Variant::kNative,         Variant::kRepops,        Variant::kRepopsHash,
+                                 Variant::kRoundedTrainer, Variant::kRoundedVendor, Variant::kRoundedAuditor};
+bool IsRounded(Variant v) {
+  return v == Variant::kRoundedTrainer || v == Variant::kRoundedVendor || v == Variant::kRoundedAuditor;
+}
 const char* VariantName(Variant v) {
   switch (v) {
     case Variant::kNative:
@@ -107,6 +114,8 @@ const char* VariantName(Variant v) {
       return "repops+hash";
     case Variant::kRoundedTrainer:
       return "rounded-trainer";
+    case Variant::kRoundedVendor:
+      return "rounded-vendor";
     case Variant::kRoundedAuditor:
       return "rounded-auditor";
   }
@@ -129,9 +138,10 @@ struct Setup {
 
 Setup* GetSetup(const ModelCase& m, Variant v) {
   static std::map<std::string, std::unique_ptr<Setup>> cache;
-  const bool rounded = v == Variant::kRoundedTrainer || v == Variant::kRoundedAuditor;
+  const bool rounded = IsRounded(v);
+  const bool vendor = v == Variant::kRoundedVendor;
   const char* mode = v == Variant::kNative ? "native" : rounded ? "rounded" : "repops";
-  const std::string key = m.name + "/" + mode;
+  const std::string key = m.name + "/" + mode + (vendor ? "-vendor" : "");
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   const std::string text = "{\"model\": " + m.model + ", \"dataset\": " + m.dataset +
@@ -149,7 +159,10 @@ Setup* GetSetup(const ModelCase& m, Variant v) {
   }
   auto s = std::make_unique<Setup>();
   s->loaded = LoadedJob{std::move(job).value(), std::move(data).value()};
-  s->engine = std::make_unique<StepEngine>(s->loaded.job, s->loaded.dataset, ExecConfigFor(s->loaded.job, g_threads));
+  kernels::ExecConfig config = ExecConfigFor(s->loaded.job, g_threads);
+  config.f64_reference = rounded && kernels::TrainerRecordsOnReference(vendor ? kernels::F64Gemm::kVendor
+                                                                              : kernels::F64Gemm::kAuto);
+  s->engine = std::make_unique<StepEngine>(s->loaded.job, s->loaded.dataset, config);
   auto init = s->engine->InitialState();
   if (!init.ok()) return nullptr;
   s->start = std::move(init).value();
@@ -202,7 +215,7 @@ void BM_Step(benchmark::State& st, ModelCase m, Variant v) {
     benchmark::DoNotOptimize(outcome->result.loss);
   }
   st.counters["best_ms"] = best * 1e3;
-  if (v == Variant::kRoundedTrainer || v == Variant::kRoundedAuditor) {
+  if (IsRounded(v)) {
     st.counters["log_bytes"] = static_cast<double>(s->log_bytes);
     st.counters["log_entries"] = static_cast<double>(s->log_entries);
     st.counters["values_rounded"] = static_cast<double>(s->values_rounded);
@@ -403,6 +416,11 @@ void PrintTable(const std::vector<ModelCase>& models) {
   std::printf("OpenBLAS core: %s (OPENBLAS_CORETYPE %s)%s%s\n", kernels::BlasCoreName().c_str(),
               std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "unset",
               advice.empty() ? "" : "; this CPU runs faster ones: OPENBLAS_CORETYPE=", advice.c_str());
+  std::printf(
+      "rounded-trainer's fp64 GEMM (vt-worker train --fp64-gemm auto): %s; rounded-vendor's: OpenBLAS "
+      "dgemm\n",
+      kernels::TrainerRecordsOnReference(kernels::F64Gemm::kAuto) ? "the canonical reference"
+                                                                  : "OpenBLAS dgemm");
   std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", "model", "mode", "step", "/native", "/PyTorch", "log/step",
               "log entries", "log/M values", "GFLOP/s (%peak)");
   for (const ModelCase& m : models) {
@@ -458,7 +476,8 @@ void PrintTable(const std::vector<ModelCase>& models) {
       }
       std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", m.name.c_str(), VariantName(v), Ms(r.ms).c_str(),
                   vs_native, vs_torch, log.c_str(), entries.c_str(), per_m.c_str(), rate(r.ms).c_str());
-      if (v == Variant::kRoundedTrainer && r.counters.count("reference_records")) {
+      if ((v == Variant::kRoundedTrainer || v == Variant::kRoundedVendor) &&
+          r.counters.count("reference_records")) {
         std::printf(
             "%-11s %-16s the honest limit: %.0f values rounded from a reference function, %.0f of %.0f nodes "
             "recorded again on the canonical reference\n",

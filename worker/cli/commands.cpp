@@ -139,6 +139,8 @@ int RunTrain(const TrainConfig& config) {
   auto loaded = LoadJobWithDataset(config.job);
   if (!loaded.ok()) return Fail(c, loaded.status());
   const Job& job = loaded->job;
+  auto f64_gemm = kernels::ParseF64Gemm(config.fp64_gemm);
+  if (!f64_gemm.ok()) return Fail(c, f64_gemm.status());
   auto adversary = MaybeAdversary(config.adversary, job, loaded->dataset);
   if (!adversary.ok()) return Fail(c, adversary.status());
   if (*adversary) {
@@ -154,10 +156,18 @@ int RunTrain(const TrainConfig& config) {
         !advice.empty() && job.mode() != kernels::Mode::kRepops) {
       std::cerr << "note: OpenBLAS runs its generic " << kernels::BlasCoreName()
                 << " kernels on this CPU; OPENBLAS_CORETYPE=" << advice
-                << " makes this mode's fp64 GEMMs several times faster (every core type gives a valid run)\n";
+                << " makes its GEMMs several times faster (every core type gives a valid run)\n";
+    }
+    if (job.mode() == kernels::Mode::kRounded) {
+      std::cerr << "rounded trainer: fp64 GEMM "
+                << (kernels::TrainerRecordsOnReference(*f64_gemm)
+                        ? "the canonical reference (veritrain's own)"
+                        : "OpenBLAS dgemm")
+                << " (--fp64-gemm " << kernels::F64GemmName(*f64_gemm) << ")\n";
     }
   }
   TrainOptions options;
+  options.f64_gemm = *f64_gemm;
   options.threads = c.threads;
   options.simd = compute->simd;
   options.device = compute->device;
@@ -175,7 +185,10 @@ int RunTrain(const TrainConfig& config) {
            {"step_seconds", summary->step_seconds}, {"checkpoint_seconds", summary->checkpoint_seconds}};
   out["steps_per_second"] = summary->seconds > 0 ? static_cast<double>(summary->steps_run) / summary->seconds : 0.0;
   if (!summary->manifest.losses.empty()) out["final_loss"] = summary->manifest.losses.back();
-  if (job.mode() == kernels::Mode::kRounded) out["logs"] = LogStats(summary->manifest);
+  if (job.mode() == kernels::Mode::kRounded) {
+    out["logs"] = LogStats(summary->manifest);
+    out["config"]["fp64_gemm"] = kernels::TrainerRecordsOnReference(*f64_gemm) ? "reference" : "vendor";
+  }
   if (*adversary) out["adversary"] = DescribeAdversary((*adversary)->spec());
   if (summary->complete) {
     auto commitment = BuildCommitment(config.bounty_id, job.spec, summary->manifest);

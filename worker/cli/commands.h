@@ -33,6 +33,7 @@ struct TrainConfig {
   std::string passphrase_env = "VT_PASSPHRASE";
   std::uint64_t bounty_id = 0;
   std::string adversary;  // TEST ONLY
+  std::string fp64_gemm = "auto";  // rounded jobs: kernels/mode.h F64Gemm
 };
 
 struct AuditConfig {

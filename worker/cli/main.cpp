@@ -60,6 +60,12 @@ int main(int argc, char** argv) {
   t->add_option("--adversary", train.adversary,
                 "TEST ONLY: cheat on purpose, e.g. wrong-lr:step=7,factor=10 (kinds: poison-labels, tamper-weight, "
                 "skip-steps, wrong-lr, forge-log, wrong-output)");
+  t->add_option(
+       "--fp64-gemm", train.fp64_gemm,
+       "rounded jobs: the fp64 GEMM the trainer records on: auto (the faster here), vendor (OpenBLAS "
+       "dgemm) or reference (the canonical one every replay runs); never changes whether a replay "
+       "accepts the logs")
+      ->check(CLI::IsMember({"auto", "vendor", "reference"}));
   AddCommon(t, train.common, true);
 
   AuditConfig audit;

@@ -1,5 +1,6 @@
 // BlasCoreAdviceFor: which OPENBLAS_CORETYPE to suggest when OpenBLAS fell
-// back to kernels narrower than the CPU runs.
+// back to kernels narrower than the CPU runs; TrainerRecordsOnReferenceFor:
+// which fp64 GEMM a rounded trainer records on.
 
 #include <gtest/gtest.h>
 
@@ -38,6 +39,37 @@ TEST(BlasCoreAdvice, NamesTheCoreThisProcessRuns) {
   EXPECT_NE(BlasCoreName(), "unknown");
   const std::string advice = BlasCoreAdvice();
   EXPECT_TRUE(advice.empty() || advice == "SkylakeX" || advice == "Haswell") << advice;
+}
+
+TEST(TrainerF64Gemm, AutoTakesTheReferenceOverAGenericCoreOnAnAvx512Cpu) {
+  struct Case {
+    F64Gemm choice;
+    const char* advice;
+    bool want;
+  };
+  const Case cases[] = {
+      {F64Gemm::kAuto, "SkylakeX", true},     // SSE3 dgemm on a CPU with AVX-512F
+      {F64Gemm::kAuto, "Haswell", false},     // no AVX-512: the reference runs 2-lane vectors
+      {F64Gemm::kAuto, "", false},            // wide kernels already, or the user chose a core
+      {F64Gemm::kVendor, "SkylakeX", false},  // an explicit choice wins
+      {F64Gemm::kReference, "", true},       {F64Gemm::kReference, "Haswell", true},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(TrainerRecordsOnReferenceFor(c.choice, c.advice), c.want)
+        << F64GemmName(c.choice) << " advice=" << c.advice;
+  }
+  EXPECT_EQ(TrainerRecordsOnReference(F64Gemm::kAuto), BlasCoreAdvice() == "SkylakeX");
+}
+
+TEST(TrainerF64Gemm, NamesParseBackAndOthersAreRefused) {
+  for (F64Gemm g : {F64Gemm::kAuto, F64Gemm::kVendor, F64Gemm::kReference}) {
+    const auto parsed = ParseF64Gemm(F64GemmName(g));
+    ASSERT_TRUE(parsed.ok());
+    EXPECT_EQ(*parsed, g);
+  }
+  const auto bad = ParseF64Gemm("openblas");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().reason(), "unknown-fp64-gemm");
 }
 
 }  // namespace
