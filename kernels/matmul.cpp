@@ -17,6 +17,7 @@
 #include "kernels/gemm_f64_reference_tile.h"
 #include "kernels/gemm_repops.h"
 #include "kernels/parallel.h"
+#include "kernels/simd_clones.h"
 
 namespace vt::kernels {
 
@@ -397,8 +398,10 @@ void AddLineSquares(const double* x, std::int64_t lines, std::int64_t k, std::in
   }
 }
 
-// acc[j] += Σ_p x[p·ld + j]² for j < cols, sequential over p per column.
-void AddColumnSquares(const double* x, std::int64_t k, std::int64_t cols, std::int64_t ld, double* acc) {
+// acc[j] += Σ_p x[p·ld + j]² for j < cols, sequential over p per column
+// (lanes over j: ISA clones).
+VT_SIMD_CLONES void AddColumnSquares(const double* x, std::int64_t k, std::int64_t cols, std::int64_t ld,
+                                     double* acc) {
   for (std::int64_t p = 0; p < k; ++p) {
     const double* row = x + p * ld;
     for (std::int64_t j = 0; j < cols; ++j) acc[j] = acc[j] + row[j] * row[j];
@@ -421,18 +424,32 @@ void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* ro
   }
 }
 
+namespace {
+
+// One row of β: out[j] = GemmSlackValue(factor, row_norm, col_norm[j],
+// row_bias + col_bias[j]) (one of the two biases is 0). A store per value,
+// the bulk of β's cost, so it has ISA clones.
+VT_SIMD_CLONES void WriteSlackRow(double factor, double row_norm, const double* col_norm, double row_bias,
+                                  const double* col_bias, double* out, std::int64_t n) {
+  for (std::int64_t j = 0; j < n; ++j)
+    out[j] = GemmSlackValue(factor, row_norm, col_norm[j], row_bias + col_bias[j]);
+}
+
+}  // namespace
+
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
                     const double* col_sq, double* slack, std::int64_t ld, const double* bias, BiasPer per) {
   const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
-  std::vector<double> col_norm(static_cast<std::size_t>(n));
-  for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[j]);
+  const auto un = static_cast<std::size_t>(n);
+  std::vector<double> col_norm(un), col_bias(un, 0.0);
+  for (std::size_t j = 0; j < un; ++j) col_norm[j] = std::sqrt(col_sq[j]);
+  if (bias != nullptr && per == BiasPer::kColumn) {
+    for (std::size_t j = 0; j < un; ++j) col_bias[j] = std::fabs(bias[j]);
+  }
   for (std::int64_t i = 0; i < m; ++i) {
-    const double rn = std::sqrt(row_sq[i]);
-    double* out = slack + i * ld;
-    for (std::int64_t j = 0; j < n; ++j) {
-      out[j] = GemmSlackValue(factor, rn, col_norm[static_cast<std::size_t>(j)],
-                              bias == nullptr ? 0.0 : std::fabs(bias[per == BiasPer::kRow ? i : j]));
-    }
+    const double row_bias = bias != nullptr && per == BiasPer::kRow ? std::fabs(bias[i]) : 0.0;
+    WriteSlackRow(factor, std::sqrt(row_sq[i]), col_norm.data(), row_bias, col_bias.data(), slack + i * ld,
+                  n);
   }
 }
 

@@ -65,6 +65,7 @@
 #include "common/encoding.h"
 #include "kernels/arith_hd.h"
 #include "kernels/parallel.h"
+#include "kernels/simd_clones.h"
 
 namespace vt::kernels {
 
@@ -171,10 +172,8 @@ struct FastGrid {
 // One block's nearest values, branch-free so it vectorises (AVX2 / AVX-512
 // where the CPU has them: 64-bit compares); true when some value needs the
 // definition (its bits here are then arbitrary).
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool NearestBlock(const FastGrid& grid,
-                                                                               const double* exact,
-                                                                               float* out, std::size_t n,
-                                                                               bool bits32) {
+VT_SIMD_CLONES bool NearestBlock(const FastGrid& grid, const double* exact, float* out, std::size_t n,
+                                 bool bits32) {
   const FastGrid fg = grid;
   std::uint32_t other = 0;
   if (bits32) {
@@ -318,16 +317,14 @@ template <bool kSlack>
 }
 
 // RecordBlockBody's two instantiations as plain functions, each compiled
-// once per ISA and chosen at load time (clang multiversions no template).
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockTau(const FastGrid& grid,
-                                                                                 const double* exact,
-                                                                                 const double* slack,
-                                                                                 float* out, std::size_t n) {
+// once per ISA and chosen at load time (kernels/simd_clones.h).
+VT_SIMD_CLONES bool RecordBlockTau(const FastGrid& grid, const double* exact, const double* slack, float* out,
+                                   std::size_t n) {
   return RecordBlockBody<false>(grid, exact, slack, out, n);
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default"))) bool RecordBlockSlack(
-    const FastGrid& grid, const double* exact, const double* slack, float* out, std::size_t n) {
+VT_SIMD_CLONES bool RecordBlockSlack(const FastGrid& grid, const double* exact, const double* slack,
+                                     float* out, std::size_t n) {
   return RecordBlockBody<true>(grid, exact, slack, out, n);
 }
 

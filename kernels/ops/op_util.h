@@ -128,13 +128,6 @@ inline Status CheckShapeIs(const Tensor& t, const Shape& want, std::string_view 
 // A finite float attribute in [lo, hi] (NaN fails every comparison).
 inline bool InRange(float v, float lo, float hi) { return v >= lo && v <= hi; }
 
-// A hot element-wise loop compiled for AVX-512, AVX2 and the baseline,
-// the clone chosen at load time by the CPU (GCC and clang target_clones; on
-// a plain function only: clang multiversions no template). The clones give
-// the same bits: operations are IEEE + − × ÷ √ and exact conversions,
-// never contracted (-ffp-contract=off everywhere), never libm.
-#define VT_SIMD_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-
 // ---- policies -------------------------------------------------------------------
 
 struct NativeMath {

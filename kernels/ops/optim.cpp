@@ -26,6 +26,7 @@
 
 #include "kernels/ops/op_arith.h"
 #include "kernels/ops/op_util.h"
+#include "kernels/simd_clones.h"
 
 namespace vt::kernels {
 
@@ -98,8 +99,8 @@ template <class M, class T>
 }
 
 // The loop once per policy, each a plain function with ISA clones
-// (VT_SIMD_CLONES: clang multiversions no template). Its division and
-// square root dominate the optimizer step; AVX-512 does 8 fp64 (16 fp32) of
+// (kernels/simd_clones.h). Its division and square root dominate the
+// optimizer step; AVX-512 does 8 fp64 (16 fp32) of
 // them per instruction where the baseline does 2 (4).
 #define VT_ADAMW_RANGE(NAME, M)                                                                         \
   VT_SIMD_CLONES void NAME(const float* p, const float* g, const float* m, const float* v, M::T* new_p, \
