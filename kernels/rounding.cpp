@@ -126,8 +126,8 @@ namespace {
 // (|x|_bits + half − 1 + (q & 1)) >> shift (the carry walks into the
 // exponent as in NeighbourBits), distance |rem − half|, and β in units by an
 // exact power-of-two multiplication (hd::ScaleByPow2).
-// RoundingTest.FastPathMatchesLocate checks it value by value against
-// ClassifyRounding (hd::Locate) over every range.
+// RoundingFastPath.RecordMatchesTheDefinitionValueByValue checks it value
+// by value against the definition (hd::Locate) over every range.
 
 constexpr std::uint64_t kAbsMask = 0x7FFFFFFFFFFFFFFFull;
 // Biased fp64 exponents of Locate's fp32-normal case: [1023−126, 1023+128).

@@ -316,14 +316,6 @@ ReferenceFn EachValue(int threads, Value value) {
   };
 }
 
-// Output buffers of one operator invocation. In the fp32 modes an output is
-// written in place; in rounded mode into an fp64 buffer that Commit() rounds
-// into the tensor through ctx.RoundOutput, in Bind order — which is the
-// operator's documented output order (log positions run over the outputs
-// concatenated in that order). Rounded mode: an output whose values come from
-// a vendor GEMM also has a β buffer (Slack), the per-value error bound that
-// widens its logging region (kernels/rounding.h); outputs without one are
-// computed by our own fixed-order loops (β = 0).
 // TEST ONLY: rounded mode's Bind fills each fp64 buffer with
 // kUnwrittenBits and Commit fails with "output-value-unwritten" where one
 // is left, so a test proves that every operator writes every value (Bind
@@ -335,6 +327,14 @@ inline std::atomic<bool> g_check_unwritten_for_testing{false};
 inline constexpr std::uint64_t kUnwrittenBits = 0x7FF8DEADBEEF0001ull;
 inline void SetUnwrittenCheckForTesting(bool on) { g_check_unwritten_for_testing.store(on); }
 
+// Output buffers of one operator invocation. In the fp32 modes an output is
+// written in place; in rounded mode into an fp64 buffer that Commit() rounds
+// into the tensor through ctx.RoundOutput, in Bind order — which is the
+// operator's documented output order (log positions run over the outputs
+// concatenated in that order). Rounded mode: an output whose values come from
+// a vendor GEMM also has a β buffer (Slack), the per-value error bound that
+// widens its logging region (kernels/rounding.h); outputs without one are
+// computed by our own fixed-order loops (β = 0).
 template <class T>
 class Outputs {
  public:
