@@ -39,7 +39,7 @@ std::string BlasCoreAdvice() {
   return BlasCoreAdviceFor(BlasCoreName(), avx512f, avx2_fma, std::getenv("OPENBLAS_CORETYPE") != nullptr);
 }
 
-bool TrainerRecordsOnReferenceFor(F64Gemm choice, std::string_view advice) {
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice) {
   switch (choice) {
     case F64Gemm::kVendor:
       return false;
@@ -48,11 +48,11 @@ bool TrainerRecordsOnReferenceFor(F64Gemm choice, std::string_view advice) {
     case F64Gemm::kAuto:
       break;
   }
-  return advice == "SkylakeX";
+  return device == Device::kCpu && advice == "SkylakeX";
 }
 
-bool TrainerRecordsOnReference(F64Gemm choice) {
-  return TrainerRecordsOnReferenceFor(choice, BlasCoreAdvice());
+bool TrainerRecordsOnReference(F64Gemm choice, Device device) {
+  return TrainerRecordsOnReferenceFor(choice, device, BlasCoreAdvice());
 }
 
 }  // namespace vt::kernels

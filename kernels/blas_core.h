@@ -31,14 +31,15 @@ std::string BlasCoreName();
 // BlasCoreAdviceFor this process and CPU.
 std::string BlasCoreAdvice();
 
-// Whether a recording rounded trainer runs the canonical reference GEMM
-// (ExecConfig::f64_reference) for `choice`. kAuto: where OpenBLAS runs its
-// generic kernels on a CPU with AVX-512F (`advice` = "SkylakeX", from
-// BlasCoreAdvice), whose SSE3 dgemm our 8-lane reference kernel outruns
-// (docs/kernels.md, "Sixth pass"); the vendor's elsewhere. The choice
-// changes which values the trainer logs, never whether a replay accepts
-// them.
-bool TrainerRecordsOnReferenceFor(F64Gemm choice, std::string_view advice);
-bool TrainerRecordsOnReference(F64Gemm choice);
+// Whether a recording rounded trainer whose GEMMs run on `device` runs the
+// canonical reference GEMM (ExecConfig::f64_reference) for `choice`.
+// kAuto: on the CPU where OpenBLAS runs its generic kernels on a CPU with
+// AVX-512F (`advice` = "SkylakeX", from BlasCoreAdvice), whose SSE3 dgemm
+// our 8-lane reference kernel outruns (docs/kernels.md, "Sixth pass"); the
+// vendor's elsewhere, and always on a GPU (the reference runs on the CPU
+// only). The choice changes which values the trainer logs, never whether a
+// replay accepts them.
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice);
+bool TrainerRecordsOnReference(F64Gemm choice, Device device);
 
 }  // namespace vt::kernels

@@ -253,7 +253,7 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
   VT_TRY(run.SaveJob(job));
   const bool rounded = job.mode() == kernels::Mode::kRounded;
   kernels::ExecConfig config = ExecConfigFor(job, options.threads, options.simd, options.device);
-  config.f64_reference = rounded && kernels::TrainerRecordsOnReference(options.f64_gemm);
+  config.f64_reference = rounded && kernels::TrainerRecordsOnReference(options.f64_gemm, options.device);
   StepEngine engine(job, dataset, config, options.adversary);
   const Hash256 job_hash = job.Hash();
   const std::uint64_t n = job.spec.num_steps;

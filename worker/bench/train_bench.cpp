@@ -160,8 +160,9 @@ Setup* GetSetup(const ModelCase& m, Variant v) {
   auto s = std::make_unique<Setup>();
   s->loaded = LoadedJob{std::move(job).value(), std::move(data).value()};
   kernels::ExecConfig config = ExecConfigFor(s->loaded.job, g_threads);
-  config.f64_reference = rounded && kernels::TrainerRecordsOnReference(vendor ? kernels::F64Gemm::kVendor
-                                                                              : kernels::F64Gemm::kAuto);
+  config.f64_reference =
+      rounded && kernels::TrainerRecordsOnReference(
+                     vendor ? kernels::F64Gemm::kVendor : kernels::F64Gemm::kAuto, kernels::Device::kCpu);
   s->engine = std::make_unique<StepEngine>(s->loaded.job, s->loaded.dataset, config);
   auto init = s->engine->InitialState();
   if (!init.ok()) return nullptr;
@@ -419,8 +420,9 @@ void PrintTable(const std::vector<ModelCase>& models) {
   std::printf(
       "rounded-trainer's fp64 GEMM (vt-worker train --fp64-gemm auto): %s; rounded-vendor's: OpenBLAS "
       "dgemm\n",
-      kernels::TrainerRecordsOnReference(kernels::F64Gemm::kAuto) ? "the canonical reference"
-                                                                  : "OpenBLAS dgemm");
+      kernels::TrainerRecordsOnReference(kernels::F64Gemm::kAuto, kernels::Device::kCpu)
+          ? "the canonical reference"
+          : "OpenBLAS dgemm");
   std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", "model", "mode", "step", "/native", "/PyTorch", "log/step",
               "log entries", "log/M values", "GFLOP/s (%peak)");
   for (const ModelCase& m : models) {

@@ -141,6 +141,7 @@ int RunTrain(const TrainConfig& config) {
   const Job& job = loaded->job;
   auto f64_gemm = kernels::ParseF64Gemm(config.fp64_gemm);
   if (!f64_gemm.ok()) return Fail(c, f64_gemm.status());
+  const bool on_reference = kernels::TrainerRecordsOnReference(*f64_gemm, compute->device);
   auto adversary = MaybeAdversary(config.adversary, job, loaded->dataset);
   if (!adversary.ok()) return Fail(c, adversary.status());
   if (*adversary) {
@@ -160,9 +161,7 @@ int RunTrain(const TrainConfig& config) {
     }
     if (job.mode() == kernels::Mode::kRounded) {
       std::cerr << "rounded trainer: fp64 GEMM "
-                << (kernels::TrainerRecordsOnReference(*f64_gemm)
-                        ? "the canonical reference (veritrain's own)"
-                        : "OpenBLAS dgemm")
+                << (on_reference ? "the canonical reference (veritrain's own)" : "OpenBLAS dgemm")
                 << " (--fp64-gemm " << kernels::F64GemmName(*f64_gemm) << ")\n";
     }
   }
@@ -187,7 +186,7 @@ int RunTrain(const TrainConfig& config) {
   if (!summary->manifest.losses.empty()) out["final_loss"] = summary->manifest.losses.back();
   if (job.mode() == kernels::Mode::kRounded) {
     out["logs"] = LogStats(summary->manifest);
-    out["config"]["fp64_gemm"] = kernels::TrainerRecordsOnReference(*f64_gemm) ? "reference" : "vendor";
+    out["config"]["fp64_gemm"] = on_reference ? "reference" : "vendor";
   }
   if (*adversary) out["adversary"] = DescribeAdversary((*adversary)->spec());
   if (summary->complete) {

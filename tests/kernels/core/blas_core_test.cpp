@@ -44,21 +44,29 @@ TEST(BlasCoreAdvice, NamesTheCoreThisProcessRuns) {
 TEST(TrainerF64Gemm, AutoTakesTheReferenceOverAGenericCoreOnAnAvx512Cpu) {
   struct Case {
     F64Gemm choice;
+    Device device;
     const char* advice;
     bool want;
   };
   const Case cases[] = {
-      {F64Gemm::kAuto, "SkylakeX", true},     // SSE3 dgemm on a CPU with AVX-512F
-      {F64Gemm::kAuto, "Haswell", false},     // no AVX-512: the reference runs 2-lane vectors
-      {F64Gemm::kAuto, "", false},            // wide kernels already, or the user chose a core
-      {F64Gemm::kVendor, "SkylakeX", false},  // an explicit choice wins
-      {F64Gemm::kReference, "", true},       {F64Gemm::kReference, "Haswell", true},
+      // SSE3 dgemm on a CPU with AVX-512F.
+      {F64Gemm::kAuto, Device::kCpu, "SkylakeX", true},
+      // No AVX-512: the reference would run 2-lane vectors.
+      {F64Gemm::kAuto, Device::kCpu, "Haswell", false},
+      // Wide kernels already, or the user chose a core.
+      {F64Gemm::kAuto, Device::kCpu, "", false},
+      // cuBLAS dgemm; the reference runs on the CPU only.
+      {F64Gemm::kAuto, Device::kCuda, "SkylakeX", false},
+      // An explicit choice wins.
+      {F64Gemm::kVendor, Device::kCpu, "SkylakeX", false},
+      {F64Gemm::kReference, Device::kCpu, "", true},
+      {F64Gemm::kReference, Device::kCuda, "Haswell", true},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(TrainerRecordsOnReferenceFor(c.choice, c.advice), c.want)
-        << F64GemmName(c.choice) << " advice=" << c.advice;
+    EXPECT_EQ(TrainerRecordsOnReferenceFor(c.choice, c.device, c.advice), c.want)
+        << F64GemmName(c.choice) << " " << DeviceName(c.device) << " advice=" << c.advice;
   }
-  EXPECT_EQ(TrainerRecordsOnReference(F64Gemm::kAuto), BlasCoreAdvice() == "SkylakeX");
+  EXPECT_EQ(TrainerRecordsOnReference(F64Gemm::kAuto, Device::kCpu), BlasCoreAdvice() == "SkylakeX");
 }
 
 TEST(TrainerF64Gemm, NamesParseBackAndOthersAreRefused) {
