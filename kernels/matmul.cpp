@@ -426,13 +426,16 @@ void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* ro
 
 namespace {
 
-// One row of β: out[j] = GemmSlackValue(factor, row_norm, col_norm[j],
-// row_bias + col_bias[j]) (one of the two biases is 0). A store per value,
-// the bulk of β's cost, so it has ISA clones.
+// One row of β: out[j] = GemmSlackValue(factor, row_norm, col_norm[j], the
+// bias magnitude: col_bias[j] where given, else row_bias). A store per
+// value, the bulk of β's cost, so it has ISA clones.
 VT_SIMD_CLONES void WriteSlackRow(double factor, double row_norm, const double* col_norm, double row_bias,
                                   const double* col_bias, double* out, std::int64_t n) {
-  for (std::int64_t j = 0; j < n; ++j)
-    out[j] = GemmSlackValue(factor, row_norm, col_norm[j], row_bias + col_bias[j]);
+  if (col_bias == nullptr) {
+    for (std::int64_t j = 0; j < n; ++j) out[j] = GemmSlackValue(factor, row_norm, col_norm[j], row_bias);
+    return;
+  }
+  for (std::int64_t j = 0; j < n; ++j) out[j] = GemmSlackValue(factor, row_norm, col_norm[j], col_bias[j]);
 }
 
 }  // namespace
@@ -441,15 +444,14 @@ void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const do
                     const double* col_sq, double* slack, std::int64_t ld, const double* bias, BiasPer per) {
   const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
   const auto un = static_cast<std::size_t>(n);
-  std::vector<double> col_norm(un), col_bias(un, 0.0);
+  const bool per_column = bias != nullptr && per == BiasPer::kColumn;
+  std::vector<double> col_norm(un), col_bias(per_column ? un : 0);
   for (std::size_t j = 0; j < un; ++j) col_norm[j] = std::sqrt(col_sq[j]);
-  if (bias != nullptr && per == BiasPer::kColumn) {
-    for (std::size_t j = 0; j < un; ++j) col_bias[j] = std::fabs(bias[j]);
-  }
+  for (std::size_t j = 0; j < col_bias.size(); ++j) col_bias[j] = std::fabs(bias[j]);
   for (std::int64_t i = 0; i < m; ++i) {
     const double row_bias = bias != nullptr && per == BiasPer::kRow ? std::fabs(bias[i]) : 0.0;
-    WriteSlackRow(factor, std::sqrt(row_sq[i]), col_norm.data(), row_bias, col_bias.data(), slack + i * ld,
-                  n);
+    WriteSlackRow(factor, std::sqrt(row_sq[i]), col_norm.data(), row_bias,
+                  per_column ? col_bias.data() : nullptr, slack + i * ld, n);
   }
 }
 

@@ -306,6 +306,7 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
   }
 
   TrainSummary summary;
+  summary.f64_reference = config.f64_reference;
   IntervalLogs interval;
   interval.first_step = state.step;
   std::uint64_t interval_values = 0;

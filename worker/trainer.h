@@ -130,6 +130,7 @@ struct TrainSummary {
   std::uint64_t log_entries = 0;
   std::uint64_t log_bytes = 0;
   std::uint64_t values_rounded = 0;
+  bool f64_reference = false;  // rounded: recorded on the canonical reference GEMM (TrainOptions::f64_gemm)
 };
 
 Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::filesystem::path& run_dir,

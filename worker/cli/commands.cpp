@@ -141,7 +141,6 @@ int RunTrain(const TrainConfig& config) {
   const Job& job = loaded->job;
   auto f64_gemm = kernels::ParseF64Gemm(config.fp64_gemm);
   if (!f64_gemm.ok()) return Fail(c, f64_gemm.status());
-  const bool on_reference = kernels::TrainerRecordsOnReference(*f64_gemm, compute->device);
   auto adversary = MaybeAdversary(config.adversary, job, loaded->dataset);
   if (!adversary.ok()) return Fail(c, adversary.status());
   if (*adversary) {
@@ -161,7 +160,9 @@ int RunTrain(const TrainConfig& config) {
     }
     if (job.mode() == kernels::Mode::kRounded) {
       std::cerr << "rounded trainer: fp64 GEMM "
-                << (on_reference ? "the canonical reference (veritrain's own)" : "OpenBLAS dgemm")
+                << (kernels::TrainerRecordsOnReference(*f64_gemm, compute->device)
+                        ? "the canonical reference (veritrain's own)"
+                        : "OpenBLAS dgemm")
                 << " (--fp64-gemm " << kernels::F64GemmName(*f64_gemm) << ")\n";
     }
   }
@@ -186,7 +187,7 @@ int RunTrain(const TrainConfig& config) {
   if (!summary->manifest.losses.empty()) out["final_loss"] = summary->manifest.losses.back();
   if (job.mode() == kernels::Mode::kRounded) {
     out["logs"] = LogStats(summary->manifest);
-    out["config"]["fp64_gemm"] = on_reference ? "reference" : "vendor";
+    out["config"]["fp64_gemm"] = summary->f64_reference ? "reference" : "vendor";
   }
   if (*adversary) out["adversary"] = DescribeAdversary((*adversary)->spec());
   if (summary->complete) {
