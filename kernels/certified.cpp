@@ -9,6 +9,7 @@
 
 #include "kernels/device.h"
 #include "kernels/parallel.h"
+#include "kernels/simd_clones.h"
 
 namespace vt::kernels {
 
@@ -595,20 +596,117 @@ void MinLowBits(const float* x, std::int64_t rows, std::int64_t cols, std::int64
   }
 }
 
+// The bound on one output: half·(‖row‖·‖col‖ + |c0|) (CertifyGemmOutput's
+// bound, without the exactness test).
+inline double GemmOutputBound(double half, double row_norm, double col_norm, float c0) {
+  return half * (row_norm * col_norm + std::fabs(static_cast<double>(c0)));
+}
+
+// CertifyApproxFast (kernels/certify_hd.h) over one row: out[j] receives the decided value and keeps c0
+// (accumulate) or anything where undecided. Returns how many it left
+// undecided — without marking which (no per-output flag stores in the
+// common case): CertifyRowByBound finds them again where any are left.
+// (Unswitched on accumulate so that the loop vectorises.)
+template <bool kAccumulate>
+[[gnu::always_inline]] inline std::int64_t CertifyRowFastBody(const double* __restrict c64, double row_norm,
+                                                              const double* __restrict col_norm, double half,
+                                                              std::int64_t n, float* __restrict out) {
+  std::int64_t left = 0;  // (an integer sum: a floating one would not vectorise)
+  for (std::int64_t j = 0; j < n; ++j) {
+    const float c0 = kAccumulate ? out[j] : 0.0f;
+    out[j] = CertifyApproxFast(c64[j], GemmOutputBound(half, row_norm, col_norm[j], c0), c0, left);
+  }
+  return left;
+}
+
+VT_SIMD_CLONES std::int64_t CertifyRowFast(const double* c64, double row_norm, const double* col_norm,
+                                           double half, std::int64_t n, bool accumulate, float* out) {
+  return accumulate ? CertifyRowFastBody<true>(c64, row_norm, col_norm, half, n, out)
+                    : CertifyRowFastBody<false>(c64, row_norm, col_norm, half, n, out);
+}
+
 // The bound alone on one row of GEMM outputs: out[j] holds c0 (accumulate)
 // or anything, and receives the value CertifyApprox decides with the bound
-// half·(row_norm·col_norm[j] + |c0|); every other output keeps its value
-// and is flagged in open[j] for the exactness test and then the exact path.
-void CertifyRowByBound(const double* c64, double row_norm, const double* col_norm, double half,
-                       std::int64_t n, bool accumulate, float* out, std::uint8_t* open) {
+// half·(row_norm·col_norm[j] + |c0|). Returns whether any output of the row
+// is left open; then open[j] flags each of them (and is 0 elsewhere in the
+// row) for the exactness test and the exact path. The vectorised
+// CertifyApproxFast pass runs first, and only a row it leaves open is walked again with
+// CertifyApprox (which decides a superset, with the same values), from the
+// row's c0 as it was (`c0_copy`, n floats of scratch, when accumulating).
+bool CertifyRowByBound(const double* c64, double row_norm, const double* col_norm, double half,
+                       std::int64_t n, bool accumulate, float* out, std::uint8_t* open, float* c0_copy) {
+  if (accumulate) std::copy(out, out + n, c0_copy);
+  if (CertifyRowFast(c64, row_norm, col_norm, half, n, accumulate, out) == 0) return false;
+  bool any = false;
   for (std::int64_t j = 0; j < n; ++j) {
-    const float c0 = accumulate ? out[j] : 0.0f;
-    const double bound = half * (row_norm * col_norm[j] + std::fabs(static_cast<double>(c0)));
+    const float c0 = accumulate ? c0_copy[j] : 0.0f;
     float value = 0.0f;
-    const bool decided = CertifyApprox(c64[j], bound, &value);
-    if (decided) out[j] = value;
+    const bool decided = CertifyApprox(c64[j], GemmOutputBound(half, row_norm, col_norm[j], c0), &value);
+    out[j] = decided ? value : c0;
     open[j] = decided ? 0 : 1;
+    any = any || !decided;
   }
+  return any;
+}
+
+// x (rows × cols, fp32, row stride ld) widened into dst (fp64, compact: row
+// stride cols), each element's square added to sq of its stored row
+// (row_lines) or of its stored column: one pass over the operand instead of
+// a copy and a second pass over the copy for the norms. The order of each
+// sum is fixed (a row: eight interleaved partial sums, combined as a tree;
+// a column: in row order), so the clones give the same norms. (Any order
+// would do for the bound: a sum of k non-negative terms in any order is
+// within γ_k of its exact value, which CertSumBound's factor covers.)
+VT_SIMD_CLONES void WidenRowsWithSquares(const float* x, std::int64_t r0, std::int64_t r1, std::int64_t cols,
+                                         std::int64_t ld, double* __restrict dst, double* __restrict sq) {
+  for (std::int64_t r = r0; r < r1; ++r) {
+    const float* src = x + r * ld;
+    double* out = dst + r * cols;
+    double s[8] = {};
+    std::int64_t q = 0;
+    for (; q + 8 <= cols; q += 8) {
+      for (int u = 0; u < 8; ++u) {
+        const double v = src[q + u];
+        out[q + u] = v;
+        s[u] = s[u] + v * v;
+      }
+    }
+    for (; q < cols; ++q) {
+      const double v = src[q];
+      out[q] = v;
+      s[0] = s[0] + v * v;
+    }
+    sq[r] = sq[r] + (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
+  }
+}
+
+VT_SIMD_CLONES void WidenColumnsWithSquares(const float* x, std::int64_t rows, std::int64_t j0,
+                                            std::int64_t j1, std::int64_t cols, std::int64_t ld,
+                                            double* __restrict dst, double* __restrict sq) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const float* src = x + r * ld;
+    double* out = dst + r * cols;
+    for (std::int64_t j = j0; j < j1; ++j) {
+      const double v = src[j];
+      out[j] = v;
+      sq[j] = sq[j] + v * v;
+    }
+  }
+}
+
+void WidenWithSquares(int threads, const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
+                      bool row_lines, double* dst, double* sq) {
+  if (row_lines) {
+    ParallelFor(threads, rows, [&](std::int64_t r0, std::int64_t r1) {
+      WidenRowsWithSquares(x, r0, r1, cols, ld, dst, sq);
+    });
+    return;
+  }
+  // Column blocks side by side: each column's sum stays on one thread.
+  constexpr std::int64_t kBlock = 512;
+  ParallelFor(threads, (cols + kBlock - 1) / kBlock, [&](std::int64_t b0, std::int64_t b1) {
+    WidenColumnsWithSquares(x, rows, b0 * kBlock, std::min(cols, b1 * kBlock), cols, ld, dst, sq);
+  });
 }
 
 // ---- the exact GEMM: exponent buckets ------------------------------------------
@@ -726,17 +824,28 @@ struct Buckets {
 };
 
 // The slow path: c_ij = CR(c0 + Σ exact products) for every (i, j) with
-// only[i·n + j] set (all of them when only is null). Returns how many.
-std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<const CertGemmPiece> pieces, float* c,
-                        std::int64_t ldc, bool accumulate, const std::vector<std::uint8_t>* only) {
+// only[i·n + j] set (all of them when only is null). Where `rows` is given,
+// only those rows hold set flags (the rest are not scanned). Returns how many.
+std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<const CertGemmPiece> pieces,
+                        float* c, std::int64_t ldc, bool accumulate, const std::vector<std::uint8_t>* only,
+                        std::span<const std::int64_t> rows = {}) {
   std::vector<std::int64_t> index;
-  std::vector<std::uint8_t> rows(static_cast<std::size_t>(m), 0), cols(static_cast<std::size_t>(n), 0);
-  for (std::int64_t e = 0; e < m * n; ++e) {
-    if (only == nullptr || (*only)[static_cast<std::size_t>(e)] != 0) {
-      index.push_back(e);
-      rows[static_cast<std::size_t>(e / n)] = 1;
-      cols[static_cast<std::size_t>(e % n)] = 1;
+  std::vector<std::uint8_t> row_read(static_cast<std::size_t>(m), 0),
+      col_read(static_cast<std::size_t>(n), 0);
+  const auto scan_row = [&](std::int64_t i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      const std::int64_t e = i * n + j;
+      if (only == nullptr || (*only)[static_cast<std::size_t>(e)] != 0) {
+        index.push_back(e);
+        row_read[static_cast<std::size_t>(i)] = 1;
+        col_read[static_cast<std::size_t>(j)] = 1;
+      }
     }
+  };
+  if (only != nullptr && !rows.empty()) {
+    for (std::int64_t i : rows) scan_row(i);
+  } else {
+    for (std::int64_t i = 0; i < m; ++i) scan_row(i);
   }
   const std::int64_t count = static_cast<std::int64_t>(index.size());
   if (count == 0) return 0;
@@ -747,8 +856,8 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
     const GemmArgs& g = piece.g;
     // A line of op(A) is a row (its terms a column apart), of op(B) a column.
     const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
-    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, sa.row, sa.col, &rows));
-    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, sb.col, sb.row, &cols));
+    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, sa.row, sa.col, &row_read));
+    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, sb.col, sb.row, &col_read));
   }
   ParallelFor(threads, count, [&](std::int64_t s0, std::int64_t s1) {
     Buckets buckets;
@@ -837,16 +946,10 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     const std::int64_t b_rows = g.trans_b ? n : g.k, b_cols = g.trans_b ? g.k : n;
     a64.resize(static_cast<std::size_t>(a_rows * a_cols));
     b64.resize(static_cast<std::size_t>(b_rows * b_cols));
-    ParallelFor(config.threads, a_rows, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        for (std::int64_t q = 0; q < a_cols; ++q) a64[static_cast<std::size_t>(r * a_cols + q)] = piece.a[r * g.lda + q];
-      }
-    });
-    ParallelFor(config.threads, b_rows, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        for (std::int64_t q = 0; q < b_cols; ++q) b64[static_cast<std::size_t>(r * b_cols + q)] = piece.b[r * g.ldb + q];
-      }
-    });
+    // op(A)'s rows are stored rows unless trans_a; op(B)'s columns are
+    // stored columns unless trans_b.
+    WidenWithSquares(config.threads, piece.a, a_rows, a_cols, g.lda, !g.trans_a, a64.data(), row_sq.data());
+    WidenWithSquares(config.threads, piece.b, b_rows, b_cols, g.ldb, g.trans_b, b64.data(), col_sq.data());
     GemmArgs g64 = g;
     g64.m = m;
     g64.n = n;
@@ -856,7 +959,6 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     g64.accumulate = c64_holds_sum;
     GemmF64(config, g64, a64.data(), b64.data(), c64.data());
     c64_holds_sum = true;
-    GemmNormsSq(g64, a64.data(), b64.data(), row_sq.data(), col_sq.data());
     terms += g.k;
   }
   // |ĉ − c| ≤ γ_terms (Σ_p |a_p b_p| + |c0|) ≤ γ_terms (‖a‖₂‖b‖₂ + |c0|)
@@ -871,30 +973,42 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   // the outputs it leaves open, with the low bits of just their rows and
   // columns. Where both decide an output they give the same value — the
   // correctly rounded one — so this order changes no result, only the work.
-  slow.assign(mn, 0);
-  ParallelFor(config.threads, m, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i) {
-      CertifyRowByBound(c64.data() + i * n, row_norm[static_cast<std::size_t>(i)], col_norm.data(), half, n,
-                        accumulate, c + i * ldc, slow.data() + i * n);
+  slow.resize(mn);  // every flag written by the bound pass
+  std::vector<std::uint8_t> row_open(static_cast<std::size_t>(m), 0);
+  // One row of c0 scratch per thread (allocated here: none inside a worker).
+  const int chunks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(config.threads, m)));
+  std::vector<float> c0_copies(accumulate ? static_cast<std::size_t>(chunks * n) : 0);
+  ParallelFor(chunks, chunks, [&](std::int64_t k0, std::int64_t k1) {
+    for (std::int64_t chunk = k0; chunk < k1; ++chunk) {
+      float* const c0_copy = accumulate ? c0_copies.data() + chunk * n : nullptr;
+      for (std::int64_t i = m * chunk / chunks; i < m * (chunk + 1) / chunks; ++i) {
+        row_open[static_cast<std::size_t>(i)] =
+            CertifyRowByBound(c64.data() + i * n, row_norm[static_cast<std::size_t>(i)], col_norm.data(),
+                              half, n, accumulate, c + i * ldc, slow.data() + i * n, c0_copy)
+                ? 1
+                : 0;
+      }
     }
   });
   std::vector<std::int64_t> open_rows, open_cols;
+  for (std::int64_t i = 0; i < m; ++i) {
+    if (row_open[static_cast<std::size_t>(i)] != 0) open_rows.push_back(i);
+  }
+  if (open_rows.empty()) {  // the common case: the bound decided every output
+    CountCertified(CertKind::kGemm, mn, 0);
+    return;
+  }
   {
-    std::vector<std::uint8_t> row_open(static_cast<std::size_t>(m), 0),
-        col_open(static_cast<std::size_t>(n), 0);
-    for (std::size_t e = 0; e < mn; ++e) {
-      if (slow[e] == 0) continue;
-      row_open[e / static_cast<std::size_t>(n)] = 1;
-      col_open[e % static_cast<std::size_t>(n)] = 1;
-    }
-    for (std::int64_t i = 0; i < m; ++i) {
-      if (row_open[static_cast<std::size_t>(i)] != 0) open_rows.push_back(i);
+    std::vector<std::uint8_t> col_open(static_cast<std::size_t>(n), 0);
+    for (std::int64_t i : open_rows) {
+      for (std::int64_t j = 0; j < n; ++j)
+        col_open[static_cast<std::size_t>(j)] |= slow[static_cast<std::size_t>(i * n + j)];
     }
     for (std::int64_t j = 0; j < n; ++j) {
       if (col_open[static_cast<std::size_t>(j)] != 0) open_cols.push_back(j);
     }
   }
-  if (!open_rows.empty()) {
+  {
     // The smallest LowBitExponent of a nonzero entry of each open row of
     // op(A) and column of op(B): every product a_ip·b_pj is a multiple of
     // 2^(row + col).
@@ -926,7 +1040,7 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
       }
     }
   }
-  const std::uint64_t count = ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow);
+  const std::uint64_t count = ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow, open_rows);
   CountCertified(CertKind::kGemm, mn, count);
 }
 

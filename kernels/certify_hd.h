@@ -122,6 +122,35 @@ VT_HD inline bool CertifyApprox(double approx, double bound, float* out) {
   return CertifyInterval(NextDown(approx - bound), NextUp(approx + bound), out);
 }
 
+// CertifyApprox's common case, branch-free so that a loop of it vectorises:
+// the value is accepted when a WIDER interval than CertifyApprox's,
+// [approx − w, approx + w] with
+//   w = bound + (|approx| + bound)·2^-48 + 2^-1000   (each step rounded),
+// rounds at both ends to one finite nonzero fp32 value v, or when bound and
+// approx are both zero (v = +0: CertifyApprox's zero case). Why v is then
+// CertifyApprox's own value: its interval is [NextDown(fl(approx − bound)),
+// NextUp(fl(approx + bound))], whose ends lie within bound + 2^-50.9·S +
+// 2^-1073 of approx (S = |approx| + bound: one rounding and one neighbour
+// step, each ≤ 2^-52·S plus a subnormal step), and the computed w exceeds
+// that (its three roundings cost < 2^-52·S). Round-to-nearest is monotone
+// and both intervals' ends are fp64 numbers, so approx ± w rounded still
+// contain CertifyApprox's ends, which therefore round to v too (v ≠ 0: its
+// zero rules do not apply). bound > 0 is required: CertifyApprox decides a
+// zero bound only at a zero value. So this test decides a subset of what
+// CertifyApprox decides, with the same values (CertifiedHelpers tests it).
+// Returns v, or `otherwise` and adds 1 to `undecided`. (`&`, not `&&`, and no
+// struct or out-parameter: GCC vectorises a loop around it.)
+VT_HD inline float CertifyApproxFast(double approx, double bound, float otherwise, std::int64_t& undecided) {
+  const double abs_approx = approx < 0.0 ? -approx : approx;
+  const double w = bound + (abs_approx + bound) * 0x1p-48 + 0x1p-1000;
+  const float lo = static_cast<float>(approx - w), hi = static_cast<float>(approx + w);
+  const float abs_lo = lo < 0.0f ? -lo : lo;
+  const bool value = (bound > 0.0) & (lo == hi) & (abs_lo <= 0x1.fffffep127f) & (lo != 0.0f);
+  const bool zero = (bound == 0.0) & (approx == 0.0);
+  undecided += !(value | zero);
+  return value ? lo : zero ? 0.0f : otherwise;
+}
+
 // A sum with no finishing operation, known to within `bound` of `sum`, or
 // exactly (`exact`, SumIsExact: bound ignored). An exact zero is +0 whatever
 // the signs of its terms.

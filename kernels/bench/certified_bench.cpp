@@ -5,7 +5,9 @@
 //   2. per operator: where the extra time of a certified step goes (each
 //      node timed in both modes) and the fraction of its outputs that took
 //      the slow path; the same fraction per kind;
-//   3. certified GEMM throughput ÷ OpenBLAS sgemm at 512×768×2304 and 1024³;
+//   3. certified GEMM throughput ÷ OpenBLAS sgemm and ÷ the fp64 GEMM alone
+//      (the fast path's floor) at mlp-fashion's three shapes, 512×768×2304
+//      and 1024³;
 //   4. the arbiter's exact-only GEMM (certified_exact_only, one thread, as
 //      the arbitration precompile runs it) against repops on one thread —
 //      the rate the arbitration gas is priced from (contract_vm/gas.h) —
@@ -17,9 +19,12 @@
 //     --device=cpu gives the same tables on the CPU (the baseline, run beside it); both add
 //     2048³ to table 3 and leave out its exact-only column
 //   kernels_certified_bench --quick                    tiny presets and 64³ once (CTest)
-//   kernels_certified_bench --steps [--model=NAME]     tables 1–2 only (e.g. under perf record), one model or
-//   all kernels_certified_bench --exact                    table 4 only kernels_certified_bench --price table
-//   5 only: the certified arbitration price table
+//   kernels_certified_bench --steps [--model=NAME]     tables 1–2 only (e.g. under perf record), one
+//                                                      model or all
+//   kernels_certified_bench --gemm                     table 3 only, without its exact-only column
+//   kernels_certified_bench --exact                    table 4 only
+//   kernels_certified_bench --price                    table 5 only: the certified arbitration price
+//                                                      table
 //     (contract_vm/gas.h) — each class's worst case against the repops rate, same run
 //
 // Wall-clock time, best of R runs after one warm-up.
@@ -226,8 +231,8 @@ std::vector<float> ZeroMean(std::uint32_t stream, std::int64_t count) {
 void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes, bool exact_only = true) {
   std::printf("\nGEMM m x k x n, zero-mean full-precision inputs, %d thread(s), GEMMs on %s, best of %d\n", g_threads,
               DeviceDescription(g_device).c_str(), g_reps);
-  std::printf("%-16s %12s %14s %8s %10s %16s\n", "m x k x n", "sgemm GF/s", "certified GF/s", "ratio", "slow",
-              "exact-only GF/s");
+  std::printf("%-16s %12s %12s %14s %8s %10s %10s %16s\n", "m x k x n", "sgemm GF/s", "dgemm GF/s",
+              "certified GF/s", "ratio", "÷ dgemm", "slow", "exact-only GF/s");
   for (const auto& [m, k, n] : shapes) {
     const std::vector<float> a = ZeroMean(1, m * k), b = ZeroMean(2, k * n);
     std::vector<float> c(static_cast<std::size_t>(m * n));
@@ -238,6 +243,10 @@ void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes, bool exac
     config.device = g_device;
     const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
     const double sgemm = BestSeconds([&] { GemmNative(config, g, a.data(), b.data(), c.data()); });
+    // The fast path's floor: the fp64 GEMM alone, on operands already widened.
+    const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+    std::vector<double> c64(c.size());
+    const double dgemm = BestSeconds([&] { GemmF64(config, g, a64.data(), b64.data(), c64.data()); });
     const std::uint64_t slow0 = CertifiedCounts().slow[static_cast<int>(CertKind::kGemm)];
     const double cert = BestSeconds([&] { CertifiedGemm(config, g, a.data(), b.data(), c.data()); });
     const std::uint64_t slow = (CertifiedCounts().slow[static_cast<int>(CertKind::kGemm)] - slow0) / (g_reps + 1);
@@ -254,8 +263,9 @@ void GemmTable(const std::vector<std::array<std::int64_t, 3>>& shapes, bool exac
     char name[64];
     std::snprintf(name, sizeof name, "%lldx%lldx%lld", static_cast<long long>(m), static_cast<long long>(k),
                   static_cast<long long>(n));
-    std::printf("%-16s %12.1f %14.1f %8.3f %10llu %16.2f\n", name, flops / sgemm * 1e-9, flops / cert * 1e-9,
-                sgemm / cert, static_cast<unsigned long long>(slow), exact_only ? flops / exact_s * 1e-9 : 0.0);
+    std::printf("%-16s %12.1f %12.1f %14.1f %8.3f %10.3f %10llu %16.2f\n", name, flops / sgemm * 1e-9,
+                flops / dgemm * 1e-9, flops / cert * 1e-9, sgemm / cert, dgemm / cert,
+                static_cast<unsigned long long>(slow), exact_only ? flops / exact_s * 1e-9 : 0.0);
   }
 }
 
@@ -452,13 +462,14 @@ void PriceTable() {
 }  // namespace vt::kernels
 
 int main(int argc, char** argv) {
-  bool quick = false, exact = false, price = false, steps = false, device_given = false;
+  bool quick = false, exact = false, price = false, steps = false, gemm_only = false, device_given = false;
   std::string only_model;  // --model: table 1–2 on that preset alone
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--exact") == 0) exact = true;
     if (std::strcmp(argv[i], "--price") == 0) price = true;
     if (std::strcmp(argv[i], "--steps") == 0) steps = true;
+    if (std::strcmp(argv[i], "--gemm") == 0) gemm_only = true;
     if (std::strncmp(argv[i], "--model=", 8) == 0) only_model = argv[i] + 8;
     if (std::strncmp(argv[i], "--threads=", 10) == 0) vt::kernels::g_threads = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--reps=", 7) == 0) vt::kernels::g_reps = std::atoi(argv[i] + 7);
@@ -486,6 +497,13 @@ int main(int argc, char** argv) {
     vt::kernels::PriceTable();
     return 0;
   }
+  // mlp-fashion's three large GEMMs (forward, dx, dW), then the two.
+  const std::vector<std::array<std::int64_t, 3>> gemm_shapes = {
+      {64, 784, 128}, {64, 128, 784}, {128, 64, 784}, {512, 768, 2304}, {1024, 1024, 1024}};
+  if (gemm_only) {
+    vt::kernels::GemmTable(gemm_shapes, false);
+    return 0;
+  }
   if (exact) {
     vt::kernels::ExactTable({{128, 784, 64}, {256, 256, 256}, {64, 4096, 64}, {512, 2, 512}});
     return 0;
@@ -504,7 +522,7 @@ int main(int argc, char** argv) {
     vt::kernels::GemmTable({{512, 768, 2304}, {1024, 1024, 1024}, {2048, 2048, 2048}}, false);
     return 0;
   }
-  vt::kernels::GemmTable({{512, 768, 2304}, {1024, 1024, 1024}});
+  vt::kernels::GemmTable(gemm_shapes);
   vt::kernels::ExactTable({{128, 784, 64}, {256, 256, 256}, {64, 4096, 64}, {512, 2, 512}});
   return 0;
 }

@@ -601,5 +601,78 @@ TEST(CertifiedHelpers, NextUpNextDownAndPow2EqualLibm) {
   for (int e = -1200; e <= 1200; ++e) ASSERT_EQ(bits(Pow2(e)), bits(std::ldexp(1.0, e))) << e;
 }
 
+// CertifyApproxFast decides a subset of what CertifyApprox decides, with the
+// same value, on random and adversarial (approx, bound) pairs: values on,
+// beside and halfway between fp32 neighbours (ties), subnormals, the
+// overflow threshold, zeros of both signs, NaN and infinities, with bounds
+// from zero to huge. It also decides almost every easy case (else the GEMM
+// would walk every row again), and leaves `otherwise` and counts what it
+// does not decide.
+TEST(CertifiedHelpers, FastCertificateDecidesASubsetWithTheSameValue) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  PhiloxStream s(79, 0, 0);
+  const auto random_float = [&] { return static_cast<double>(std::bit_cast<float>(s.NextU32())); };
+  std::vector<double> approx = {0.0,
+                                -0.0,
+                                kInf,
+                                -kInf,
+                                kNaN,
+                                0x1p-149,
+                                -0x1p-149,
+                                0x1p-150,
+                                0x1.8p-149,
+                                0x1.fffffep127,
+                                0x1.ffffffp127,
+                                std::nextafter(0x1.ffffffp127, 0.0),
+                                std::nextafter(0x1.ffffffp127, kInf),
+                                0x1p128,
+                                -0x1.ffffffp127};
+  for (int i = 0; i < 20000; ++i) {
+    const double f = random_float();
+    if (!std::isfinite(f)) continue;
+    const double up = static_cast<double>(std::nextafter(static_cast<float>(f), INFINITY));
+    const double mid = f + (up - f) / 2;  // a tie (exact in fp64)
+    for (double x : {f, mid, std::nextafter(mid, kInf), std::nextafter(mid, -kInf), std::nextafter(f, kInf)})
+      approx.push_back(x);
+    approx.push_back(std::bit_cast<double>(s.NextU64()));
+  }
+  std::uint64_t pairs = 0, fast_decided = 0, easy = 0, easy_decided = 0;
+  for (double a : approx) {
+    const double mag = std::fabs(a);
+    const double bounds[] = {
+        0.0,           0x1p-1074,     mag * 0x1p-60,
+        mag * 0x1p-45, mag * 0x1p-30, mag * 0x1p-24,
+        mag * 0x1p-20, mag,           std::bit_cast<double>(s.NextU64() & 0x7fffffffffffffffull),
+        kInf,          kNaN};
+    for (double bound : bounds) {
+      ++pairs;
+      std::int64_t undecided = 0;
+      const float fast = CertifyApproxFast(a, bound, 42.0f, undecided);
+      float slow = 0.0f;
+      const bool decided = CertifyApprox(a, bound, &slow);
+      if (undecided == 0) {
+        ++fast_decided;
+        ASSERT_TRUE(decided) << std::hexfloat << a << " ± " << bound << ": decided only by the fast test";
+        ASSERT_EQ(Bits(fast), Bits(slow)) << std::hexfloat << a << " ± " << bound;
+      } else {
+        ASSERT_EQ(undecided, 1);
+        ASSERT_EQ(Bits(fast), Bits(42.0f));
+      }
+      // Easy: an fp32 value known to 2^-45 of itself, not near overflow.
+      if (bound == mag * 0x1p-45 && a == static_cast<double>(static_cast<float>(a)) && mag > 0x1p-100 &&
+          mag < 0x1p100) {
+        ++easy;
+        easy_decided += undecided == 0 ? 1 : 0;
+      }
+    }
+  }
+  std::printf("%llu pairs, %llu decided by the fast test; easy cases %llu of %llu\n",
+              static_cast<unsigned long long>(pairs), static_cast<unsigned long long>(fast_decided),
+              static_cast<unsigned long long>(easy_decided), static_cast<unsigned long long>(easy));
+  EXPECT_GT(easy, 1000u);
+  EXPECT_EQ(easy_decided, easy);
+}
+
 }  // namespace
 }  // namespace vt::kernels
