@@ -185,12 +185,13 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
 // kCertGroupValues floats per buffer.
 constexpr std::int64_t kCertGroupValues = std::int64_t{1} << 22;
 
-// A grouped GEMM's operand or result buffer, reused by the calling thread
-// from one call to the next (fresh multi-megabyte buffers cost more in page
-// faults and zero-filling than the copies into them). Contents are
-// unspecified: every user writes what it reads. `slot` names the buffer.
+// A grouped GEMM's operand or result buffer (or the backward's im2col of
+// every image), reused by the calling thread from one call to the next
+// (fresh multi-megabyte buffers cost more in page faults and zero-filling
+// than the copies into them). Contents are unspecified: every user writes
+// what it reads. `slot` names the buffer.
 float* GroupScratch(int slot, std::int64_t values) {
-  thread_local std::vector<float> buffers[4];
+  thread_local std::vector<float> buffers[5];
   std::vector<float>& buffer = buffers[slot];
   if (buffer.size() < static_cast<std::size_t>(values)) buffer.resize(static_cast<std::size_t>(values));
   return buffer.data();
@@ -257,7 +258,7 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
     return TooLarge("conv2d certified scratch");
   }
   const std::int64_t group = ImagesPerGroup(dycol_size, g.n);
-  std::vector<float> cols(static_cast<std::size_t>(cols_all));
+  float* const cols = GroupScratch(4, cols_all);  // every value written by Im2Col
   float* const dycol = GroupScratch(0, kq * hw * group);
   float* const dx_group = GroupScratch(1, g.ci * hw * group);
   std::vector<float> wr(static_cast<std::size_t>(g.ci * kq));
@@ -271,7 +272,7 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
   }
   std::vector<CertGemmPiece> dw_pieces;
   for (std::int64_t n = 0; n < g.n; ++n) {
-    float* col = cols.data() + n * g.ckk * g.ohw;
+    float* col = cols + n * g.ckk * g.ohw;
     ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
       Im2Col(x.data() + n * x_image, g, params, c0, c1, col, g.ohw);
     });
