@@ -53,15 +53,21 @@ bool UseFma() {
 VT_CRMATH_FUNCTIONS(VT_CRMATH_DISPATCH)
 #undef VT_CRMATH_DISPATCH
 
-void TanhArray(const float* x, float* out, std::int64_t n) {
 #if VT_CRMATH_HAS_FMA_COPY
-  if (UseFma()) {
-    fma_isa::TanhArray(x, out, n);
-    return;
+#define VT_CRMATH_ARRAY(name)                             \
+  void name(const float* x, float* out, std::int64_t n) { \
+    if (UseFma()) {                                       \
+      fma_isa::name(x, out, n);                           \
+      return;                                             \
+    }                                                     \
+    base::name(x, out, n);                                \
   }
+#else
+#define VT_CRMATH_ARRAY(name) \
+  void name(const float* x, float* out, std::int64_t n) { base::name(x, out, n); }
 #endif
-  base::TanhArray(x, out, n);
-}
+VT_CRMATH_ARRAY_FUNCTIONS(VT_CRMATH_ARRAY)
+#undef VT_CRMATH_ARRAY
 
 namespace detail {
 

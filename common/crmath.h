@@ -42,9 +42,11 @@ float Tanh(float x);
 float Erf(float x);
 float Rsqrt(float x);
 
-// out[i] = Tanh(x[i]) for i < n, bit for bit, faster on long arrays (the
-// fast evaluations of a block run side by side). x and out may be the same.
+// out[i] = Tanh(x[i]) (Exp(x[i])) for i < n, bit for bit, faster on long
+// arrays (the fast evaluations of a block run side by side, and a value is
+// accepted by a branch-free test). x and out may be the same.
 void TanhArray(const float* x, float* out, std::int64_t n);
+void ExpArray(const float* x, float* out, std::int64_t n);
 
 // How often this thread's calls left the fast path: `slow` counts calls the
 // double evaluation could not decide; `undecided` counts calls the slow path

@@ -645,23 +645,52 @@ float Tanh(float x) {
   return Finish(TanhFast(x), kTanhFastRel, x, TanhSlow, kSlowRel);
 }
 
-void TanhArray(const float* x, float* out, std::int64_t n) {
-  // Blocks of fast evaluations side by side, then each decided as Tanh's
-  // Finish decides it first; anything else (NaN, |x| >= kTanhOne, a value
-  // the fast bound leaves open) is Tanh itself. The same bits as Tanh.
+// The array functions (TanhArray, ExpArray): blocks of fast evaluations side
+// by side (in_range(x) false: the evaluation at 0 instead, never used), then
+// a branch-free test per value: the fp64 interval [f − w, f + w], w =
+// accept_rel·|f|, holds the exact function value, because accept_rel is
+// Finish's relative bound widened by 2^-49, which covers the roundings of
+// computing the interval's ends (w: one product, < 2^-53 of it; each end:
+// < 2^-52·|f|). Where both ends round to the same float, that float IS the
+// correctly rounded value (rounding is monotone) — the value the scalar
+// function returns for every input (checked against MPFR). Anything else (x
+// outside in_range, NaN, −0, an interval across a rounding boundary) is the
+// scalar function itself. So the same bits as the scalar function; x and out
+// may be the same array.
+template <class InRange, class Fast>
+void EvaluateArray(const float* x, float* out, std::int64_t n, const InRange& in_range, const Fast& fast_of,
+                   double accept_rel, float (*scalar)(float)) {
   constexpr std::int64_t kBlock = 64;
   double fast[kBlock];
+  float value[kBlock];
+  bool decided[kBlock];
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const std::int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
-    for (std::int64_t j = 0; j < m; ++j) fast[j] = TanhFastUnbranched(x[i0 + j]);
     for (std::int64_t j = 0; j < m; ++j) {
       const float v = x[i0 + j];
-      float r;
-      const bool decided = std::fabs(v) < kTanhOne &&  // false for NaN
-                           Decide({fast[j], 0.0}, kTanhFastRel * std::fabs(fast[j]), &r);
-      out[i0 + j] = decided ? r : Tanh(v);
+      fast[j] = fast_of(in_range(v) ? v : 0.0f);
     }
+    for (std::int64_t j = 0; j < m; ++j) {
+      const double w = accept_rel * std::fabs(fast[j]);
+      const float lo = static_cast<float>(fast[j] - w), hi = static_cast<float>(fast[j] + w);
+      value[j] = lo;
+      decided[j] = in_range(x[i0 + j]) & (FloatBits(lo) == FloatBits(hi));
+    }
+    for (std::int64_t j = 0; j < m; ++j) out[i0 + j] = decided[j] ? value[j] : scalar(x[i0 + j]);
   }
+}
+
+void TanhArray(const float* x, float* out, std::int64_t n) {
+  EvaluateArray(
+      x, out, n, [](float v) { return std::fabs(v) < kTanhOne; },  // false for NaN
+      TanhFastUnbranched, kTanhFastRel + 0x1p-49, Tanh);
+}
+
+void ExpArray(const float* x, float* out, std::int64_t n) {
+  // Exp's own range for Finish (beyond it Exp saturates before any arithmetic).
+  EvaluateArray(
+      x, out, n, [](float v) { return (v >= -104.0f) & (v <= 89.0f); },  // false for NaN
+      [](float v) { return ExpFast(v); }, kExpFastRel + 0x1p-49, Exp);
 }
 
 float Erf(float x) {

@@ -5,6 +5,9 @@
 //                   [--state exp.state] [--chunk 1048576] [--list-slow N] [--stride N]
 //   vt-crmath-check --bench        ns per call, crmath vs detmath
 //   vt-crmath-check --scan-reduction   least |f| of the Sin/Cos reduction
+//   vt-crmath-check --array tanh|exp [--from N] [--to N] [--threads N]
+//                   TanhArray (ExpArray) against Tanh (Exp), themselves checked
+//                   against MPFR, bit for bit, over every pattern in [from, to)
 //
 // With --state, progress (the contiguous prefix of finished chunks and its
 // counts) is saved after each chunk and a rerun with the same arguments
@@ -62,6 +65,7 @@ struct Options {
   std::uint64_t list_slow = 0;  // print up to this many inputs that took the slow path
   std::uint64_t stride = 1;     // check every stride-th pattern only (a sampled sweep)
   bool scan_reduction = false;
+  std::string array;  // --array: the array function to check against its scalar one
 };
 
 std::optional<std::uint64_t> ParseU64(const char* s) {
@@ -88,6 +92,8 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
     const char* v = argv[++i];
     if (a == "--fn") {
       o.fn = v;
+    } else if (a == "--array") {
+      o.array = v;
     } else if (a == "--state") {
       o.state = v;
     } else {
@@ -268,6 +274,68 @@ int RunScanReduction(unsigned threads) {
   return 0;
 }
 
+// An array function (blocks of fast evaluations and a branch-free acceptance
+// test) against its scalar function, over every pattern in [from, to), in
+// place as the operators call it, in uneven pieces so that blocks start at
+// varied offsets.
+int RunArray(const Options& o) {
+  struct ArrayFn {
+    const char* name;
+    void (*array)(const float*, float*, std::int64_t);
+    float (*scalar)(float);
+  };
+  constexpr ArrayFn kArrays[] = {{"tanh", vt::crmath::TanhArray, vt::crmath::Tanh},
+                                 {"exp", vt::crmath::ExpArray, vt::crmath::Exp}};
+  const ArrayFn* fn = nullptr;
+  for (const ArrayFn& f : kArrays) {
+    if (o.array == f.name) fn = &f;
+  }
+  if (fn == nullptr) {
+    std::fprintf(stderr, "unknown --array %s (tanh exp)\n", o.array.c_str());
+    return 2;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+  std::atomic<std::uint64_t> next{o.from}, checked{0}, mismatches{0};
+  std::mutex mu;
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < o.threads; ++t) {
+    pool.emplace_back([&] {
+      std::vector<float> xs, out;
+      for (;;) {
+        const std::uint64_t lo = next.fetch_add(kChunk);
+        if (lo >= o.to) return;
+        const std::uint64_t hi = std::min(o.to, lo + kChunk);
+        xs.resize(hi - lo);
+        for (std::uint64_t b = lo; b < hi; ++b) xs[b - lo] = BitsFloat(static_cast<std::uint32_t>(b));
+        out = xs;
+        for (std::size_t i0 = 0, len = 1; i0 < out.size(); i0 += len, len = len * 7 % 997 + 1) {
+          const std::size_t n = std::min(len, out.size() - i0);
+          fn->array(out.data() + i0, out.data() + i0, static_cast<std::int64_t>(n));
+        }
+        std::uint64_t bad = 0;
+        for (std::size_t i = 0; i < xs.size(); ++i) {
+          const std::uint32_t want = FloatBits(fn->scalar(xs[i]));
+          if (FloatBits(out[i]) == want) continue;
+          if (bad++ < 10) {
+            const std::lock_guard<std::mutex> lock(mu);
+            std::printf("MISMATCH %s array(0x%08x): got 0x%08x want 0x%08x\n", fn->name, FloatBits(xs[i]),
+                        FloatBits(out[i]), want);
+          }
+        }
+        checked += xs.size();
+        mismatches += bad;
+      }
+    });
+  }
+  for (std::thread& th : pool) th.join();
+  std::printf("DONE array %s from=0x%08" PRIx64 " to=0x%09" PRIx64 " checked=%" PRIu64 " mismatches=%" PRIu64
+              " seconds=%.1f\n",
+              fn->name, o.from, o.to, checked.load(), mismatches.load(),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  return mismatches.load() == 0 ? 0 : 1;
+}
+
 // ns per call over 2^20 inputs spread over each function's working range.
 int RunBench() {
   constexpr int kInputs = 1 << 20;
@@ -309,11 +377,13 @@ int RunBench() {
 int main(int argc, char** argv) {
   const auto o = ParseArgs(argc, argv);
   if (o && o->scan_reduction) return RunScanReduction(o->threads);
+  if (o && !o->array.empty()) return RunArray(*o);
   if (!o || (!o->bench && o->fn.empty())) {
     std::fprintf(
         stderr,
         "usage: vt-crmath-check --fn NAME [--from N] [--to N] [--threads N] [--state FILE] [--chunk N]\n"
-        "       vt-crmath-check --bench | --scan-reduction [--threads N]\n");
+        "       vt-crmath-check --bench | --scan-reduction [--threads N]\n"
+        "       vt-crmath-check --array tanh|exp [--from N] [--to N] [--threads N]\n");
     return 2;
   }
   return o->bench ? RunBench() : RunCheck(*o);

@@ -198,12 +198,18 @@ struct CertifiedMath {
 
 // out[i] = M::Exp(T(in[i]) − m) for i < n (`in` may be `out`): element by
 // element — exactly that loop — in every mode but native, which evaluates
-// exp of the exact difference on vectors (kernels/ops/native_math.h).
+// exp of the exact difference on vectors (kernels/ops/native_math.h), and
+// certified, which takes the same differences and then M::Exp of all of
+// them at once (certmath::ExpArray: the same bits as M::Exp).
 template <class M, class In>
 void ExpShifted(const In* in, typename M::T m, typename M::T* out, std::int64_t n) {
   if constexpr (std::is_same_v<M, NativeMath>) {
     static_assert(std::is_same_v<In, float>);
     nativemath::ExpShifted(in, m, out, n);
+  } else if constexpr (std::is_same_v<M, CertifiedMath>) {
+    static_assert(std::is_same_v<In, float>);
+    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] - m;
+    certmath::ExpArray(out, out, n);
   } else {
     using T = typename M::T;
     for (std::int64_t i = 0; i < n; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);

@@ -113,9 +113,9 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
     Outputs<T> outs;
     T* lo = outs.Bind(loss);
     std::vector<T> row_loss(static_cast<std::size_t>(rows));
-    // Native mode: the exponentials of a row computed on vectors first
-    // (ExpShifted), then summed in the same tree.
-    constexpr bool kVectorExp = std::is_same_v<M, NativeMath>;
+    // Native and certified mode: the exponentials of a row computed together
+    // first (ExpShifted: on vectors, or certmath::ExpArray), then summed.
+    constexpr bool kVectorExp = std::is_same_v<M, NativeMath> || std::is_same_v<M, CertifiedMath>;
     std::vector<T> exps(kVectorExp ? static_cast<std::size_t>(rows * k) : 0);
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r) {

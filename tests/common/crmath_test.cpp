@@ -154,11 +154,12 @@ TEST(CrMath, FmaAndBaselineCopiesAgree) {
   detail::SetFmaPathForTesting(-1);
 }
 
-// TanhArray is Tanh, bit for bit, in both copies: on a million random bit
-// patterns, a million values of the range GELU feeds it ([-10, 10]), the
-// special values and the hard cases, in place and not, over lengths that
-// leave a partial block.
-TEST(CrMath, TanhArrayIsTanhBitForBit) {
+// An array function is its scalar function, bit for bit, in both copies: on
+// a million random bit patterns, a million values of the range the
+// operators feed it, the special values and the hard cases, in place and
+// not, over lengths that leave a partial block.
+void ExpectArrayIsScalar(const char* fn, void (*array)(const float*, float*, std::int64_t),
+                         float (*scalar)(float), float range_lo, float range_hi) {
   struct Hard {
     const char* fn;
     std::uint32_t x;
@@ -170,36 +171,42 @@ TEST(CrMath, TanhArrayIsTanhBitForBit) {
   PhiloxStream s(test::TestSeed(), 0, 43);
   for (int i = 0; i < 1000000; ++i) inputs.push_back(detmath::BitsFloat(s.NextU32()));
   for (int i = 0; i < 1000000; ++i)
-    inputs.push_back(-10.0f + 20.0f * static_cast<float>(s.NextU32() >> 8) * 0x1p-24f);
+    inputs.push_back(range_lo + (range_hi - range_lo) * static_cast<float>(s.NextU32() >> 8) * 0x1p-24f);
   for (const Case& c : kSpecial) inputs.push_back(detmath::BitsFloat(c.x));
+  std::size_t hard_cases = 0;
   for (const Hard& h : hard) {
-    if (std::string(h.fn) == "tanh") inputs.push_back(detmath::BitsFloat(h.x));
+    if (std::string(h.fn) != fn) continue;
+    inputs.push_back(detmath::BitsFloat(h.x));
+    ++hard_cases;
   }
-  std::size_t hard_tanh = 0;
-  for (const Hard& h : hard) hard_tanh += std::string(h.fn) == "tanh" ? 1 : 0;
-  ASSERT_GT(hard_tanh, 0u) << "the hard cases should include tanh inputs that reach the slow path";
+  ASSERT_GT(hard_cases, 0u) << "the hard cases should include " << fn << " inputs that reach the slow path";
   for (const int mode : {1, 0}) {
     if (detail::SetFmaPathForTesting(mode) != (mode == 1)) continue;  // no FMA copy: the baseline only
     std::vector<float> out(inputs.size()), in_place = inputs;
     // Uneven pieces: every block boundary and a partial last block.
     for (std::size_t i0 = 0, len = 1; i0 < inputs.size(); i0 += len, len = len * 3 % 1000 + 1) {
       const std::size_t n = std::min(len, inputs.size() - i0);
-      TanhArray(inputs.data() + i0, out.data() + i0, static_cast<std::int64_t>(n));
-      TanhArray(in_place.data() + i0, in_place.data() + i0, static_cast<std::int64_t>(n));
+      array(inputs.data() + i0, out.data() + i0, static_cast<std::int64_t>(n));
+      array(in_place.data() + i0, in_place.data() + i0, static_cast<std::int64_t>(n));
     }
     std::size_t differ = 0;
     for (std::size_t i = 0; i < inputs.size(); ++i) {
-      const std::uint32_t want = detmath::FloatBits(Tanh(inputs[i]));
+      const std::uint32_t want = detmath::FloatBits(scalar(inputs[i]));
       if ((detmath::FloatBits(out[i]) != want || detmath::FloatBits(in_place[i]) != want) && differ++ < 3) {
-        ADD_FAILURE() << "tanh(0x" << std::hex << detmath::FloatBits(inputs[i]) << "): Tanh 0x" << want
-                      << ", TanhArray 0x" << detmath::FloatBits(out[i]) << " (in place 0x"
+        ADD_FAILURE() << fn << "(0x" << std::hex << detmath::FloatBits(inputs[i]) << "): scalar 0x" << want
+                      << ", array 0x" << detmath::FloatBits(out[i]) << " (in place 0x"
                       << detmath::FloatBits(in_place[i]) << "), fma copy " << mode;
       }
     }
-    EXPECT_EQ(differ, 0u) << "fma copy " << mode;
+    EXPECT_EQ(differ, 0u) << fn << ", fma copy " << mode;
   }
   detail::SetFmaPathForTesting(-1);
 }
+
+// GELU feeds tanh values in [-10, 10]; softmax, cross-entropy and attention
+// feed exp differences x − max ≤ 0, down past its underflow at -104.
+TEST(CrMath, TanhArrayIsTanhBitForBit) { ExpectArrayIsScalar("tanh", TanhArray, Tanh, -10.0f, 10.0f); }
+TEST(CrMath, ExpArrayIsExpBitForBit) { ExpectArrayIsScalar("exp", ExpArray, Exp, -110.0f, 95.0f); }
 
 // Odd functions return exactly the negated result for -x, Cos the same
 // result (correct rounding to nearest-even is symmetric), NaN inputs of any
