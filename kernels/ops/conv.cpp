@@ -607,6 +607,30 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
   dx.Resize(x.shape());
   if (ctx.mode() == Mode::kCertified) {
     // dx[pos] = CR(Σ dy over the windows whose maximum is at pos).
+    if (params.stride_h >= params.kernel_h && params.stride_w >= params.kernel_w) {
+      // Windows that do not overlap (the usual 2 × 2, stride 2): a position
+      // lies under at most one window, so its sum has one term — the
+      // window's dy where it is that window's maximum (CR of one term,
+      // CertifiedSum's own rule), an exact zero (+0) everywhere else — or
+      // none (+0). The same values and counts as the gather below.
+      ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+        for (std::int64_t pl = p0; pl < p1; ++pl) {
+          const float* plane = x.data() + pl * g.h * g.w;
+          const float* grad = dy.data() + pl * g.oh * g.ow;
+          const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
+          float* out = dx.data() + pl * g.h * g.w;
+          std::fill(out, out + g.h * g.w, 0.0f);
+          for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+            for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+              const std::int64_t idx = WindowArgmax(params, g.h, g.w, oh, ow, x_at);  // ≥ 0
+              out[idx] = CertifiedSum(1, [&](std::int64_t) { return grad[oh * g.ow + ow]; });
+            }
+          }
+          CountCertified(CertKind::kSum, static_cast<std::uint64_t>(g.h * g.w - g.oh * g.ow), 0);
+        }
+      });
+      return Status::Ok();
+    }
     // Each window's maximum once per plane (a value is covered by several).
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
       std::vector<std::int64_t> argmax(static_cast<std::size_t>(g.oh * g.ow));

@@ -14,6 +14,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -240,54 +241,80 @@ TEST_P(OpCertifiedConvGroups, Conv2dStridedPaddedAndItsBackward) {
   }, "conv2d db");
 }
 
-TEST(OpCertifiedExact, OverlappingPoolBackwardsAndAvgPool) {
-  Pool2dParams p;
-  p.kernel_h = 3, p.kernel_w = 3, p.stride_h = 2, p.stride_w = 1, p.pad_h = 1, p.pad_w = 1;
-  const std::int64_t h = 7, wd = 5, oh = (h + 2 - 3) / 2 + 1, ow = (wd + 2 - 3) + 1;
-  Tensor x = Make({1, 2, h, wd}, 31), dy = Make({1, 2, oh, ow}, 32);
-  const auto avg = RunCertified(OpKind::kAvgPool2d, Pool2dAttrs(p), {&x});
-  ExpectExact(avg[0], [&](std::int64_t e) {
-    const std::int64_t q = e % ow, r = (e / ow) % oh, c = e / (ow * oh);
-    Big s;
-    for (std::int64_t i = 0; i < 3; ++i)
-      for (std::int64_t j = 0; j < 3; ++j) {
-        const std::int64_t ii = r * 2 - 1 + i, jj = q - 1 + j;
-        if (ii >= 0 && ii < h && jj >= 0 && jj < wd) s.Add(x[(c * h + ii) * wd + jj]);
-      }
-    mpfr_div_ui(s.v(), s.v(), 9, MPFR_RNDN);  // 1200 bits: see RefReduce in certified_test.cpp
-    return ToFloat(s.v());
-  }, "avgpool y");
-  const auto davg = RunCertified(OpKind::kAvgPool2dBackward, Pool2dAttrs(p), {&dy, &x});
-  const auto dmax = RunCertified(OpKind::kMaxPool2dBackward, Pool2dAttrs(p), {&dy, &x});
-  // Window argmax by the documented rule: first maximum in window order.
-  auto argmax = [&](std::int64_t c, std::int64_t r, std::int64_t q) {
-    std::int64_t best = -1;
-    for (std::int64_t i = 0; i < 3; ++i)
-      for (std::int64_t j = 0; j < 3; ++j) {
-        const std::int64_t ii = r * 2 - 1 + i, jj = q - 1 + j;
-        if (ii < 0 || ii >= h || jj < 0 || jj >= wd) continue;
-        if (best < 0 || x[(c * h + ii) * wd + jj] > x[c * h * wd + best]) best = ii * wd + jj;
-      }
-    return best;
-  };
-  auto gather = [&](std::int64_t e, bool max) {
-    const std::int64_t c = e / (h * wd), pos = e % (h * wd), i = pos / wd, j = pos % wd;
-    Big s;
-    for (std::int64_t r = 0; r < oh; ++r)
-      for (std::int64_t q = 0; q < ow; ++q) {
-        const std::int64_t di = i - (r * 2 - 1), dj = j - (q - 1);
-        if (di < 0 || di >= 3 || dj < 0 || dj >= 3) continue;
-        const float g = dy[(c * oh + r) * ow + q];
-        if (max) {
-          if (argmax(c, r, q) == pos) s.Add(g);
-        } else {
-          s.Add(g / 9.0f);
+// Pooling and its backwards against MPFR, with windows that overlap (max
+// pool backward's gather) and windows that do not (its one-term fast path),
+// padded so that some positions lie under no window, and with −0 among the
+// gradients (an exact zero sum is +0).
+TEST(OpCertifiedExact, PoolBackwardsAndAvgPool) {
+  Pool2dParams overlapping;
+  overlapping.kernel_h = 3, overlapping.kernel_w = 3, overlapping.stride_h = 2, overlapping.stride_w = 1;
+  overlapping.pad_h = 1, overlapping.pad_w = 1;
+  Pool2dParams apart;  // stride ≥ kernel: the fast path
+  apart.kernel_h = 2, apart.kernel_w = 3, apart.stride_h = 3, apart.stride_w = 3, apart.pad_h = 1,
+  apart.pad_w = 1;
+  for (const Pool2dParams& p : {overlapping, apart}) {
+    const std::int64_t h = 7, wd = 5;
+    const std::int64_t oh = (h + 2 * p.pad_h - p.kernel_h) / p.stride_h + 1;
+    const std::int64_t ow = (wd + 2 * p.pad_w - p.kernel_w) / p.stride_w + 1;
+    const std::int64_t area = p.kernel_h * p.kernel_w;
+    Tensor x = Make({1, 2, h, wd}, 31), dy = Make({1, 2, oh, ow}, 32);
+    for (std::int64_t e = 0; e < dy.numel(); e += 3) dy[e] = -0.0f;
+    // The input under window (r, q) at offset (i, j), or nothing (padding).
+    const auto at = [&](std::int64_t r, std::int64_t q, std::int64_t i,
+                        std::int64_t j) -> std::optional<std::int64_t> {
+      const std::int64_t ii = r * p.stride_h - p.pad_h + i, jj = q * p.stride_w - p.pad_w + j;
+      if (ii < 0 || ii >= h || jj < 0 || jj >= wd) return std::nullopt;
+      return ii * wd + jj;
+    };
+    const auto avg = RunCertified(OpKind::kAvgPool2d, Pool2dAttrs(p), {&x});
+    ExpectExact(
+        avg[0],
+        [&](std::int64_t e) {
+          const std::int64_t q = e % ow, r = (e / ow) % oh, c = e / (ow * oh);
+          Big s;
+          for (std::int64_t i = 0; i < p.kernel_h; ++i)
+            for (std::int64_t j = 0; j < p.kernel_w; ++j) {
+              if (const auto pos = at(r, q, i, j)) s.Add(x[c * h * wd + *pos]);
+            }
+          mpfr_div_ui(s.v(), s.v(), static_cast<unsigned long>(area), MPFR_RNDN);  // 1200 bits: see RefReduce
+          return ToFloat(s.v());
+        },
+        "avgpool y");
+    const auto davg = RunCertified(OpKind::kAvgPool2dBackward, Pool2dAttrs(p), {&dy, &x});
+    const auto dmax = RunCertified(OpKind::kMaxPool2dBackward, Pool2dAttrs(p), {&dy, &x});
+    // Window argmax by the documented rule: first maximum in window order.
+    auto argmax = [&](std::int64_t c, std::int64_t r, std::int64_t q) {
+      std::int64_t best = -1;
+      for (std::int64_t i = 0; i < p.kernel_h; ++i)
+        for (std::int64_t j = 0; j < p.kernel_w; ++j) {
+          const auto pos = at(r, q, i, j);
+          if (pos && (best < 0 || x[c * h * wd + *pos] > x[c * h * wd + best])) best = *pos;
         }
-      }
-    return ToFloat(s.v());
-  };
-  ExpectExact(davg[0], [&](std::int64_t e) { return gather(e, false); }, "avgpool dx");
-  ExpectExact(dmax[0], [&](std::int64_t e) { return gather(e, true); }, "maxpool dx");
+      return best;
+    };
+    auto gather = [&](std::int64_t e, bool max) {
+      const std::int64_t c = e / (h * wd), pos = e % (h * wd);
+      Big s;
+      for (std::int64_t r = 0; r < oh; ++r)
+        for (std::int64_t q = 0; q < ow; ++q)
+          for (std::int64_t i = 0; i < p.kernel_h; ++i)
+            for (std::int64_t j = 0; j < p.kernel_w; ++j) {
+              if (at(r, q, i, j) != pos) continue;
+              const float g = dy[(c * oh + r) * ow + q];
+              if (max) {
+                if (argmax(c, r, q) == pos) s.Add(g);
+              } else {
+                s.Add(g / static_cast<float>(area));
+              }
+            }
+      return ToFloat(s.v());
+    };
+    const std::string what = p.stride_h >= p.kernel_h ? " (windows apart)" : " (overlapping)";
+    ExpectExact(
+        davg[0], [&](std::int64_t e) { return gather(e, false); }, ("avgpool dx" + what).c_str());
+    ExpectExact(
+        dmax[0], [&](std::int64_t e) { return gather(e, true); }, ("maxpool dx" + what).c_str());
+  }
 }
 
 TEST(OpCertifiedExact, EmbeddingBackwardClipNormAndReductions) {
