@@ -182,8 +182,11 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
 // columns instead of G GEMMs, so the weights are widened to fp64 and normed
 // once and dgemm sees a wider matrix. Each output is the correctly rounded
 // value however GEMMs are grouped. A group's scratch stays under
-// kCertGroupValues floats per buffer.
-constexpr std::int64_t kCertGroupValues = std::int64_t{1} << 22;
+// kCertGroupValues floats per buffer: 1 MiB, the size of a core's L2, whose
+// fp64 copy stays in the next level. (Groups of 2^22 values — all 16 images
+// of cnn-fashion's second convolution at once — made its certified step
+// 12–18 % slower on a 1 MiB-L2 AMD EPYC, 1 and 2 threads: docs/kernels.md.)
+constexpr std::int64_t kCertGroupValues = std::int64_t{1} << 16;
 
 // A grouped GEMM's operand or result buffer (or the backward's im2col of
 // every image), reused by the calling thread from one call to the next

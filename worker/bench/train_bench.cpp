@@ -3,9 +3,10 @@
 // repops+hash (repops plus the hash of every node output, as a solver
 // committing node records does), rounded-trainer (fp64 + rounding +
 // recording the log, on the fp64 GEMM `vt-worker train` picks here),
-// rounded-vendor (the same on OpenBLAS dgemm) and rounded-auditor (fp64
-// reference + following the trainer's log) modes, beside PyTorch's fp32 step of the same model, batch,
-// thread count and optimizer (AdamW, gradient clipping) — all measured in the
+// rounded-vendor (the same on OpenBLAS dgemm), rounded-auditor (fp64
+// reference + following the trainer's log) and certified (every GEMM output
+// and reduction correctly rounded) modes, beside PyTorch's fp32 step of the
+// same model, batch, thread count and optimizer (AdamW, gradient clipping) — all measured in the
 // same run and printed as ratios; rounding-log bytes per step; checkpoint
 // hashing throughput; and `vt-worker train` end to end against the sum of its
 // own step times.
@@ -98,9 +99,19 @@ std::vector<ModelCase> Models(bool gpt2) {
 // rounded-trainer records on the fp64 GEMM `vt-worker train` picks here
 // (--fp64-gemm auto, kernels/blas_core.h); rounded-vendor on OpenBLAS dgemm
 // whatever auto picks; rounded-auditor replays rounded-trainer's log.
-enum class Variant { kNative, kRepops, kRepopsHash, kRoundedTrainer, kRoundedVendor, kRoundedAuditor };
+// certified: every GEMM output and reduction correctly rounded (no log).
+enum class Variant {
+  kNative,
+  kRepops,
+  kRepopsHash,
+  kRoundedTrainer,
+  kRoundedVendor,
+  kRoundedAuditor,
+  kCertified
+};
 constexpr Variant kVariants[] = {Variant::kNative,         Variant::kRepops,        Variant::kRepopsHash,
-                                 Variant::kRoundedTrainer, Variant::kRoundedVendor, Variant::kRoundedAuditor};
+                                 Variant::kRoundedTrainer, Variant::kRoundedVendor, Variant::kRoundedAuditor,
+                                 Variant::kCertified};
 bool IsRounded(Variant v) {
   return v == Variant::kRoundedTrainer || v == Variant::kRoundedVendor || v == Variant::kRoundedAuditor;
 }
@@ -118,6 +129,8 @@ const char* VariantName(Variant v) {
       return "rounded-vendor";
     case Variant::kRoundedAuditor:
       return "rounded-auditor";
+    case Variant::kCertified:
+      return "certified";
   }
   return "?";
 }
@@ -140,7 +153,10 @@ Setup* GetSetup(const ModelCase& m, Variant v) {
   static std::map<std::string, std::unique_ptr<Setup>> cache;
   const bool rounded = IsRounded(v);
   const bool vendor = v == Variant::kRoundedVendor;
-  const char* mode = v == Variant::kNative ? "native" : rounded ? "rounded" : "repops";
+  const char* mode = v == Variant::kNative      ? "native"
+                     : v == Variant::kCertified ? "certified"
+                     : rounded                  ? "rounded"
+                                                : "repops";
   const std::string key = m.name + "/" + mode + (vendor ? "-vendor" : "");
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
