@@ -649,6 +649,12 @@ bool CertifyRowByBound(const double* c64, double row_norm, const double* col_nor
   return any;
 }
 
+// The least work worth handing to a pool thread: values widened or decoded,
+// outputs certified, products summed exactly (about 1 ns each; a pool round
+// trip costs tens of microseconds on a VM, which made small GEMMs' certified
+// overhead 5x larger on two threads than on one).
+constexpr std::int64_t kMinValuesPerThread = std::int64_t{1} << 15;
+
 // x (rows × cols, fp32, row stride ld) widened into dst (fp64, compact: row
 // stride cols), each element's square added to sq of its stored row
 // (row_lines) or of its stored column: one pass over the operand instead of
@@ -696,6 +702,7 @@ VT_SIMD_CLONES void WidenColumnsWithSquares(const float* x, std::int64_t rows, s
 
 void WidenWithSquares(int threads, const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                       bool row_lines, double* dst, double* sq) {
+  threads = ThreadsForWork(threads, rows * cols, kMinValuesPerThread);
   if (row_lines) {
     ParallelFor(threads, rows, [&](std::int64_t r0, std::int64_t r1) {
       WidenRowsWithSquares(x, r0, r1, cols, ld, dst, sq);
@@ -757,35 +764,37 @@ DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::i
   d.e_max.assign(static_cast<std::size_t>(lines), -1);
   d.special.assign(static_cast<std::size_t>(lines), 0);
   // (In parallel: slow outputs spread over a large GEMM select most lines.)
-  ParallelFor(threads, lines, [&](std::int64_t l0, std::int64_t l1) {
-    for (std::int64_t l = l0; l < l1; ++l) {
-      if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
-      std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
-      std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
-      int lo = 1000, hi = -1;
-      bool special = false;
-      for (std::int64_t p = 0; p < k; ++p) {
-        const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
-        const std::uint32_t biased = (bits >> 23) & 0xffu;
-        if (biased == 0xffu) {
-          special = true;  // m stays 0: the line is summed by ExactAccumulator instead
-          continue;
-        }
-        const std::int32_t mag =
-            static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
-        m[p] = (bits >> 31) != 0 ? -mag : mag;
-        const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
-        e[p] = static_cast<std::uint8_t>(ex);
-        if (mag != 0) {
-          lo = std::min(lo, ex);
-          hi = std::max(hi, ex);
-        }
-      }
-      d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
-      d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
-      d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
-    }
-  });
+  ParallelFor(ThreadsForWork(threads, decoded * k, kMinValuesPerThread), lines,
+              [&](std::int64_t l0, std::int64_t l1) {
+                for (std::int64_t l = l0; l < l1; ++l) {
+                  if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
+                  std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
+                  std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
+                  int lo = 1000, hi = -1;
+                  bool special = false;
+                  for (std::int64_t p = 0; p < k; ++p) {
+                    const std::uint32_t bits =
+                        std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
+                    const std::uint32_t biased = (bits >> 23) & 0xffu;
+                    if (biased == 0xffu) {
+                      special = true;  // m stays 0: the line is summed by ExactAccumulator instead
+                      continue;
+                    }
+                    const std::int32_t mag =
+                        static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
+                    m[p] = (bits >> 31) != 0 ? -mag : mag;
+                    const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
+                    e[p] = static_cast<std::uint8_t>(ex);
+                    if (mag != 0) {
+                      lo = std::min(lo, ex);
+                      hi = std::max(hi, ex);
+                    }
+                  }
+                  d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
+                  d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
+                  d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
+                }
+              });
   return d;
 }
 
@@ -859,33 +868,37 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
     a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, sa.row, sa.col, &row_read));
     b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, sb.col, sb.row, &col_read));
   }
-  ParallelFor(threads, count, [&](std::int64_t s0, std::int64_t s1) {
-    Buckets buckets;
-    for (std::int64_t s = s0; s < s1; ++s) {
-      const std::int64_t i = index[static_cast<std::size_t>(s)] / n, j = index[static_cast<std::size_t>(s)] % n;
-      ExactAccumulator acc;
-      if (accumulate) acc.Add(c[i * ldc + j]);
-      for (std::size_t q = 0; q < pieces.size(); ++q) {
-        const CertGemmPiece& piece = pieces[q];
-        const GemmArgs& g = piece.g;
-        const DecodedLines& da = a_lines[q];
-        const DecodedLines& db = b_lines[q];
-        const std::size_t iu = static_cast<std::size_t>(i), ju = static_cast<std::size_t>(j);
-        if (da.special[iu] != 0 || db.special[ju] != 0) {
-          // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
-          for (std::int64_t p = 0; p < g.k; ++p) {
-            acc.AddProduct(OpAt(piece.a, OperandStrides(g.trans_a, g.lda), i, p),
-                           OpAt(piece.b, OperandStrides(g.trans_b, g.ldb), p, j));
-          }
-          continue;
-        }
-        buckets.AddRun(da.M(i), da.E(i), db.M(j), db.E(j), g.k, da.e_min[iu] + db.e_min[ju],
-                       da.e_max[iu] + db.e_max[ju], acc);
-      }
-      buckets.Fold(acc);
-      c[i * ldc + j] = acc.Round();
-    }
-  });
+  std::int64_t terms = 0;
+  for (const CertGemmPiece& piece : pieces) terms += std::max<std::int64_t>(piece.g.k, 0);
+  ParallelFor(ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread), count,
+              [&](std::int64_t s0, std::int64_t s1) {
+                Buckets buckets;
+                for (std::int64_t s = s0; s < s1; ++s) {
+                  const std::int64_t i = index[static_cast<std::size_t>(s)] / n,
+                                     j = index[static_cast<std::size_t>(s)] % n;
+                  ExactAccumulator acc;
+                  if (accumulate) acc.Add(c[i * ldc + j]);
+                  for (std::size_t q = 0; q < pieces.size(); ++q) {
+                    const CertGemmPiece& piece = pieces[q];
+                    const GemmArgs& g = piece.g;
+                    const DecodedLines& da = a_lines[q];
+                    const DecodedLines& db = b_lines[q];
+                    const std::size_t iu = static_cast<std::size_t>(i), ju = static_cast<std::size_t>(j);
+                    if (da.special[iu] != 0 || db.special[ju] != 0) {
+                      // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
+                      for (std::int64_t p = 0; p < g.k; ++p) {
+                        acc.AddProduct(OpAt(piece.a, OperandStrides(g.trans_a, g.lda), i, p),
+                                       OpAt(piece.b, OperandStrides(g.trans_b, g.ldb), p, j));
+                      }
+                      continue;
+                    }
+                    buckets.AddRun(da.M(i), da.E(i), db.M(j), db.E(j), g.k, da.e_min[iu] + db.e_min[ju],
+                                   da.e_max[iu] + db.e_max[ju], acc);
+                  }
+                  buckets.Fold(acc);
+                  c[i * ldc + j] = acc.Round();
+                }
+              });
   return static_cast<std::uint64_t>(count);
 }
 
@@ -973,10 +986,11 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   // the outputs it leaves open, with the low bits of just their rows and
   // columns. Where both decide an output they give the same value — the
   // correctly rounded one — so this order changes no result, only the work.
-  slow.resize(mn);  // every flag written by the bound pass
+  slow.resize(mn);  // flags are written for the rows left open, the only ones read below
   std::vector<std::uint8_t> row_open(static_cast<std::size_t>(m), 0);
   // One row of c0 scratch per thread (allocated here: none inside a worker).
-  const int chunks = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(config.threads, m)));
+  const int chunks = static_cast<int>(std::min<std::int64_t>(
+      ThreadsForWork(config.threads, static_cast<std::int64_t>(mn), kMinValuesPerThread), m));
   std::vector<float> c0_copies(accumulate ? static_cast<std::size_t>(chunks * n) : 0);
   ParallelFor(chunks, chunks, [&](std::int64_t k0, std::int64_t k1) {
     for (std::int64_t chunk = k0; chunk < k1; ++chunk) {

@@ -18,9 +18,7 @@ constexpr std::size_t kChunkBytes = kChunkValues * sizeof(float);
 // Work below this many leaves or pairs per thread is not worth a hand-off.
 constexpr std::int64_t kMinPerThread = 1024;
 
-int ThreadsFor(int threads, std::int64_t items) {
-  return static_cast<int>(std::clamp<std::int64_t>(items / kMinPerThread, 1, std::max(threads, 1)));
-}
+int ThreadsFor(int threads, std::int64_t items) { return ThreadsForWork(threads, items, kMinPerThread); }
 
 ByteSpan RawBytes(std::span<const float> values) {
   return {reinterpret_cast<const std::uint8_t*>(values.data()), values.size() * sizeof(float)};

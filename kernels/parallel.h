@@ -3,6 +3,7 @@
 // contiguous chunks, one per worker. A chunk boundary never changes any
 // value's operation order, so results are identical for every thread count.
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 
@@ -16,5 +17,13 @@ namespace vt::kernels {
 // the caller runs unclaimed chunks itself). fn must not throw.
 void ParallelFor(int threads, std::int64_t n,
                  const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
+
+// How many of `threads` to hand `work` units to when a thread should get at
+// least `min_per_thread` of them (a pool round trip costs tens of
+// microseconds on a VM: small work runs inline). At least 1.
+inline int ThreadsForWork(int threads, std::int64_t work, std::int64_t min_per_thread) {
+  return static_cast<int>(
+      std::clamp<std::int64_t>(work / std::max<std::int64_t>(min_per_thread, 1), 1, std::max(threads, 1)));
+}
 
 }  // namespace vt::kernels
