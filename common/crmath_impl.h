@@ -739,7 +739,8 @@ void EvaluateArray(const float* x, float* out, std::int64_t n, const InRange& in
       const double w = accept_rel * std::fabs(fast[j]);
       const float lo = static_cast<float>(fast[j] - w), hi = static_cast<float>(fast[j] + w);
       value[j] = lo;
-      decided[j] = in_range(x[i0 + j]) & (FloatBits(lo) == FloatBits(hi));
+      const bool in = in_range(x[i0 + j]);
+      decided[j] = in & (FloatBits(lo) == FloatBits(hi));
     }
     for (std::int64_t j = 0; j < m; ++j) out[i0 + j] = decided[j] ? value[j] : scalar(x[i0 + j]);
   }
