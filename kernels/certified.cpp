@@ -602,11 +602,11 @@ inline double GemmOutputBound(double half, double row_norm, double col_norm, flo
   return half * (row_norm * col_norm + std::fabs(static_cast<double>(c0)));
 }
 
-// CertifyApproxFast (kernels/certify_hd.h) over one row: out[j] receives the decided value and keeps c0
-// (accumulate) or anything where undecided. Returns how many it left
-// undecided — without marking which (no per-output flag stores in the
-// common case): CertifyRowByBound finds them again where any are left.
-// (Unswitched on accumulate so that the loop vectorises.)
+// CertifyApproxFast (kernels/certify_hd.h) over one row: out[j] receives
+// the decided value and keeps c0 (accumulate) or anything where undecided.
+// Returns how many it left undecided — without marking which (no per-output
+// flag stores in the common case): CertifyRowByBound finds them again where
+// any are left. (Unswitched on accumulate so that the loop vectorises.)
 template <bool kAccumulate>
 [[gnu::always_inline]] inline std::int64_t CertifyRowFastBody(const double* __restrict c64, double row_norm,
                                                               const double* __restrict col_norm, double half,
@@ -630,9 +630,10 @@ VT_SIMD_CLONES std::int64_t CertifyRowFast(const double* c64, double row_norm, c
 // half·(row_norm·col_norm[j] + |c0|). Returns whether any output of the row
 // is left open; then open[j] flags each of them (and is 0 elsewhere in the
 // row) for the exactness test and the exact path. The vectorised
-// CertifyApproxFast pass runs first, and only a row it leaves open is walked again with
-// CertifyApprox (which decides a superset, with the same values), from the
-// row's c0 as it was (`c0_copy`, n floats of scratch, when accumulating).
+// CertifyApproxFast pass runs first, and only a row it leaves open is walked
+// again with CertifyApprox (which decides a superset, with the same values),
+// from the row's c0 as it was (`c0_copy`, n floats of scratch, when
+// accumulating).
 bool CertifyRowByBound(const double* c64, double row_norm, const double* col_norm, double half,
                        std::int64_t n, bool accumulate, float* out, std::uint8_t* open, float* c0_copy) {
   if (accumulate) std::copy(out, out + n, c0_copy);
@@ -764,37 +765,36 @@ DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::i
   d.e_max.assign(static_cast<std::size_t>(lines), -1);
   d.special.assign(static_cast<std::size_t>(lines), 0);
   // (In parallel: slow outputs spread over a large GEMM select most lines.)
-  ParallelFor(ThreadsForWork(threads, decoded * k, kMinValuesPerThread), lines,
-              [&](std::int64_t l0, std::int64_t l1) {
-                for (std::int64_t l = l0; l < l1; ++l) {
-                  if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
-                  std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
-                  std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
-                  int lo = 1000, hi = -1;
-                  bool special = false;
-                  for (std::int64_t p = 0; p < k; ++p) {
-                    const std::uint32_t bits =
-                        std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
-                    const std::uint32_t biased = (bits >> 23) & 0xffu;
-                    if (biased == 0xffu) {
-                      special = true;  // m stays 0: the line is summed by ExactAccumulator instead
-                      continue;
-                    }
-                    const std::int32_t mag =
-                        static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
-                    m[p] = (bits >> 31) != 0 ? -mag : mag;
-                    const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
-                    e[p] = static_cast<std::uint8_t>(ex);
-                    if (mag != 0) {
-                      lo = std::min(lo, ex);
-                      hi = std::max(hi, ex);
-                    }
-                  }
-                  d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
-                  d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
-                  d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
-                }
-              });
+  const int decode_threads = ThreadsForWork(threads, decoded * k, kMinValuesPerThread);
+  ParallelFor(decode_threads, lines, [&](std::int64_t l0, std::int64_t l1) {
+    for (std::int64_t l = l0; l < l1; ++l) {
+      if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
+      std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
+      std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
+      int lo = 1000, hi = -1;
+      bool special = false;
+      for (std::int64_t p = 0; p < k; ++p) {
+        const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
+        const std::uint32_t biased = (bits >> 23) & 0xffu;
+        if (biased == 0xffu) {
+          special = true;  // m stays 0: the line is summed by ExactAccumulator instead
+          continue;
+        }
+        const std::int32_t mag =
+            static_cast<std::int32_t>((bits & 0x7fffffu) | (biased == 0 ? 0u : 0x800000u));
+        m[p] = (bits >> 31) != 0 ? -mag : mag;
+        const int ex = biased == 0 ? 0 : static_cast<int>(biased) - 1;
+        e[p] = static_cast<std::uint8_t>(ex);
+        if (mag != 0) {
+          lo = std::min(lo, ex);
+          hi = std::max(hi, ex);
+        }
+      }
+      d.e_min[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(lo);
+      d.e_max[static_cast<std::size_t>(l)] = static_cast<std::int16_t>(hi);
+      d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
+    }
+  });
   return d;
 }
 
@@ -870,35 +870,36 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   }
   std::int64_t terms = 0;
   for (const CertGemmPiece& piece : pieces) terms += std::max<std::int64_t>(piece.g.k, 0);
-  ParallelFor(ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread), count,
-              [&](std::int64_t s0, std::int64_t s1) {
-                Buckets buckets;
-                for (std::int64_t s = s0; s < s1; ++s) {
-                  const std::int64_t i = index[static_cast<std::size_t>(s)] / n,
-                                     j = index[static_cast<std::size_t>(s)] % n;
-                  ExactAccumulator acc;
-                  if (accumulate) acc.Add(c[i * ldc + j]);
-                  for (std::size_t q = 0; q < pieces.size(); ++q) {
-                    const CertGemmPiece& piece = pieces[q];
-                    const GemmArgs& g = piece.g;
-                    const DecodedLines& da = a_lines[q];
-                    const DecodedLines& db = b_lines[q];
-                    const std::size_t iu = static_cast<std::size_t>(i), ju = static_cast<std::size_t>(j);
-                    if (da.special[iu] != 0 || db.special[ju] != 0) {
-                      // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
-                      for (std::int64_t p = 0; p < g.k; ++p) {
-                        acc.AddProduct(OpAt(piece.a, OperandStrides(g.trans_a, g.lda), i, p),
-                                       OpAt(piece.b, OperandStrides(g.trans_b, g.ldb), p, j));
-                      }
-                      continue;
-                    }
-                    buckets.AddRun(da.M(i), da.E(i), db.M(j), db.E(j), g.k, da.e_min[iu] + db.e_min[ju],
-                                   da.e_max[iu] + db.e_max[ju], acc);
-                  }
-                  buckets.Fold(acc);
-                  c[i * ldc + j] = acc.Round();
-                }
-              });
+  const int sum_threads =
+      ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread);
+  ParallelFor(sum_threads, count, [&](std::int64_t s0, std::int64_t s1) {
+    Buckets buckets;
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const std::int64_t i = index[static_cast<std::size_t>(s)] / n,
+                         j = index[static_cast<std::size_t>(s)] % n;
+      ExactAccumulator acc;
+      if (accumulate) acc.Add(c[i * ldc + j]);
+      for (std::size_t q = 0; q < pieces.size(); ++q) {
+        const CertGemmPiece& piece = pieces[q];
+        const GemmArgs& g = piece.g;
+        const DecodedLines& da = a_lines[q];
+        const DecodedLines& db = b_lines[q];
+        const std::size_t iu = static_cast<std::size_t>(i), ju = static_cast<std::size_t>(j);
+        if (da.special[iu] != 0 || db.special[ju] != 0) {
+          // NaN/inf: the accumulator's flags decide (0·inf, inf − inf, …).
+          for (std::int64_t p = 0; p < g.k; ++p) {
+            acc.AddProduct(OpAt(piece.a, OperandStrides(g.trans_a, g.lda), i, p),
+                           OpAt(piece.b, OperandStrides(g.trans_b, g.ldb), p, j));
+          }
+          continue;
+        }
+        buckets.AddRun(da.M(i), da.E(i), db.M(j), db.E(j), g.k, da.e_min[iu] + db.e_min[ju],
+                       da.e_max[iu] + db.e_max[ju], acc);
+      }
+      buckets.Fold(acc);
+      c[i * ldc + j] = acc.Round();
+    }
+  });
   return static_cast<std::uint64_t>(count);
 }
 
