@@ -4,6 +4,7 @@
 #include <bit>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <random>
 
@@ -732,26 +733,33 @@ constexpr int kBucketLsbExponent = ExactAccumulator::kLsbExponent;  // exponent 
 
 // The selected rows (or columns) of op(X), decoded: m and e per element, k
 // per line, stored compactly (the slow path reads a few lines of a large
-// operand: storage for all of them would be zero-filled for nothing), plus
-// each selected line's smallest and largest e over its nonzero elements and
-// whether it holds a NaN or an infinity.
+// operand), plus each selected line's smallest and largest e over its
+// nonzero elements and whether it holds a NaN or an infinity. The element
+// storage only grows and is never zero-filled (every element of a decoded
+// line is written): a large GEMM's slow outputs select most of its lines,
+// and fresh zeroed megabytes per call cost more in page faults and memset
+// than the decoding itself.
 struct DecodedLines {
   std::int64_t k = 0;
   std::vector<std::int64_t> slot;  // line → its place in m and e (−1: not decoded)
-  std::vector<std::int32_t> m;
-  std::vector<std::uint8_t> e;
+  std::unique_ptr<std::int32_t[]> m;
+  std::unique_ptr<std::uint8_t[]> e;
+  std::int64_t capacity = 0;               // elements m and e hold
   std::vector<std::int16_t> e_min, e_max;  // per line; e_min > e_max: no nonzero element
   std::vector<std::uint8_t> special;
 
-  const std::int32_t* M(std::int64_t line) const { return m.data() + slot[static_cast<std::size_t>(line)] * k; }
-  const std::uint8_t* E(std::int64_t line) const { return e.data() + slot[static_cast<std::size_t>(line)] * k; }
+  const std::int32_t* M(std::int64_t line) const {
+    return m.get() + slot[static_cast<std::size_t>(line)] * k;
+  }
+  const std::uint8_t* E(std::int64_t line) const {
+    return e.get() + slot[static_cast<std::size_t>(line)] * k;
+  }
 };
 
-// Decodes line l of `lines` (selected[l] set, or all) with element (l, p) at x[l·line_stride + p·elem_stride].
-DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::int64_t k,
-                         std::int64_t line_stride, std::int64_t elem_stride,
-                         const std::vector<std::uint8_t>* selected) {
-  DecodedLines d;
+// Decodes into d line l of `lines` (selected[l] set, or all) with element
+// (l, p) at x[l·line_stride + p·elem_stride].
+void DecodeLines(int threads, const float* x, std::int64_t lines, std::int64_t k, std::int64_t line_stride,
+                 std::int64_t elem_stride, const std::vector<std::uint8_t>* selected, DecodedLines& d) {
   d.k = k;
   d.slot.assign(static_cast<std::size_t>(lines), -1);
   std::int64_t decoded = 0;
@@ -759,8 +767,11 @@ DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::i
     if (selected == nullptr || (*selected)[static_cast<std::size_t>(l)] != 0)
       d.slot[static_cast<std::size_t>(l)] = decoded++;
   }
-  d.m.assign(static_cast<std::size_t>(decoded * k), 0);
-  d.e.assign(static_cast<std::size_t>(decoded * k), 0);
+  if (d.capacity < decoded * k) {
+    d.capacity = decoded * k;
+    d.m = std::make_unique_for_overwrite<std::int32_t[]>(static_cast<std::size_t>(d.capacity));
+    d.e = std::make_unique_for_overwrite<std::uint8_t[]>(static_cast<std::size_t>(d.capacity));
+  }
   d.e_min.assign(static_cast<std::size_t>(lines), 1000);
   d.e_max.assign(static_cast<std::size_t>(lines), -1);
   d.special.assign(static_cast<std::size_t>(lines), 0);
@@ -769,15 +780,17 @@ DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::i
   ParallelFor(decode_threads, lines, [&](std::int64_t l0, std::int64_t l1) {
     for (std::int64_t l = l0; l < l1; ++l) {
       if (d.slot[static_cast<std::size_t>(l)] < 0) continue;
-      std::int32_t* m = d.m.data() + d.slot[static_cast<std::size_t>(l)] * k;
-      std::uint8_t* e = d.e.data() + d.slot[static_cast<std::size_t>(l)] * k;
+      std::int32_t* m = d.m.get() + d.slot[static_cast<std::size_t>(l)] * k;
+      std::uint8_t* e = d.e.get() + d.slot[static_cast<std::size_t>(l)] * k;
       int lo = 1000, hi = -1;
       bool special = false;
       for (std::int64_t p = 0; p < k; ++p) {
         const std::uint32_t bits = std::bit_cast<std::uint32_t>(x[l * line_stride + p * elem_stride]);
         const std::uint32_t biased = (bits >> 23) & 0xffu;
         if (biased == 0xffu) {
-          special = true;  // m stays 0: the line is summed by ExactAccumulator instead
+          special = true;  // the line is summed by ExactAccumulator instead
+          m[p] = 0;
+          e[p] = 0;
           continue;
         }
         const std::int32_t mag =
@@ -795,7 +808,6 @@ DecodedLines DecodeLines(int threads, const float* x, std::int64_t lines, std::i
       d.special[static_cast<std::size_t>(l)] = special ? 1 : 0;
     }
   });
-  return d;
 }
 
 // One thread's buckets; every bucket is zero between outputs. (One array:
@@ -860,13 +872,18 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   if (count == 0) return 0;
   // Decode the rows of op(A) and columns of op(B) that some output reads
   // (O(k) per line: never more than the products themselves).
-  std::vector<DecodedLines> a_lines, b_lines;
-  for (const CertGemmPiece& piece : pieces) {
-    const GemmArgs& g = piece.g;
+  // (Reused across calls on this thread, like CertifiedGemmPieces' scratch.)
+  thread_local std::vector<DecodedLines> tl_a_lines, tl_b_lines;
+  std::vector<DecodedLines>& a_lines = tl_a_lines;
+  std::vector<DecodedLines>& b_lines = tl_b_lines;
+  if (a_lines.size() < pieces.size()) a_lines.resize(pieces.size());
+  if (b_lines.size() < pieces.size()) b_lines.resize(pieces.size());
+  for (std::size_t q = 0; q < pieces.size(); ++q) {
+    const GemmArgs& g = pieces[q].g;
     // A line of op(A) is a row (its terms a column apart), of op(B) a column.
     const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
-    a_lines.push_back(DecodeLines(threads, piece.a, m, g.k, sa.row, sa.col, &row_read));
-    b_lines.push_back(DecodeLines(threads, piece.b, n, g.k, sb.col, sb.row, &col_read));
+    DecodeLines(threads, pieces[q].a, m, g.k, sa.row, sa.col, &row_read, a_lines[q]);
+    DecodeLines(threads, pieces[q].b, n, g.k, sb.col, sb.row, &col_read, b_lines[q]);
   }
   std::int64_t terms = 0;
   for (const CertGemmPiece& piece : pieces) terms += std::max<std::int64_t>(piece.g.k, 0);

@@ -21,7 +21,8 @@
 //   kernels_certified_bench --quick                    tiny presets and 64³ once (CTest)
 //   kernels_certified_bench --steps [--model=NAME]     tables 1–2 only (e.g. under perf record), one
 //                                                      model or all
-//   kernels_certified_bench --gemm                     table 3 only, without its exact-only column
+//   kernels_certified_bench --gemm [--shape=MxKxN]     table 3 only, without its exact-only column;
+//                                                      one shape (e.g. under perf record) or all
 //   kernels_certified_bench --exact                    table 4 only
 //   kernels_certified_bench --price                    table 5 only: the certified arbitration price
 //                                                      table
@@ -464,6 +465,7 @@ void PriceTable() {
 int main(int argc, char** argv) {
   bool quick = false, exact = false, price = false, steps = false, gemm_only = false, device_given = false;
   std::string only_model;  // --model: table 1–2 on that preset alone
+  std::array<std::int64_t, 3> only_shape{};  // --shape: table 3 on that GEMM alone
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) quick = true;
     if (std::strcmp(argv[i], "--exact") == 0) exact = true;
@@ -471,6 +473,14 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--steps") == 0) steps = true;
     if (std::strcmp(argv[i], "--gemm") == 0) gemm_only = true;
     if (std::strncmp(argv[i], "--model=", 8) == 0) only_model = argv[i] + 8;
+    if (std::strncmp(argv[i], "--shape=", 8) == 0) {
+      long long m = 0, k = 0, n = 0;
+      if (std::sscanf(argv[i] + 8, "%lldx%lldx%lld", &m, &k, &n) != 3 || m < 1 || k < 1 || n < 1) {
+        std::printf("--shape=%s: not MxKxN with three positive sizes\n", argv[i] + 8);
+        return 2;
+      }
+      only_shape = {m, k, n};
+    }
     if (std::strncmp(argv[i], "--threads=", 10) == 0) vt::kernels::g_threads = std::atoi(argv[i] + 10);
     if (std::strncmp(argv[i], "--reps=", 7) == 0) vt::kernels::g_reps = std::atoi(argv[i] + 7);
     if (std::strncmp(argv[i], "--device=", 9) == 0) {
@@ -501,7 +511,7 @@ int main(int argc, char** argv) {
   const std::vector<std::array<std::int64_t, 3>> gemm_shapes = {
       {64, 784, 128}, {64, 128, 784}, {128, 64, 784}, {512, 768, 2304}, {1024, 1024, 1024}};
   if (gemm_only) {
-    vt::kernels::GemmTable(gemm_shapes, false);
+    vt::kernels::GemmTable(only_shape[0] > 0 ? std::vector{only_shape} : gemm_shapes, false);
     return 0;
   }
   if (exact) {
