@@ -8,6 +8,7 @@
 #include <mutex>
 #include <random>
 
+#include "kernels/certified_dot.h"
 #include "kernels/device.h"
 #include "kernels/parallel.h"
 #include "kernels/simd_clones.h"
@@ -27,6 +28,7 @@ struct CountRegistry {
   std::vector<const ThreadCounts*> live;
   std::uint64_t retired_outputs[kCertKinds] = {};
   std::uint64_t retired_slow[kCertKinds] = {};
+  std::uint64_t retired_exact[kCertKinds] = {};
 };
 CountRegistry& Registry() {
   static CountRegistry* registry = new CountRegistry;  // outlives every thread's counters
@@ -38,6 +40,7 @@ struct ThreadCounts {
   // read-modify-write); read by any thread.
   std::atomic<std::uint64_t> outputs[kCertKinds] = {};
   std::atomic<std::uint64_t> slow[kCertKinds] = {};
+  std::atomic<std::uint64_t> exact[kCertKinds] = {};
 
   ThreadCounts() {
     CountRegistry& r = Registry();
@@ -50,6 +53,7 @@ struct ThreadCounts {
     for (int k = 0; k < kCertKinds; ++k) {
       r.retired_outputs[k] += outputs[k].load(std::memory_order_relaxed);
       r.retired_slow[k] += slow[k].load(std::memory_order_relaxed);
+      r.retired_exact[k] += exact[k].load(std::memory_order_relaxed);
     }
     r.live.erase(std::find(r.live.begin(), r.live.end(), this));
   }
@@ -82,20 +86,25 @@ CertCounts CertifiedCounts() {
   for (int k = 0; k < kCertKinds; ++k) {
     c.outputs[k] = r.retired_outputs[k];
     c.slow[k] = r.retired_slow[k];
+    c.exact[k] = r.retired_exact[k];
     for (const ThreadCounts* t : r.live) {
       c.outputs[k] += t->outputs[k].load(std::memory_order_relaxed);
       c.slow[k] += t->slow[k].load(std::memory_order_relaxed);
+      c.exact[k] += t->exact[k].load(std::memory_order_relaxed);
     }
   }
   return c;
 }
 
-void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow) {
+void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow, std::int64_t exact) {
   const int k = static_cast<int>(kind);
   ThreadCounts& mine = MyCounts();
-  mine.outputs[k].store(mine.outputs[k].load(std::memory_order_relaxed) + outputs, std::memory_order_relaxed);
-  if (slow != 0)
-    mine.slow[k].store(mine.slow[k].load(std::memory_order_relaxed) + slow, std::memory_order_relaxed);
+  const auto add = [](std::atomic<std::uint64_t>& counter, std::uint64_t n) {
+    if (n != 0) counter.store(counter.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+  };
+  add(mine.outputs[k], outputs);
+  add(mine.slow[k], slow);
+  add(mine.exact[k], exact < 0 ? slow : static_cast<std::uint64_t>(exact));
 }
 
 // ---- the certificate ---------------------------------------------------------------------
@@ -920,6 +929,55 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   return static_cast<std::uint64_t>(count);
 }
 
+// The outputs flagged in `open` (on `rows` alone where given, else
+// anywhere) after the fast path's bound: each is evaluated again, alone, by
+// the compensated dot (kernels/certified_dot.h), which decides all but those
+// within about 2^-53 of an fp32 rounding boundary (exact ties, mostly).
+// Decided outputs are written to c and unflagged. Returns how many were open
+// (the slow path's count: every one of them was evaluated a second time).
+std::uint64_t CompensatedLook(int threads, std::int64_t m, std::int64_t n,
+                              std::span<const CertGemmPiece> pieces, float* c, std::int64_t ldc,
+                              bool accumulate, std::vector<std::uint8_t>& open,
+                              std::span<const std::int64_t> rows = {}) {
+  std::vector<std::int64_t> index;
+  const auto scan_row = [&](std::int64_t i) {
+    for (std::int64_t j = 0; j < n; ++j) {
+      if (open[static_cast<std::size_t>(i * n + j)] != 0) index.push_back(i * n + j);
+    }
+  };
+  if (!rows.empty()) {
+    for (std::int64_t i : rows) scan_row(i);
+  } else {
+    for (std::int64_t i = 0; i < m; ++i) scan_row(i);
+  }
+  const std::int64_t count = static_cast<std::int64_t>(index.size());
+  if (count == 0) return 0;
+  std::int64_t terms = 0;
+  for (const CertGemmPiece& piece : pieces) terms += std::max<std::int64_t>(piece.g.k, 0);
+  const int dot_threads =
+      ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread);
+  ParallelFor(dot_threads, count, [&](std::int64_t s0, std::int64_t s1) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      const std::int64_t e = index[static_cast<std::size_t>(s)], i = e / n, j = e % n;
+      CompensatedDot dot(accumulate ? c[i * ldc + j] : 0.0f);
+      for (const CertGemmPiece& piece : pieces) {
+        const GemmArgs& g = piece.g;
+        if (g.k <= 0) continue;
+        // op(A)'s row i and op(B)'s column j.
+        const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+        dot.Add(piece.a + i * sa.row, sa.col, piece.b + j * sb.col, sb.row, g.k);
+      }
+      const CompensatedDot::Result r = dot.Finish();
+      float out = 0.0f;
+      if (CertifyApprox(r.value, r.bound, &out)) {
+        c[i * ldc + j] = out;
+        open[static_cast<std::size_t>(e)] = 0;
+      }
+    }
+  });
+  return static_cast<std::uint64_t>(count);
+}
+
 }  // namespace
 
 void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t n,
@@ -955,7 +1013,10 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     slow.assign(mn, 0);
     if (device::OffloadCertifiedFast(g, pieces[0].a, pieces[0].b, c, CertSumBound(g.k + (accumulate ? 1 : 0), 1.0),
                                      slow.data())) {
-      CountCertified(CertKind::kGemm, mn, ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow));
+      const std::uint64_t looked = CompensatedLook(config.threads, m, n, pieces, c, ldc, accumulate, slow);
+      CountCertified(
+          CertKind::kGemm, mn, looked,
+          static_cast<std::int64_t>(ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow)));
       return;
     }
   }
@@ -1000,10 +1061,9 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     row_norm[static_cast<std::size_t>(i)] = std::sqrt(row_sq[static_cast<std::size_t>(i)]);
   for (std::int64_t j = 0; j < n; ++j) col_norm[static_cast<std::size_t>(j)] = std::sqrt(col_sq[static_cast<std::size_t>(j)]);
   if (!c64_holds_sum) std::fill(c64.begin(), c64.end(), 0.0);  // every piece had k = 0
-  // First the bound alone; the exactness test (CertifyGemmOutput) only for
-  // the outputs it leaves open, with the low bits of just their rows and
-  // columns. Where both decide an output they give the same value — the
-  // correctly rounded one — so this order changes no result, only the work.
+  // First the bound alone; what it leaves open goes on below. Every stage
+  // that decides an output gives the same value — the correctly rounded
+  // one — so their order changes no result, only the work.
   slow.resize(mn);  // flags are written for the rows left open, the only ones read below
   std::vector<std::uint8_t> row_open(static_cast<std::size_t>(m), 0);
   // One row of c0 scratch per thread (allocated here: none inside a worker).
@@ -1028,6 +1088,20 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   }
   if (open_rows.empty()) {  // the common case: the bound decided every output
     CountCertified(CertKind::kGemm, mn, 0);
+    return;
+  }
+  // Then the compensated second look; the exactness test (CertifyGemmOutput)
+  // and the exact sum only for what it leaves open, with the low bits of
+  // just those rows and columns (a scan of whole lines of every piece: it
+  // cost more than the second look when it came first).
+  const std::uint64_t looked =
+      CompensatedLook(config.threads, m, n, pieces, c, ldc, accumulate, slow, open_rows);
+  std::erase_if(open_rows, [&](std::int64_t i) {
+    const std::uint8_t* row = slow.data() + i * n;
+    return std::find(row, row + n, std::uint8_t{1}) == row + n;
+  });
+  if (open_rows.empty()) {
+    CountCertified(CertKind::kGemm, mn, looked, 0);
     return;
   }
   {
@@ -1072,8 +1146,9 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
       }
     }
   }
-  const std::uint64_t count = ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow, open_rows);
-  CountCertified(CertKind::kGemm, mn, count);
+  CountCertified(CertKind::kGemm, mn, looked,
+                 static_cast<std::int64_t>(
+                     ExactGemm(config.threads, m, n, pieces, c, ldc, accumulate, &slow, open_rows)));
 }
 
 void CertifiedGemm(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {

@@ -54,12 +54,18 @@ enum class CertKind : std::uint8_t { kGemm = 0, kSum = 1, kMean = 2, kDot = 3, k
 inline constexpr int kCertKinds = 5;
 std::string_view CertKindName(CertKind kind);
 
+// slow: outputs the fast path's certificate left open, each evaluated a
+// second time; exact: those of them the exact accumulator summed (a
+// reduction's slow path is the exact sum itself; a GEMM's first takes the
+// compensated second look, kernels/certified_dot.h).
 struct CertCounts {
   std::uint64_t outputs[kCertKinds] = {};
   std::uint64_t slow[kCertKinds] = {};
+  std::uint64_t exact[kCertKinds] = {};
 };
 CertCounts CertifiedCounts();
-void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow);
+// exact < 0: all `slow` outputs were summed exactly.
+void CountCertified(CertKind kind, std::uint64_t outputs, std::uint64_t slow, std::int64_t exact = -1);
 
 // ---- the certificate -----------------------------------------------------------
 

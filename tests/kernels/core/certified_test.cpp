@@ -19,6 +19,7 @@
 
 #include "common/philox.h"
 #include "kernels/certified.h"
+#include "kernels/certified_dot.h"
 #include "kernels/device.h"
 #include "tests/kernels/certified_reference.h"
 
@@ -144,15 +145,19 @@ std::size_t Mismatches(const std::vector<float>& got, const std::vector<float>& 
   return bad;
 }
 
-std::uint64_t SlowCount(CertKind kind) { return CertifiedCounts().slow[static_cast<int>(kind)]; }
-
 // Runs `x` in every layout, thread count and the shuffled order; all must
-// equal the MPFR reference. Returns the slow-path outputs of the first run.
-std::uint64_t CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c0 = nullptr) {
+// equal the MPFR reference. Returns the slow-path outputs of the first run:
+// those the fast path left open, and those of them summed exactly.
+struct SlowPaths {
+  std::uint64_t slow = 0, exact = 0;
+};
+SlowPaths CheckGemmEverywhere(const Matrices& x, const std::vector<float>* c0 = nullptr) {
   const std::vector<float> want = RefGemm(x, c0);
-  const std::uint64_t before = SlowCount(CertKind::kGemm);
+  const CertCounts before = CertifiedCounts();
   EXPECT_EQ(Mismatches(Certified(x, false, false, 1, c0), want), 0u);
-  const std::uint64_t slow = SlowCount(CertKind::kGemm) - before;
+  const CertCounts after = CertifiedCounts();
+  constexpr int kGemm = static_cast<int>(CertKind::kGemm);
+  const SlowPaths slow{after.slow[kGemm] - before.slow[kGemm], after.exact[kGemm] - before.exact[kGemm]};
   for (bool ta : {false, true}) {
     for (bool tb : {false, true}) {
       for (int threads : {2, 3}) EXPECT_EQ(Mismatches(Certified(x, ta, tb, threads, c0), want), 0u) << ta << tb << threads;
@@ -200,16 +205,17 @@ TEST(CertifiedGemm, AccumulateAddsTheInitialValueExactly) {
 }
 
 TEST(CertifiedGemm, Cancel24TakesTheSlowPathAndStaysExact) {
-  const std::uint64_t slow = CheckGemmEverywhere(Cancel24(24, 20, 64));
+  const std::uint64_t slow = CheckGemmEverywhere(Cancel24(24, 20, 64)).slow;
   std::printf("cancel24 24x20x64: %llu of 480 outputs took the slow path\n", static_cast<unsigned long long>(slow));
   EXPECT_GT(slow, 0u);
 }
 
 TEST(CertifiedGemm, ExactTiesRoundToEven) {
-  // Each output is exactly the midpoint between two fp32 neighbours. With
-  // few bits in play the fp64 sum is provably exact and rounds directly
+  // Each output is exactly the midpoint between two fp32 neighbours: no
+  // bound decides it, not even the compensated second look's. With few
+  // bits in play the fp64 sum is provably exact and rounds directly
   // (SumIsExact); with a cancelling pair 2^60 − 2^60 in the sum it is not,
-  // the bound cannot decide, and the exact path must round to even.
+  // and the exact path must round to even.
   for (bool cancelling_pair : {false, true}) {
     Matrices x{4, 1, 5, {}, {}};
     const float big[4] = {1.0f, 1.0f + 0x1p-23f, -3.0f, 0x1p100f};
@@ -223,15 +229,16 @@ TEST(CertifiedGemm, ExactTiesRoundToEven) {
     const std::vector<float> want = RefGemm(x, nullptr);
     EXPECT_EQ(Bits(want[0]), Bits(1.0f));             // 1 + 2^-24: to even (1)
     EXPECT_EQ(Bits(want[1]), Bits(1.0f + 0x1p-22f));  // odd mantissa: up
-    const std::uint64_t slow = CheckGemmEverywhere(x);
-    EXPECT_EQ(slow, cancelling_pair ? 3u : 0u);
+    const SlowPaths slow = CheckGemmEverywhere(x);
+    EXPECT_EQ(slow.slow, 4u);
+    EXPECT_EQ(slow.exact, cancelling_pair ? 3u : 0u);
   }
 }
 
 TEST(CertifiedGemm, HugeK) {
   const std::int64_t k = std::int64_t{1} << 20;
   Matrices x = Random(2, 2, k, 555);
-  const std::uint64_t slow = CheckGemmEverywhere(x);
+  const std::uint64_t slow = CheckGemmEverywhere(x).slow;
   std::printf("K = 2^20: %llu slow outputs\n", static_cast<unsigned long long>(slow));
   // Row 1 of A: its first half, then the same values negated; column 1 of
   // B: all ones. That output is exactly 0 (every term cancels a twin).
@@ -244,7 +251,7 @@ TEST(CertifiedGemm, HugeK) {
   // Row 1 · column 1 is now exactly 0 (every term cancels a twin): +0.
   const std::vector<float> want = RefGemm(y, nullptr);
   EXPECT_EQ(Bits(want[3]), 0u);
-  EXPECT_GT(CheckGemmEverywhere(y), 0u);
+  EXPECT_GT(CheckGemmEverywhere(y).slow, 0u);
 }
 
 TEST(CertifiedGemm, SubnormalProducts) {
@@ -253,7 +260,7 @@ TEST(CertifiedGemm, SubnormalProducts) {
   Matrices x = Random(6, 7, 40, 808);
   for (auto& v : x.a) v = std::ldexp(v, -70);
   for (auto& v : x.b) v = std::ldexp(v, -76);
-  const std::uint64_t slow = CheckGemmEverywhere(x);
+  const std::uint64_t slow = CheckGemmEverywhere(x).slow;
   const std::vector<float> want = RefGemm(x, nullptr);
   std::size_t subnormal = 0, zero = 0;
   for (float v : want) {
@@ -370,6 +377,146 @@ void CheckReductions(const std::vector<float>& a, const std::vector<float>& b) {
     }
     SetF64ShuffleSeedForTesting(0);
   }
+}
+
+// ---- the compensated second look (kernels/certified_dot.h) --------------------------
+
+// Terms (as products a_p·1) built to make the compensated sum's own error
+// large: in every lane a huge term that the last sixteen cancel, so each
+// step's rounding error carries the low bits of terms 2^60–2^160 times
+// smaller, and those errors' fp64 sum rounds in turn (the N·u²·Σ|t| part of
+// the bound, well above u·|value|). Other families: plain random values,
+// one magnitude; every fp32 exponent; and sums that cancel to near zero.
+std::vector<float> DotTerms(int family, std::int64_t k, PhiloxStream& s) {
+  std::vector<float> a(static_cast<std::size_t>(k));
+  const auto frac = [&] {
+    const std::uint32_t w = s.NextU32();
+    return std::ldexp(1.0f + static_cast<float>(w & 0x7fffff) * 0x1p-23f, 0) *
+           ((w >> 31) != 0 ? -1.0f : 1.0f);
+  };
+  for (std::int64_t p = 0; p < k; ++p) {
+    const float f = frac();
+    const int r = static_cast<int>(s.NextU32() % 1000u);
+    switch (family) {
+      case 0:
+        a[static_cast<std::size_t>(p)] = std::ldexp(f, r % 9 - 8);
+        break;
+      case 1:
+        a[static_cast<std::size_t>(p)] = std::ldexp(f, r % 250 - 125);
+        break;
+      case 2:
+        a[static_cast<std::size_t>(p)] = std::ldexp(f, r % 160 - 120);
+        break;
+      default:
+        a[static_cast<std::size_t>(p)] = std::ldexp(f, r % 20);
+        break;
+    }
+  }
+  const std::int64_t lanes = CompensatedDot::kLanes;
+  if (family == 2 && k >= 2 * lanes) {
+    for (std::int64_t l = 0; l < lanes; ++l) {
+      a[static_cast<std::size_t>(l)] = std::ldexp(frac(), 100);
+      a[static_cast<std::size_t>(k - lanes + l)] = -a[static_cast<std::size_t>(l)];
+    }
+  }
+  if (family == 3) {  // the mirror image of the first half, but for a few terms
+    for (std::int64_t p = k / 2; p < k; ++p)
+      a[static_cast<std::size_t>(p)] = -a[static_cast<std::size_t>(p - k / 2)];
+    for (int t = 0; t < 3; ++t) a[s.NextU32() % static_cast<std::uint32_t>(k)] = std::ldexp(frac(), -30);
+  }
+  return a;
+}
+
+// Whether x (exact, at certref's precision) lies halfway between two fp32
+// neighbours (25 significant bits suffice, 24 do not): an exact tie.
+bool IsFloatMidpoint(mpfr_t x) {
+  if (mpfr_zero_p(x)) return false;
+  mpfr_t r;
+  mpfr_init2(r, 25);
+  const bool in25 = mpfr_set(r, x, MPFR_RNDN) == 0;
+  mpfr_set_prec(r, 24);
+  const bool in24 = mpfr_set(r, x, MPFR_RNDN) == 0;
+  mpfr_clear(r);
+  return in25 && !in24;
+}
+
+TEST(CompensatedDot, TheBoundEnclosesTheExactSumAndDecidesAllButTies) {
+  PhiloxStream s(2026, 11, 30);
+  const int kTrials = 1200;
+  int decided[4] = {}, ties[4] = {}, trials[4] = {};
+  double worst_ratio = 0;  // |value − exact| / bound, over all trials
+  for (int trial = 0; trial < kTrials; ++trial) {
+    const int family = trial % 4;
+    const std::int64_t k = CompensatedDot::kLanes * (2 + static_cast<std::int64_t>(s.NextU32() % 200u));
+    const std::vector<float> a = DotTerms(family, k, s);
+    const std::vector<float> ones(static_cast<std::size_t>(k), 1.0f);
+    const float c0 = trial % 3 == 0 ? std::ldexp(1.0f + static_cast<float>(trial) * 0x1p-12f, -3) : 0.0f;
+    // In pieces, alternately contiguous and strided (a stored twice apart).
+    std::vector<float> spread(static_cast<std::size_t>(2 * k));
+    for (std::int64_t p = 0; p < k; ++p)
+      spread[static_cast<std::size_t>(2 * p)] = a[static_cast<std::size_t>(p)];
+    CompensatedDot dot(c0);
+    std::int64_t p0 = 0;
+    for (int piece = 0; p0 < k; ++piece) {
+      const std::int64_t len = std::min<std::int64_t>(k - p0, 1 + s.NextU32() % 300u);
+      if (piece % 2 == 0) {
+        dot.Add(a.data() + p0, 1, ones.data(), 1, len);
+      } else {
+        dot.Add(spread.data() + 2 * p0, 2, ones.data(), 1, len);
+      }
+      p0 += len;
+    }
+    const CompensatedDot::Result r = dot.Finish();
+    ASSERT_TRUE(std::isfinite(r.value) && std::isfinite(r.bound) && r.bound >= 0.0) << trial;
+    // |exact − value|, exactly (1200 bits), against the bound.
+    certref::Big exact, error;
+    exact.Add(c0);
+    for (float v : a) exact.Add(v);
+    mpfr_sub_d(error.v(), exact.v(), r.value, MPFR_RNDN);
+    mpfr_abs(error.v(), error.v(), MPFR_RNDN);
+    ASSERT_LE(mpfr_cmp_d(error.v(), r.bound), 0)
+        << "trial " << trial << " family " << family
+        << ": |exact - value| = " << mpfr_get_d(error.v(), MPFR_RNDU) << " > bound " << r.bound;
+    if (r.bound > 0) worst_ratio = std::max(worst_ratio, mpfr_get_d(error.v(), MPFR_RNDU) / r.bound);
+    ++trials[family];
+    float out = 0.0f;
+    if (CertifyApprox(r.value, r.bound, &out)) {
+      ++decided[family];
+      ASSERT_EQ(Bits(out), Bits(certref::ToFloat(exact.v()))) << trial;
+    } else if (IsFloatMidpoint(exact.v())) {
+      ++ties[family];
+    }
+  }
+  std::printf(
+      "compensated dot: decided %d/%d random (%d ties), %d/%d every exponent (%d ties), %d/%d anchored, "
+      "%d/%d cancelling; worst |error| / bound %.3f\n",
+      decided[0], trials[0], ties[0], decided[1], trials[1], ties[1], decided[2], trials[2], decided[3],
+      trials[3], worst_ratio);
+  // The bound is what a certificate needs: only values within ~2^-52 of an
+  // fp32 rounding boundary stay open, and random sums are not, unless they
+  // are exact ties. (The anchored sums' condition number, 2^60 and more, is
+  // past what one compensation step resolves: the exact path decides those.)
+  EXPECT_EQ(decided[0] + ties[0], trials[0]);
+  EXPECT_EQ(decided[1] + ties[1], trials[1]);
+  EXPECT_GE(decided[3], trials[3] * 9 / 10);
+}
+
+TEST(CompensatedDot, NonFiniteTermsDecideNothing) {
+  for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                    std::numeric_limits<float>::quiet_NaN()}) {
+    std::vector<float> a(40, 1.5f), b(40, 0.25f);
+    a[17] = bad;
+    CompensatedDot dot(0.0f);
+    dot.Add(a.data(), 1, b.data(), 1, 40);
+    const CompensatedDot::Result r = dot.Finish();
+    float out = 0.0f;
+    EXPECT_FALSE(CertifyApprox(r.value, r.bound, &out)) << bad;
+  }
+  CompensatedDot zero(0.0f);  // no terms, c0 = 0: exactly +0
+  const CompensatedDot::Result r = zero.Finish();
+  float out = 1.0f;
+  ASSERT_TRUE(CertifyApprox(r.value, r.bound, &out));
+  EXPECT_EQ(Bits(out), 0u);
 }
 
 TEST(CertifiedReduce, RandomInputs) {
