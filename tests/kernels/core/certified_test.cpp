@@ -391,8 +391,7 @@ std::vector<float> DotTerms(int family, std::int64_t k, PhiloxStream& s) {
   std::vector<float> a(static_cast<std::size_t>(k));
   const auto frac = [&] {
     const std::uint32_t w = s.NextU32();
-    return std::ldexp(1.0f + static_cast<float>(w & 0x7fffff) * 0x1p-23f, 0) *
-           ((w >> 31) != 0 ? -1.0f : 1.0f);
+    return (1.0f + static_cast<float>(w & 0x7fffff) * 0x1p-23f) * ((w >> 31) != 0 ? -1.0f : 1.0f);
   };
   for (std::int64_t p = 0; p < k; ++p) {
     const float f = frac();
