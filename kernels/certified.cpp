@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -546,6 +547,19 @@ bool CertifyFinished(double sum, double bound, bool exact, CertFinish finish, st
     if (sum != 0.0) return false;
     *out = 0.0f;
     return true;
+  }
+  if (exact && finish == CertFinish::kDivide) {
+    // An exact quotient (q·n = sum exactly, e.g. n a power of two: the
+    // residual is a multiple of 2^-403, so fma cannot round it to zero) is
+    // the mean itself, and its IEEE conversion its correct rounding — ties
+    // to even too, which no interval decides (they were 0.7 % of the
+    // presets' means).
+    const double d = static_cast<double>(n);
+    const double q = sum / d;
+    if (std::fma(q, d, -sum) == 0.0) {
+      *out = static_cast<float>(q);
+      return true;
+    }
   }
   const double lo = exact ? sum : NextDown(sum - bound);
   const double hi = exact ? sum : NextUp(sum + bound);

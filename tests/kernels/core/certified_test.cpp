@@ -551,6 +551,36 @@ TEST(CertifiedReduce, AdversarialInputsTakeTheSlowPath) {
 // One term (a reduction's shortcut: its IEEE conversion): zeros of both
 // signs, subnormal and tiny products that round to a subnormal or to a
 // signed zero, a product past the overflow boundary, NaN and ±inf.
+TEST(CertifiedReduce, ExactMeanTiesRoundToEvenWithoutTheExactPath) {
+  // Means exactly halfway between two fp32 neighbours: the exact sum is
+  // known (SumIsExact) and so is its quotient (q·n = sum), whose IEEE
+  // conversion rounds the tie to even. No interval decides a tie, so before
+  // the exact-quotient rule every one of these took the exact path.
+  struct Case {
+    std::vector<float> x;
+    float want;
+  };
+  const Case cases[] = {
+      {{1.0f, 1.0f, 1.0f, 1.0f + 0x1p-22f}, 1.0f},                        // 1 + 2^-24: down to even
+      {{1.0f, 1.0f, 1.0f + 0x1p-22f, 1.0f + 0x1p-21f}, 1.0f + 0x1p-22f},  // 1 + 3·2^-24: up to even
+      {{1.0f + 0x1p-23f, 1.0f + 0x1p-23f, 1.0f - 0x1p-24f}, 1.0f},        // n = 3: 1 + 2^-24
+      {{-6.0f, -6.0f, -6.0f, -6.0f, -6.0f - 0x1p-20f}, -6.0f},            // n = 5, inexact quotient
+      {{0x1p-149f, 0.0f}, 0.0f},                                          // 2^-150: down to +0
+      {{-0x1p-149f, -0x1p-149f, -0x1p-149f, 0.0f}, -0x1p-149f},           // −3·2^-151: nearest
+  };
+  for (const Case& c : cases) {
+    const std::int64_t n = static_cast<std::int64_t>(c.x.size());
+    const float want = RefReduce(c.x, nullptr, CertFinish::kDivide);
+    ASSERT_EQ(Bits(want), Bits(c.want)) << "the case itself: " << c.x[0];
+    const CertCounts before = CertifiedCounts();
+    const float got = CertifiedMean(n, [&](std::int64_t i) { return c.x[static_cast<std::size_t>(i)]; });
+    const CertCounts after = CertifiedCounts();
+    EXPECT_EQ(Bits(got), Bits(want)) << c.x[0] << " n=" << n;
+    constexpr int kMean = static_cast<int>(CertKind::kMean);
+    EXPECT_EQ(after.slow[kMean] - before.slow[kMean], 0u) << c.x[0] << " n=" << n;
+  }
+}
+
 TEST(CertifiedReduce, OneTermIsItsCorrectRounding) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::pair<float, float> cases[] = {{0.0f, 1.0f},
