@@ -638,13 +638,50 @@ typename M::T MeanDotOf(std::int64_t n, const GA& ga, const GB& gb, std::int64_t
   }
 }
 
+// Certified column sums (kind kSum, term(r, c) an fp32 value) or dots (kDot,
+// term an exact product of two): every column's fp64 sum and Σ|term| in one
+// pass in row order over all columns at once (a column at a time reads
+// memory a row apart, and its chains cannot be vectorised across columns),
+// each certified by the bound (CertifyFinished: any order is within it);
+// a column the bound leaves open is reduced again on its own by `alone`
+// (CertifiedSum or CertifiedDot: the exactness test, then the exact path),
+// which counts it.
+template <class Term, class Alone>
+void CertifiedColumns(int threads, std::int64_t rows, std::int64_t cols, CertKind kind, const Term& term,
+                      const Alone& alone, float* out) {
+  std::vector<double> sum(static_cast<std::size_t>(cols), 0.0), abs_sum(static_cast<std::size_t>(cols), 0.0);
+  std::atomic<std::int64_t> decided{0};
+  ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const double t = term(r, c);
+        sum[static_cast<std::size_t>(c)] += t;
+        abs_sum[static_cast<std::size_t>(c)] += std::fabs(t);
+      }
+    }
+    std::int64_t mine = 0;
+    for (std::int64_t c = c0; c < c1; ++c) {
+      const std::size_t cu = static_cast<std::size_t>(c);
+      if (certdetail::CertifyFinished(sum[cu], CertSumBound(rows, abs_sum[cu]), false, CertFinish::kNone,
+                                      rows, &out[c])) {
+        ++mine;
+      } else {
+        out[c] = alone(c);
+      }
+    }
+    decided.fetch_add(mine, std::memory_order_relaxed);
+  });
+  CountCertified(kind, static_cast<std::uint64_t>(decided.load()), 0);
+}
+
 // out[c] = Σ_r get(r, c) (and, with gb, Σ_r ga(r, c)·gb(r, c)) for an R×C matrix.
 template <class M, class Get>
 void ColumnSumOf(int threads, std::int64_t rows, std::int64_t cols, const Get& get, typename M::T* out) {
   if constexpr (M::kCertified) {
-    ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) out[c] = CertifiedSum(rows, [&](std::int64_t r) { return get(r, c); });
-    });
+    CertifiedColumns(
+        threads, rows, cols, CertKind::kSum,
+        [&](std::int64_t r, std::int64_t c) { return static_cast<double>(static_cast<float>(get(r, c))); },
+        [&](std::int64_t c) { return CertifiedSum(rows, [&](std::int64_t r) { return get(r, c); }); }, out);
   } else {
     ColumnTreeSum<typename M::T>(threads, rows, cols, get, out);
   }
@@ -654,11 +691,17 @@ template <class M, class GA, class GB>
 void ColumnDotOf(int threads, std::int64_t rows, std::int64_t cols, const GA& ga, const GB& gb,
                  typename M::T* out) {
   if constexpr (M::kCertified) {
-    ParallelFor(threads, cols, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        out[c] = CertifiedDot(rows, [&](std::int64_t r) { return ga(r, c); }, [&](std::int64_t r) { return gb(r, c); });
-      }
-    });
+    CertifiedColumns(
+        threads, rows, cols, CertKind::kDot,
+        [&](std::int64_t r, std::int64_t c) {
+          return static_cast<double>(static_cast<float>(ga(r, c))) *
+                 static_cast<double>(static_cast<float>(gb(r, c)));
+        },
+        [&](std::int64_t c) {
+          return CertifiedDot(
+              rows, [&](std::int64_t r) { return ga(r, c); }, [&](std::int64_t r) { return gb(r, c); });
+        },
+        out);
   } else {
     ColumnTreeSum<typename M::T>(threads, rows, cols, [&](std::int64_t r, std::int64_t c) { return ga(r, c) * gb(r, c); }, out);
   }
