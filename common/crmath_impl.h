@@ -799,14 +799,18 @@ void EvaluateArray(const float* x, float* out, std::int64_t n, const InRange& in
                    void (*fast_block)(const float*, double*, std::int64_t), double accept_rel,
                    float (*scalar)(float)) {
   constexpr std::int64_t kBlock = 64;
+  float in[kBlock];  // the block's inputs (out may be x: it is written last)
   float arg[kBlock];
   double fast[kBlock];
   float value[kBlock];
   bool decided[kBlock];
+  // (Loops without calls, so that they vectorise; the scalar function runs
+  // in a loop of its own over the rare values left undecided.)
   for (std::int64_t i0 = 0; i0 < n; i0 += kBlock) {
     const std::int64_t m = n - i0 < kBlock ? n - i0 : kBlock;
     for (std::int64_t j = 0; j < m; ++j) {
       const float v = x[i0 + j];
+      in[j] = v;
       arg[j] = in_range(v) ? v : 0.0f;
     }
     fast_block(arg, fast, m);
@@ -814,10 +818,12 @@ void EvaluateArray(const float* x, float* out, std::int64_t n, const InRange& in
       const double w = accept_rel * std::fabs(fast[j]);
       const float lo = static_cast<float>(fast[j] - w), hi = static_cast<float>(fast[j] + w);
       value[j] = lo;
-      const bool in = in_range(x[i0 + j]);
-      decided[j] = in & (FloatBits(lo) == FloatBits(hi));
+      decided[j] = in_range(in[j]) & (FloatBits(lo) == FloatBits(hi));
     }
-    for (std::int64_t j = 0; j < m; ++j) out[i0 + j] = decided[j] ? value[j] : scalar(x[i0 + j]);
+    for (std::int64_t j = 0; j < m; ++j) out[i0 + j] = value[j];
+    for (std::int64_t j = 0; j < m; ++j) {
+      if (!decided[j]) out[i0 + j] = scalar(in[j]);
+    }
   }
 }
 
