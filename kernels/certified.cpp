@@ -943,6 +943,49 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   return static_cast<std::uint64_t>(count);
 }
 
+// The lines (rows of op(A) or columns of op(B)) that open outputs read,
+// each as k contiguous fp32 values: the operand itself where a line's
+// elements are adjacent, else a compact copy of just the selected lines,
+// gathered in memory order (a strided line read per output — thousands of
+// outputs on GPT-2 small's large GEMMs — misses the cache on every term).
+// Element (l, p) of the operand is x[l·line_stride + p·elem_stride].
+class OpenLines {
+ public:
+  OpenLines(int threads, const float* x, std::int64_t lines, std::int64_t k, std::int64_t line_stride,
+            std::int64_t elem_stride, const std::vector<std::uint8_t>& selected)
+      : x_(x), k_(k), line_stride_(line_stride) {
+    if (elem_stride == 1) return;
+    slot_.assign(static_cast<std::size_t>(lines), -1);
+    std::vector<std::int64_t> chosen;
+    for (std::int64_t l = 0; l < lines; ++l) {
+      if (selected[static_cast<std::size_t>(l)] != 0) {
+        slot_[static_cast<std::size_t>(l)] = static_cast<std::int64_t>(chosen.size());
+        chosen.push_back(l);
+      }
+    }
+    const std::int64_t count = static_cast<std::int64_t>(chosen.size());
+    copy_.resize(static_cast<std::size_t>(count * k));
+    ParallelFor(ThreadsForWork(threads, count * k, kMinValuesPerThread), k,
+                [&](std::int64_t p0, std::int64_t p1) {
+                  for (std::int64_t p = p0; p < p1; ++p) {
+                    const float* row = x + p * elem_stride;
+                    for (std::int64_t c = 0; c < count; ++c)
+                      copy_[static_cast<std::size_t>(c * k + p)] =
+                          row[chosen[static_cast<std::size_t>(c)] * line_stride];
+                  }
+                });
+  }
+  const float* Line(std::int64_t l) const {
+    return slot_.empty() ? x_ + l * line_stride_ : copy_.data() + slot_[static_cast<std::size_t>(l)] * k_;
+  }
+
+ private:
+  const float* x_;
+  std::int64_t k_, line_stride_;
+  std::vector<std::int64_t> slot_;  // empty: lines are read in place
+  std::vector<float> copy_;
+};
+
 // The outputs flagged in `open` (on `rows` alone where given, else
 // anywhere) after the fast path's bound: each is evaluated again, alone, by
 // the compensated dot (kernels/certified_dot.h), which decides all but those
@@ -954,9 +997,15 @@ std::uint64_t CompensatedLook(int threads, std::int64_t m, std::int64_t n,
                               bool accumulate, std::vector<std::uint8_t>& open,
                               std::span<const std::int64_t> rows = {}) {
   std::vector<std::int64_t> index;
+  std::vector<std::uint8_t> row_read(static_cast<std::size_t>(m), 0),
+      col_read(static_cast<std::size_t>(n), 0);
   const auto scan_row = [&](std::int64_t i) {
     for (std::int64_t j = 0; j < n; ++j) {
-      if (open[static_cast<std::size_t>(i * n + j)] != 0) index.push_back(i * n + j);
+      if (open[static_cast<std::size_t>(i * n + j)] != 0) {
+        index.push_back(i * n + j);
+        row_read[static_cast<std::size_t>(i)] = 1;
+        col_read[static_cast<std::size_t>(j)] = 1;
+      }
     }
   };
   if (!rows.empty()) {
@@ -967,19 +1016,25 @@ std::uint64_t CompensatedLook(int threads, std::int64_t m, std::int64_t n,
   const std::int64_t count = static_cast<std::int64_t>(index.size());
   if (count == 0) return 0;
   std::int64_t terms = 0;
-  for (const CertGemmPiece& piece : pieces) terms += std::max<std::int64_t>(piece.g.k, 0);
+  std::vector<OpenLines> a_lines, b_lines;
+  for (const CertGemmPiece& piece : pieces) {
+    const GemmArgs& g = piece.g;
+    const std::int64_t k = std::max<std::int64_t>(g.k, 0);
+    terms += k;
+    // A line of op(A) is a row (its terms a column apart), of op(B) a column.
+    const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
+    a_lines.emplace_back(threads, piece.a, m, k, sa.row, sa.col, row_read);
+    b_lines.emplace_back(threads, piece.b, n, k, sb.col, sb.row, col_read);
+  }
   const int dot_threads =
       ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread);
   ParallelFor(dot_threads, count, [&](std::int64_t s0, std::int64_t s1) {
     for (std::int64_t s = s0; s < s1; ++s) {
       const std::int64_t e = index[static_cast<std::size_t>(s)], i = e / n, j = e % n;
       CompensatedDot dot(accumulate ? c[i * ldc + j] : 0.0f);
-      for (const CertGemmPiece& piece : pieces) {
-        const GemmArgs& g = piece.g;
-        if (g.k <= 0) continue;
-        // op(A)'s row i and op(B)'s column j.
-        const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
-        dot.Add(piece.a + i * sa.row, sa.col, piece.b + j * sb.col, sb.row, g.k);
+      for (std::size_t q = 0; q < pieces.size(); ++q) {
+        const std::int64_t k = pieces[q].g.k;
+        if (k > 0) dot.Add(a_lines[q].Line(i), 1, b_lines[q].Line(j), 1, k);
       }
       const CompensatedDot::Result r = dot.Finish();
       float out = 0.0f;

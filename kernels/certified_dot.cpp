@@ -74,10 +74,17 @@ void CompensatedDot::Add(const float* a, std::int64_t a_stride, const float* b, 
     AddContiguous(a, b, k, sigma_, q_, s_);
     return;
   }
-  for (std::int64_t p = 0; p < k; ++p) {
-    const int l = static_cast<int>(p % kLanes);
-    TwoSumStep(sigma_[l], q_[l], s_[l],
-               static_cast<double>(a[p * a_stride]) * static_cast<double>(b[p * b_stride]));
+  // Strided terms, copied a chunk at a time into contiguous ones (any
+  // assignment of terms to lanes gives a valid bound).
+  constexpr std::int64_t kChunk = 256;
+  float ac[kChunk], bc[kChunk];
+  for (std::int64_t p0 = 0; p0 < k; p0 += kChunk) {
+    const std::int64_t len = k - p0 < kChunk ? k - p0 : kChunk;
+    for (std::int64_t p = 0; p < len; ++p) {
+      ac[p] = a[(p0 + p) * a_stride];
+      bc[p] = b[(p0 + p) * b_stride];
+    }
+    AddContiguous(ac, bc, len, sigma_, q_, s_);
   }
 }
 
