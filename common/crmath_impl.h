@@ -818,7 +818,8 @@ void EvaluateArray(const float* x, float* out, std::int64_t n, const InRange& in
       const double w = accept_rel * std::fabs(fast[j]);
       const float lo = static_cast<float>(fast[j] - w), hi = static_cast<float>(fast[j] + w);
       value[j] = lo;
-      decided[j] = in_range(in[j]) & (FloatBits(lo) == FloatBits(hi));
+      const bool in_domain = in_range(in[j]);  // (named: clang rejects `&` on a call's bool)
+      decided[j] = in_domain & (FloatBits(lo) == FloatBits(hi));
     }
     for (std::int64_t j = 0; j < m; ++j) out[i0 + j] = value[j];
     for (std::int64_t j = 0; j < m; ++j) {
