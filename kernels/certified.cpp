@@ -867,22 +867,25 @@ struct Buckets {
   }
 };
 
-// The slow path: c_ij = CR(c0 + Σ exact products) for every (i, j) with
-// only[i·n + j] set (all of them when only is null). Where `rows` is given,
-// only those rows hold set flags (the rest are not scanned). Returns how many.
-std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<const CertGemmPiece> pieces,
-                        float* c, std::int64_t ldc, bool accumulate, const std::vector<std::uint8_t>* only,
-                        std::span<const std::int64_t> rows = {}) {
+// The outputs (i·n + j) flagged in `only` (every output when only is null),
+// and which rows and columns they read. Where `rows` is given (and only is
+// not null), only those rows hold set flags: the rest are not scanned.
+struct FlaggedOutputs {
   std::vector<std::int64_t> index;
-  std::vector<std::uint8_t> row_read(static_cast<std::size_t>(m), 0),
-      col_read(static_cast<std::size_t>(n), 0);
+  std::vector<std::uint8_t> row_read, col_read;
+};
+FlaggedOutputs ScanFlagged(std::int64_t m, std::int64_t n, const std::vector<std::uint8_t>* only,
+                           std::span<const std::int64_t> rows) {
+  FlaggedOutputs f;
+  f.row_read.assign(static_cast<std::size_t>(m), 0);
+  f.col_read.assign(static_cast<std::size_t>(n), 0);
   const auto scan_row = [&](std::int64_t i) {
     for (std::int64_t j = 0; j < n; ++j) {
       const std::int64_t e = i * n + j;
       if (only == nullptr || (*only)[static_cast<std::size_t>(e)] != 0) {
-        index.push_back(e);
-        row_read[static_cast<std::size_t>(i)] = 1;
-        col_read[static_cast<std::size_t>(j)] = 1;
+        f.index.push_back(e);
+        f.row_read[static_cast<std::size_t>(i)] = 1;
+        f.col_read[static_cast<std::size_t>(j)] = 1;
       }
     }
   };
@@ -891,6 +894,19 @@ std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<c
   } else {
     for (std::int64_t i = 0; i < m; ++i) scan_row(i);
   }
+  return f;
+}
+
+// The slow path: c_ij = CR(c0 + Σ exact products) for every (i, j) with
+// only[i·n + j] set (all of them when only is null). Where `rows` is given,
+// only those rows hold set flags (the rest are not scanned). Returns how many.
+std::uint64_t ExactGemm(int threads, std::int64_t m, std::int64_t n, std::span<const CertGemmPiece> pieces,
+                        float* c, std::int64_t ldc, bool accumulate, const std::vector<std::uint8_t>* only,
+                        std::span<const std::int64_t> rows = {}) {
+  const FlaggedOutputs flagged = ScanFlagged(m, n, only, rows);
+  const std::vector<std::int64_t>& index = flagged.index;
+  const std::vector<std::uint8_t>& row_read = flagged.row_read;
+  const std::vector<std::uint8_t>& col_read = flagged.col_read;
   const std::int64_t count = static_cast<std::int64_t>(index.size());
   if (count == 0) return 0;
   // Decode the rows of op(A) and columns of op(B) that some output reads
@@ -996,23 +1012,8 @@ std::uint64_t CompensatedLook(int threads, std::int64_t m, std::int64_t n,
                               std::span<const CertGemmPiece> pieces, float* c, std::int64_t ldc,
                               bool accumulate, std::vector<std::uint8_t>& open,
                               std::span<const std::int64_t> rows = {}) {
-  std::vector<std::int64_t> index;
-  std::vector<std::uint8_t> row_read(static_cast<std::size_t>(m), 0),
-      col_read(static_cast<std::size_t>(n), 0);
-  const auto scan_row = [&](std::int64_t i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      if (open[static_cast<std::size_t>(i * n + j)] != 0) {
-        index.push_back(i * n + j);
-        row_read[static_cast<std::size_t>(i)] = 1;
-        col_read[static_cast<std::size_t>(j)] = 1;
-      }
-    }
-  };
-  if (!rows.empty()) {
-    for (std::int64_t i : rows) scan_row(i);
-  } else {
-    for (std::int64_t i = 0; i < m; ++i) scan_row(i);
-  }
+  const FlaggedOutputs flagged = ScanFlagged(m, n, &open, rows);
+  const std::vector<std::int64_t>& index = flagged.index;
   const std::int64_t count = static_cast<std::int64_t>(index.size());
   if (count == 0) return 0;
   std::int64_t terms = 0;
@@ -1023,8 +1024,8 @@ std::uint64_t CompensatedLook(int threads, std::int64_t m, std::int64_t n,
     terms += k;
     // A line of op(A) is a row (its terms a column apart), of op(B) a column.
     const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
-    a_lines.emplace_back(threads, piece.a, m, k, sa.row, sa.col, row_read);
-    b_lines.emplace_back(threads, piece.b, n, k, sb.col, sb.row, col_read);
+    a_lines.emplace_back(threads, piece.a, m, k, sa.row, sa.col, flagged.row_read);
+    b_lines.emplace_back(threads, piece.b, n, k, sb.col, sb.row, flagged.col_read);
   }
   const int dot_threads =
       ThreadsForWork(threads, count * std::max<std::int64_t>(terms, 1), kMinValuesPerThread);
