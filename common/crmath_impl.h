@@ -583,9 +583,7 @@ inline void TanhFastUnbranched4(const float* x, double* out) {
   const __m256d t = _mm256_div_pd(em1, _mm256_add_pd(em1, _mm256_set1_pd(2.0)));
   _mm256_storeu_pd(out, _mm256_xor_pd(t, _mm256_and_pd(xd, sign)));  // −t where x is negative
 }
-#endif
 
-#if VT_CRMATH_VECTOR4
 // The same on eight lanes, for CPUs with AVX-512F (chosen at run time: the
 // copy itself is compiled for FMA and AVX2 only): the four-lane functions'
 // operations, lane by lane, with AVX-512F's own forms of the bit operations

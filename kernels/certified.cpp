@@ -1166,23 +1166,18 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   // cost more than the second look when it came first).
   const std::uint64_t looked =
       CompensatedLook(config.threads, m, n, pieces, c, ldc, accumulate, slow, open_rows);
-  std::erase_if(open_rows, [&](std::int64_t i) {
-    const std::uint8_t* row = slow.data() + i * n;
-    return std::find(row, row + n, std::uint8_t{1}) == row + n;
-  });
-  if (open_rows.empty()) {
+  // What it left open, and the rows and columns that holds.
+  const FlaggedOutputs left = ScanFlagged(m, n, &slow, open_rows);
+  if (left.index.empty()) {
     CountCertified(CertKind::kGemm, mn, looked, 0);
     return;
   }
-  {
-    std::vector<std::uint8_t> col_open(static_cast<std::size_t>(n), 0);
-    for (std::int64_t i : open_rows) {
-      for (std::int64_t j = 0; j < n; ++j)
-        col_open[static_cast<std::size_t>(j)] |= slow[static_cast<std::size_t>(i * n + j)];
-    }
-    for (std::int64_t j = 0; j < n; ++j) {
-      if (col_open[static_cast<std::size_t>(j)] != 0) open_cols.push_back(j);
-    }
+  open_rows.clear();
+  for (std::int64_t i = 0; i < m; ++i) {
+    if (left.row_read[static_cast<std::size_t>(i)] != 0) open_rows.push_back(i);
+  }
+  for (std::int64_t j = 0; j < n; ++j) {
+    if (left.col_read[static_cast<std::size_t>(j)] != 0) open_cols.push_back(j);
   }
   {
     // The smallest LowBitExponent of a nonzero entry of each open row of

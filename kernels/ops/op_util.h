@@ -642,7 +642,7 @@ typename M::T MeanDotOf(std::int64_t n, const GA& ga, const GB& gb, std::int64_t
 // term an exact product of two): every column's fp64 sum and Σ|term| in one
 // pass in row order over all columns at once (a column at a time reads
 // memory a row apart, and its chains cannot be vectorised across columns),
-// each certified by the bound (CertifyFinished: any order is within it);
+// each certified by the bound (CertifySum: any order is within it);
 // a column the bound leaves open is reduced again on its own by `alone`
 // (CertifiedSum or CertifiedDot: the exactness test, then the exact path),
 // which counts it. Under the test-only shuffled order (F64ShuffleSeed) every
@@ -669,8 +669,7 @@ void CertifiedColumns(int threads, std::int64_t rows, std::int64_t cols, CertKin
     std::int64_t mine = 0;
     for (std::int64_t c = c0; c < c1; ++c) {
       const std::size_t cu = static_cast<std::size_t>(c);
-      if (certdetail::CertifyFinished(sum[cu], CertSumBound(rows, abs_sum[cu]), false, CertFinish::kNone,
-                                      rows, &out[c])) {
+      if (CertifySum(sum[cu], CertSumBound(rows, abs_sum[cu]), false, &out[c])) {
         ++mine;
       } else {
         out[c] = alone(c);
