@@ -681,63 +681,95 @@ bool CertifyRowByBound(const double* c64, double row_norm, const double* col_nor
 constexpr std::int64_t kMinValuesPerThread = std::int64_t{1} << 15;
 
 // x (rows × cols, fp32, row stride ld) widened into dst (fp64, compact: row
-// stride cols), each element's square added to sq of its stored row
-// (row_lines) or of its stored column: one pass over the operand instead of
-// a copy and a second pass over the copy for the norms. The order of each
-// sum is fixed (a row: eight interleaved partial sums, combined as a tree;
-// a column: in row order), so the clones give the same norms. (Any order
-// would do for the bound: a sum of k non-negative terms in any order is
-// within γ_k of its exact value, which CertSumBound's factor covers.)
-VT_SIMD_CLONES void WidenRowsWithSquares(const float* x, std::int64_t r0, std::int64_t r1, std::int64_t cols,
-                                         std::int64_t ld, double* __restrict dst, double* __restrict sq) {
+// stride cols) unless kStore is false, each element's square added to sq of
+// its stored row (row_lines) or of its stored column: one pass over the
+// operand instead of a copy and a second pass over the copy for the norms.
+// The order of each sum is fixed (a row: eight interleaved partial sums,
+// combined as a tree; a column: in row order), so the clones give the same
+// norms. (Any order would do for the bound: a sum of k non-negative terms in
+// any order is within γ_k of its exact value, which CertSumBound's factor
+// covers.)
+template <bool kStore>
+inline __attribute__((always_inline)) void RowsWithSquares(const float* x, std::int64_t r0, std::int64_t r1,
+                                                           std::int64_t cols, std::int64_t ld,
+                                                           double* __restrict dst, double* __restrict sq) {
   for (std::int64_t r = r0; r < r1; ++r) {
     const float* src = x + r * ld;
-    double* out = dst + r * cols;
+    double* out = kStore ? dst + r * cols : nullptr;
     double s[8] = {};
     std::int64_t q = 0;
     for (; q + 8 <= cols; q += 8) {
       for (int u = 0; u < 8; ++u) {
         const double v = src[q + u];
-        out[q + u] = v;
+        if constexpr (kStore) out[q + u] = v;
         s[u] = s[u] + v * v;
       }
     }
     for (; q < cols; ++q) {
       const double v = src[q];
-      out[q] = v;
+      if constexpr (kStore) out[q] = v;
       s[0] = s[0] + v * v;
     }
     sq[r] = sq[r] + (((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7])));
   }
 }
-
-VT_SIMD_CLONES void WidenColumnsWithSquares(const float* x, std::int64_t rows, std::int64_t j0,
-                                            std::int64_t j1, std::int64_t cols, std::int64_t ld,
-                                            double* __restrict dst, double* __restrict sq) {
+template <bool kStore>
+inline __attribute__((always_inline)) void ColumnsWithSquares(const float* x, std::int64_t rows,
+                                                              std::int64_t j0, std::int64_t j1,
+                                                              std::int64_t cols, std::int64_t ld,
+                                                              double* __restrict dst, double* __restrict sq) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* src = x + r * ld;
-    double* out = dst + r * cols;
+    double* out = kStore ? dst + r * cols : nullptr;
     for (std::int64_t j = j0; j < j1; ++j) {
       const double v = src[j];
-      out[j] = v;
+      if constexpr (kStore) out[j] = v;
       sq[j] = sq[j] + v * v;
     }
   }
 }
+// The clones, with and without the fp64 copy.
+VT_SIMD_CLONES void WidenRowsWithSquares(const float* x, std::int64_t r0, std::int64_t r1, std::int64_t cols,
+                                         std::int64_t ld, double* dst, double* sq) {
+  RowsWithSquares<true>(x, r0, r1, cols, ld, dst, sq);
+}
+VT_SIMD_CLONES void RowSquares(const float* x, std::int64_t r0, std::int64_t r1, std::int64_t cols,
+                               std::int64_t ld, double* sq) {
+  RowsWithSquares<false>(x, r0, r1, cols, ld, nullptr, sq);
+}
+VT_SIMD_CLONES void WidenColumnsWithSquares(const float* x, std::int64_t rows, std::int64_t j0,
+                                            std::int64_t j1, std::int64_t cols, std::int64_t ld, double* dst,
+                                            double* sq) {
+  ColumnsWithSquares<true>(x, rows, j0, j1, cols, ld, dst, sq);
+}
+VT_SIMD_CLONES void ColumnSquares(const float* x, std::int64_t rows, std::int64_t j0, std::int64_t j1,
+                                  std::int64_t cols, std::int64_t ld, double* sq) {
+  ColumnsWithSquares<false>(x, rows, j0, j1, cols, ld, nullptr, sq);
+}
 
+// dst null: the squares alone (the GEMM widens the operands itself).
 void WidenWithSquares(int threads, const float* x, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                       bool row_lines, double* dst, double* sq) {
   threads = ThreadsForWork(threads, rows * cols, kMinValuesPerThread);
   if (row_lines) {
     ParallelFor(threads, rows, [&](std::int64_t r0, std::int64_t r1) {
-      WidenRowsWithSquares(x, r0, r1, cols, ld, dst, sq);
+      if (dst != nullptr) {
+        WidenRowsWithSquares(x, r0, r1, cols, ld, dst, sq);
+      } else {
+        RowSquares(x, r0, r1, cols, ld, sq);
+      }
     });
     return;
   }
   // Column blocks side by side: each column's sum stays on one thread.
   constexpr std::int64_t kBlock = 512;
   ParallelFor(threads, (cols + kBlock - 1) / kBlock, [&](std::int64_t b0, std::int64_t b1) {
-    WidenColumnsWithSquares(x, rows, b0 * kBlock, std::min(cols, b1 * kBlock), cols, ld, dst, sq);
+    const std::int64_t j0 = b0 * kBlock, j1 = std::min(cols, b1 * kBlock);
+    if (dst != nullptr) {
+      WidenColumnsWithSquares(x, rows, j0, j1, cols, ld, dst, sq);
+    } else {
+      ColumnSquares(x, rows, j0, j1, cols, ld, sq);
+    }
   });
 }
 
@@ -1100,28 +1132,38 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
   }
   std::vector<double> row_sq(static_cast<std::size_t>(m), 0.0), col_sq(static_cast<std::size_t>(n), 0.0);
   std::int64_t terms = accumulate ? 1 : 0;
+  // Our widening fp64 GEMM where the CPU runs it; the test-only shuffled
+  // orders and GPU offloads need GemmF64 on fp64 copies.
+  const bool widening =
+      F64ShuffleSeed() == 0 && config.device == Device::kCpu && WidenedF64GemmAvailable(config.simd);
   for (const CertGemmPiece& piece : pieces) {
     const GemmArgs& g = piece.g;
     if (g.k <= 0) continue;
-    // fp64 copies, compact (products of two fp32 values are exact in fp64).
     const std::int64_t a_rows = g.trans_a ? g.k : m, a_cols = g.trans_a ? m : g.k;
     const std::int64_t b_rows = g.trans_b ? n : g.k, b_cols = g.trans_b ? g.k : n;
-    a64.resize(static_cast<std::size_t>(a_rows * a_cols));
-    b64.resize(static_cast<std::size_t>(b_rows * b_cols));
-    // op(A)'s rows are stored rows unless trans_a; op(B)'s columns are
-    // stored columns unless trans_b.
-    WidenWithSquares(config.threads, piece.a, a_rows, a_cols, g.lda, !g.trans_a, a64.data(), row_sq.data());
-    WidenWithSquares(config.threads, piece.b, b_rows, b_cols, g.ldb, g.trans_b, b64.data(), col_sq.data());
     GemmArgs g64 = g;
     g64.m = m;
     g64.n = n;
-    g64.lda = a_cols;
-    g64.ldb = b_cols;
     g64.ldc = n;
     g64.accumulate = c64_holds_sum;
-    GemmF64(config, g64, a64.data(), b64.data(), c64.data());
     c64_holds_sum = true;
     terms += g.k;
+    // op(A)'s rows are stored rows unless trans_a; op(B)'s columns are
+    // stored columns unless trans_b.
+    if (widening) {  // our kernel widens as it packs: only the norms here
+      WidenWithSquares(config.threads, piece.a, a_rows, a_cols, g.lda, !g.trans_a, nullptr, row_sq.data());
+      WidenWithSquares(config.threads, piece.b, b_rows, b_cols, g.ldb, g.trans_b, nullptr, col_sq.data());
+      GemmWidenedF64(config.threads, g64, piece.a, piece.b, c64.data());
+      continue;
+    }
+    // fp64 copies, compact (products of two fp32 values are exact in fp64).
+    a64.resize(static_cast<std::size_t>(a_rows * a_cols));
+    b64.resize(static_cast<std::size_t>(b_rows * b_cols));
+    WidenWithSquares(config.threads, piece.a, a_rows, a_cols, g.lda, !g.trans_a, a64.data(), row_sq.data());
+    WidenWithSquares(config.threads, piece.b, b_rows, b_cols, g.ldb, g.trans_b, b64.data(), col_sq.data());
+    g64.lda = a_cols;
+    g64.ldb = b_cols;
+    GemmF64(config, g64, a64.data(), b64.data(), c64.data());
   }
   // |ĉ − c| ≤ γ_terms (Σ_p |a_p b_p| + |c0|) ≤ γ_terms (‖a‖₂‖b‖₂ + |c0|)
   // (Cauchy–Schwarz over the concatenation of all pieces).

@@ -21,6 +21,7 @@ namespace {
 
 #define VT_INLINE static inline __attribute__((always_inline))
 struct Avx2 {
+  using Scalar = float;
   using Vec = __m256;
   static constexpr int kLanes = 8;
   VT_INLINE Vec Zero() { return _mm256_setzero_ps(); }
@@ -28,8 +29,8 @@ struct Avx2 {
   VT_INLINE Vec LoadU(const float* p) { return _mm256_loadu_ps(p); }
   VT_INLINE void StoreU(float* p, Vec v) { _mm256_storeu_ps(p, v); }
   VT_INLINE Vec Broadcast(float x) { return _mm256_set1_ps(x); }
-  VT_INLINE Vec Mul(Vec a, Vec b) { return _mm256_mul_ps(a, b); }
-  VT_INLINE Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  // Repops: a rounded multiply, then a rounded add.
+  VT_INLINE Vec MulAdd(Vec acc, Vec a, Vec b) { return _mm256_add_ps(acc, _mm256_mul_ps(a, b)); }
 };
 #undef VT_INLINE
 

@@ -1,7 +1,9 @@
-// AVX-512 repops micro-kernel: 16-lane vectors, a 16×16 tile by default. This
-// translation unit alone is compiled with -mavx512f (F only: DetectSimd checks
-// avx512f, so no VL/BW/DQ encodings may appear); the kernel body is the
-// shared one of gemm_microkernel_simd.h (internal linkage, see there).
+// AVX-512 micro-kernels: the repops one (16-lane fp32 vectors, a 16×16 tile
+// by default) and the widening one (8-lane fp64 vectors and fma, a 12×16
+// tile). This translation unit alone is compiled with -mavx512f (F only:
+// DetectSimd checks avx512f, so no VL/BW/DQ encodings may appear); the kernel
+// body is the shared one of gemm_microkernel_simd.h (internal linkage, see
+// there).
 
 #include "kernels/gemm_microkernel.h"
 
@@ -22,6 +24,7 @@ namespace {
 
 #define VT_INLINE static inline __attribute__((always_inline))
 struct Avx512 {
+  using Scalar = float;
   using Vec = __m512;
   static constexpr int kLanes = 16;
   VT_INLINE Vec Zero() { return _mm512_setzero_ps(); }
@@ -29,19 +32,43 @@ struct Avx512 {
   VT_INLINE Vec LoadU(const float* p) { return _mm512_loadu_ps(p); }
   VT_INLINE void StoreU(float* p, Vec v) { _mm512_storeu_ps(p, v); }
   VT_INLINE Vec Broadcast(float x) { return _mm512_set1_ps(x); }
-  VT_INLINE Vec Mul(Vec a, Vec b) { return _mm512_mul_ps(a, b); }
-  VT_INLINE Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  // Repops: a rounded multiply, then a rounded add.
+  VT_INLINE Vec MulAdd(Vec acc, Vec a, Vec b) { return _mm512_add_ps(acc, _mm512_mul_ps(a, b)); }
+};
+// Widening: fp64 lanes and fma (the packs hold fp32 values, so every product
+// is exact and the fma rounds only the sum).
+struct Avx512F64 {
+  using Scalar = double;
+  using Vec = __m512d;
+  static constexpr int kLanes = 8;
+  VT_INLINE Vec Zero() { return _mm512_setzero_pd(); }
+  VT_INLINE Vec Load(const double* p) { return _mm512_load_pd(p); }
+  VT_INLINE Vec LoadU(const double* p) { return _mm512_loadu_pd(p); }
+  VT_INLINE void StoreU(double* p, Vec v) { _mm512_storeu_pd(p, v); }
+  VT_INLINE Vec Broadcast(double x) { return _mm512_set1_pd(x); }
+  VT_INLINE Vec MulAdd(Vec acc, Vec a, Vec b) { return _mm512_fmadd_pd(a, b, acc); }
 };
 #undef VT_INLINE
+
+#ifndef VT_AVX512_F64_MR
+#define VT_AVX512_F64_MR 12
+#endif
+#ifndef VT_AVX512_F64_V
+#define VT_AVX512_F64_V 2
+#endif
 
 }  // namespace
 
 MicroKernel Avx512MicroKernel() { return MakeSimdMicroKernel<Avx512, VT_AVX512_MR, VT_AVX512_V>("avx512"); }
+WideningKernel Avx512WideningKernel() {
+  return MakeSimdMicroKernel<Avx512F64, VT_AVX512_F64_MR, VT_AVX512_F64_V>("avx512-f64");
+}
 
 }  // namespace vt::kernels::detail
 
 #else
 namespace vt::kernels::detail {
 MicroKernel Avx512MicroKernel() { return {}; }
+WideningKernel Avx512WideningKernel() { return {}; }
 }  // namespace vt::kernels::detail
 #endif

@@ -7,15 +7,15 @@
 // translation unit gets its own copy compiled for its instruction set and
 // the linker can never pick one of them for baseline code.
 //
-// Order (kernels/gemm_repops.h): lane j of accumulator (r, v) is output
+// Order (kernels/gemm_blocked.h): lane j of accumulator (r, v) is output
 // C[r][L·v + j], L = the vector's lanes; for p = 0..kc−1:
-// acc = acc + (a[p][r] * b[p][L·v + j]), one rounded multiply then one
-// rounded add (Isa::Mul, Isa::Add — never a fused multiply-add). The tile is
-// MR×(L·V); all loops over r and v are fully unrolled so the accumulators
-// live in registers.
+// acc = Isa::MulAdd(acc, a[p][r], b[p][L·v + j]) — for the repops ISAs one
+// rounded multiply then one rounded add (never a fused multiply-add), for
+// the widening ones an fma. The tile is MR×(L·V); all loops over r and v are
+// fully unrolled so the accumulators live in registers.
 //
-// `Isa` provides: type Vec, kLanes, and always-inline Zero, Load (aligned),
-// LoadU, StoreU, Broadcast, Mul, Add.
+// `Isa` provides: types Scalar and Vec, kLanes, and always-inline Zero, Load
+// (aligned), LoadU, StoreU, Broadcast, MulAdd.
 
 #include <cstdint>
 
@@ -25,7 +25,8 @@ namespace vt::kernels::detail {
 namespace {
 
 template <typename Isa, int kMr, int kVecs, bool kLoadC>
-inline __attribute__((always_inline)) void SimdTile(std::int64_t kc, const float* ap, const float* bp, float* c,
+inline __attribute__((always_inline)) void SimdTile(std::int64_t kc, const typename Isa::Scalar* ap,
+                                                    const typename Isa::Scalar* bp, typename Isa::Scalar* c,
                                                     std::int64_t ldc) {
   using Vec = typename Isa::Vec;
   constexpr int kL = Isa::kLanes;
@@ -45,7 +46,7 @@ inline __attribute__((always_inline)) void SimdTile(std::int64_t kc, const float
     for (int r = 0; r < kMr; ++r) {
       const Vec a = Isa::Broadcast(ap[p * kMr + r]);
 #pragma GCC unroll 8
-      for (int v = 0; v < kVecs; ++v) acc[r][v] = Isa::Add(acc[r][v], Isa::Mul(a, bv[v]));
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = Isa::MulAdd(acc[r][v], a, bv[v]);
     }
   }
 #pragma GCC unroll 32
@@ -57,7 +58,8 @@ inline __attribute__((always_inline)) void SimdTile(std::int64_t kc, const float
 
 // The MicroKernelFn of an instruction set and tile.
 template <typename Isa, int kMr, int kVecs>
-void SimdKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load_c) {
+void SimdKernel(std::int64_t kc, const typename Isa::Scalar* ap, const typename Isa::Scalar* bp,
+                typename Isa::Scalar* c, std::int64_t ldc, bool load_c) {
   if (load_c) {
     SimdTile<Isa, kMr, kVecs, true>(kc, ap, bp, c, ldc);
   } else {
@@ -66,7 +68,7 @@ void SimdKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std
 }
 
 template <typename Isa, int kMr, int kVecs>
-MicroKernel MakeSimdMicroKernel(const char* name) {
+MicroKernelOf<typename Isa::Scalar> MakeSimdMicroKernel(const char* name) {
   return {kMr, Isa::kLanes * kVecs, &SimdKernel<Isa, kMr, kVecs>, name};
 }
 

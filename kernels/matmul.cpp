@@ -13,9 +13,9 @@
 #include "kernels/arith_hd.h"
 #include "kernels/certified.h"
 #include "kernels/device.h"
+#include "kernels/gemm_blocked.h"
 #include "kernels/gemm_f64_reference.h"
 #include "kernels/gemm_f64_reference_tile.h"
-#include "kernels/gemm_repops.h"
 #include "kernels/parallel.h"
 #include "kernels/simd_clones.h"
 
@@ -59,7 +59,17 @@ Simd RepopsSimdUsed(Simd requested) {
 
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
   if (config.device != Device::kCpu && device::OffloadRepops(g, a, b, c)) return;
-  detail::GemmRepopsBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c);
+  detail::GemmBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c);
+}
+
+bool WidenedF64GemmAvailable(Simd simd) {
+  return ResolveSimd(simd) == Simd::kAvx512 && detail::Avx512WideningKernel().fn != nullptr;
+}
+
+void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
+  static const detail::WideningKernel kern = detail::Avx512WideningKernel();
+  assert(kern.fn != nullptr);
+  detail::GemmBlocked(kern, threads, g, a, b, c);
 }
 
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {

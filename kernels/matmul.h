@@ -52,6 +52,17 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 // working precision of rounded mode and the certified fast path (its bits
 // depend on the device, core type and threads).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
+// The fp64 value of op(A)·op(B) for fp32 operands a and b (C fp64, row
+// stride g.ldc; g.accumulate adds to it): every product exact, the sums
+// rounded in an order of the kernel's choosing (fma, blocking, threads) —
+// certified mode's fast path on a CPU, which accepts any order. Our AVX-512
+// kernel, which widens the operands as it packs them (no fp64 copies).
+// Precondition: WidenedF64GemmAvailable (elsewhere the caller widens the
+// operands for GemmF64).
+void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c);
+// Whether GemmWidenedF64 runs here for `simd`: it resolves to AVX-512 and
+// the build has the kernel.
+bool WidenedF64GemmAvailable(Simd simd);
 // TEST ONLY: other honest fp64 summation orders. A nonzero seed makes every
 // fp64 fast path sum in a pseudo-random order drawn fresh for each call:
 // GemmF64 (rounded mode's vendor GEMM and the certified fast path) over a

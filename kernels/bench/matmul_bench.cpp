@@ -1,7 +1,9 @@
 // GEMM benchmark: repops GEMM against OpenBLAS sgemm measured in the same
-// run (GFLOP/s and ratio), and rounded-mode MatMul (fp64 dgemm + rounding +
-// logging) against native MatMul, with the fraction of values logged and
-// the compressed log size.
+// run (GFLOP/s and ratio); the widening fp64 GEMM of certified mode's fast
+// path (GemmWidenedF64: fp32 operands, fp64 result) against OpenBLAS dgemm
+// on operands widened beforehand (the widening not timed); and rounded-mode
+// MatMul (fp64 dgemm + rounding + logging) against native MatMul, with the
+// fraction of values logged and the compressed log size.
 //
 //   matmul_bench            full table (a few minutes on 2 cores)
 //   matmul_bench --quick    tiny shapes, one pass (the CTest smoke run)
@@ -38,9 +40,24 @@ std::vector<float> Inputs(std::uint32_t tensor, std::int64_t count) {
   return v;
 }
 
-enum class Kind { kRepops, kSgemm, kRoundedMatMul, kNativeMatMul, kRepopsAvx2, kRepopsScalar };
+enum class Kind {
+  kRepops,
+  kSgemm,
+  kRoundedMatMul,
+  kNativeMatMul,
+  kRepopsAvx2,
+  kRepopsScalar,
+  kWidened,
+  kDgemm
+};
+constexpr Kind kKinds[] = {Kind::kRepops,     Kind::kSgemm,        Kind::kRoundedMatMul, Kind::kNativeMatMul,
+                           Kind::kRepopsAvx2, Kind::kRepopsScalar, Kind::kWidened,       Kind::kDgemm};
 const char* KindName(Kind k) {
   switch (k) {
+    case Kind::kWidened:
+      return "widened-f64";
+    case Kind::kDgemm:
+      return "dgemm";
     case Kind::kRepops: return "repops";
     case Kind::kSgemm: return "sgemm";
     case Kind::kRoundedMatMul: return "rounded";
@@ -87,6 +104,27 @@ void RunGemm(benchmark::State& state, ShapeCase sc, int threads, Kind kind) {
   state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The fp64 products: ours from the fp32 operands, OpenBLAS's from fp64
+// copies made before the clock starts.
+void RunF64Gemm(benchmark::State& state, ShapeCase sc, int threads, Kind kind) {
+  const auto a = Inputs(1, sc.m * sc.k);
+  const auto b = Inputs(2, sc.k * sc.n);
+  const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+  std::vector<double> c(static_cast<std::size_t>(sc.m * sc.n));
+  const GemmArgs g{sc.m, sc.n, sc.k, false, false, sc.k, sc.n, sc.n, false};
+  ExecConfig config;
+  config.threads = threads;
+  for (auto _ : state) {
+    if (kind == Kind::kWidened) {
+      GemmWidenedF64(threads, g, a.data(), b.data(), c.data());
+    } else {
+      GemmF64(config, g, a64.data(), b64.data(), c.data());
+    }
+    benchmark::DoNotOptimize(c.data());
+    benchmark::ClobberMemory();
+  }
+}
+
 void RunMatMul(benchmark::State& state, ShapeCase sc, int threads, Kind kind, std::uint32_t tau_q16) {
   const Tensor a({sc.m, sc.k}, Inputs(1, sc.m * sc.k));
   const Tensor b({sc.k, sc.n}, Inputs(2, sc.k * sc.n));
@@ -128,8 +166,7 @@ class Collector : public benchmark::ConsoleReporter {
       int threads = 0;
       if (std::sscanf(name.c_str(), "%31[^/]/%63[^/]/t%d", kind_s, shape_s, &threads) != 3) continue;
       Kind kind = Kind::kRepops;
-      for (Kind k : {Kind::kRepops, Kind::kSgemm, Kind::kRoundedMatMul, Kind::kNativeMatMul, Kind::kRepopsAvx2,
-                     Kind::kRepopsScalar}) {
+      for (Kind k : kKinds) {
         if (std::strcmp(kind_s, KindName(k)) == 0) kind = k;
       }
       Measured& m = g_results[{shape_s, threads, kind}];
@@ -174,6 +211,27 @@ void PrintTables(const std::vector<ShapeCase>& shapes, const std::vector<int>& t
       std::printf("%-16s %7s | %-30s | %10.1f %10.1f %7.0f%%\n", sc.Name().c_str(), "1", KindName(k),
                   flops / r->second.cpu_seconds, flops / s->second.cpu_seconds,
                   100.0 * s->second.cpu_seconds / r->second.cpu_seconds);
+    }
+  }
+  std::printf(
+      "\nWidening fp64 GEMM (fp32 operands widened as packed) vs OpenBLAS dgemm (operands widened "
+      "beforehand)\n");
+  std::printf("%-16s %7s | %10s %10s %8s | %10s %10s %8s\n", "m x k x n", "threads", "widened", "dgemm",
+              "ratio", "widened", "dgemm", "ratio");
+  for (const ShapeCase& sc : shapes) {
+    for (int t : thread_counts) {
+      const auto w = g_results.find({sc.Name(), t, Kind::kWidened});
+      const auto d = g_results.find({sc.Name(), t, Kind::kDgemm});
+      if (w == g_results.end() || d == g_results.end()) continue;
+      const double flops = 2.0 * static_cast<double>(sc.m * sc.n) * static_cast<double>(sc.k) * 1e-9;
+      std::printf("%-16s %7d | %10.1f %10.1f %7.0f%% |", sc.Name().c_str(), t, flops / w->second.seconds,
+                  flops / d->second.seconds, 100.0 * d->second.seconds / w->second.seconds);
+      if (t == 1) {
+        std::printf(" %10.1f %10.1f %7.0f%%\n", flops / w->second.cpu_seconds, flops / d->second.cpu_seconds,
+                    100.0 * d->second.cpu_seconds / w->second.cpu_seconds);
+      } else {
+        std::printf(" %30s\n", "-");
+      }
     }
   }
   std::printf("\nRounded MatMul (fp32 -> fp64, dgemm, round to fp32, log) vs native MatMul (sgemm), tau = 1/16 ulp, b = 32\n");
@@ -246,6 +304,16 @@ int main(int argc, char** argv) {
             ->UseRealTime()
             ->MeasureProcessCPUTime()
             ->Unit(benchmark::kMillisecond);
+      }
+      if (WidenedF64GemmAvailable(Simd::kAuto)) {
+        for (Kind kind : {Kind::kDgemm, Kind::kWidened}) {
+          benchmark::RegisterBenchmark(
+              (std::string(KindName(kind)) + "/" + sc.Name() + "/t" + std::to_string(t)).c_str(),
+              [=](benchmark::State& s) { RunF64Gemm(s, sc, t, kind); })
+              ->UseRealTime()
+              ->MeasureProcessCPUTime()
+              ->Unit(benchmark::kMillisecond);
+        }
       }
       for (Kind kind : {Kind::kNativeMatMul, Kind::kRoundedMatMul}) {
         benchmark::RegisterBenchmark((std::string(KindName(kind)) + "/" + sc.Name() + "/t" + std::to_string(t)).c_str(),

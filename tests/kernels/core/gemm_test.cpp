@@ -1,5 +1,7 @@
 // Repops GEMM: every SIMD path × thread count equals a naive loop bitwise;
-// golden hashes pin the bits; native sgemm is checked against fp64.
+// golden hashes pin the bits; native sgemm is checked against fp64; the
+// widening fp64 GEMM (certified mode's fast path) equals the sequential fp64
+// sum bitwise.
 
 #include <gtest/gtest.h>
 
@@ -193,6 +195,71 @@ TEST(GemmRepopsTest, GoldenHashes) {
       }
     }
   }
+}
+
+// The widening fp64 GEMM against the sequential fp64 sum of the widened
+// operands (mul, then add; p in order), written out here. Its contract is
+// any order (certified mode needs no more), but the kernel sums each output
+// in p order and its fma rounds only the sum (a product of two fp32 values
+// is exact in fp64), so the bits must match: a lost, repeated or misplaced
+// term in any packing, blocking or threading path shows.
+void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
+  GemmArgs g{cs.m, cs.n, cs.k, cs.ta, cs.tb, 0, 0, 0, cs.acc};
+  g.lda = (cs.ta ? cs.m : cs.k) + static_cast<std::int64_t>(rng() % 3);
+  g.ldb = (cs.tb ? cs.k : cs.n) + static_cast<std::int64_t>(rng() % 3);
+  g.ldc = cs.n + static_cast<std::int64_t>(rng() % 3);
+  const std::int64_t a_rows = cs.ta ? cs.k : cs.m, b_rows = cs.tb ? cs.n : cs.k;
+  const auto a = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * g.lda)));
+  const auto b = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * g.ldb)));
+  const auto c0f = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * g.ldc)));
+  const std::vector<double> c0(c0f.begin(), c0f.end());
+  std::vector<double> want = c0;
+  for (std::int64_t i = 0; i < g.m; ++i) {
+    for (std::int64_t j = 0; j < g.n; ++j) {
+      double acc = g.accumulate ? c0[static_cast<std::size_t>(i * g.ldc + j)] : 0.0;
+      for (std::int64_t p = 0; p < g.k; ++p) {
+        const double av = g.trans_a ? a[static_cast<std::size_t>(p * g.lda + i)]
+                                    : a[static_cast<std::size_t>(i * g.lda + p)];
+        const double bv = g.trans_b ? b[static_cast<std::size_t>(j * g.ldb + p)]
+                                    : b[static_cast<std::size_t>(p * g.ldb + j)];
+        const double prod = av * bv;
+        acc = acc + prod;
+      }
+      want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
+    }
+  }
+  for (int threads : {1, 2, 3}) {
+    std::vector<double> got = c0;
+    GemmWidenedF64(threads, g, a.data(), b.data(), got.data());
+    for (std::size_t e = 0; e < got.size(); ++e) {
+      ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+          << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta << " tb=" << cs.tb
+          << " acc=" << cs.acc << " threads=" << threads << " element " << e;
+    }
+  }
+}
+
+TEST(GemmWidenedF64Test, EqualsTheSequentialFp64SumBitwise) {
+  if (!WidenedF64GemmAvailable(Simd::kAuto)) {
+    GTEST_SKIP() << "no AVX-512F on this CPU/build: certified mode widens the operands for OpenBLAS dgemm";
+  }
+  std::mt19937_64 rng(test::TestSeed() ^ 0x3d64);
+  const std::int64_t dims[] = {1, 2, 7, 12, 13, 16, 17, 33, 97};
+  for (std::int64_t m : dims) {
+    for (std::int64_t n : dims) {
+      RunWidenedCase(rng, {m, n, dims[rng() % 9], (rng() & 1) != 0, (rng() & 1) != 0, (rng() & 1) != 0});
+    }
+  }
+  RunWidenedCase(rng, {5, 6, 0, false, false, false});  // k = 0: C = 0
+  RunWidenedCase(rng, {5, 6, 0, true, true, true});     // (or unchanged)
+  for (int i = 0; i < 8; ++i) {
+    // Crosses the fp64 k block (512), the row block (192) and column groups.
+    RunWidenedCase(
+        rng,
+        {1 + static_cast<std::int64_t>(rng() % 300), 1 + static_cast<std::int64_t>(rng() % 300),
+         1 + static_cast<std::int64_t>(rng() % 1100), (rng() & 1) != 0, (rng() & 1) != 0, (rng() & 1) != 0});
+  }
+  RunWidenedCase(rng, {3, 4100, 9, false, true, true});  // past the column block (4096)
 }
 
 TEST(GemmNativeTest, SgemmIsCloseToFp64) {

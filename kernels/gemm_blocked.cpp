@@ -1,7 +1,7 @@
-// The blocked repops GEMM driver (GotoBLAS-style loops, fixed per-element
-// order; see kernels/gemm_repops.h) and the portable scalar micro-kernel.
+// The blocked GEMM driver (GotoBLAS-style loops, fixed per-element order;
+// see kernels/gemm_blocked.h) and the portable scalar repops micro-kernel.
 
-#include "kernels/gemm_repops.h"
+#include "kernels/gemm_blocked.h"
 
 #include <algorithm>
 #include <cassert>
@@ -19,8 +19,10 @@
 namespace vt::kernels::detail {
 namespace {
 
-// Cache blocking. KC×NR B panels stay in L1 while a column of A tiles streams
-// past; an MC×KC block of A lives in L2; a KC×NC block of B in L2/L3.
+// Cache blocking, for fp32 packs (fp64 ones take half the k block, so every
+// block keeps its size in bytes). KC×NR B panels stay in L1 while a column
+// of A tiles streams past; an MC×KC block of A lives in L2; a KC×NC block of
+// B in L2/L3.
 #ifndef VT_GEMM_KC
 #define VT_GEMM_KC 1024
 #define VT_GEMM_MC 192
@@ -38,29 +40,32 @@ constexpr int kMaxTileRows = 32;
 constexpr int kMaxTileCols = 128;
 
 struct AlignedFree {
-  void operator()(float* p) const { std::free(p); }
+  void operator()(void* p) const { std::free(p); }
 };
 
-// A per-thread scratch buffer, grown on demand and reused across calls.
-float* Scratch(std::unique_ptr<float, AlignedFree>& buf, std::size_t& cap, std::size_t floats) {
-  if (cap < floats) {
-    const std::size_t bytes = (floats * sizeof(float) + 63) / 64 * 64;
-    buf.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
-    cap = bytes / sizeof(float);
+// A per-thread scratch buffer (one per Role and element type), grown on
+// demand and reused across calls.
+enum class Role { kAPack, kBPack };
+template <typename T, Role>
+T* ThreadScratch(std::size_t count) {
+  thread_local std::unique_ptr<T, AlignedFree> buf;
+  thread_local std::size_t cap = 0;
+  if (cap < count) {
+    const std::size_t bytes = (count * sizeof(T) + 63) / 64 * 64;
+    buf.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    cap = bytes / sizeof(T);
   }
   return buf.get();
 }
 
-float* ThreadAPack(std::size_t floats) {
-  thread_local std::unique_ptr<float, AlignedFree> buf;
-  thread_local std::size_t cap = 0;
-  return Scratch(buf, cap, floats);
+#if defined(__SSE2__)
+// Four fp32 values into a pack of T (widened for double).
+inline void StoreFour(float* dst, __m128 v) { _mm_storeu_ps(dst, v); }
+inline void StoreFour(double* dst, __m128 v) {
+  _mm_storeu_pd(dst, _mm_cvtps_pd(v));
+  _mm_storeu_pd(dst + 2, _mm_cvtps_pd(_mm_movehl_ps(v, v)));
 }
-float* ThreadBPack(std::size_t floats) {
-  thread_local std::unique_ptr<float, AlignedFree> buf;
-  thread_local std::size_t cap = 0;
-  return Scratch(buf, cap, floats);
-}
+#endif
 
 // A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c].
 struct View {
@@ -71,35 +76,53 @@ struct View {
 
 // Both operands are packed into panels of w lanes (MR rows of A, NR columns
 // of B): panel q holds out[q·kc·w + p·w + lane] for p < kc, lanes past the end
-// zero. Copies only, no arithmetic.
+// zero. Copies only (widened to T), no arithmetic.
+
+// w consecutive fp32 values into a pack of T. Constant sizes let the
+// compiler inline the copy (no libc call) and vectorise the widening.
+template <typename T>
+inline void CopyLanes(const float* src, int w, T* dst) {
+  switch (w) {
+    case 8:
+      std::copy(src, src + 8, dst);
+      break;
+    case 16:
+      std::copy(src, src + 16, dst);
+      break;
+    case 24:
+      std::copy(src, src + 24, dst);
+      break;
+    case 32:
+      std::copy(src, src + 32, dst);
+      break;
+    default:
+      std::copy(src, src + w, dst);
+      break;
+  }
+}
 
 // Lanes contiguous in the source (A transposed, B not): element (p, x) at
 // src[(p0 + p)·ld + x0 + x]. Rows are walked in blocks of kRowBlock across all
 // panels, so reads stay sequential and the source pages in the TLB, instead
 // of one strided pass over all k rows per panel.
+template <typename T>
 void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
-                         std::int64_t count, int w, float* out) {
+                         std::int64_t count, int w, T* out) {
   constexpr std::int64_t kRowBlock = 16;
   for (std::int64_t pb = 0; pb < kc; pb += kRowBlock) {
     const std::int64_t pe = std::min(kc, pb + kRowBlock);
     for (std::int64_t q = 0; q < count; q += w) {
       const std::int64_t valid = std::min<std::int64_t>(w, count - q);
-      float* panel = out + q * kc;
+      T* panel = out + q * kc;
       for (std::int64_t p = pb; p < pe; ++p) {
         const float* row = src + (p0 + p) * ld + x0 + q;
-        float* dst = panel + p * w;
+        T* dst = panel + p * w;
         if (valid == w) {
-          // Constant sizes let the compiler inline the copy (no libc call).
-          switch (w) {
-            case 8: std::memcpy(dst, row, 8 * sizeof(float)); break;
-            case 16: std::memcpy(dst, row, 16 * sizeof(float)); break;
-            case 32: std::memcpy(dst, row, 32 * sizeof(float)); break;
-            default: std::memcpy(dst, row, static_cast<std::size_t>(w) * sizeof(float)); break;
-          }
+          CopyLanes(row, w, dst);
         } else {
           std::int64_t x = 0;
           for (; x < valid; ++x) dst[x] = row[x];
-          for (; x < w; ++x) dst[x] = 0.0f;
+          for (; x < w; ++x) dst[x] = T(0);
         }
       }
     }
@@ -111,11 +134,12 @@ void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std
 // transpose: the panel is written in 4 × 4 blocks (4 lanes × 4 values of p
 // through SSE registers), walking p outermost so the writes stay within a
 // few cache lines and each lane is read sequentially.
+template <typename T>
 void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
-                      std::int64_t count, int w, float* out) {
+                      std::int64_t count, int w, T* out) {
   for (std::int64_t q = 0; q < count; q += w) {
     const std::int64_t valid = std::min<std::int64_t>(w, count - q);
-    float* panel = out + q * kc;
+    T* panel = out + q * kc;
     const float* lanes = src + (x0 + q) * ld + p0;
     std::int64_t p = 0;
 #if defined(__SSE2__)
@@ -127,23 +151,24 @@ void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::i
           __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
           __m128 r3 = _mm_loadu_ps(lanes + (x + 3) * ld + p);
           _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          _mm_storeu_ps(panel + (p + 0) * w + x, r0);
-          _mm_storeu_ps(panel + (p + 1) * w + x, r1);
-          _mm_storeu_ps(panel + (p + 2) * w + x, r2);
-          _mm_storeu_ps(panel + (p + 3) * w + x, r3);
+          StoreFour(panel + (p + 0) * w + x, r0);
+          StoreFour(panel + (p + 1) * w + x, r1);
+          StoreFour(panel + (p + 2) * w + x, r2);
+          StoreFour(panel + (p + 3) * w + x, r3);
         }
       }
     }
 #endif
     for (; p < kc; ++p) {
-      for (std::int64_t x = 0; x < w; ++x) panel[p * w + x] = x < valid ? lanes[x * ld + p] : 0.0f;
+      for (std::int64_t x = 0; x < w; ++x) panel[p * w + x] = x < valid ? T(lanes[x * ld + p]) : T(0);
     }
   }
 }
 
 // Rows [i0, i0+rows) × k range [p0, p0+kc) of op(A) into MR-row panels.
+template <typename T>
 void PackA(const View& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr,
-           float* out) {
+           T* out) {
   if (a.trans) {
     PackContiguousLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
   } else {
@@ -152,8 +177,9 @@ void PackA(const View& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, s
 }
 
 // k range [p0, p0+kc) × columns [j0, j0+cols) of op(B) into NR-column panels.
+template <typename T>
 void PackB(const View& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols, int nr,
-           float* out) {
+           T* out) {
   if (b.trans) {
     PackStridedLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
   } else {
@@ -163,33 +189,35 @@ void PackB(const View& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std
 
 // One tile, full or partial (partial tiles go through a local buffer so the
 // micro-kernel always sees MR×NR; padding lanes never touch real outputs).
-void RunTile(const MicroKernel& kern, std::int64_t kc, const float* ap, const float* bp, float* c,
-             std::int64_t ldc, std::int64_t rows, std::int64_t cols, bool load_c) {
+template <typename T>
+void RunTile(const MicroKernelOf<T>& kern, std::int64_t kc, const T* ap, const T* bp, T* c, std::int64_t ldc,
+             std::int64_t rows, std::int64_t cols, bool load_c) {
   if (rows == kern.mr && cols == kern.nr) {
     kern.fn(kc, ap, bp, c, ldc, load_c);
     return;
   }
-  alignas(64) float tile[kMaxTileRows * kMaxTileCols];
+  alignas(64) T tile[kMaxTileRows * kMaxTileCols];
   for (std::int64_t r = 0; r < kern.mr; ++r) {
     for (std::int64_t j = 0; j < kern.nr; ++j) {
-      tile[r * kern.nr + j] = (load_c && r < rows && j < cols) ? c[r * ldc + j] : 0.0f;
+      tile[r * kern.nr + j] = (load_c && r < rows && j < cols) ? c[r * ldc + j] : T(0);
     }
   }
   kern.fn(kc, ap, bp, tile, kern.nr, load_c);
   for (std::int64_t r = 0; r < rows; ++r) {
-    std::memcpy(c + r * ldc, tile + r * kern.nr, static_cast<std::size_t>(cols) * sizeof(float));
+    std::memcpy(c + r * ldc, tile + r * kern.nr, static_cast<std::size_t>(cols) * sizeof(T));
   }
 }
 
 }  // namespace
 
-void GemmRepopsBlocked(const MicroKernel& kern, int threads, const GemmArgs& g, const float* a,
-                       const float* b, float* c) {
+template <typename T>
+void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, const float* a, const float* b,
+                 T* c) {
   const std::int64_t m = g.m, n = g.n, k = g.k;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
     if (!g.accumulate) {
-      for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + n, 0.0f);
+      for (std::int64_t i = 0; i < m; ++i) std::fill(c + i * g.ldc, c + i * g.ldc + n, T(0));
     }
     return;
   }
@@ -203,31 +231,43 @@ void GemmRepopsBlocked(const MicroKernel& kern, int threads, const GemmArgs& g, 
   const View bv{b, g.ldb, g.trans_b};
   const int mr = kern.mr, nr = kern.nr;
   assert(mr > 0 && nr > 0 && mr <= kMaxTileRows && nr <= kMaxTileCols && kNGroup % nr == 0);
-  // k blocks of (nearly) equal size, none longer than kKc: a short tail
-  // block would cost a full extra pass over C for little work.
-  const std::int64_t k_blocks = (k + kKc - 1) / kKc;
+  // k blocks of (nearly) equal size, none longer than the k block (which
+  // keeps its size in bytes): a short tail block would cost a full extra
+  // pass over C for little work.
+  constexpr std::int64_t kKcT =
+      kKc * static_cast<std::int64_t>(sizeof(float)) / static_cast<std::int64_t>(sizeof(T));
+  const std::int64_t k_blocks = (k + kKcT - 1) / kKcT;
   const std::int64_t kc_step = (k + k_blocks - 1) / k_blocks;
+  const std::int64_t row_blocks = (m + kMc - 1) / kMc;
 
   for (std::int64_t jc = 0; jc < n; jc += kNc) {
     const std::int64_t nc = std::min(kNc, n - jc);
     const std::int64_t nc_padded = (nc + nr - 1) / nr * nr;
+    // Column groups of kNGroup, narrower (whole panels) when there are fewer
+    // row blocks than threads, so a product with few rows (a small batch)
+    // still spreads over the threads.
+    std::int64_t ngroup = kNGroup;
+    if (row_blocks < threads) {
+      const std::int64_t per_block = (threads + row_blocks - 1) / row_blocks;
+      ngroup = std::min(kNGroup,
+                        std::max<std::int64_t>(nr, ((nc + per_block - 1) / per_block + nr - 1) / nr * nr));
+    }
+    const std::int64_t col_groups = (nc + ngroup - 1) / ngroup;
     for (std::int64_t pc = 0; pc < k; pc += kc_step) {
       const std::int64_t kc = std::min(kc_step, k - pc);
       const bool load_c = g.accumulate || pc > 0;
 
       // Pack this KC×NC block of B (shared by all tasks), in parallel over panels.
-      float* b_pack = ThreadBPack(static_cast<std::size_t>(kc * nc_padded));
+      T* b_pack = ThreadScratch<T, Role::kBPack>(static_cast<std::size_t>(kc * nc_padded));
       const std::int64_t b_panels = nc_padded / nr;
       ParallelFor(threads, b_panels, [&](std::int64_t q0, std::int64_t q1) {
         PackB(bv, pc, kc, jc + q0 * nr, std::min(nc, q1 * nr) - q0 * nr, nr, b_pack + q0 * nr * kc);
       });
 
-      // Tasks: (row block of MC) × (column group of kNGroup), row-block major
-      // so that consecutive tasks of one thread reuse its packed A block.
-      const std::int64_t row_blocks = (m + kMc - 1) / kMc;
-      const std::int64_t col_groups = (nc + kNGroup - 1) / kNGroup;
+      // Tasks: (row block of MC) × (column group), row-block major so that
+      // consecutive tasks of one thread reuse its packed A block.
       ParallelFor(threads, row_blocks * col_groups, [&](std::int64_t t0, std::int64_t t1) {
-        float* a_pack = ThreadAPack(static_cast<std::size_t>(kMc * kc + mr * kc));
+        T* a_pack = ThreadScratch<T, Role::kAPack>(static_cast<std::size_t>(kMc * kc + mr * kc));
         std::int64_t packed_block = -1;
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t ib = t / col_groups, cg = t % col_groups;
@@ -237,10 +277,10 @@ void GemmRepopsBlocked(const MicroKernel& kern, int threads, const GemmArgs& g, 
             PackA(av, ic, mc, pc, kc, mr, a_pack);
             packed_block = ib;
           }
-          const std::int64_t j_begin = cg * kNGroup, j_end = std::min(nc, j_begin + kNGroup);
+          const std::int64_t j_begin = cg * ngroup, j_end = std::min(nc, j_begin + ngroup);
           for (std::int64_t jr = j_begin; jr < j_end; jr += nr) {
             const std::int64_t cols = std::min<std::int64_t>(nr, j_end - jr);
-            const float* bp = b_pack + jr * kc;
+            const T* bp = b_pack + jr * kc;
             for (std::int64_t ir = 0; ir < mc; ir += mr) {
               const std::int64_t rows = std::min<std::int64_t>(mr, mc - ir);
               RunTile(kern, kc, a_pack + ir * kc, bp, c + (ic + ir) * g.ldc + jc + jr, g.ldc, rows, cols,
@@ -253,13 +293,19 @@ void GemmRepopsBlocked(const MicroKernel& kern, int threads, const GemmArgs& g, 
   }
 }
 
+template void GemmBlocked<float>(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
+                                 float*);
+template void GemmBlocked<double>(const WideningKernel&, int, const GemmArgs&, const float*, const float*,
+                                  double*);
+
 // ---- scalar micro-kernel ---------------------------------------------------------
 namespace {
 
 constexpr int kScalarMr = 4;
 constexpr int kScalarNr = 8;
 
-void ScalarKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc, bool load_c) {
+void ScalarKernel(std::int64_t kc, const float* ap, const float* bp, float* c, std::int64_t ldc,
+                  bool load_c) {
   float acc[kScalarMr][kScalarNr];
   for (int r = 0; r < kScalarMr; ++r) {
     for (int j = 0; j < kScalarNr; ++j) acc[r][j] = load_c ? c[r * ldc + j] : 0.0f;

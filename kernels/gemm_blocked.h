@@ -1,0 +1,38 @@
+#pragma once
+// Internal to kernels/: the blocked GEMM driver and its micro-kernels. Not
+// included by other folders. One driver serves two products of fp32
+// operands:
+//
+// * the repops GEMM (T = float; the order is kernels/matmul.h's definition):
+//   for every C element the micro-kernel carries one fp32 accumulator
+//   through p = 0..kc−1 in order (mul, then add; no fma); between k blocks
+//   the accumulator is stored to C and reloaded (exact), so each element's
+//   sum is the sequential left-to-right sum over all k whatever the
+//   blocking, SIMD width or thread split;
+// * the widening fp64 GEMM (T = double, GemmWidenedF64): the operands are
+//   widened to fp64 as they are packed and C is fp64. Each product is exact,
+//   so only the sums round; their order is the same per-element sequence,
+//   but nothing relies on it (certified mode's fast path accepts any order).
+//
+// The driver packs A and B into panels (copies, widened for T = double, no
+// arithmetic), splits C into register tiles of MR×NR and the k range into
+// blocks of a fixed byte size. SIMD lanes are different output columns j;
+// threads take different (row block, column group) tiles of C.
+
+#include <cstdint>
+
+#include "kernels/gemm_microkernel.h"
+#include "kernels/matmul.h"
+
+namespace vt::kernels::detail {
+
+template <typename T>
+void GemmBlocked(const MicroKernelOf<T>& kernel, int threads, const GemmArgs& g, const float* a,
+                 const float* b, T* c);
+
+extern template void GemmBlocked<float>(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
+                                        float*);
+extern template void GemmBlocked<double>(const WideningKernel&, int, const GemmArgs&, const float*,
+                                         const float*, double*);
+
+}  // namespace vt::kernels::detail
