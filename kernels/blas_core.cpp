@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdlib>
 
+#include "kernels/matmul.h"
+
 namespace vt::kernels {
 
 namespace {
@@ -39,7 +41,7 @@ std::string BlasCoreAdvice() {
   return BlasCoreAdviceFor(BlasCoreName(), avx512f, avx2_fma, std::getenv("OPENBLAS_CORETYPE") != nullptr);
 }
 
-bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice) {
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice, bool own_f64_gemm) {
   switch (choice) {
     case F64Gemm::kVendor:
       return false;
@@ -48,11 +50,11 @@ bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_vie
     case F64Gemm::kAuto:
       break;
   }
-  return device == Device::kCpu && advice == "SkylakeX";
+  return device == Device::kCpu && advice == "SkylakeX" && !own_f64_gemm;
 }
 
 bool TrainerRecordsOnReference(F64Gemm choice, Device device) {
-  return TrainerRecordsOnReferenceFor(choice, device, BlasCoreAdvice());
+  return TrainerRecordsOnReferenceFor(choice, device, BlasCoreAdvice(), WidenedF64GemmAvailable(Simd::kAuto));
 }
 
 }  // namespace vt::kernels

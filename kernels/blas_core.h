@@ -35,11 +35,13 @@ std::string BlasCoreAdvice();
 // canonical reference GEMM (ExecConfig::f64_reference) for `choice`.
 // kAuto: on the CPU where OpenBLAS runs its generic kernels on a CPU with
 // AVX-512F (`advice` = "SkylakeX", from BlasCoreAdvice), whose SSE3 dgemm
-// our 8-lane reference kernel outruns (docs/kernels.md, "Sixth pass"); the
-// vendor's elsewhere, and always on a GPU (the reference runs on the CPU
-// only). The choice changes which values the trainer logs, never whether a
-// replay accepts them.
-bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice);
+// our 8-lane reference kernel outruns (docs/kernels.md, "Sixth pass") —
+// unless GemmF64 runs our own AVX-512 fp64 GEMM there (`own_f64_gemm`,
+// kernels/matmul.h WidenedF64GemmAvailable), which outruns both; GemmF64
+// elsewhere, and always on a GPU (the reference runs on the CPU only). The
+// choice changes which values the trainer logs, never whether a replay
+// accepts them.
+bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice, bool own_f64_gemm);
 bool TrainerRecordsOnReference(F64Gemm choice, Device device);
 
 }  // namespace vt::kernels

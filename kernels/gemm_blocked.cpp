@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <type_traits>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -68,8 +69,9 @@ inline void StoreFour(double* dst, __m128 v) {
 #endif
 
 // A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c].
+template <typename In>
 struct View {
-  const float* p;
+  const In* p;
   std::int64_t ld;
   bool trans;
 };
@@ -80,8 +82,8 @@ struct View {
 
 // w consecutive fp32 values into a pack of T. Constant sizes let the
 // compiler inline the copy (no libc call) and vectorise the widening.
-template <typename T>
-inline void CopyLanes(const float* src, int w, T* dst) {
+template <typename In, typename T>
+inline void CopyLanes(const In* src, int w, T* dst) {
   switch (w) {
     case 8:
       std::copy(src, src + 8, dst);
@@ -105,8 +107,8 @@ inline void CopyLanes(const float* src, int w, T* dst) {
 // src[(p0 + p)·ld + x0 + x]. Rows are walked in blocks of kRowBlock across all
 // panels, so reads stay sequential and the source pages in the TLB, instead
 // of one strided pass over all k rows per panel.
-template <typename T>
-void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
+template <typename In, typename T>
+void PackContiguousLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                          std::int64_t count, int w, T* out) {
   constexpr std::int64_t kRowBlock = 16;
   for (std::int64_t pb = 0; pb < kc; pb += kRowBlock) {
@@ -115,7 +117,7 @@ void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std
       const std::int64_t valid = std::min<std::int64_t>(w, count - q);
       T* panel = out + q * kc;
       for (std::int64_t p = pb; p < pe; ++p) {
-        const float* row = src + (p0 + p) * ld + x0 + q;
+        const In* row = src + (p0 + p) * ld + x0 + q;
         T* dst = panel + p * w;
         if (valid == w) {
           CopyLanes(row, w, dst);
@@ -134,27 +136,29 @@ void PackContiguousLanes(const float* src, std::int64_t ld, std::int64_t p0, std
 // transpose: the panel is written in 4 × 4 blocks (4 lanes × 4 values of p
 // through SSE registers), walking p outermost so the writes stay within a
 // few cache lines and each lane is read sequentially.
-template <typename T>
-void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
+template <typename In, typename T>
+void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                       std::int64_t count, int w, T* out) {
   for (std::int64_t q = 0; q < count; q += w) {
     const std::int64_t valid = std::min<std::int64_t>(w, count - q);
     T* panel = out + q * kc;
-    const float* lanes = src + (x0 + q) * ld + p0;
+    const In* lanes = src + (x0 + q) * ld + p0;
     std::int64_t p = 0;
 #if defined(__SSE2__)
-    if (valid == w && w % 4 == 0) {
-      for (; p + 4 <= kc; p += 4) {
-        for (int x = 0; x < w; x += 4) {
-          __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
-          __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
-          __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
-          __m128 r3 = _mm_loadu_ps(lanes + (x + 3) * ld + p);
-          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-          StoreFour(panel + (p + 0) * w + x, r0);
-          StoreFour(panel + (p + 1) * w + x, r1);
-          StoreFour(panel + (p + 2) * w + x, r2);
-          StoreFour(panel + (p + 3) * w + x, r3);
+    if constexpr (std::is_same_v<In, float>) {  // fp64 sources take the loop below
+      if (valid == w && w % 4 == 0) {
+        for (; p + 4 <= kc; p += 4) {
+          for (int x = 0; x < w; x += 4) {
+            __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
+            __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
+            __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
+            __m128 r3 = _mm_loadu_ps(lanes + (x + 3) * ld + p);
+            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+            StoreFour(panel + (p + 0) * w + x, r0);
+            StoreFour(panel + (p + 1) * w + x, r1);
+            StoreFour(panel + (p + 2) * w + x, r2);
+            StoreFour(panel + (p + 3) * w + x, r3);
+          }
         }
       }
     }
@@ -166,8 +170,8 @@ void PackStridedLanes(const float* src, std::int64_t ld, std::int64_t p0, std::i
 }
 
 // Rows [i0, i0+rows) × k range [p0, p0+kc) of op(A) into MR-row panels.
-template <typename T>
-void PackA(const View& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr,
+template <typename In, typename T>
+void PackA(const View<In>& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr,
            T* out) {
   if (a.trans) {
     PackContiguousLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
@@ -177,8 +181,8 @@ void PackA(const View& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, s
 }
 
 // k range [p0, p0+kc) × columns [j0, j0+cols) of op(B) into NR-column panels.
-template <typename T>
-void PackB(const View& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols, int nr,
+template <typename In, typename T>
+void PackB(const View<In>& b, std::int64_t p0, std::int64_t kc, std::int64_t j0, std::int64_t cols, int nr,
            T* out) {
   if (b.trans) {
     PackStridedLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
@@ -210,8 +214,8 @@ void RunTile(const MicroKernelOf<T>& kern, std::int64_t kc, const T* ap, const T
 
 }  // namespace
 
-template <typename T>
-void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, const float* a, const float* b,
+template <typename In, typename T>
+void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, const In* a, const In* b,
                  T* c) {
   const std::int64_t m = g.m, n = g.n, k = g.k;
   if (m <= 0 || n <= 0) return;
@@ -227,8 +231,8 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
   if (work < static_cast<double>(threads) * kMinWorkPerThread) {
     threads = std::max(1, static_cast<int>(work / kMinWorkPerThread));
   }
-  const View av{a, g.lda, g.trans_a};
-  const View bv{b, g.ldb, g.trans_b};
+  const View<In> av{a, g.lda, g.trans_a};
+  const View<In> bv{b, g.ldb, g.trans_b};
   const int mr = kern.mr, nr = kern.nr;
   assert(mr > 0 && nr > 0 && mr <= kMaxTileRows && nr <= kMaxTileCols && kNGroup % nr == 0);
   // k blocks of (nearly) equal size, none longer than the k block (which
@@ -293,10 +297,9 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
   }
 }
 
-template void GemmBlocked<float>(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
-                                 float*);
-template void GemmBlocked<double>(const WideningKernel&, int, const GemmArgs&, const float*, const float*,
-                                  double*);
+template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*, float*);
+template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*);
+template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const double*, const double*, double*);
 
 // ---- scalar micro-kernel ---------------------------------------------------------
 namespace {

@@ -1,7 +1,6 @@
 #pragma once
 // Internal to kernels/: the blocked GEMM driver and its micro-kernels. Not
-// included by other folders. One driver serves two products of fp32
-// operands:
+// included by other folders. One driver serves three products:
 //
 // * the repops GEMM (T = float; the order is kernels/matmul.h's definition):
 //   for every C element the micro-kernel carries one fp32 accumulator
@@ -12,7 +11,12 @@
 // * the widening fp64 GEMM (T = double, GemmWidenedF64): the operands are
 //   widened to fp64 as they are packed and C is fp64. Each product is exact,
 //   so only the sums round; their order is the same per-element sequence,
-//   but nothing relies on it (certified mode's fast path accepts any order).
+//   but nothing relies on it (certified mode's fast path accepts any order);
+// * the fp64 GEMMs of fp64 operands (In = T = double) on AVX-512F:
+//   GemmF64's, with the same fma kernel (which then rounds once per term
+//   where a multiply and an add would round twice: one more honest fp64
+//   evaluation), and GemmF64Reference's, with a kernel that multiplies then
+//   adds — the canonical reference's own sequence per output.
 //
 // The driver packs A and B into panels (copies, widened for T = double, no
 // arithmetic), splits C into register tiles of MR×NR and the k range into
@@ -26,13 +30,14 @@
 
 namespace vt::kernels::detail {
 
-template <typename T>
-void GemmBlocked(const MicroKernelOf<T>& kernel, int threads, const GemmArgs& g, const float* a,
-                 const float* b, T* c);
+template <typename In, typename T>
+void GemmBlocked(const MicroKernelOf<T>& kernel, int threads, const GemmArgs& g, const In* a, const In* b,
+                 T* c);
 
-extern template void GemmBlocked<float>(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
-                                        float*);
-extern template void GemmBlocked<double>(const WideningKernel&, int, const GemmArgs&, const float*,
-                                         const float*, double*);
+extern template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
+                                 float*);
+extern template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*);
+extern template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const double*, const double*,
+                                 double*);
 
 }  // namespace vt::kernels::detail

@@ -1,8 +1,7 @@
 #pragma once
-// Internal to kernels/: the one body of GemmF64Reference's tile kernels
-// (gemm_f64_reference.h), included by matmul.cpp (baseline) and
-// gemm_f64_reference_avx512.cpp (-mavx512f). Internal linkage (an unnamed
-// namespace), so the linker can never pick the wider copy for baseline code.
+// Internal to kernels/: the body of GemmF64Reference's baseline tile kernel
+// (gemm_f64_reference.h), included by matmul.cpp. Internal linkage (an
+// unnamed namespace).
 // GCC/clang vector extensions: lane l of acc[r][v] is C[r][kLanes·v + l];
 // for p = 0..k−1 in order, acc = acc + (a · b) — a rounded multiply, then a
 // rounded add (the build has -ffp-contract=off: never fused).
@@ -21,10 +20,6 @@ struct F64Vec;
 template <>
 struct F64Vec<2> {
   typedef double type __attribute__((vector_size(16)));
-};
-template <>
-struct F64Vec<8> {
-  typedef double type __attribute__((vector_size(64)));
 };
 
 template <int kLanes, int kMr, int kVecs>

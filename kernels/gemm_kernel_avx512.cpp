@@ -1,6 +1,7 @@
 // AVX-512 micro-kernels: the repops one (16-lane fp32 vectors, a 16×16 tile
-// by default) and the widening one (8-lane fp64 vectors and fma, a 12×16
-// tile). This translation unit alone is compiled with -mavx512f (F only:
+// by default) and two fp64 ones (8-lane vectors, a 12×16 tile): with fma
+// (GemmWidenedF64, GemmF64) and with a multiply then an add
+// (GemmF64Reference). This translation unit alone is compiled with -mavx512f (F only:
 // DetectSimd checks avx512f, so no VL/BW/DQ encodings may appear); the kernel
 // body is the shared one of gemm_microkernel_simd.h (internal linkage, see
 // there).
@@ -48,6 +49,11 @@ struct Avx512F64 {
   VT_INLINE Vec Broadcast(double x) { return _mm512_set1_pd(x); }
   VT_INLINE Vec MulAdd(Vec acc, Vec a, Vec b) { return _mm512_fmadd_pd(a, b, acc); }
 };
+// The canonical reference's order (kernels/matmul.h GemmF64Reference): a
+// rounded multiply, then a rounded add — never fused.
+struct Avx512F64Reference : Avx512F64 {
+  VT_INLINE Vec MulAdd(Vec acc, Vec a, Vec b) { return _mm512_add_pd(acc, _mm512_mul_pd(a, b)); }
+};
 #undef VT_INLINE
 
 #ifndef VT_AVX512_F64_MR
@@ -60,8 +66,11 @@ struct Avx512F64 {
 }  // namespace
 
 MicroKernel Avx512MicroKernel() { return MakeSimdMicroKernel<Avx512, VT_AVX512_MR, VT_AVX512_V>("avx512"); }
-WideningKernel Avx512WideningKernel() {
+F64Kernel Avx512FmaKernel() {
   return MakeSimdMicroKernel<Avx512F64, VT_AVX512_F64_MR, VT_AVX512_F64_V>("avx512-f64");
+}
+F64Kernel Avx512ReferenceKernel() {
+  return MakeSimdMicroKernel<Avx512F64Reference, VT_AVX512_F64_MR, VT_AVX512_F64_V>("avx512-f64-reference");
 }
 
 }  // namespace vt::kernels::detail
@@ -69,6 +78,7 @@ WideningKernel Avx512WideningKernel() {
 #else
 namespace vt::kernels::detail {
 MicroKernel Avx512MicroKernel() { return {}; }
-WideningKernel Avx512WideningKernel() { return {}; }
+F64Kernel Avx512FmaKernel() { return {}; }
+F64Kernel Avx512ReferenceKernel() { return {}; }
 }  // namespace vt::kernels::detail
 #endif

@@ -11,10 +11,10 @@ namespace vt::kernels::detail {
 
 // Computes, for the MR×NR tile at c (row stride ldc):
 //   C[r][j] = (load_c ? C[r][j] : +0) + Σ_{p<kc, in order} a_pack[p·MR + r] · b_pack[p·NR + j]
-// in T. The repops kernels (T = float) round each product and each sum (no
-// fma); the widening kernels (T = double, the packs hold fp32 values
-// widened) use fma, which gives the same bits as a multiply and an add
-// because the product of two fp32 values is exact in fp64.
+// in T. The repops kernels (T = float) and the fp64 reference kernel round
+// each product and each sum (no fma); the fp64 fma kernel rounds once per
+// term — the same bits when the packs hold fp32 values (widened), whose
+// products are exact in fp64.
 template <typename T>
 struct MicroKernelOf {
   using Fn = void (*)(std::int64_t kc, const T* a_pack, const T* b_pack, T* c, std::int64_t ldc, bool load_c);
@@ -24,7 +24,7 @@ struct MicroKernelOf {
   const char* name = "";
 };
 using MicroKernel = MicroKernelOf<float>;
-using WideningKernel = MicroKernelOf<double>;
+using F64Kernel = MicroKernelOf<double>;
 
 // Kernels for each instruction set (each compiled in its own translation unit
 // with its own target flags; call only the ones the CPU supports; fn is null
@@ -32,6 +32,7 @@ using WideningKernel = MicroKernelOf<double>;
 MicroKernel ScalarMicroKernel();
 MicroKernel Avx2MicroKernel();
 MicroKernel Avx512MicroKernel();
-WideningKernel Avx512WideningKernel();
+F64Kernel Avx512FmaKernel();
+F64Kernel Avx512ReferenceKernel();  // mul, then add: GemmF64Reference's bits
 
 }  // namespace vt::kernels::detail

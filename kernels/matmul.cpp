@@ -63,11 +63,15 @@ void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, con
 }
 
 bool WidenedF64GemmAvailable(Simd simd) {
-  return ResolveSimd(simd) == Simd::kAvx512 && detail::Avx512WideningKernel().fn != nullptr;
+  return ResolveSimd(simd) == Simd::kAvx512 && detail::Avx512FmaKernel().fn != nullptr;
+}
+
+std::string_view GemmF64CpuName(Simd simd) {
+  return WidenedF64GemmAvailable(simd) ? "veritrain's AVX-512 fp64 GEMM" : "OpenBLAS dgemm";
 }
 
 void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
-  static const detail::WideningKernel kern = detail::Avx512WideningKernel();
+  static const detail::F64Kernel kern = detail::Avx512FmaKernel();
   assert(kern.fn != nullptr);
   detail::GemmBlocked(kern, threads, g, a, b, c);
 }
@@ -84,9 +88,17 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 
 namespace {
 
-// OpenBLAS dgemm, or cuBLAS on a CUDA config.device.
-void VendorGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
+// The fastest fp64 GEMM for config: cuBLAS on a CUDA config.device; on the
+// CPU our fma kernel where config.simd resolves to AVX-512
+// (kernels/gemm_blocked.h; OpenBLAS's Haswell dgemm runs 4-lane vectors on
+// such a CPU), else OpenBLAS dgemm.
+void FastGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (config.device != Device::kCpu && device::OffloadF64(g, a, b, c)) return;
+  if (WidenedF64GemmAvailable(config.simd)) {
+    static const detail::F64Kernel kern = detail::Avx512FmaKernel();
+    detail::GemmBlocked(kern, config.threads, g, a, b, c);
+    return;
+  }
   SetBlasThreads(config.threads);
   cblas_dgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0, a,
@@ -117,8 +129,8 @@ void ShuffledGemmF64(const ExecConfig& config, const GemmArgs& g, const double* 
         bp[static_cast<std::size_t>(q * g.n + j)] = b[p * b_row + j * b_col];
     }
     std::vector<double>& part = parts.emplace_back(static_cast<std::size_t>(g.m * g.n));
-    VendorGemmF64(config, GemmArgs{g.m, g.n, kk, false, false, kk, g.n, g.n, false}, ap.data(), bp.data(),
-                  part.data());
+    FastGemmF64(config, GemmArgs{g.m, g.n, kk, false, false, kk, g.n, g.n, false}, ap.data(), bp.data(),
+                part.data());
     begin = end;
   }
   for (std::int64_t i = 0; i < g.m; ++i) {
@@ -165,7 +177,7 @@ void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const
   if (F64ShuffleSeed() != 0) {
     ShuffledGemmF64(config, g, a, b, c);
   } else {
-    VendorGemmF64(config, g, a, b, c);
+    FastGemmF64(config, g, a, b, c);
   }
 }
 
@@ -173,22 +185,19 @@ namespace detail {
 RefKernel RefKernelBaseline() { return MakeRefKernel<2, 4, 2>(); }
 }  // namespace detail
 
-namespace {
-
-// The widest tile kernel this CPU runs (every one gives the same bits).
-detail::RefKernel RefKernelFor() {
-  if (DetectSimd() == Simd::kAvx512) {
-    const detail::RefKernel k = detail::RefKernelAvx512();
-    if (k.fn != nullptr) return k;
-  }
-  return detail::RefKernelBaseline();
-}
-
-}  // namespace
-
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
-  static const detail::RefKernel kern = RefKernelFor();
+  // On AVX-512: the blocked driver with the mul-then-add kernel (the same
+  // sequence per output, cache-blocked and on 8 lanes).
+  if (DetectSimd() == Simd::kAvx512) {
+    static const detail::F64Kernel blocked = detail::Avx512ReferenceKernel();
+    if (blocked.fn != nullptr) {
+      detail::GemmBlocked(blocked, threads, g, a, b, c);
+      return;
+    }
+  }
+  // Elsewhere the baseline tile kernel, unblocked.
+  static const detail::RefKernel kern = detail::RefKernelBaseline();
   const std::int64_t mr = kern.mr, nr = kern.nr;
   const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_col = sa.col, b_row = sb.row, b_col = sb.col;

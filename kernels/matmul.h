@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "common/result.h"
@@ -48,10 +49,15 @@ void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, floa
 Simd RepopsSimdUsed(Simd requested);
 // OpenBLAS sgemm (cuBLAS on a CUDA config.device): the native baseline.
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
-// OpenBLAS dgemm (cuBLAS on a CUDA config.device) on fp64 operands: the
-// working precision of rounded mode and the certified fast path (its bits
-// depend on the device, core type and threads).
+// The fastest fp64 GEMM here on fp64 operands: on a CPU our AVX-512 fma
+// kernel (GemmWidenedF64's, reading fp64 operands) where config.simd
+// resolves to AVX-512 and the build has it, else OpenBLAS dgemm; cuBLAS on a
+// CUDA config.device. The working precision of a rounded trainer and the
+// certified fast path (its bits depend on the kernel, device and, for
+// OpenBLAS, core type and threads: one honest fp64 evaluation).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
+// What GemmF64 runs on the CPU for `simd` (for messages and benchmarks).
+std::string_view GemmF64CpuName(Simd simd);
 // The fp64 value of op(A)·op(B) for fp32 operands a and b (C fp64, row
 // stride g.ldc; g.accumulate adds to it): every product exact, the sums
 // rounded in an order of the kernel's choosing (fma, blocking, threads) —
@@ -83,8 +89,10 @@ ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // (docs/kernels.md, "The canonical reference"): every output element
 // C[i][j] = (accumulate ? C[i][j] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …,
 // sequential over p = 0..k−1, each product and each sum rounded to fp64, no
-// fma — the repops definition in fp64. Threads split rows only, so the bits
-// are the same on every machine and for every thread count.
+// fma — the repops definition in fp64. Threads and SIMD lanes split outputs
+// only (on AVX-512 the blocked driver of the repops GEMM with a
+// multiply-then-add fp64 kernel; elsewhere a 2-lane tile kernel), so the
+// bits are the same on every machine and for every thread count.
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
 // Elements of GemmF64Reference, the same bits, many at once: for each e,
 //   out[e] = (g.accumulate ? out[e] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …

@@ -33,7 +33,8 @@ Simd ResolveSimd(Simd requested);
 bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
 
 // Which fp64 GEMM a recording rounded trainer runs (ExecConfig::
-// f64_reference): OpenBLAS dgemm (kVendor) or the canonical reference
+// f64_reference): the fastest one here (kVendor, kernels/matmul.h GemmF64:
+// our AVX-512 fp64 GEMM, OpenBLAS dgemm, cuBLAS) or the canonical reference
 // (kReference: GemmF64Reference, veritrain's own kernel, what every replay
 // runs). Both record valid logs; kAuto takes the faster one for this CPU
 // and BLAS (kernels/blas_core.h TrainerRecordsOnReference).

@@ -3,7 +3,7 @@
 // repops+hash (repops plus the hash of every node output, as a solver
 // committing node records does), rounded-trainer (fp64 + rounding +
 // recording the log, on the fp64 GEMM `vt-worker train` picks here),
-// rounded-vendor (the same on OpenBLAS dgemm), rounded-auditor (fp64
+// rounded-vendor (the same on GemmF64: our AVX-512 fp64 GEMM or OpenBLAS dgemm), rounded-auditor (fp64
 // reference + following the trainer's log) and certified (every GEMM output
 // and reduction correctly rounded) modes, beside PyTorch's fp32 step of the
 // same model, batch, thread count and optimizer (AdamW, gradient clipping) — all measured in the
@@ -50,6 +50,7 @@
 #include "common/random.h"
 #include "crypto/keyfile.h"
 #include "kernels/blas_core.h"
+#include "kernels/matmul.h"
 #include "worker/bench/fma_peak.h"
 #include "worker/job.h"
 #include "worker/run_dir.h"
@@ -97,8 +98,8 @@ std::vector<ModelCase> Models(bool gpt2) {
 }
 
 // rounded-trainer records on the fp64 GEMM `vt-worker train` picks here
-// (--fp64-gemm auto, kernels/blas_core.h); rounded-vendor on OpenBLAS dgemm
-// whatever auto picks; rounded-auditor replays rounded-trainer's log.
+// (--fp64-gemm auto, kernels/blas_core.h); rounded-vendor on GemmF64 (our
+// AVX-512 fp64 GEMM, or OpenBLAS dgemm) whatever auto picks; rounded-auditor replays rounded-trainer's log.
 // certified: every GEMM output and reduction correctly rounded (no log).
 enum class Variant {
   kNative,
@@ -433,12 +434,12 @@ void PrintTable(const std::vector<ModelCase>& models) {
   std::printf("OpenBLAS core: %s (OPENBLAS_CORETYPE %s)%s%s\n", kernels::BlasCoreName().c_str(),
               std::getenv("OPENBLAS_CORETYPE") != nullptr ? std::getenv("OPENBLAS_CORETYPE") : "unset",
               advice.empty() ? "" : "; this CPU runs faster ones: OPENBLAS_CORETYPE=", advice.c_str());
-  std::printf(
-      "rounded-trainer's fp64 GEMM (vt-worker train --fp64-gemm auto): %s; rounded-vendor's: OpenBLAS "
-      "dgemm\n",
-      kernels::TrainerRecordsOnReference(kernels::F64Gemm::kAuto, kernels::Device::kCpu)
-          ? "the canonical reference"
-          : "OpenBLAS dgemm");
+  const std::string fast_f64(kernels::GemmF64CpuName(kernels::Simd::kAuto));
+  std::printf("rounded-trainer's fp64 GEMM (vt-worker train --fp64-gemm auto): %s; rounded-vendor's: %s\n",
+              kernels::TrainerRecordsOnReference(kernels::F64Gemm::kAuto, kernels::Device::kCpu)
+                  ? "the canonical reference"
+                  : fast_f64.c_str(),
+              fast_f64.c_str());
   std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", "model", "mode", "step", "/native", "/PyTorch", "log/step",
               "log entries", "log/M values", "GFLOP/s (%peak)");
   for (const ModelCase& m : models) {

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <memory>
 #include <set>
+#include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +18,7 @@
 #include "kernels/blas_core.h"
 #include "kernels/device.h"
 #include "kernels/graph/model.h"
+#include "kernels/matmul.h"
 #include "worker/adversary.h"
 #include "worker/checkpoint_store.h"
 #include "worker/commitment.h"
@@ -162,7 +165,9 @@ int RunTrain(const TrainConfig& config) {
       std::cerr << "rounded trainer: fp64 GEMM "
                 << (kernels::TrainerRecordsOnReference(*f64_gemm, compute->device)
                         ? "the canonical reference (veritrain's own)"
-                        : "OpenBLAS dgemm")
+                        : std::string(compute->device == kernels::Device::kCpu
+                                          ? kernels::GemmF64CpuName(compute->simd)
+                                          : std::string_view("cuBLAS dgemm")))
                 << " (--fp64-gemm " << kernels::F64GemmName(*f64_gemm) << ")\n";
     }
   }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/blas_core.h"
+#include "kernels/matmul.h"
 
 namespace vt::kernels {
 namespace {
@@ -41,32 +42,38 @@ TEST(BlasCoreAdvice, NamesTheCoreThisProcessRuns) {
   EXPECT_TRUE(advice.empty() || advice == "SkylakeX" || advice == "Haswell") << advice;
 }
 
-TEST(TrainerF64Gemm, AutoTakesTheReferenceOverAGenericCoreOnAnAvx512Cpu) {
+TEST(TrainerF64Gemm, AutoTakesTheReferenceOverAGenericCoreOnAnAvx512CpuWithoutOurKernel) {
   struct Case {
     F64Gemm choice;
     Device device;
     const char* advice;
+    bool own_f64_gemm;
     bool want;
   };
   const Case cases[] = {
-      // SSE3 dgemm on a CPU with AVX-512F.
-      {F64Gemm::kAuto, Device::kCpu, "SkylakeX", true},
+      // SSE3 dgemm on a CPU with AVX-512F, and a build without our kernel.
+      {F64Gemm::kAuto, Device::kCpu, "SkylakeX", false, true},
+      // Our AVX-512 fp64 GEMM outruns the reference there.
+      {F64Gemm::kAuto, Device::kCpu, "SkylakeX", true, false},
       // No AVX-512: the reference would run 2-lane vectors.
-      {F64Gemm::kAuto, Device::kCpu, "Haswell", false},
+      {F64Gemm::kAuto, Device::kCpu, "Haswell", false, false},
       // Wide kernels already, or the user chose a core.
-      {F64Gemm::kAuto, Device::kCpu, "", false},
+      {F64Gemm::kAuto, Device::kCpu, "", false, false},
+      {F64Gemm::kAuto, Device::kCpu, "", true, false},
       // cuBLAS dgemm; the reference runs on the CPU only.
-      {F64Gemm::kAuto, Device::kCuda, "SkylakeX", false},
+      {F64Gemm::kAuto, Device::kCuda, "SkylakeX", false, false},
       // An explicit choice wins.
-      {F64Gemm::kVendor, Device::kCpu, "SkylakeX", false},
-      {F64Gemm::kReference, Device::kCpu, "", true},
-      {F64Gemm::kReference, Device::kCuda, "Haswell", true},
+      {F64Gemm::kVendor, Device::kCpu, "SkylakeX", false, false},
+      {F64Gemm::kReference, Device::kCpu, "", true, true},
+      {F64Gemm::kReference, Device::kCuda, "Haswell", false, true},
   };
   for (const Case& c : cases) {
-    EXPECT_EQ(TrainerRecordsOnReferenceFor(c.choice, c.device, c.advice), c.want)
-        << F64GemmName(c.choice) << " " << DeviceName(c.device) << " advice=" << c.advice;
+    EXPECT_EQ(TrainerRecordsOnReferenceFor(c.choice, c.device, c.advice, c.own_f64_gemm), c.want)
+        << F64GemmName(c.choice) << " " << DeviceName(c.device) << " advice=" << c.advice
+        << " own=" << c.own_f64_gemm;
   }
-  EXPECT_EQ(TrainerRecordsOnReference(F64Gemm::kAuto, Device::kCpu), BlasCoreAdvice() == "SkylakeX");
+  EXPECT_EQ(TrainerRecordsOnReference(F64Gemm::kAuto, Device::kCpu),
+            BlasCoreAdvice() == "SkylakeX" && !WidenedF64GemmAvailable(Simd::kAuto));
 }
 
 TEST(TrainerF64Gemm, NamesParseBackAndOthersAreRefused) {

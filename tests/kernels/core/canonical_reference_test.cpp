@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "kernels/f64_math.h"
-#include "kernels/gemm_f64_reference.h"
 #include "kernels/matmul.h"
 #include "tests/support/test_seed.h"
 
@@ -175,42 +174,52 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
   }
 }
 
-// Every tile kernel this CPU runs gives the baseline's bits (the lane width
-// only decides how many columns run side by side).
-TEST(GemmF64Reference, EveryTileKernelGivesTheSameBits) {
-  const detail::RefKernel base = detail::RefKernelBaseline();
-  const detail::RefKernel wide = detail::RefKernelAvx512();
-  if (wide.fn == nullptr || !SimdSupported(Simd::kAvx512)) {
-    GTEST_SKIP() << "no AVX-512 tile kernel on this CPU/build: only the baseline runs";
-  }
+// Shapes across the blocked kernel's blocks (on an AVX-512 CPU
+// GemmF64Reference runs the blocked driver of kernels/gemm_blocked.h with a
+// mul-then-add kernel: the k block of 512 fp64 values, the row block of 192,
+// column groups), every layout, accumulating or not, 1–3 threads: still
+// the sequential definition, bit for bit (a lost, repeated or reordered
+// term, or an fma, would show).
+TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x7113);
-  for (int trial = 0; trial < 20; ++trial) {
-    const std::int64_t k = static_cast<std::int64_t>(rng() % 300);
-    const std::int64_t rows = wide.mr, cols = wide.nr;  // one wide tile = several baseline tiles
-    const std::vector<double> a = Random(rng, static_cast<std::size_t>(rows * k + 1));  // row-major rows × k
-    const std::vector<double> b = Random(rng, static_cast<std::size_t>(k * cols + 1));  // row-major k × cols
-    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(rows * cols));
-    const bool accumulate = (rng() & 1) != 0;
-    // Pack for a kernel of tile mr × nr at tile (i0, j0).
-    const auto run = [&](const detail::RefKernel& kern) {
-      std::vector<double> c = c0;
-      for (std::int64_t i0 = 0; i0 < rows; i0 += kern.mr) {
-        for (std::int64_t j0 = 0; j0 < cols; j0 += kern.nr) {
-          std::vector<double> ap(static_cast<std::size_t>(k * kern.mr)), bp(static_cast<std::size_t>(k * kern.nr));
-          for (std::int64_t p = 0; p < k; ++p) {
-            for (int r = 0; r < kern.mr; ++r) ap[static_cast<std::size_t>(p * kern.mr + r)] = a[static_cast<std::size_t>((i0 + r) * k + p)];
-            for (int j = 0; j < kern.nr; ++j) bp[static_cast<std::size_t>(p * kern.nr + j)] = b[static_cast<std::size_t>(p * cols + j0 + j)];
-          }
-          kern.fn(k, ap.data(), bp.data(), c.data() + i0 * cols + j0, cols, kern.mr, kern.nr, accumulate);
+  for (int trial = 0; trial < 8; ++trial) {
+    GemmArgs g;
+    g.m = 1 + static_cast<std::int64_t>(rng() % 260);
+    g.n = 1 + static_cast<std::int64_t>(rng() % 200);
+    g.k = 1 + static_cast<std::int64_t>(rng() % 1100);
+    g.trans_a = (rng() & 1) != 0;
+    g.trans_b = (rng() & 1) != 0;
+    g.accumulate = (rng() & 1) != 0;
+    g.lda = (g.trans_a ? g.m : g.k) + static_cast<std::int64_t>(rng() % 3);
+    g.ldb = (g.trans_b ? g.k : g.n) + static_cast<std::int64_t>(rng() % 3);
+    g.ldc = g.n + static_cast<std::int64_t>(rng() % 3);
+    const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda));
+    const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb));
+    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
+    std::vector<double> want = c0;
+    for (std::int64_t i = 0; i < g.m; ++i) {
+      for (std::int64_t j = 0; j < g.n; ++j) {
+        double acc = g.accumulate ? c0[static_cast<std::size_t>(i * g.ldc + j)] : 0.0;
+        for (std::int64_t p = 0; p < g.k; ++p) {
+          const double x = g.trans_a ? a[static_cast<std::size_t>(p * g.lda + i)]
+                                     : a[static_cast<std::size_t>(i * g.lda + p)];
+          const double y = g.trans_b ? b[static_cast<std::size_t>(j * g.ldb + p)]
+                                     : b[static_cast<std::size_t>(p * g.ldb + j)];
+          const double prod = x * y;
+          acc = acc + prod;
         }
+        want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
       }
-      return c;
-    };
-    ASSERT_EQ(wide.mr % base.mr, 0);
-    ASSERT_EQ(wide.nr % base.nr, 0);
-    const std::vector<double> x = run(base), y = run(wide);
-    for (std::size_t e = 0; e < x.size(); ++e)
-      ASSERT_EQ(std::bit_cast<std::uint64_t>(x[e]), std::bit_cast<std::uint64_t>(y[e])) << "trial " << trial << " " << e;
+    }
+    for (int threads : {1, 2, 3}) {
+      std::vector<double> got = c0;
+      GemmF64Reference(threads, g, a.data(), b.data(), got.data());
+      for (std::size_t e = 0; e < got.size(); ++e) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+            << "trial " << trial << " " << g.m << "x" << g.k << "x" << g.n << " ta=" << g.trans_a
+            << " tb=" << g.trans_b << " acc=" << g.accumulate << " threads " << threads << " element " << e;
+      }
+    }
   }
 }
 

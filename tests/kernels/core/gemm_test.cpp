@@ -228,13 +228,24 @@ void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
       want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
     }
   }
+  // GemmF64 on the widened operands runs the same kernel on fp64 panels.
+  const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
   for (int threads : {1, 2, 3}) {
-    std::vector<double> got = c0;
-    GemmWidenedF64(threads, g, a.data(), b.data(), got.data());
-    for (std::size_t e = 0; e < got.size(); ++e) {
-      ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-          << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta << " tb=" << cs.tb
-          << " acc=" << cs.acc << " threads=" << threads << " element " << e;
+    for (bool from_f32 : {true, false}) {
+      std::vector<double> got = c0;
+      if (from_f32) {
+        GemmWidenedF64(threads, g, a.data(), b.data(), got.data());
+      } else {
+        ExecConfig config;
+        config.threads = threads;
+        GemmF64(config, g, a64.data(), b64.data(), got.data());
+      }
+      for (std::size_t e = 0; e < got.size(); ++e) {
+        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+            << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta << " tb=" << cs.tb
+            << " acc=" << cs.acc << " threads=" << threads << " element " << e
+            << (from_f32 ? " (GemmWidenedF64)" : " (GemmF64)");
+      }
     }
   }
 }
@@ -260,6 +271,45 @@ TEST(GemmWidenedF64Test, EqualsTheSequentialFp64SumBitwise) {
          1 + static_cast<std::int64_t>(rng() % 1100), (rng() & 1) != 0, (rng() & 1) != 0, (rng() & 1) != 0});
   }
   RunWidenedCase(rng, {3, 4100, 9, false, true, true});  // past the column block (4096)
+}
+
+// GemmF64 on fp64 operands that are not fp32 values (rounded mode's
+// intermediates): whatever kernel runs, each output is within
+// γ_k·Σ|a·b| of the exact sum, and so within 2γ_k·Σ|a·b| of the sequential
+// one (a stride, packing or transposition slip is off by a whole term).
+TEST(GemmF64Test, Fp64OperandsStayWithinTheErrorBound) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xf64);
+  std::normal_distribution<double> normal;
+  for (const Case& cs : {Case{37, 29, 700, false, false, false}, Case{13, 50, 33, true, false, true},
+                         Case{64, 17, 130, false, true, false}, Case{20, 40, 1100, true, true, true}}) {
+    GemmArgs g{cs.m, cs.n, cs.k, cs.ta, cs.tb, cs.ta ? cs.m : cs.k, cs.tb ? cs.k : cs.n, cs.n, cs.acc};
+    std::vector<double> a(static_cast<std::size_t>(cs.m * cs.k)), b(static_cast<std::size_t>(cs.k * cs.n)),
+        c0(static_cast<std::size_t>(cs.m * cs.n));
+    for (auto* v : {&a, &b, &c0}) {
+      for (double& x : *v) x = normal(rng) * std::ldexp(1.0, static_cast<int>(rng() % 9) - 4);
+    }
+    for (int threads : {1, 2}) {
+      std::vector<double> got = c0;
+      ExecConfig config;
+      config.threads = threads;
+      GemmF64(config, g, a.data(), b.data(), got.data());
+      for (std::int64_t i = 0; i < cs.m; ++i) {
+        for (std::int64_t j = 0; j < cs.n; ++j) {
+          const double init = cs.acc ? c0[static_cast<std::size_t>(i * cs.n + j)] : 0.0;
+          double s = init, abs_sum = std::fabs(init);
+          for (std::int64_t p = 0; p < cs.k; ++p) {
+            const double prod = a[static_cast<std::size_t>(cs.ta ? p * cs.m + i : i * cs.k + p)] *
+                                b[static_cast<std::size_t>(cs.tb ? j * cs.k + p : p * cs.n + j)];
+            s = s + prod;
+            abs_sum += std::fabs(prod);
+          }
+          const double gamma = static_cast<double>(cs.k + 1) * 0x1p-53 * 1.01;
+          ASSERT_LE(std::fabs(got[static_cast<std::size_t>(i * cs.n + j)] - s), 2.0 * gamma * abs_sum)
+              << GemmF64CpuName(Simd::kAuto) << " " << i << "," << j << " threads " << threads;
+        }
+      }
+    }
+  }
 }
 
 TEST(GemmNativeTest, SgemmIsCloseToFp64) {
