@@ -15,6 +15,7 @@
 
 #include "kernels/f64_math.h"
 #include "kernels/matmul.h"
+#include "tests/kernels/sequential_gemm.h"
 #include "tests/support/test_seed.h"
 
 namespace vt::kernels {
@@ -197,20 +198,7 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
     const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb));
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
     std::vector<double> want = c0;
-    for (std::int64_t i = 0; i < g.m; ++i) {
-      for (std::int64_t j = 0; j < g.n; ++j) {
-        double acc = g.accumulate ? c0[static_cast<std::size_t>(i * g.ldc + j)] : 0.0;
-        for (std::int64_t p = 0; p < g.k; ++p) {
-          const double x = g.trans_a ? a[static_cast<std::size_t>(p * g.lda + i)]
-                                     : a[static_cast<std::size_t>(i * g.lda + p)];
-          const double y = g.trans_b ? b[static_cast<std::size_t>(j * g.ldb + p)]
-                                     : b[static_cast<std::size_t>(p * g.ldb + j)];
-          const double prod = x * y;
-          acc = acc + prod;
-        }
-        want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
-      }
-    }
+    testing::SequentialGemmF64(g, a.data(), b.data(), want.data());
     for (int threads : {1, 2, 3}) {
       std::vector<double> got = c0;
       GemmF64Reference(threads, g, a.data(), b.data(), got.data());

@@ -15,8 +15,9 @@
 #include "common/philox.h"
 #include "kernels/matmul.h"
 #include "kernels/tensor.h"
-#include "tests/support/test_seed.h"
+#include "tests/kernels/sequential_gemm.h"
 #include "tests/kernels/values_hash.h"
+#include "tests/support/test_seed.h"
 
 namespace vt::kernels {
 namespace {
@@ -214,20 +215,7 @@ void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
   const auto c0f = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * g.ldc)));
   const std::vector<double> c0(c0f.begin(), c0f.end());
   std::vector<double> want = c0;
-  for (std::int64_t i = 0; i < g.m; ++i) {
-    for (std::int64_t j = 0; j < g.n; ++j) {
-      double acc = g.accumulate ? c0[static_cast<std::size_t>(i * g.ldc + j)] : 0.0;
-      for (std::int64_t p = 0; p < g.k; ++p) {
-        const double av = g.trans_a ? a[static_cast<std::size_t>(p * g.lda + i)]
-                                    : a[static_cast<std::size_t>(i * g.lda + p)];
-        const double bv = g.trans_b ? b[static_cast<std::size_t>(j * g.ldb + p)]
-                                    : b[static_cast<std::size_t>(p * g.ldb + j)];
-        const double prod = av * bv;
-        acc = acc + prod;
-      }
-      want[static_cast<std::size_t>(i * g.ldc + j)] = acc;
-    }
-  }
+  testing::SequentialGemmF64(g, a.data(), b.data(), want.data());
   // GemmF64 on the widened operands runs the same kernel on fp64 panels.
   const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
   for (int threads : {1, 2, 3}) {
