@@ -9,9 +9,9 @@
 //
 // Order (kernels/gemm_blocked.h): lane j of accumulator (r, v) is output
 // C[r][L·v + j], L = the vector's lanes; for p = 0..kc−1:
-// acc = Isa::MulAdd(acc, a[p][r], b[p][L·v + j]) — for the repops ISAs one
-// rounded multiply then one rounded add (never a fused multiply-add), for
-// the widening ones an fma. The tile is MR×(L·V); all loops over r and v are
+// acc = Isa::MulAdd(acc, a[p][r], b[p][L·v + j]) — for the repops ISAs and
+// the fp64 reference one a rounded multiply then a rounded add (never a
+// fused multiply-add), for the fp64 fma one an fma. The tile is MR×(L·V); all loops over r and v are
 // fully unrolled so the accumulators live in registers.
 //
 // `Isa` provides: types Scalar and Vec, kLanes, and always-inline Zero, Load

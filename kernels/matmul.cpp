@@ -62,8 +62,16 @@ void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, con
   detail::GemmBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c);
 }
 
+namespace {
+// The fp64 fma kernel of GemmWidenedF64 and GemmF64 (fn null without AVX-512 in the build).
+const detail::F64Kernel& FmaKernel() {
+  static const detail::F64Kernel kern = detail::Avx512FmaKernel();
+  return kern;
+}
+}  // namespace
+
 bool WidenedF64GemmAvailable(Simd simd) {
-  return ResolveSimd(simd) == Simd::kAvx512 && detail::Avx512FmaKernel().fn != nullptr;
+  return ResolveSimd(simd) == Simd::kAvx512 && FmaKernel().fn != nullptr;
 }
 
 std::string_view GemmF64CpuName(Simd simd) {
@@ -71,9 +79,8 @@ std::string_view GemmF64CpuName(Simd simd) {
 }
 
 void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
-  static const detail::F64Kernel kern = detail::Avx512FmaKernel();
-  assert(kern.fn != nullptr);
-  detail::GemmBlocked(kern, threads, g, a, b, c);
+  assert(FmaKernel().fn != nullptr);
+  detail::GemmBlocked(FmaKernel(), threads, g, a, b, c);
 }
 
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
@@ -95,8 +102,7 @@ namespace {
 void FastGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (config.device != Device::kCpu && device::OffloadF64(g, a, b, c)) return;
   if (WidenedF64GemmAvailable(config.simd)) {
-    static const detail::F64Kernel kern = detail::Avx512FmaKernel();
-    detail::GemmBlocked(kern, config.threads, g, a, b, c);
+    detail::GemmBlocked(FmaKernel(), config.threads, g, a, b, c);
     return;
   }
   SetBlasThreads(config.threads);
