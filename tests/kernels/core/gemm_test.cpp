@@ -78,22 +78,27 @@ struct Case {
   bool ta, tb, acc;
 };
 
-void RunCase(std::mt19937_64& rng, const Case& cs) {
+// A case's arguments (leading dimensions with some padding) and random
+// operands and initial C.
+struct CaseData {
   GemmArgs g;
-  g.m = cs.m;
-  g.n = cs.n;
-  g.k = cs.k;
-  g.trans_a = cs.ta;
-  g.trans_b = cs.tb;
-  g.accumulate = cs.acc;
-  // Leading dimensions with some padding.
-  g.lda = (cs.ta ? cs.m : cs.k) + static_cast<std::int64_t>(rng() % 3);
-  g.ldb = (cs.tb ? cs.k : cs.n) + static_cast<std::int64_t>(rng() % 3);
-  g.ldc = cs.n + static_cast<std::int64_t>(rng() % 3);
+  std::vector<float> a, b, c0;
+};
+CaseData MakeCase(std::mt19937_64& rng, const Case& cs) {
+  CaseData d;
+  d.g = GemmArgs{cs.m, cs.n, cs.k, cs.ta, cs.tb, 0, 0, 0, cs.acc};
+  d.g.lda = (cs.ta ? cs.m : cs.k) + static_cast<std::int64_t>(rng() % 3);
+  d.g.ldb = (cs.tb ? cs.k : cs.n) + static_cast<std::int64_t>(rng() % 3);
+  d.g.ldc = cs.n + static_cast<std::int64_t>(rng() % 3);
   const std::int64_t a_rows = cs.ta ? cs.k : cs.m, b_rows = cs.tb ? cs.n : cs.k;
-  const auto a = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * g.lda)));
-  const auto b = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * g.ldb)));
-  const auto c0 = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * g.ldc)));
+  d.a = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * d.g.lda)));
+  d.b = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * d.g.ldb)));
+  d.c0 = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * d.g.ldc)));
+  return d;
+}
+
+void RunCase(std::mt19937_64& rng, const Case& cs) {
+  const auto [g, a, b, c0] = MakeCase(rng, cs);
   std::vector<float> want = c0;
   NaiveGemm(g, a.data(), b.data(), want.data());
   std::vector<float> ref = c0;
@@ -205,14 +210,7 @@ TEST(GemmRepopsTest, GoldenHashes) {
 // is exact in fp64), so the bits must match: a lost, repeated or misplaced
 // term in any packing, blocking or threading path shows.
 void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
-  GemmArgs g{cs.m, cs.n, cs.k, cs.ta, cs.tb, 0, 0, 0, cs.acc};
-  g.lda = (cs.ta ? cs.m : cs.k) + static_cast<std::int64_t>(rng() % 3);
-  g.ldb = (cs.tb ? cs.k : cs.n) + static_cast<std::int64_t>(rng() % 3);
-  g.ldc = cs.n + static_cast<std::int64_t>(rng() % 3);
-  const std::int64_t a_rows = cs.ta ? cs.k : cs.m, b_rows = cs.tb ? cs.n : cs.k;
-  const auto a = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, a_rows * g.lda)));
-  const auto b = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, b_rows * g.ldb)));
-  const auto c0f = RandomFloats(rng, static_cast<std::size_t>(std::max<std::int64_t>(1, cs.m * g.ldc)));
+  const auto [g, a, b, c0f] = MakeCase(rng, cs);
   const std::vector<double> c0(c0f.begin(), c0f.end());
   std::vector<double> want = c0;
   testing::SequentialGemmF64(g, a.data(), b.data(), want.data());
