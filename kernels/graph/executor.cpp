@@ -31,15 +31,18 @@ constexpr std::size_t kKeep = std::numeric_limits<std::size_t>::max();       // 
 // on free, and the top of the heap is trimmed: every step then page-faults
 // its whole working set in again, which on a VM cost more than the
 // arithmetic of the small presets (docs/kernels.md, "Step profile": 8x on
-// mlp-fashion). Keeping freed memory in the process lets the next node and
-// the next step reuse it. 32 MiB is the largest mmap threshold glibc
-// accepts (larger blocks, e.g. GPT-2's embedding, still use mmap); the heap
-// is never trimmed below 1 GiB. No value depends on this.
+// mlp-fashion) and, before mmap was turned off, 30-50 % of a GPT-2 small
+// step (its embedding, logits and attention probabilities are 50-200 MB
+// blocks; docs/kernels.md, "Eighth pass"). So the heap serves every size (M_MMAP_MAX = 0:
+// blocks of any size come from it and stay in it when freed) and is never
+// trimmed below 1 GiB free at its top: the next node and the next step reuse
+// the memory. Threads other than the main one allocate from their own arenas,
+// which glibc still backs with mmap above 64 MiB. No value depends on this.
 void KeepFreedMemoryForReuse() {
 #if defined(__GLIBC__)
   static std::once_flag once;
   std::call_once(once, [] {
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   });
 #endif

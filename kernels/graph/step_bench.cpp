@@ -8,6 +8,8 @@
 //   kernels_step_bench --threads=N     operator threads (default: all cores)
 //   kernels_step_bench --profile       instead: where a step's time goes, per node kind
 //                                      and mode (share of the step, from per-node timestamps)
+//   kernels_step_bench --modes=repops,native   only these modes (benchmarks and profile)
+//   kernels_step_bench --reps=N        steps per mode in --profile (default 5)
 // Other flags go to Google Benchmark (e.g. --benchmark_filter=gpt).
 //
 // Modes: native (OpenBLAS sgemm, libm), repops (fixed order), repops+state
@@ -19,11 +21,14 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -73,15 +78,19 @@ struct Workload {
   StepGraph graph;
   std::vector<Tensor> state;
   std::vector<Tensor> batch;
-  std::vector<RoundingLog> logs;  // recorded once for the replay benchmark
+  // Recorded once, on first use by a rounded mode (a GPT-2 small record step
+  // takes most of a minute): the replay benchmark's logs and the log columns.
+  std::vector<RoundingLog> logs;
   std::uint64_t values_rounded = 0;
   std::size_t log_bytes = 0;  // zstd-compressed per node, summed over the step
   std::size_t log_entries = 0;
   bool ready = false;
+  bool recorded = false;
 };
 
 constexpr std::uint64_t kSeed = 1;
 int g_threads = 1;
+std::vector<BenchMode> g_modes(std::begin(kModes), std::end(kModes));  // --modes
 std::map<std::string, Workload> g_workloads;
 
 std::vector<Tensor> SyntheticBatch(const ModelSpec& model, std::int64_t batch) {
@@ -113,36 +122,63 @@ ExecConfig ConfigFor(BenchMode m) {
   return c;
 }
 
-Workload* Prepare(const Case& c) {
-  Workload& w = g_workloads[c.model];
-  if (w.ready) return &w;
-  w.model = *ModelPreset(c.model);
-  w.opt.kind = OptimizerKind::kAdamW;
-  w.opt.lr = 1e-3f;
-  w.opt.clip_norm = 1.0f;
-  auto g = BuildStepGraph(w.model, w.opt, 0, *BatchShapes(w.model, c.batch));
-  if (!g.ok()) return nullptr;
-  w.graph = std::move(g).value();
-  auto init = InitState(w.model, w.opt, 1, g_threads);
-  if (!init.ok()) return nullptr;
-  w.state = std::move(init->tensors);
-  w.batch = SyntheticBatch(w.model, c.batch);
-  StepOptions o;
-  o.seed = kSeed;  // the replay must use the seed the log was recorded with (dropout masks)
-  auto rec = ExecuteStep(ConfigFor(BenchMode::kRoundedRecord), w.graph, w.state, w.batch, o);
-  if (!rec.ok()) return nullptr;
-  w.logs = std::move(rec->logs);
-  w.values_rounded = rec->values_rounded;
-  for (const RoundingLog& l : w.logs) {
-    w.log_entries += l.entries.size();
-    w.log_bytes += EncodeRoundingLog(l).size();
+// "repops,native" -> those modes in the table's order; nullopt on an unknown name.
+std::optional<std::vector<BenchMode>> ParseModes(std::string_view list) {
+  std::vector<BenchMode> out;
+  while (!list.empty()) {
+    const std::size_t comma = list.find(',');
+    const std::string_view name = list.substr(0, comma);
+    const auto* it = std::find_if(std::begin(kModes), std::end(kModes),
+                                  [&](BenchMode m) { return name == BenchModeName(m); });
+    if (it == std::end(kModes)) return std::nullopt;
+    out.push_back(*it);
+    list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
   }
-  w.ready = true;
+  std::vector<BenchMode> ordered;
+  for (BenchMode m : kModes)
+    if (std::find(out.begin(), out.end(), m) != out.end()) ordered.push_back(m);
+  if (ordered.empty()) return std::nullopt;
+  return ordered;
+}
+
+bool IsRounded(BenchMode m) { return m == BenchMode::kRoundedRecord || m == BenchMode::kRoundedReplay; }
+
+// The workload of `c`, built on first use; with the rounded record step's
+// logs when `mode` needs them.
+Workload* Prepare(const Case& c, BenchMode mode) {
+  Workload& w = g_workloads[c.model];
+  if (!w.ready) {
+    w.model = *ModelPreset(c.model);
+    w.opt.kind = OptimizerKind::kAdamW;
+    w.opt.lr = 1e-3f;
+    w.opt.clip_norm = 1.0f;
+    auto g = BuildStepGraph(w.model, w.opt, 0, *BatchShapes(w.model, c.batch));
+    if (!g.ok()) return nullptr;
+    w.graph = std::move(g).value();
+    auto init = InitState(w.model, w.opt, 1, g_threads);
+    if (!init.ok()) return nullptr;
+    w.state = std::move(init->tensors);
+    w.batch = SyntheticBatch(w.model, c.batch);
+    w.ready = true;
+  }
+  if (IsRounded(mode) && !w.recorded) {
+    StepOptions o;
+    o.seed = kSeed;  // the replay must use the seed the log was recorded with (dropout masks)
+    auto rec = ExecuteStep(ConfigFor(BenchMode::kRoundedRecord), w.graph, w.state, w.batch, o);
+    if (!rec.ok()) return nullptr;
+    w.logs = std::move(rec->logs);
+    w.values_rounded = rec->values_rounded;
+    for (const RoundingLog& l : w.logs) {
+      w.log_entries += l.entries.size();
+      w.log_bytes += EncodeRoundingLog(l).size();
+    }
+    w.recorded = true;
+  }
   return &w;
 }
 
 void RunStep(benchmark::State& state, Case c, BenchMode mode) {
-  Workload* w = Prepare(c);
+  Workload* w = Prepare(c, mode);
   if (w == nullptr) {
     state.SkipWithError("could not prepare the workload");
     return;
@@ -213,18 +249,34 @@ void PrintTable(const std::vector<Case>& cases) {
       return it == g_results.end() ? -1.0 : it->second.seconds / base;
     };
     const Workload& w = wl->second;
+    std::printf("%-12s %5lld %6zu %10.2f %7.2fx %12.2fx %11.2fx %14.2fx %14.2fx", c.model.c_str(),
+                static_cast<long long>(c.batch), w.graph.nodes.size(), base * 1e3, ratio(BenchMode::kRepops),
+                ratio(BenchMode::kRepopsState), ratio(BenchMode::kRepopsHash),
+                ratio(BenchMode::kRoundedRecord), ratio(BenchMode::kRoundedReplay));
     const double values = static_cast<double>(w.values_rounded);
-    std::printf("%-12s %5lld %6zu %10.2f %7.2fx %12.2fx %11.2fx %14.2fx %14.2fx %12.1f %12.0f %7.1f%%\n",
-                c.model.c_str(), static_cast<long long>(c.batch), w.graph.nodes.size(), base * 1e3,
-                ratio(BenchMode::kRepops), ratio(BenchMode::kRepopsState), ratio(BenchMode::kRepopsHash),
-                ratio(BenchMode::kRoundedRecord),
-                ratio(BenchMode::kRoundedReplay), static_cast<double>(w.log_bytes) / 1024.0,
-                values > 0 ? static_cast<double>(w.log_bytes) / values * 1e6 : 0.0,
-                values > 0 ? 100.0 * static_cast<double>(w.log_entries) / values : 0.0);
+    if (w.recorded && values > 0) {
+      std::printf(" %12.1f %12.0f %7.1f%%\n", static_cast<double>(w.log_bytes) / 1024.0,
+                  static_cast<double>(w.log_bytes) / values * 1e6,
+                  100.0 * static_cast<double>(w.log_entries) / values);
+    } else {
+      std::printf(" %12s %12s %8s\n", "-", "-", "-");  // no rounded mode ran
+    }
   }
   std::printf(
       "log: zstd-compressed rounding logs of all nodes of one step (default tau = 2^-12 ulp plus beta, b = 32);\n"
       "B/Mval: log bytes per million rounded output values; logged: fraction of values with a log entry.\n");
+}
+
+// The `count` largest of `seconds` as (seconds, index), largest first.
+std::vector<std::pair<double, std::size_t>> SlowestNodes(const std::vector<double>& seconds,
+                                                         std::size_t count) {
+  std::vector<std::pair<double, std::size_t>> all;
+  for (std::size_t i = 0; i < seconds.size(); ++i) all.emplace_back(seconds[i], i);
+  count = std::min(count, all.size());
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(count), all.end(),
+                    [](const auto& a, const auto& b) { return a.first > b.first; });
+  all.resize(count);
+  return all;
 }
 
 // --profile: per node kind, the share of the step's time spent in its nodes
@@ -233,13 +285,15 @@ void PrintTable(const std::vector<Case>& cases) {
 void Profile(const std::vector<Case>& cases, int reps) {
   using Clock = std::chrono::steady_clock;
   for (const Case& c : cases) {
-    Workload* w = Prepare(c);
+    Workload* w = Prepare(c, BenchMode::kNative);
     if (w == nullptr) continue;
     std::printf("\n%s (batch %lld), %d thread(s): share of the step per node kind (min over %d steps)\n",
                 c.model.c_str(), static_cast<long long>(c.batch), g_threads, reps);
     std::map<std::string, std::map<BenchMode, double>> share;  // kind -> mode -> seconds
     std::map<BenchMode, double> total;
-    for (BenchMode mode : kModes) {
+    std::map<BenchMode, std::vector<std::pair<double, std::size_t>>> slowest;  // (seconds, node)
+    for (BenchMode mode : g_modes) {
+      if (Prepare(c, mode) == nullptr) continue;
       std::vector<double> best(w->graph.nodes.size(), 1e30);
       for (int r = 0; r < reps; ++r) {
         std::vector<double> t(w->graph.nodes.size(), 0.0);
@@ -265,21 +319,28 @@ void Profile(const std::vector<Case>& cases, int reps) {
         share[std::string(OpKindName(w->graph.nodes[i].kind))][mode] += best[i];
         total[mode] += best[i];
       }
+      slowest[mode] = SlowestNodes(best, 5);
     }
     std::printf("%-24s", "node kind");
-    for (BenchMode m : kModes) std::printf(" %15s", BenchModeName(m));
+    for (BenchMode m : g_modes) std::printf(" %15s", BenchModeName(m));
     std::printf("\n");
     for (const auto& [kind, per_mode] : share) {
       std::printf("%-24s", kind.c_str());
-      for (BenchMode m : kModes) {
+      for (BenchMode m : g_modes) {
         const auto it = per_mode.find(m);
         std::printf(" %14.1f%%", it == per_mode.end() || total[m] <= 0 ? 0.0 : 100.0 * it->second / total[m]);
       }
       std::printf("\n");
     }
     std::printf("%-24s", "step (sum of nodes) ms");
-    for (BenchMode m : kModes) std::printf(" %15.2f", total[m] * 1e3);
+    for (BenchMode m : g_modes) std::printf(" %15.2f", total[m] * 1e3);
     std::printf("\n");
+    for (BenchMode m : g_modes) {
+      std::printf("slowest nodes, %s:", BenchModeName(m));
+      for (const auto& [seconds, node] : slowest[m])
+        std::printf("  %s %.1f%%", w->graph.nodes[node].name.c_str(), 100.0 * seconds / total[m]);
+      std::printf("\n");
+    }
   }
 }
 
@@ -289,6 +350,7 @@ void Profile(const std::vector<Case>& cases, int reps) {
 int main(int argc, char** argv) {
   using namespace vt::kernels::graph;
   bool quick = false, gpt2 = false, profile = false;
+  int reps = 0;
   g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -300,6 +362,17 @@ int main(int argc, char** argv) {
       profile = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
+    } else if (std::strncmp(argv[i], "--reps=", 7) == 0) {
+      reps = std::max(1, std::atoi(argv[i] + 7));
+    } else if (std::strncmp(argv[i], "--modes=", 8) == 0) {
+      auto modes = ParseModes(argv[i] + 8);
+      if (!modes) {
+        std::fprintf(stderr, "--modes: a comma-separated list of");
+        for (BenchMode m : kModes) std::fprintf(stderr, " %s", BenchModeName(m));
+        std::fprintf(stderr, "\n");
+        return 2;
+      }
+      g_modes = std::move(*modes);
     } else {
       args.push_back(argv[i]);
     }
@@ -312,11 +385,11 @@ int main(int argc, char** argv) {
   }
   if (gpt2) cases.push_back({"gpt2-small", 1});
   if (profile) {
-    Profile(cases, quick ? 1 : 5);
+    Profile(cases, reps > 0 ? reps : quick ? 1 : 5);
     return 0;
   }
   for (const Case& c : cases) {
-    for (BenchMode m : kModes) {
+    for (BenchMode m : g_modes) {
       auto* b =
           benchmark::RegisterBenchmark(("step/" + c.model + "/" + BenchModeName(m)).c_str(), RunStep, c, m);
       b->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
