@@ -8,10 +8,14 @@ size, optimizer settings and thread count as ours.
 
 JOB.json is a job file in full form (worker JobToJson: "model" a family
 object, "optimizer", "batch_size"). Prints one JSON line:
-{"torch": VERSION, "threads": N, "iters": K, "ms_min": ..., "cpu_ms_min": ..., "ms_median": ...}
+{"torch": VERSION, "threads": N, "iters": K, "ms_min": ..., "cpu_ms_min": ..., "ms_median": ...,
+ "peak_rss_kb": ...}
 — the fastest single step in wall time and in the process's CPU time (all
 threads), which train_bench compares with its own fastest step (on a shared
-machine load only ever adds time), and the median wall time.
+machine load only ever adds time), the median wall time, and the process's
+peak resident set (VmHWM: the interpreter, torch, model, optimizer state and
+the steps; not ru_maxrss, which after an exec also counts the memory of the
+process that spawned this one).
 The modules are tools/torch_modules.py's (the ones our exported weights load
 into). Inputs are synthetic; the step's time does not depend on their values.
 Exits 3 with "PyTorch: not installed" on stderr when torch is missing.
@@ -44,6 +48,18 @@ def batch_for(family, spec, batch):
     else:
         x = torch.randn(batch, spec["input_dim"], generator=g)
     return x, torch.randint(0, spec["classes"], (batch,), generator=g)
+
+
+def peak_rss_kb():
+    """This process's peak resident set in kB (Linux's VmHWM; 0 elsewhere)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
 
 
 def main():
@@ -95,7 +111,8 @@ def main():
             break
     print(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(), "iters": len(times),
                       "ms_min": 1e3 * min(times), "cpu_ms_min": 1e3 * min(cpu),
-                      "ms_median": 1e3 * sorted(times)[len(times) // 2]}))
+                      "ms_median": 1e3 * sorted(times)[len(times) // 2],
+                      "peak_rss_kb": peak_rss_kb()}))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,15 @@
 // means swing by 2-5x between runs). GPT rows also print the step's model
 // FLOP/s (GptStepFlops) and its share of the machine's fp32 FMA peak,
 // measured in the same run (fma_peak.h) on the same thread count.
+//
+// Peak memory: each model's step in native, repops, rounded-trainer and
+// certified mode runs once more in a fresh process (this binary,
+// --step-memory=MODEL/MODE: the job, its dataset, the initial state and one
+// step, as `vt-worker train` holds them), whose peak resident set (VmHWM) is
+// printed beside the PyTorch anchor's own (its process: the interpreter,
+// torch, the model, AdamW's state and its steps). Not wait4's ru_maxrss: a
+// process started by exec also counts there the memory of the one that
+// spawned it.
 
 #include <benchmark/benchmark.h>
 
@@ -315,6 +324,13 @@ class Collector : public benchmark::ConsoleReporter {
   }
 };
 
+// Whether any step of `m` ran (a --benchmark_filter may have left it out).
+bool StepsRan(const ModelCase& m) {
+  for (const auto& [name, row] : g_rows)
+    if (name.rfind("step/" + m.name + "/", 0) == 0) return true;
+  return false;
+}
+
 std::string Human(double bytes) {
   char buf[32];
   if (bytes >= 1e6) {
@@ -357,6 +373,7 @@ struct TorchResult {
   bool installed = true;
   bool ok = false;
   double ms = 0;  // the table's figure (ClockName)
+  double peak_bytes = 0;  // the script's peak resident set
   std::string version;
   std::string error;
 };
@@ -404,6 +421,7 @@ TorchResult RunTorch(const ModelCase& m) {
   r.ok = true;
   r.version = j.value("torch", "?");
   r.ms = g_threads == 1 ? j.value("cpu_ms_min", 0.0) : j.value("ms_min", 0.0);
+  r.peak_bytes = 1024.0 * j.value("peak_rss_kb", 0.0);
   return r;
 }
 
@@ -443,9 +461,7 @@ void PrintTable(const std::vector<ModelCase>& models) {
   std::printf("%-11s %-16s %12s %9s %9s %12s %14s %16s %16s\n", "model", "mode", "step", "/native", "/PyTorch", "log/step",
               "log entries", "log/M values", "GFLOP/s (%peak)");
   for (const ModelCase& m : models) {
-    bool any = false;  // a --benchmark_filter may have left the model out
-    for (const auto& [name, row] : g_rows) any |= name.rfind("step/" + m.name + "/", 0) == 0;
-    if (!any) continue;
+    if (!StepsRan(m)) continue;
     const auto native = g_rows.find("step/" + m.name + "/native");
     const auto torch = g_torch.find(m.name);
     const bool have_torch = torch != g_torch.end() && torch->second.ok && torch->second.ms > 0;
@@ -514,6 +530,86 @@ void PrintTable(const std::vector<ModelCase>& models) {
     if (it->second.counters.count("ratio")) std::printf(", compression %.2fx", it->second.counters.at("ratio"));
     std::printf(")\n");
   }
+}
+
+// ---- peak memory of one step ----------------------------------------------------------
+
+constexpr Variant kMemoryVariants[] = {Variant::kNative, Variant::kRepops, Variant::kRoundedTrainer,
+                                       Variant::kCertified};
+
+// This process's peak resident set in bytes (VmHWM), 0 if unknown.
+double PeakResidentBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return 1024.0 * std::atof(line.c_str() + 6);  // "VmHWM:  123 kB"
+  }
+  return 0;
+}
+
+// The child's side of --step-memory=MODEL/MODE: one step, then "peak_bytes N"
+// on stdout; exit status 0 when it ran.
+int StepForMemory(const std::string& spec, bool gpt2) {
+  const auto slash = spec.find('/');
+  for (const ModelCase& m : Models(gpt2)) {
+    if (slash == std::string::npos || spec.substr(0, slash) != m.name) continue;
+    for (Variant v : kVariants) {
+      if (spec.substr(slash + 1) != VariantName(v)) continue;
+      Setup* s = GetSetup(m, v);  // rounded: its setup records the trainer's first step
+      if (s == nullptr) return 1;
+      TrainingState state = std::move(s->start);  // one state, as vt-worker train holds
+      if (!s->engine->Step(state).ok()) return 1;
+      std::printf("peak_bytes %.0f\n", PeakResidentBytes());
+      return 0;
+    }
+  }
+  std::fprintf(stderr, "--step-memory: unknown model/mode %s\n", spec.c_str());
+  return 2;
+}
+
+// Runs StepForMemory in a fresh process of this binary; its peak resident
+// set in bytes, or 0 when it failed.
+double StepPeakBytes(const ModelCase& m, Variant v, bool gpt2) {
+  static const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = self + " --step-memory=" + m.name + "/" + VariantName(v) +
+                          " --threads=" + std::to_string(g_threads) + (g_quick ? " --quick" : "") +
+                          (gpt2 ? " --gpt2" : "") + " 2>&1";
+  const Captured run = RunCapturing(cmd);
+  const auto at = run.out.rfind("peak_bytes ");
+  if (!run.started || run.status != 0 || at == std::string::npos) {
+    std::fprintf(stderr, "%s failed: %s\n", cmd.c_str(), run.out.c_str());
+    return 0;
+  }
+  return std::atof(run.out.c_str() + at + 11);
+}
+
+// Returns false when a child failed (the --quick smoke test then fails).
+bool MemoryTable(const std::vector<ModelCase>& models, bool gpt2) {
+  bool all_ok = true;
+  std::printf("\n== peak resident memory of one step (a fresh process each), %d thread(s) ==\n", g_threads);
+  std::printf("%-11s %14s", "model", "pytorch-fp32");
+  for (Variant v : kMemoryVariants) std::printf(" %22s", VariantName(v));
+  std::printf("\n");
+  for (const ModelCase& m : models) {
+    if (!StepsRan(m)) continue;
+    const auto torch = g_torch.find(m.name);
+    const double anchor = torch != g_torch.end() && torch->second.ok ? torch->second.peak_bytes : 0;
+    std::printf("%-11s %14s", m.name.c_str(), anchor > 0 ? Human(anchor).c_str() : "-");
+    for (Variant v : kMemoryVariants) {
+      const double peak = StepPeakBytes(m, v, gpt2);
+      all_ok &= peak > 0;
+      char cell[48] = "failed";
+      if (peak > 0 && anchor > 0) {
+        std::snprintf(cell, sizeof(cell), "%s (%.2fx)", Human(peak).c_str(), peak / anchor);
+      } else if (peak > 0) {
+        std::snprintf(cell, sizeof(cell), "%s", Human(peak).c_str());
+      }
+      std::printf(" %22s", cell);
+    }
+    std::printf("\n");
+  }
+  std::printf("(x: ÷ PyTorch's peak, which includes the interpreter and torch itself)\n");
+  return all_ok;
 }
 
 // ---- vt-worker train, end to end ----------------------------------------------------
@@ -609,6 +705,7 @@ bool EndToEndTable(const std::vector<ModelCase>& models) {
 int main(int argc, char** argv) {
   std::vector<char*> args;
   bool gpt2 = false, torch = true, end_to_end_only = false;
+  std::string step_memory;  // a MemoryTable child
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) {
       g_quick = true;
@@ -620,11 +717,14 @@ int main(int argc, char** argv) {
       end_to_end_only = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
+    } else if (std::strncmp(argv[i], "--step-memory=", 14) == 0) {
+      step_memory = argv[i] + 14;
     } else {
       args.push_back(argv[i]);
     }
   }
   if (g_quick) gpt2 = false;
+  if (!step_memory.empty()) return StepForMemory(step_memory, gpt2);
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
   const std::vector<ModelCase> models = Models(gpt2);
@@ -635,7 +735,11 @@ int main(int argc, char** argv) {
       auto* b = benchmark::RegisterBenchmark(("step/" + m.name + "/" + VariantName(v)).c_str(), BM_Step, m, v)
                     ->Unit(benchmark::kMillisecond)
                     ->UseRealTime();
-      if (g_quick || big) b->Iterations(1);
+      // GPT-2 small: a second step, as PyTorch's anchor warms up with one
+      // (the first step of a process faults its working set in; the table
+      // takes the fastest).
+      if (g_quick) b->Iterations(1);
+      if (big) b->Iterations(2);
     }
   }
   auto* h = benchmark::RegisterBenchmark("checkpoint/state_hash", BM_StateHash)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -648,19 +752,18 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   if (torch) {
     for (const ModelCase& m : models) {
-      bool ran = false;  // only models a --benchmark_filter kept
-      for (const auto& [name, row] : g_rows) ran |= name.rfind("step/" + m.name + "/", 0) == 0;
-      if (ran) g_torch[m.name] = RunTorch(m);
+      if (StepsRan(m)) g_torch[m.name] = RunTorch(m);
     }
   }
   g_peak = bench::MeasureFmaPeak(g_threads, g_quick ? 1 : 5);
   PrintTable(models);
+  const bool memory_ok = MemoryTable(models, gpt2);
   const bool end_to_end_ok = EndToEndTable(models);
   benchmark::Shutdown();
   // --quick is a smoke test: every model and mode must have run, and the
   // anchor must have run or said that torch is missing.
   if (!g_quick) return 0;
-  if (!end_to_end_ok) return 1;
+  if (!end_to_end_ok || !memory_ok) return 1;
   for (const ModelCase& m : models) {
     for (Variant v : kVariants) {
       if (!g_rows.count("step/" + m.name + "/" + VariantName(v))) return 1;
