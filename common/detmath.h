@@ -12,6 +12,11 @@
 // --fmad=false under nvcc (no fma contraction); no flush-to-zero (-ftz=false,
 // no --use_fast_math); FLT_EVAL_METHOD == 0 (x86-64 SSE, AArch64, CUDA; not x87).
 //
+// Exp, Tanh and the scaling by 2^k compute every case and keep one by a
+// select on the bits (detail::Select), with no branch, so that a loop over
+// many values vectorises (kernels/ops/repops_math.h) with the bits of a call
+// per value; checked over all 2^32 inputs when the branches were removed.
+//
 // Results for NaN input and for invalid input are the canonical quiet NaN
 // 0x7fc00000 (NaN payloads differ between CPUs and GPUs, so none are passed on).
 //
@@ -109,17 +114,25 @@ VT_HD inline bool IsNaN(float x) { return (FloatBits(x) & 0x7fffffffu) > 0x7f800
 
 namespace detail {
 
-// y * 2^k for y in about [0.5, 2] and k in [-152, 128], rounded once.
+// c ? a : b on the bits: a select the compiler keeps branch-free, so that a
+// loop over many values vectorises (every case computed, one kept).
+VT_HD inline float Select(bool c, float a, float b) {
+  const std::uint32_t keep_a = 0u - static_cast<std::uint32_t>(c);
+  return BitsFloat((FloatBits(a) & keep_a) | (FloatBits(b) & ~keep_a));
+}
+
+// y * 2^k for y in about [0.5, 2] and k in [-152, 128], rounded once. The
+// three cases are computed side by side and one is kept (no branch, so that
+// a loop over many values vectorises; the lanes not kept may hold anything).
 VT_HD inline float ScaleByPow2(float y, int k) {
-  if (k > 127)
-    return (y * BitsFloat(0x7f000000u /* 2^127 */)) *
-           BitsFloat(static_cast<std::uint32_t>(k) << 23 /* 2^(k-127) */);
-  if (k < -126) {
-    // First step is exact (stays normal); the second rounds into the subnormals.
-    return (y * BitsFloat(static_cast<std::uint32_t>(k + 64 + 127) << 23)) *
-           BitsFloat(0x1f800000u /* 2^-64 */);
-  }
-  return y * BitsFloat(static_cast<std::uint32_t>(k + 127) << 23);
+  const std::uint32_t uk = static_cast<std::uint32_t>(k);
+  // k > 127: 2^127, then 2^(k-127).
+  const float above = (y * BitsFloat(0x7f000000u)) * BitsFloat(uk << 23);
+  // k < -126: the first step is exact (stays normal); the second rounds into
+  // the subnormals.
+  const float below = (y * BitsFloat((uk + 64u + 127u) << 23)) * BitsFloat(0x1f800000u /* 2^-64 */);
+  const float normal = y * BitsFloat((uk + 127u) << 23);
+  return Select(k > 127, above, Select(k < -126, below, normal));
 }
 
 // 32 bits of 2/pi: word i covers bits 32i+1 .. 32i+32 after the binary point
@@ -219,14 +232,15 @@ VT_HD inline float CosPoly(float x) {
 
 // ---- the functions ------------------------------------------------------------
 
+// Exp, Tanh: every case computed and one kept, no branch (as ScaleByPow2).
 VT_HD inline float Exp(float x) {
-  if (IsNaN(x)) return CanonicalNaN();
-  if (x > 89.0f) return Infinity();
-  if (x < -104.0f) return 0.0f;
-  const float t = x * 1.44269504088896341f;  // log2(e)
-  const int k = static_cast<int>(t < 0.0f ? t - 0.5f : t + 0.5f);
+  const float xr =
+      detail::Select((x >= -104.0f) & (x <= 89.0f), x, 0.0f);  // in range (NaN: 0): k fits an int
+  const float t = xr * 1.44269504088896341f;                   // log2(e)
+  const float below = t - 0.5f, above = t + 0.5f;
+  const int k = static_cast<int>(detail::Select(t < 0.0f, below, above));  // round half away from 0
   const float kf = static_cast<float>(k);
-  float r = x - kf * 0.693359375f;  // exact: the constant has 9 significant bits
+  float r = xr - kf * 0.693359375f;  // exact: the constant has 9 significant bits
   r = r - kf * -2.12194440e-4f;
   const float z = r * r;
   float p = 1.9875691500E-4f;
@@ -236,7 +250,9 @@ VT_HD inline float Exp(float x) {
   p = p * r + 1.6666665459E-1f;
   p = p * r + 5.0000001201E-1f;
   const float y = (p * z + r) + 1.0f;
-  return detail::ScaleByPow2(y, k);
+  const float scaled = detail::ScaleByPow2(y, k);
+  return detail::Select(IsNaN(x), CanonicalNaN(),
+                        detail::Select(x > 89.0f, Infinity(), detail::Select(x < -104.0f, 0.0f, scaled)));
 }
 
 VT_HD inline float Log(float x) {
@@ -307,21 +323,20 @@ VT_HD inline float Cos(float x) {
 }
 
 VT_HD inline float Tanh(float x) {
-  if (IsNaN(x)) return CanonicalNaN();
   const float ax = BitsFloat(FloatBits(x) & 0x7fffffffu);
-  if (ax < 0x1p-12f) return x;  // tanh x rounds to x (and keeps the sign of -0)
-  if (ax < 0.625f) {
-    const float z = x * x;
-    float p = -5.70498872745E-3f;
-    p = p * z + 2.06390887954E-2f;
-    p = p * z - 5.37397155531E-2f;
-    p = p * z + 1.33314422036E-1f;
-    p = p * z - 3.33332819422E-1f;
-    return p * z * x + x;
-  }
-  float y = 1.0f;
-  if (ax <= 10.0f) y = 1.0f - 2.0f / (Exp(ax + ax) + 1.0f);
-  return (FloatBits(x) >> 31) ? -y : y;
+  const float z = x * x;
+  float p = -5.70498872745E-3f;
+  p = p * z + 2.06390887954E-2f;
+  p = p * z - 5.37397155531E-2f;
+  p = p * z + 1.33314422036E-1f;
+  p = p * z - 3.33332819422E-1f;
+  const float near0 = p * z * x + x;  // ax < 0.625
+  const float from_exp = 1.0f - 2.0f / (Exp(ax + ax) + 1.0f);
+  const float y = detail::Select(ax <= 10.0f, from_exp, 1.0f);               // ax >= 0.625
+  const float far = BitsFloat(FloatBits(y) | (FloatBits(x) & 0x80000000u));  // y >= 0: x's sign
+  // ax < 2^-12: tanh x rounds to x (and keeps the sign of -0).
+  return detail::Select(IsNaN(x), CanonicalNaN(),
+                        detail::Select(ax < 0x1p-12f, x, detail::Select(ax < 0.625f, near0, far)));
 }
 
 VT_HD inline float Erf(float x) {

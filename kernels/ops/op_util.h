@@ -43,6 +43,7 @@
 #include "kernels/op_context.h"
 #include "kernels/ops/certified_math.h"
 #include "kernels/ops/native_math.h"
+#include "kernels/ops/repops_math.h"
 #include "kernels/parallel.h"
 #include "kernels/tensor.h"
 
@@ -197,15 +198,19 @@ struct CertifiedMath {
 };
 
 // out[i] = M::Exp(T(in[i]) − m) for i < n (`in` may be `out`): element by
-// element — exactly that loop — in every mode but native, which evaluates
-// exp of the exact difference on vectors (kernels/ops/native_math.h), and
-// certified, which takes the same differences and then M::Exp of all of
+// element — exactly that loop, or in repops mode the same loop on vectors
+// (repopsmath::ExpShifted, the same bits) — in every mode but native, which
+// evaluates exp of the exact difference on vectors (kernels/ops/native_math.h),
+// and certified, which takes the same differences and then M::Exp of all of
 // them at once (certmath::ExpArray: the same bits as M::Exp).
 template <class M, class In>
 void ExpShifted(const In* in, typename M::T m, typename M::T* out, std::int64_t n) {
   if constexpr (std::is_same_v<M, NativeMath>) {
     static_assert(std::is_same_v<In, float>);
     nativemath::ExpShifted(in, m, out, n);
+  } else if constexpr (std::is_same_v<M, RepopsMath>) {
+    static_assert(std::is_same_v<In, float>);
+    repopsmath::ExpShifted(in, m, out, n);
   } else if constexpr (std::is_same_v<M, CertifiedMath>) {
     static_assert(std::is_same_v<In, float>);
     for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] - m;
@@ -213,6 +218,19 @@ void ExpShifted(const In* in, typename M::T m, typename M::T* out, std::int64_t 
   } else {
     using T = typename M::T;
     for (std::int64_t i = 0; i < n; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);
+  }
+}
+
+// Modes whose Tanh has an array form with the bits of M::Tanh per element.
+template <class M>
+inline constexpr bool kHasTanhArray = std::is_same_v<M, RepopsMath> || std::is_same_v<M, CertifiedMath>;
+template <class M>
+void TanhArrayOf(const float* x, float* out, std::int64_t n) {
+  static_assert(kHasTanhArray<M>);
+  if constexpr (std::is_same_v<M, RepopsMath>) {
+    repopsmath::TanhArray(x, out, n);
+  } else {
+    certmath::TanhArray(x, out, n);
   }
 }
 

@@ -10,7 +10,9 @@
 //                  l_r, divided by the row count R
 // CrossEntropyBackward: g = dloss / R; per row: m, s as above;
 //                  p_k = Exp(x_k − m) / s; dx_k = (k == label ? p_k − 1 : p_k)·g
-// Exp and Log are detmath in repops, libm otherwise.
+// Exp and Log are the mode's (kernels/ops/op_util.h): detmath in repops,
+// fp64 in rounded, correctly rounded in certified, vectorised fp64 or libm in
+// native.
 
 #include "kernels/ops/softmax.h"
 
@@ -113,19 +115,19 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
     Outputs<T> outs;
     T* lo = outs.Bind(loss);
     std::vector<T> row_loss(static_cast<std::size_t>(rows));
-    // Native and certified mode: the exponentials of a row computed together
-    // first (ExpShifted: on vectors, or certmath::ExpArray), then summed.
-    constexpr bool kVectorExp = std::is_same_v<M, NativeMath> || std::is_same_v<M, CertifiedMath>;
-    std::vector<T> exps(kVectorExp ? static_cast<std::size_t>(rows * k) : 0);
+    // The exponentials of a row computed together first (ExpShifted: on
+    // vectors, the same bits as one M::Exp each), then summed; rounded mode
+    // (fp64) sums M::Exp directly.
+    constexpr bool kVectorExp = !M::kRounded;
     ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
+      std::vector<T> e(kVectorExp ? static_cast<std::size_t>(k) : 0);
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* in = logits.data() + r * k;
         const T m = RowMax<T>(in, k);
         T s;
         if constexpr (kVectorExp) {
-          T* e = exps.data() + r * k;
-          ExpShifted<M>(in, m, e, k);
-          s = SumOf<M>(k, [&](std::int64_t i) { return e[i]; });
+          ExpShifted<M>(in, m, e.data(), k);
+          s = SumOf<M>(k, [&](std::int64_t i) { return e[static_cast<std::size_t>(i)]; });
         } else {
           s = SumOf<M>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
         }

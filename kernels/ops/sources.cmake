@@ -10,6 +10,7 @@ set(VT_KERNELS_OPS_SOURCES
   ops/optim.cpp
   ops/reduce.cpp
   ops/registry.cpp
+  ops/repops_math.cpp
   ops/shape.cpp
   ops/softmax.cpp
 )
