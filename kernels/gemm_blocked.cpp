@@ -242,7 +242,14 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
       kKc * static_cast<std::int64_t>(sizeof(float)) / static_cast<std::int64_t>(sizeof(T));
   const std::int64_t k_blocks = (k + kKcT - 1) / kKcT;
   const std::int64_t kc_step = (k + k_blocks - 1) / k_blocks;
-  const std::int64_t row_blocks = (m + kMc - 1) / kMc;
+  // Row blocks of (nearly) equal size, none over kMc rows, and as many as a
+  // multiple of the threads when there are enough: each thread's share of
+  // the tasks then holds the same number of rows (with blocks of kMc and a
+  // short last one, two threads on 1024 rows split 576 : 448).
+  std::int64_t row_blocks = (m + kMc - 1) / kMc;
+  if (threads > 1 && row_blocks >= threads) row_blocks = (row_blocks + threads - 1) / threads * threads;
+  const std::int64_t mc_step = ((m + row_blocks - 1) / row_blocks + mr - 1) / mr * mr;
+  row_blocks = (m + mc_step - 1) / mc_step;
 
   for (std::int64_t jc = 0; jc < n; jc += kNc) {
     const std::int64_t nc = std::min(kNc, n - jc);
@@ -275,8 +282,8 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
         std::int64_t packed_block = -1;
         for (std::int64_t t = t0; t < t1; ++t) {
           const std::int64_t ib = t / col_groups, cg = t % col_groups;
-          const std::int64_t ic = ib * kMc;
-          const std::int64_t mc = std::min(kMc, m - ic);
+          const std::int64_t ic = ib * mc_step;
+          const std::int64_t mc = std::min(mc_step, m - ic);
           if (packed_block != ib) {
             PackA(av, ic, mc, pc, kc, mr, a_pack);
             packed_block = ib;
