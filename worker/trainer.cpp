@@ -54,6 +54,8 @@ StepEngine::StepEngine(const Job& job, const Dataset& dataset, kernels::ExecConf
       m_order(job.spec.seed, std::max<std::uint64_t>(dataset.size(), 1)) {
   auto shapes = graph::BatchShapes(job.model, static_cast<std::int64_t>(job.spec.batch_size));
   if (shapes.ok()) m_batch_shapes = std::move(shapes).value();
+  // Before any state of this engine exists (initial or from a checkpoint).
+  graph::KeepFreedMemoryForReuse();
 }
 
 Result<TrainingState> StepEngine::InitialState() const { return InitialStateOf(m_job, m_config.threads); }

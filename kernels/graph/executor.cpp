@@ -25,29 +25,6 @@ namespace {
 constexpr std::size_t kNoUse = std::numeric_limits<std::size_t>::max() - 1;  // never consumed
 constexpr std::size_t kKeep = std::numeric_limits<std::size_t>::max();       // next state or loss
 
-// A step allocates every node's outputs (and rounded mode its fp64 buffers)
-// afresh and frees them after their last use. With glibc's defaults, blocks
-// above the dynamic mmap threshold come from mmap and go back to the kernel
-// on free, and the top of the heap is trimmed: every step then page-faults
-// its whole working set in again, which on a VM cost more than the
-// arithmetic of the small presets (docs/kernels.md, "Step profile": 8x on
-// mlp-fashion) and, before mmap was turned off, 30-50 % of a GPT-2 small
-// step (its embedding, logits and attention probabilities are 50-200 MB
-// blocks; docs/kernels.md, "Eighth pass"). So the heap serves every size (M_MMAP_MAX = 0:
-// blocks of any size come from it and stay in it when freed) and is never
-// trimmed below 1 GiB free at its top: the next node and the next step reuse
-// the memory. Threads other than the main one allocate from their own arenas,
-// which glibc still backs with mmap above 64 MiB. No value depends on this.
-void KeepFreedMemoryForReuse() {
-#if defined(__GLIBC__)
-  static std::once_flag once;
-  std::call_once(once, [] {
-    mallopt(M_MMAP_MAX, 0);
-    mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  });
-#endif
-}
-
 std::string NodeLabel(const StepGraph& g, std::size_t i) {
   return "node " + std::to_string(i) + " (" + g.nodes[i].name + ")";
 }
@@ -93,6 +70,18 @@ std::optional<NodeRounding> MakeRounding(const ExecConfig& config, const Roundin
 }
 
 }  // namespace
+
+// The comment in executor.h says why; docs/kernels.md, "Why the process-wide
+// mallopt is safe", why it is safe.
+void KeepFreedMemoryForReuse() {
+#if defined(__GLIBC__)
+  static std::once_flag once;
+  std::call_once(once, [] {
+    mallopt(M_MMAP_MAX, 0);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  });
+#endif
+}
 
 std::vector<const Tensor*> NodeInputTensors(const StepGraph& graph, std::size_t i,
                                             std::span<const Tensor> state, std::span<const Tensor> batch,

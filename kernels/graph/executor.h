@@ -72,6 +72,25 @@ struct StepResult {
   std::vector<std::vector<Hash256>> output_hashes;  // hash_outputs: per node, per output
 };
 
+// The allocation policy of a process that trains (glibc only; elsewhere a
+// no-op). A step allocates every node's outputs (and rounded mode its fp64
+// buffers) afresh and frees them after their last use. With glibc's
+// defaults, blocks above the dynamic mmap threshold come from mmap and go
+// back to the kernel on free, and the top of the heap is trimmed: every step
+// then page-faults its working set in again, which on a VM cost more than
+// the arithmetic of the small presets (8x on mlp-fashion) and 30-50 % of a
+// GPT-2 small step, whose embedding, logits and attention probabilities are
+// 50-200 MB blocks (docs/kernels.md, "Step profile" and "Eighth pass"). So
+// the heap serves every size (M_MMAP_MAX = 0: blocks of any size come from it
+// and stay in it when freed) and is trimmed only above 1 GiB free at its
+// top; threads other than the main one keep glibc's per-thread arenas, which
+// take blocks above 64 MiB from mmap. No value depends on it. Once per
+// process, thread-safe; ExecuteStep and InitState call it, and so should
+// whatever builds a training state otherwise (a checkpoint's), before it
+// does: measured on GPT-2 small, a state allocated before the policy kept
+// the next steps 2x slower (8.8-9.9 s against 4.0 s).
+void KeepFreedMemoryForReuse();
+
 // `state`: the step's starting state in name order (InitState or a previous
 // next_state); `batch`: inputs and targets of BatchShapes' form. Invalid
 // "graph-malformed" (CheckGraph), "state-shape-mismatch",

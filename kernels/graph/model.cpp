@@ -11,6 +11,7 @@
 
 #include "common/philox.h"
 #include "common/random.h"
+#include "kernels/graph/executor.h"
 #include "kernels/parallel.h"
 
 namespace vt::kernels::graph {
@@ -489,6 +490,7 @@ Result<std::uint64_t> ParameterCount(const ModelSpec& model) {
 
 Result<NamedTensors> InitState(const ModelSpec& model, const OptimizerSpec& opt, std::uint64_t seed,
                                int threads) {
+  KeepFreedMemoryForReuse();  // the state's blocks come from the heap steps reuse
   VT_ASSIGN_OR_RETURN(std::vector<TensorSpec> params, ParamSpecs(model));
   VT_ASSIGN_OR_RETURN(std::vector<TensorSpec> state, StateSpecs(model, opt));
   const PhiloxKey key = PhiloxKeyFromSeed(seed);
