@@ -100,19 +100,27 @@ std::vector<double> Random(std::mt19937_64& rng, std::size_t n) {
   return v;
 }
 
+// A random product: m in [1, max_m], n in [1, max_n], k in [k_min, k_min +
+// k_span), random layouts and accumulation, leading dimensions padded by 0-2.
+GemmArgs RandomGemm(std::mt19937_64& rng, std::uint64_t max_m, std::uint64_t max_n, std::int64_t k_min,
+                    std::uint64_t k_span) {
+  GemmArgs g;
+  g.m = 1 + static_cast<std::int64_t>(rng() % max_m);
+  g.n = 1 + static_cast<std::int64_t>(rng() % max_n);
+  g.k = k_min + static_cast<std::int64_t>(rng() % k_span);
+  g.trans_a = (rng() & 1) != 0;
+  g.trans_b = (rng() & 1) != 0;
+  g.accumulate = (rng() & 1) != 0;
+  g.lda = (g.trans_a ? g.m : g.k) + static_cast<std::int64_t>(rng() % 3);
+  g.ldb = (g.trans_b ? g.k : g.n) + static_cast<std::int64_t>(rng() % 3);
+  g.ldc = g.n + static_cast<std::int64_t>(rng() % 3);
+  return g;
+}
+
 TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x6e11);
   for (int trial = 0; trial < 40; ++trial) {
-    GemmArgs g;
-    g.m = 1 + static_cast<std::int64_t>(rng() % 13);
-    g.n = 1 + static_cast<std::int64_t>(rng() % 11);
-    g.k = static_cast<std::int64_t>(rng() % 70);
-    g.trans_a = (rng() & 1) != 0;
-    g.trans_b = (rng() & 1) != 0;
-    g.accumulate = (rng() & 1) != 0;
-    g.lda = (g.trans_a ? g.m : g.k) + static_cast<std::int64_t>(rng() % 3);
-    g.ldb = (g.trans_b ? g.k : g.n) + static_cast<std::int64_t>(rng() % 3);
-    g.ldc = g.n + static_cast<std::int64_t>(rng() % 3);
+    const GemmArgs g = RandomGemm(rng, 13, 11, 0, 70);
     const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda + 1));
     const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb + 1));
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
@@ -184,16 +192,7 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
 TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x7113);
   for (int trial = 0; trial < 8; ++trial) {
-    GemmArgs g;
-    g.m = 1 + static_cast<std::int64_t>(rng() % 260);
-    g.n = 1 + static_cast<std::int64_t>(rng() % 200);
-    g.k = 1 + static_cast<std::int64_t>(rng() % 1100);
-    g.trans_a = (rng() & 1) != 0;
-    g.trans_b = (rng() & 1) != 0;
-    g.accumulate = (rng() & 1) != 0;
-    g.lda = (g.trans_a ? g.m : g.k) + static_cast<std::int64_t>(rng() % 3);
-    g.ldb = (g.trans_b ? g.k : g.n) + static_cast<std::int64_t>(rng() % 3);
-    g.ldc = g.n + static_cast<std::int64_t>(rng() % 3);
+    const GemmArgs g = RandomGemm(rng, 260, 200, 1, 1100);
     const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda));
     const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb));
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
