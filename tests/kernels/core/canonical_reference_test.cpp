@@ -197,7 +197,7 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
     const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb));
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
     std::vector<double> want = c0;
-    testing::SequentialGemmF64(g, a.data(), b.data(), want.data());
+    testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
     for (int threads : {1, 2, 3}) {
       std::vector<double> got = c0;
       GemmF64Reference(threads, g, a.data(), b.data(), got.data());

@@ -1,7 +1,7 @@
-// Repops GEMM: every SIMD path × thread count equals a naive loop bitwise;
-// golden hashes pin the bits; native sgemm is checked against fp64; the
-// widening fp64 GEMM (certified mode's fast path) equals the sequential fp64
-// sum bitwise.
+// Repops GEMM: every SIMD path × thread count equals the sequential fp32 sum
+// (tests/kernels/sequential_gemm.h) bitwise; golden hashes pin the bits;
+// native sgemm is checked against fp64; the widening fp64 GEMM (certified
+// mode's fast path) equals the sequential fp64 sum bitwise.
 
 #include <gtest/gtest.h>
 
@@ -21,23 +21,6 @@
 
 namespace vt::kernels {
 namespace {
-
-// The definition, written out independently of the library: one fp32
-// accumulator per output, starting at +0 (or C), mul then add, p in order.
-void NaiveGemm(const GemmArgs& g, const float* a, const float* b, float* c) {
-  for (std::int64_t i = 0; i < g.m; ++i) {
-    for (std::int64_t j = 0; j < g.n; ++j) {
-      float acc = g.accumulate ? c[i * g.ldc + j] : 0.0f;
-      for (std::int64_t p = 0; p < g.k; ++p) {
-        const float av = g.trans_a ? a[p * g.lda + i] : a[i * g.lda + p];
-        const float bv = g.trans_b ? b[j * g.ldb + p] : b[p * g.ldb + j];
-        const float prod = av * bv;
-        acc = acc + prod;
-      }
-      c[i * g.ldc + j] = acc;
-    }
-  }
-}
 
 std::vector<float> RandomFloats(std::mt19937_64& rng, std::size_t n) {
   std::vector<float> v(n);
@@ -100,7 +83,7 @@ CaseData MakeCase(std::mt19937_64& rng, const Case& cs) {
 void RunCase(std::mt19937_64& rng, const Case& cs) {
   const auto [g, a, b, c0] = MakeCase(rng, cs);
   std::vector<float> want = c0;
-  NaiveGemm(g, a.data(), b.data(), want.data());
+  testing::SequentialGemm<float>(g, a.data(), b.data(), want.data());
   std::vector<float> ref = c0;
   GemmRepopsReference(g, a.data(), b.data(), ref.data());
   ASSERT_TRUE(SameBits(ref, want)) << "GemmRepopsReference";
@@ -155,7 +138,7 @@ TEST(GemmRepopsTest, SpecialValuesPropagateIdentically) {
   b[100] = 3e38f;
   b[101] = 3e38f;
   std::vector<float> want(19 * 37);
-  NaiveGemm(g, a.data(), b.data(), want.data());
+  testing::SequentialGemm<float>(g, a.data(), b.data(), want.data());
   for (Simd simd : SupportedSimds()) {
     std::vector<float> got(19 * 37);
     GemmRepops(ExecConfig{Mode::kRepops, 2, simd, {}}, g, a.data(), b.data(), got.data());
@@ -213,7 +196,7 @@ void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
   const auto [g, a, b, c0f] = MakeCase(rng, cs);
   const std::vector<double> c0(c0f.begin(), c0f.end());
   std::vector<double> want = c0;
-  testing::SequentialGemmF64(g, a.data(), b.data(), want.data());
+  testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
   // GemmF64 on the widened operands runs the same kernel on fp64 panels.
   const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
   for (int threads : {1, 2, 3}) {
