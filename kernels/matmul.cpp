@@ -19,9 +19,27 @@
 #include "kernels/parallel.h"
 #include "kernels/simd_clones.h"
 
+// OpenBLAS's pthread build (Debian's default) exports this: it joins its
+// worker threads, which it starts again on its next threaded call (the path
+// it takes after a fork). Weak: other builds (OpenMP) lack it.
+extern "C" int blas_thread_shutdown_(void) __attribute__((weak));
+
 namespace vt::kernels {
 
 namespace {
+
+// OpenBLAS's pthread build starts its worker threads as the library loads,
+// and each spins on sched_yield for its thread timeout (2^28 cycles: ~0.13 s
+// of a core on the development machine) before it sleeps — whether or not
+// OpenBLAS is ever called. On two cores that took the second core from a
+// short `vt-worker train`'s checkpoint writer. Repops never calls OpenBLAS,
+// and native and rounded mode start the threads again on their first
+// threaded call, so stop them once, before main runs (libraries' constructors
+// run before ours: OpenBLAS has started them by then).
+[[maybe_unused]] const bool g_blas_threads_stopped = [] {
+  if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+  return true;
+}();
 
 // OpenBLAS's thread count is process-global; set it only when it changes.
 void SetBlasThreads(int threads) {

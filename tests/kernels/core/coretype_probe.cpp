@@ -5,6 +5,7 @@
 //
 //   kernels_coretype_probe native|rounded-nolog|repops THREADS M K N INPUTS
 //   kernels_coretype_probe record|replay|record-noslack|replay-noslack THREADS M K N INPUTS LOGFILE
+//   kernels_coretype_probe threads    prints "<corename> <threads of this process at main>"
 // INPUTS: uniform | cancel | cancel24 (the cancelling term 2^24 instead of
 // 2^20: fp64 divergence ~2^-8 ulp of the result) | zeromean. record/replay use MatMul (rounded mode
 // with the GEMM error bound β); the -noslack variants round the same dgemm
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -89,6 +91,13 @@ int Fail(const std::string& why) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::strcmp(argv[1], "threads") == 0) {
+    // Before anything runs: the threads the libraries' load left behind.
+    std::size_t tasks = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++tasks;
+    std::printf("%s %zu\n", openblas_get_corename(), tasks);
+    return 0;
+  }
   if (argc < 7) {
     std::fprintf(stderr, "usage: %s MODE THREADS M K N uniform|cancel [LOG]\n", argv[0]);
     return 2;

@@ -204,4 +204,22 @@ TEST(CrossCoreTypeTest, RepopsIgnoresTheBlasCoreType) {
   EXPECT_EQ(hashes.size(), 1u);
 }
 
+// OpenBLAS's pthread build starts its worker threads as it loads and lets
+// each spin for ~0.1 s of a core; kernels/matmul.cpp stops them before main.
+// Asked for two of them (OPENBLAS_NUM_THREADS), a process linking the kernels
+// has none left when its main starts: only its own thread.
+TEST(BlasThreadsTest, NoOpenBlasWorkerSpinsBeforeMain) {
+  const std::string cmd = "env OPENBLAS_NUM_THREADS=2 '" VT_CORETYPE_PROBE "' threads";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buf[256] = {};
+  const bool got = std::fgets(buf, sizeof buf, pipe) != nullptr;
+  pclose(pipe);
+  ASSERT_TRUE(got);
+  unsigned threads = 0;
+  char core[64] = {};
+  ASSERT_EQ(std::sscanf(buf, "%63s %u", core, &threads), 2) << buf;
+  EXPECT_EQ(threads, 1u) << "threads at main under OpenBLAS core " << core;
+}
+
 }  // namespace
