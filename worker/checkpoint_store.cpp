@@ -4,9 +4,11 @@
 #include <zstd_errors.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <system_error>
 
@@ -29,25 +31,24 @@ constexpr std::uint64_t kMaxZstdExpansion = 32768;
 Status Corrupt(const std::string& detail) { return Status::Invalid("checkpoint-corrupt", detail); }
 Status Truncated(const std::string& detail) { return Status::Invalid("checkpoint-truncated", detail); }
 
-// Byte planes of each tensor's values in the payload, in place. `forward`
-// shuffles (value-major → plane-major), otherwise unshuffles. The payload's
-// structure was produced by EncodeState, or is checked here while walking it.
-Status ShufflePayload(Bytes& payload, bool forward) {
+// Each tensor's values in a shuffled payload back from byte planes to
+// values, in place. The payload's structure is checked while walking it.
+Status UnshufflePayload(Bytes& payload) {
   Reader r(payload);
   VT_ASSIGN_OR_RETURN(protocol::StateHeader header, protocol::Decode(r, DecodeAs<protocol::StateHeader>{}));
-  Bytes scratch;
+  Bytes planes;
   for (std::size_t t = 0; t < header.tensor_names.size(); ++t) {
     VT_ASSIGN_OR_RETURN(kernels::TensorHeader th, kernels::ReadTensorHeader(r));
     const std::size_t pos = r.position();
     const auto n = static_cast<std::size_t>(th.numel);
     VT_TRY(r.GetFixed(n * 4).status());
     std::uint8_t* data = payload.data() + pos;
-    scratch.assign(data, data + n * 4);
+    planes.assign(data, data + n * 4);
+    const std::uint8_t *p0 = planes.data(), *p1 = p0 + n, *p2 = p1 + n, *p3 = p2 + n;
     for (std::size_t i = 0; i < n; ++i) {
-      for (std::size_t k = 0; k < 4; ++k) {
-        if (forward) data[k * n + i] = scratch[i * 4 + k];
-        else data[i * 4 + k] = scratch[k * n + i];
-      }
+      const std::uint32_t v =
+          p0[i] | std::uint32_t{p1[i]} << 8 | std::uint32_t{p2[i]} << 16 | std::uint32_t{p3[i]} << 24;
+      std::memcpy(data + 4 * i, &v, 4);  // little-endian, as the planes were cut
     }
   }
   return Status::Ok();
@@ -107,34 +108,100 @@ Result<std::vector<std::filesystem::directory_entry>> ListDir(const std::filesys
   return out;
 }
 
+// One zstd frame, with its content size and checksum, appended to `out` from
+// pieces fed in order: the payload is never gathered in one buffer. Encoding
+// a checkpoint used to copy the state into a payload, copy that again to cut
+// its byte planes, and zero-fill an output buffer of the payload's size
+// before compressing: three passes over the state besides the compressor's,
+// most of the time a small state's checkpoint took.
+class FrameWriter {
+ public:
+  FrameWriter(Bytes& out, std::uint64_t content_size, int level) : m_out(out), m_ctx(Context()) {
+    ZSTD_CCtx_reset(m_ctx, ZSTD_reset_session_and_parameters);
+    ZSTD_CCtx_setParameter(m_ctx, ZSTD_c_compressionLevel, level);
+    ZSTD_CCtx_setParameter(m_ctx, ZSTD_c_checksumFlag, 1);
+    ZSTD_CCtx_setPledgedSrcSize(m_ctx, content_size);
+  }
+  void Put(ByteSpan in) { Drive(in, ZSTD_e_continue); }
+  void Finish() { Drive({}, ZSTD_e_end); }
+
+ private:
+  // One compression context per thread, kept between checkpoints: a new one
+  // allocates and clears its tables every time.
+  static ZSTD_CCtx* Context() {
+    thread_local const std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> ctx(ZSTD_createCCtx(),
+                                                                                &ZSTD_freeCCtx);
+    assert(ctx != nullptr);
+    return ctx.get();
+  }
+
+  // Through a scratch buffer, not out's spare capacity: resizing `out` to
+  // give the compressor room would zero-fill that room on every call.
+  void Drive(ByteSpan in, ZSTD_EndDirective mode) {
+    ZSTD_inBuffer src{in.data(), in.size(), 0};
+    for (;;) {
+      ZSTD_outBuffer dst{m_scratch.get(), kScratch, 0};
+      const std::size_t left = ZSTD_compressStream2(m_ctx, &dst, &src, mode);
+      // Compression cannot fail short of a bug (the sizes were pledged).
+      assert(!ZSTD_isError(left));
+      m_out.insert(m_out.end(), m_scratch.get(), m_scratch.get() + dst.pos);
+      if (mode == ZSTD_e_end ? left == 0 : src.pos == src.size) return;
+    }
+  }
+
+  static constexpr std::size_t kScratch = std::size_t{1} << 17;
+  Bytes& m_out;
+  ZSTD_CCtx* m_ctx;
+  std::unique_ptr<std::uint8_t[]> m_scratch{new std::uint8_t[kScratch]};  // not value-initialised
+};
+
+// Byte `plane` of each value's little-endian encoding (bit_cast: the format's
+// byte order is the host's, as in EncodeTensor).
+void CutBytePlane(std::span<const float> values, int plane, std::uint8_t* out) {
+  const int shift = 8 * plane;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out[i] = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(values[i]) >> shift);
+  }
+}
+
 }  // namespace
 
 Bytes EncodeCheckpointFile(const TrainingState& state, const Hash256& state_hash, const CheckpointOptions& options) {
-  Bytes payload = EncodeState(state);
-  if (options.byte_shuffle) {
-    const Status st = ShufflePayload(payload, /*forward=*/true);
-    (void)st;
-    assert(st.ok() && "EncodeState produced a payload it cannot walk");
-  }
+  std::uint64_t payload_size = 0;
+  StreamState(
+      state, [&](ByteSpan b) { payload_size += b.size(); },
+      [&](std::span<const float> v) { payload_size += v.size_bytes(); });
   Bytes out;
-  out.reserve(kCheckpointHeaderSize + ZSTD_compressBound(payload.size()));
+  out.reserve(kCheckpointHeaderSize + ZSTD_compressBound(payload_size));  // no reallocation
   out.insert(out.end(), std::begin(kMagic), std::end(kMagic));
   PutLe(out, kFormatVersion, 2);
   out.insert(out.end(), state_hash.bytes.begin(), state_hash.bytes.end());
   PutLe(out, state.step, 8);
-  PutLe(out, payload.size(), 8);
+  PutLe(out, payload_size, 8);
   out.push_back(options.byte_shuffle ? kFlagByteShuffle : 0);
 
-  std::unique_ptr<ZSTD_CCtx, decltype(&ZSTD_freeCCtx)> cctx(ZSTD_createCCtx(), &ZSTD_freeCCtx);
-  assert(cctx != nullptr);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_compressionLevel, options.zstd_level);
-  ZSTD_CCtx_setParameter(cctx.get(), ZSTD_c_checksumFlag, 1);
-  const std::size_t header = out.size();
-  out.resize(header + ZSTD_compressBound(payload.size()));
-  const std::size_t n = ZSTD_compress2(cctx.get(), out.data() + header, out.size() - header, payload.data(), payload.size());
-  // With a ZSTD_compressBound buffer compression cannot fail short of a bug.
-  assert(!ZSTD_isError(n));
-  out.resize(header + n);
+  FrameWriter frame(out, payload_size, options.zstd_level);
+  std::vector<std::uint8_t> plane;
+  const auto put_values = [&](std::span<const float> v) {
+    if (!options.byte_shuffle) {
+      frame.Put(ByteSpan(reinterpret_cast<const std::uint8_t*>(v.data()), v.size_bytes()));
+      return;
+    }
+    // The tensor's planes one after another, each cut in pieces of 64 Ki
+    // values (the compressor copies its input into its window anyway).
+    constexpr std::size_t kPiece = std::size_t{1} << 16;
+    plane.resize(std::min(kPiece, v.size()));
+    for (int k = 0; k < 4; ++k) {
+      for (std::size_t at = 0; at < v.size(); at += kPiece) {
+        const std::span<const float> piece = v.subspan(at, std::min(kPiece, v.size() - at));
+        CutBytePlane(piece, k, plane.data());
+        frame.Put(ByteSpan(plane.data(), piece.size()));
+      }
+    }
+  };
+  StreamState(
+      state, [&](ByteSpan b) { frame.Put(b); }, put_values);
+  frame.Finish();
   return out;
 }
 
@@ -168,7 +235,7 @@ Result<TrainingState> DecodeCheckpointFile(ByteSpan file, const Hash256& expecte
   if (got != payload.size()) return Corrupt("zstd frame decompressed to the wrong size");
 
   if ((h.flags & kFlagByteShuffle) != 0) {
-    const Status st = ShufflePayload(payload, /*forward=*/false);
+    const Status st = UnshufflePayload(payload);
     if (!st.ok()) return Corrupt("payload: " + st.ToString());
   }
   auto state = DecodeState(payload);

@@ -60,9 +60,25 @@ Result<TensorOpening> OpenTensor(const TrainingState& state, std::string_view na
   return TensorOpening{index, tree.Leaf(index), tree.Prove(index)};
 }
 
+void StreamState(const TrainingState& state, const std::function<void(ByteSpan)>& bytes,
+                 const std::function<void(std::span<const float>)>& values) {
+  Writer header;
+  protocol::Encode(header, state.Header());
+  bytes(header.bytes());
+  for (const auto& [name, t] : state.tensors) {
+    Writer tensor_header;
+    kernels::EncodeTensorHeader(tensor_header, t.shape());
+    bytes(tensor_header.bytes());
+    values(t.values());
+  }
+}
+
 void EncodeState(Writer& w, const TrainingState& state) {
-  protocol::Encode(w, state.Header());
-  for (const auto& [name, t] : state.tensors) kernels::EncodeTensor(w, t);
+  StreamState(
+      state, [&w](ByteSpan b) { w.PutFixed(b); },
+      [&w](std::span<const float> v) {
+        w.PutFixed(ByteSpan(reinterpret_cast<const std::uint8_t*>(v.data()), v.size_bytes()));
+      });
 }
 
 Bytes EncodeState(const TrainingState& state) {

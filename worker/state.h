@@ -10,7 +10,9 @@
 // so that one tensor can be opened against h_t with a Merkle proof.
 
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +68,14 @@ std::vector<TensorOpening> OpenAllTensors(const TrainingState& state);
 //   EncodeStateHeader(header) | for each tensor in name order: EncodeTensor(t)
 // The tensor names come from the header. Decoding validates the header
 // (state-bad-names) and the tensors (kernels/tensor_codec.h reasons).
+//
+// StreamState hands out those bytes in order without gathering them:
+// `bytes` gets the state header and each tensor's header, `values` each
+// tensor's values (EncodeTensor writes them as their raw little-endian
+// bytes). EncodeState is StreamState into one Writer; a checkpoint streams
+// them into its compressor and never holds a copy of the state.
+void StreamState(const TrainingState& state, const std::function<void(ByteSpan)>& bytes,
+                 const std::function<void(std::span<const float>)>& values);
 void EncodeState(Writer& w, const TrainingState& state);
 Bytes EncodeState(const TrainingState& state);
 Result<TrainingState> DecodeState(ByteSpan bytes);

@@ -8,11 +8,13 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zstd.h>
 
 #include <cstdio>
 #include <random>
 #include <set>
 
+#include "kernels/tensor_codec.h"
 #include "tests/support/test_seed.h"
 #include "tests/worker/test_util.h"
 #include "worker/file_io.h"
@@ -80,6 +82,42 @@ TEST(CheckpointStoreTest, FileHeaderLayout) {
   EXPECT_EQ(file[56], 0x01);
   EXPECT_EQ(ToHex(ByteSpan(file.data() + 57, 4)), "28b52ffd");  // zstd frame magic
   EXPECT_EQ(EncodeCheckpointFile(s, h, {3, false})[56], 0x00);
+}
+
+// The frame holds EncodeState's bytes — each tensor's values as four byte
+// planes when shuffled — whatever pieces the encoder streamed them in: here
+// a tensor of 70 000 values (more than one 64 Ki piece), an empty one, and
+// both options, against a payload built here from EncodeState.
+TEST(CheckpointStoreTest, FrameHoldsTheStatePayload) {
+  TrainingState s = MakeState(vt::test::TestSeed(), 4375, 9);  // 70 000 weights
+  s.tensors.emplace("empty", kernels::Tensor({0, 3}));
+  const Bytes payload = EncodeState(s);
+  // The planes, cut by walking each tensor's values in the payload.
+  Bytes shuffled = payload;
+  {
+    std::size_t at = payload.size();
+    for (auto t = s.tensors.rbegin(); t != s.tensors.rend(); ++t) {
+      const std::size_t n = t->second.values().size();
+      at -= 4 * n;
+      for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t k = 0; k < 4; ++k) shuffled[at + k * n + i] = payload[at + 4 * i + k];
+      }
+      Writer header;
+      kernels::EncodeTensorHeader(header, t->second.shape());
+      at -= header.size();
+    }
+  }
+  for (const bool shuffle : {false, true}) {
+    const Bytes file = EncodeCheckpointFile(s, StateHash(s), {3, shuffle});
+    const ByteSpan frame = ByteSpan(file).subspan(kCheckpointHeaderSize);
+    ASSERT_EQ(ZSTD_getFrameContentSize(frame.data(), frame.size()), payload.size());
+    Bytes content(payload.size());
+    ASSERT_EQ(ZSTD_decompress(content.data(), content.size(), frame.data(), frame.size()), payload.size());
+    EXPECT_EQ(content, shuffle ? shuffled : payload) << "shuffle " << shuffle;
+    auto back = DecodeCheckpointFile(file, StateHash(s));
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_TRUE(back->BitwiseEqual(s));
+  }
 }
 
 TEST(CheckpointStoreTest, ShuffleCompressesSmallFloatsBetter) {
