@@ -265,10 +265,10 @@ std::filesystem::path CheckpointStore::PathFor(const Hash256& state_hash) const 
   return m_dir / (state_hash.Hex() + std::string(kSuffix));
 }
 
-Result<Hash256> CheckpointStore::Put(const TrainingState& state) {
+Result<Hash256> CheckpointStore::Put(const TrainingState& state, DirSync dir_sync) {
   VT_TRY(ValidateState(state));
   const Hash256 hash = StateHash(state);
-  VT_TRY(WriteFileAtomic(PathFor(hash), EncodeCheckpointFile(state, hash, m_options)));
+  VT_TRY(WriteFileAtomic(PathFor(hash), EncodeCheckpointFile(state, hash, m_options), dir_sync));
   return hash;
 }
 

@@ -30,6 +30,7 @@
 
 #include "common/bytes.h"
 #include "common/result.h"
+#include "worker/file_io.h"
 #include "worker/state.h"
 
 namespace vt::worker {
@@ -65,8 +66,10 @@ class CheckpointStore {
 
   // Writes the state (replacing a file of the same hash, which repairs a
   // damaged copy) and returns its hash. Invalid "state-bad-names" for a state
-  // that has no hash. On failure no existing checkpoint is changed.
-  Result<Hash256> Put(const TrainingState& state);
+  // that has no hash. On failure no existing checkpoint is changed. With
+  // DirSync::kDeferred the file's name is durable only after SyncDirectory
+  // (worker/file_io.h): several checkpoints, one directory fsync.
+  Result<Hash256> Put(const TrainingState& state, DirSync dir_sync = DirSync::kNow);
   // Reads and verifies. Error "checkpoint-not-found" when absent.
   Result<TrainingState> Get(const Hash256& state_hash) const;
   bool Contains(const Hash256& state_hash) const;

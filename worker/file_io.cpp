@@ -76,13 +76,6 @@ Result<Bytes> ReadUpTo(const std::filesystem::path& path, std::size_t max_bytes)
   return out;
 }
 
-Status FsyncDirectory(const std::filesystem::path& dir) {
-  Fd fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) return WriteError(dir, "open directory", errno);
-  if (::fsync(fd.get()) != 0) return WriteError(dir, "fsync directory", errno);
-  return Status::Ok();
-}
-
 std::atomic<std::uint64_t> g_temp_counter{0};
 
 }  // namespace
@@ -93,11 +86,18 @@ Result<Bytes> ReadFilePrefix(const std::filesystem::path& path, std::size_t max_
   return ReadUpTo(path, max_bytes);
 }
 
+Status SyncDirectory(const std::filesystem::path& dir) {
+  Fd fd(::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) return WriteError(dir, "open directory", errno);
+  if (::fsync(fd.get()) != 0) return WriteError(dir, "fsync directory", errno);
+  return Status::Ok();
+}
+
 bool IsTempFileName(std::string_view file_name) {
   return file_name.size() > 1 && file_name.front() == '.' && file_name.find(".tmp.") != std::string_view::npos;
 }
 
-Status WriteFileAtomic(const std::filesystem::path& path, ByteSpan data) {
+Status WriteFileAtomic(const std::filesystem::path& path, ByteSpan data, DirSync dir_sync) {
   const std::filesystem::path dir = path.parent_path();
   const std::string temp_name = "." + path.filename().string() + ".tmp." + std::to_string(::getpid()) + "." +
                                 std::to_string(g_temp_counter.fetch_add(1));
@@ -124,7 +124,7 @@ Status WriteFileAtomic(const std::filesystem::path& path, ByteSpan data) {
   if (fd.Close() != 0) return fail("close", errno);
   if (::rename(temp.c_str(), path.c_str()) != 0) return fail("rename", errno);
   // The rename is durable only once the directory entry is.
-  return FsyncDirectory(dir);
+  return dir_sync == DirSync::kNow ? SyncDirectory(dir) : Status::Ok();
 }
 
 }  // namespace vt::worker

@@ -24,7 +24,16 @@ Result<Bytes> ReadFilePrefix(const std::filesystem::path& path, std::size_t max_
 // old file or the new one, never a mix: write a temporary file in the same
 // directory, fsync it, rename it over `path`, fsync the directory. On failure
 // the temporary file is removed and `path` is untouched.
-Status WriteFileAtomic(const std::filesystem::path& path, ByteSpan data);
+//
+// DirSync::kDeferred leaves out the directory's fsync: the new file's
+// content is durable, but its name is not until SyncDirectory(parent) — for
+// writers that put several files in one directory and then sync it once
+// (a batch of checkpoints), before anything that names them is written.
+enum class DirSync { kNow, kDeferred };
+Status WriteFileAtomic(const std::filesystem::path& path, ByteSpan data, DirSync dir_sync = DirSync::kNow);
+
+// fsync of a directory: the renames into it become durable.
+Status SyncDirectory(const std::filesystem::path& dir);
 
 // Temporary files of WriteFileAtomic are named ".<name>.tmp.<pid>.<n>"; a
 // crash can leave one behind. Directory owners ignore and remove them.

@@ -279,7 +279,7 @@ Result<RunDir> RunDir::Open(const std::filesystem::path& dir, bool create, Check
 std::filesystem::path RunDir::LogPath(std::uint64_t interval) const {
   char name[32];
   std::snprintf(name, sizeof(name), "%06llu.vtlog", static_cast<unsigned long long>(interval));
-  return m_dir / "logs" / name;
+  return LogDir() / name;
 }
 
 Status RunDir::SaveJob(const Job& job) const {
@@ -327,9 +327,9 @@ Status RunDir::SaveManifest(const RunManifest& manifest) const {
 }
 
 Result<IntervalLogEntry> RunDir::SaveIntervalLogs(std::uint64_t index, const IntervalLogs& logs,
-                                                  std::uint64_t values_rounded) const {
+                                                  std::uint64_t values_rounded, DirSync dir_sync) const {
   const Bytes file = EncodeIntervalLogFile(logs);
-  VT_TRY(WriteFileAtomic(LogPath(index), file));
+  VT_TRY(WriteFileAtomic(LogPath(index), file, dir_sync));
   IntervalLogEntry e;
   e.index = index;
   e.first_step = logs.first_step;

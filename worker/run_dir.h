@@ -126,6 +126,7 @@ class RunDir {
   std::filesystem::path JobJsonPath() const { return m_dir / "job.json"; }
   std::filesystem::path ManifestPath() const { return m_dir / "run.json"; }
   std::filesystem::path CommitmentPath() const { return m_dir / "commitment.bin"; }
+  std::filesystem::path LogDir() const { return m_dir / "logs"; }
   std::filesystem::path LogPath(std::uint64_t interval) const;
   CheckpointStore& checkpoints() { return m_store; }
   const CheckpointStore& checkpoints() const { return m_store; }
@@ -139,9 +140,11 @@ class RunDir {
   Result<RunManifest> LoadManifest() const;
   Status SaveManifest(const RunManifest& manifest) const;
 
-  // Writes the logs of interval `index` and returns their manifest entry.
+  // Writes the logs of interval `index` and returns their manifest entry
+  // (kDeferred: durable under their name after SyncDirectory(LogDir())).
   Result<IntervalLogEntry> SaveIntervalLogs(std::uint64_t index, const IntervalLogs& logs,
-                                            std::uint64_t values_rounded) const;
+                                            std::uint64_t values_rounded,
+                                            DirSync dir_sync = DirSync::kNow) const;
   // Reads the logs the entry names and checks them against it.
   Result<IntervalLogs> LoadIntervalLogs(const IntervalLogEntry& entry) const;
   // The same, also returning the file's bytes (to publish them as they are).

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "kernels/blas_core.h"
+#include "worker/checkpoint_queue.h"
 
 namespace vt::worker {
 
@@ -211,40 +212,10 @@ Result<TrainingState> LoadCheckpoint(const RunDir& run, const RunManifest& manif
 
 namespace {
 
-// One background write at a time: Start runs `job` on its own thread (after
-// waiting for the one before), Wait returns its result.
-class CheckpointWriter {
- public:
-  CheckpointWriter() = default;
-  CheckpointWriter(const CheckpointWriter&) = delete;
-  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
-  ~CheckpointWriter() { (void)Wait(); }
-
-  void Start(std::function<Status()> job) {
-    (void)Wait();
-    m_thread = std::thread([this, job = std::move(job)] { m_result = job(); });
-  }
-  Status Wait() {
-    if (m_thread.joinable()) m_thread.join();
-    Status s = std::move(m_result);
-    m_result = Status::Ok();
-    return s;
-  }
-
- private:
-  std::thread m_thread;
-  Status m_result;
-};
-
-// States up to this size are checkpointed in the background from a copy
-// (GPT-2 small's 1.5 GB are not: its copy would cost more than the wait).
-constexpr std::size_t kAsyncCheckpointMaxBytes = std::size_t{256} << 20;
-
-std::size_t StateBytes(const TrainingState& state) {
-  std::size_t bytes = 0;
-  for (const auto& [name, tensor] : state.tensors) bytes += tensor.values().size() * sizeof(float);
-  return bytes;
-}
+// States up to this size wait for the background writer as copies (a
+// queue of several small ones, or one up to this size); GPT-2 small's 1.5 GB
+// are written in the loop instead, where a copy would cost more than the wait.
+constexpr std::size_t kCheckpointQueueBytes = std::size_t{256} << 20;
 
 }  // namespace
 
@@ -302,81 +273,53 @@ Result<TrainSummary> Train(const Job& job, const Dataset& dataset, const std::fi
     manifest.interval = job.spec.checkpoint_interval;
     manifest.mode = job.spec.mode;
     VT_ASSIGN_OR_RETURN(state, engine.InitialState());
-    VT_ASSIGN_OR_RETURN(Hash256 h0, run.checkpoints().Put(state));
-    manifest.checkpoints.push_back(CheckpointEntry{0, 0, h0});
-    VT_TRY(run.SaveManifest(manifest));
   }
+  CheckpointQueue checkpoints(run, manifest, kCheckpointQueueBytes);
+  // A new run's checkpoint 0 is written while the first steps run.
+  if (!have_state) VT_TRY(checkpoints.Push(state, PendingCheckpoint{}));
+  std::uint64_t next_index = have_state ? manifest.checkpoints.size() : 1;
 
   TrainSummary summary;
   summary.f64_reference = config.f64_reference;
-  IntervalLogs interval;
-  interval.first_step = state.step;
-  std::uint64_t interval_values = 0;
-  std::uint64_t next_index = manifest.checkpoints.size();
-  // Losses of the steps since the last checkpoint handed to the writer: the
-  // writer owns `manifest` while a checkpoint is in flight.
-  std::vector<float> losses;
-  CheckpointWriter writer;
+  PendingCheckpoint pending;  // what the manifest gains at the next checkpoint
+  const auto start_interval = [&] {
+    pending = PendingCheckpoint{};
+    if (rounded) pending.logs = IntervalLogs{.first_step = state.step, .steps = {}};
+  };
+  start_interval();
   ProgressMeter progress("train", state.step, n, options.progress);
   const double start = Now();
-  // Waits for the checkpoint in flight; its failure ends the run.
-  const auto wait = [&]() -> Status {
-    const double w0 = Now();
-    const Status s = writer.Wait();
-    summary.checkpoint_seconds += Now() - w0;
-    return s;
-  };
   while (state.step < n) {
     if (options.stop_at_step && state.step >= *options.stop_at_step) break;
     const double t0 = Now();
     VT_ASSIGN_OR_RETURN(StepOutcome step, engine.Step(state));
     summary.step_seconds += Now() - t0;
     ++summary.steps_run;
-    losses.push_back(step.result.loss);
+    pending.losses.push_back(step.result.loss);
     if (rounded) {
-      interval_values += step.result.values_rounded;
-      interval.steps.push_back(std::move(step.result.logs));
+      pending.values_rounded += step.result.values_rounded;
+      pending.logs->steps.push_back(std::move(step.result.logs));
     }
     progress.Update(state.step, step.result.loss);
     if (options.on_step) options.on_step(state.step, step.result.loss);
 
-    const std::uint64_t index = next_index;
-    if (state.step == CheckpointStepOf(job.spec, index)) {
-      VT_TRY(wait());
+    if (state.step == CheckpointStepOf(job.spec, next_index)) {
+      pending.index = next_index++;
       const double c0 = Now();
-      // The checkpoint and the manifest that lists it are written while the
-      // next steps run (in order, at most one in flight, each durable before
-      // the next starts), from a copy of the state — unless the state is
-      // large, where a second copy would cost more memory than the wait.
-      auto write = [&run, &manifest, &summary, rounded, index, losses = std::move(losses),
-                    logs = std::move(interval), values = interval_values](const TrainingState& snapshot) -> Status {
-        manifest.losses.insert(manifest.losses.end(), losses.begin(), losses.end());
-        VT_ASSIGN_OR_RETURN(Hash256 h, run.checkpoints().Put(snapshot));
-        manifest.checkpoints.push_back(CheckpointEntry{index, snapshot.step, h});
-        if (rounded) {
-          VT_ASSIGN_OR_RETURN(IntervalLogEntry entry, run.SaveIntervalLogs(index - 1, logs, values));
-          summary.log_entries += entry.entries;
-          summary.log_bytes += entry.file_bytes;
-          summary.values_rounded += entry.values_rounded;
-          manifest.logs.push_back(entry);
-        }
-        return run.SaveManifest(manifest);
-      };
-      if (StateBytes(state) <= kAsyncCheckpointMaxBytes) {
-        writer.Start([write = std::move(write), snapshot = state]() { return write(snapshot); });
-      } else {
-        VT_TRY(write(state));
-      }
+      const Status pushed = checkpoints.Push(state, std::move(pending));
       summary.checkpoint_seconds += Now() - c0;
-      losses = {};
-      interval = IntervalLogs{};
-      interval.first_step = state.step;
-      interval_values = 0;
-      ++next_index;
+      VT_TRY(pushed);
+      start_interval();
     }
   }
-  VT_TRY(wait());
-  manifest.losses.insert(manifest.losses.end(), losses.begin(), losses.end());
+  const double d0 = Now();
+  const Status drained = checkpoints.Drain();
+  summary.checkpoint_seconds += Now() - d0;
+  VT_TRY(drained);
+  summary.log_entries = checkpoints.log_totals().entries;
+  summary.log_bytes = checkpoints.log_totals().file_bytes;
+  summary.values_rounded = checkpoints.log_totals().values_rounded;
+  manifest.losses.insert(manifest.losses.end(), pending.losses.begin(), pending.losses.end());
   progress.Finish();
   summary.seconds = Now() - start;
   summary.complete = manifest.Complete();
