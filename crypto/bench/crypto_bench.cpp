@@ -13,12 +13,15 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "crypto/chunk_hash.h"
 #include "crypto/keys.h"
 #include "crypto/merkle.h"
 #include "crypto/sha256.h"
@@ -165,6 +168,51 @@ double KeptHashBytes(std::uint64_t n, unsigned level) {
   return bytes;
 }
 
+// ---- bulk chunk-tree hashing ------------------------------------------------------
+
+// A tensor chunk tree's leaves (1 KiB chunks, crypto/chunk_hash.h) over a
+// buffer larger than the caches, and the node pairs of its lowest level,
+// through each path this CPU has and through the dispatched default.
+using crypto::detail::ChunkHashPath;
+constexpr std::size_t kChunkBytes = 1024;
+std::size_t ChunkBufferBytes() { return g_quick ? std::size_t{64} << 10 : std::size_t{16} << 20; }
+
+struct NamedPath {
+  ChunkHashPath path;
+  const char* name;   // in benchmark names
+  const char* label;  // in the summary
+};
+constexpr NamedPath kChunkHashPaths[] = {{ChunkHashPath::kPortable, "portable", "OpenSSL, one by one"},
+                                         {ChunkHashPath::kShaNi, "sha_ni", "SHA-NI 4 lanes"},
+                                         {ChunkHashPath::kAvx512, "avx512", "AVX-512 16 lanes"}};
+
+const NamedPath& ChunkHashPathNamed(ChunkHashPath path) {
+  for (const NamedPath& p : kChunkHashPaths) {
+    if (p.path == path) return p;
+  }
+  std::abort();
+}
+
+void BM_LeafHashes(benchmark::State& state, ChunkHashPath path) {
+  const Bytes data = Filled(ChunkBufferBytes());
+  std::vector<Hash256> out(data.size() / kChunkBytes);
+  for (auto _ : state) {
+    crypto::detail::MerkleLeafHashesOfChunks(path, data, kChunkBytes, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * data.size()));
+}
+
+void BM_NodeHashes(benchmark::State& state, ChunkHashPath path) {
+  std::vector<Hash256> in(2 * ChunkBufferBytes() / kChunkBytes), out(in.size() / 2);
+  for (std::size_t i = 0; i < in.size(); ++i) std::memcpy(in[i].bytes.data(), &i, sizeof i);
+  for (auto _ : state) {
+    crypto::detail::MerkleNodeHashesOfPairs(path, in, out);
+    benchmark::DoNotOptimize(out.data());
+  }
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * in.size() * Hash256::kSize));
+}
+
 // ---- Schnorr -------------------------------------------------------------------
 
 const crypto::SecretKey& BenchKey() {
@@ -247,6 +295,15 @@ void Register() {
   benchmark::RegisterBenchmark("PartialsTreeKept", BM_PartialsTreeKept)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("PartialsProveWhole", BM_PartialsProve<false>)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("PartialsProveKept", BM_PartialsProve<true>)->Unit(benchmark::kMicrosecond);
+  for (const auto& [path, name, label] : kChunkHashPaths) {
+    if (!crypto::detail::ChunkHashPathAvailable(path)) continue;
+    benchmark::RegisterBenchmark((std::string("LeafHashes/") + name).c_str(), BM_LeafHashes, path)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark((std::string("NodeHashes/") + name).c_str(), BM_NodeHashes, path)
+        ->Unit(benchmark::kMillisecond);
+  }
+  benchmark::RegisterBenchmark("LeafHashes/default", BM_LeafHashes, crypto::detail::DefaultChunkHashPath())
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("SchnorrSign", BM_SchnorrSign)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("RawSecpSign", BM_RawSecpSign)->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("SchnorrVerify", BM_SchnorrVerify)->Unit(benchmark::kMicrosecond);
@@ -299,6 +356,33 @@ void PrintSummary(const vt::bench::SecondsReporter& r) {
         "  (MB: the hashes kept and, for the kept tree, its own 4-byte values; a party holds the values "
         "besides either; %.1fx less)\n",
         kept_mb > 0 ? whole_mb / kept_mb : 0.0);
+  }
+  {
+    // Bulk chunk-tree hashing: each path against each slower one, then the
+    // dispatched default against the path it replaced (SHA-NI, 4 lanes).
+    auto gbs = [](double s, std::size_t bytes) { return s > 0 ? static_cast<double>(bytes) / s / 1e9 : 0.0; };
+    auto row = [&](const std::string& what, double ours, const char* base_label, double base,
+                   std::size_t bytes) {
+      if (ours <= 0 || base <= 0) return;
+      std::printf("%-34s %15.2f GB/s   %-34s %15.2f GB/s %8.2f\n", what.c_str(), gbs(ours, bytes), base_label,
+                  gbs(base, bytes), ratio(ours, base));
+    };
+    const std::size_t leaf_bytes = ChunkBufferBytes();
+    const std::size_t pair_bytes = 2 * ChunkBufferBytes() / kChunkBytes * Hash256::kSize;
+    for (const auto& [op, what, bytes] : {std::tuple{"LeafHashes", "1 KiB leaves, ", leaf_bytes},
+                                          std::tuple{"NodeHashes", "node pairs, ", pair_bytes}}) {
+      auto seconds = [&, op = op](const NamedPath& p) { return r.Seconds(std::string(op) + "/" + p.name); };
+      for (std::size_t o = std::size(kChunkHashPaths); o-- > 1;) {
+        for (std::size_t b = 0; b < o; ++b) {
+          row(what + std::string(kChunkHashPaths[o].label), seconds(kChunkHashPaths[o]),
+              kChunkHashPaths[b].label, seconds(kChunkHashPaths[b]), bytes);
+        }
+      }
+    }
+    const NamedPath& dispatched = ChunkHashPathNamed(crypto::detail::DefaultChunkHashPath());
+    const NamedPath& before = ChunkHashPathNamed(ChunkHashPath::kShaNi);
+    row(std::string("1 KiB leaves, default (") + dispatched.name + ")", r.Seconds("LeafHashes/default"),
+        before.label, r.Seconds(std::string("LeafHashes/") + before.name), leaf_bytes);
   }
   {
     const double ours = r.Seconds("SchnorrSign");
