@@ -33,6 +33,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cassert>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -101,17 +102,51 @@ std::pair<std::int64_t, std::int64_t> InBoundsColumns(const ConvGeometry& g, con
   return {ow0, ow1};
 }
 
+// out[i·w + j] = plane[(i + dr)·w + j + dc] where that lies inside the
+// h × w plane, 0 elsewhere (Im2Col's row for a stride-1 "same" convolution).
+template <class T>
+void ShiftedPlane(const float* plane, const ConvGeometry& g, std::int64_t dr, std::int64_t dc, T* out) {
+  const std::int64_t h = g.h, w = g.w;
+  const std::int64_t i0 = std::clamp<std::int64_t>(-dr, 0, h), i1 = std::clamp<std::int64_t>(h - dr, i0, h);
+  std::fill(out, out + i0 * w, T(0));
+  std::fill(out + i1 * w, out + h * w, T(0));
+  if (i1 == i0 || std::abs(dc) >= w) {
+    std::fill(out + i0 * w, out + i1 * w, T(0));
+    return;
+  }
+  // Rows [i0, i1) as one run, less the |dc| values at the end (dc > 0) or
+  // the start (dc < 0) that would be read outside the plane; those and the
+  // values the shift carries across a row end are the zeroed columns below.
+  const std::int64_t first = i0 * w + std::max<std::int64_t>(-dc, 0),
+                     last = i1 * w - std::max<std::int64_t>(dc, 0);
+  const std::int64_t shift = dr * w + dc;  // out[k] reads plane[k + shift]
+  for (std::int64_t k = first; k < last; ++k) out[k] = static_cast<T>(plane[k + shift]);
+  const std::int64_t z0 = dc > 0 ? w - dc : 0, z1 = dc > 0 ? w : -dc;  // the zeroed columns [z0, z1)
+  for (std::int64_t i = i0; i < i1; ++i) std::fill(out + i * w + z0, out + i * w + z1, T(0));
+}
+
 // col[q][p] for one image (rows q of channel range [c0, c1)); row q starts
 // at col + q·ld (ld ≥ ohw: several images' columns side by side).
 template <class T>
 void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1,
             T* col, std::int64_t ld) {
   const std::int64_t kk = g.kh * g.kw;
+  // Stride 1 with rows as wide as the input's ("same" padding, the usual
+  // 3 × 3 / pad 1): row q is the plane shifted by (kh − pad_h) rows and
+  // (kw − pad_w) columns, so its in-bounds part is one contiguous copy, and
+  // only the columns the shift wraps across row ends are zeroed after it.
+  // (Row by row, 14 values at a time, cnn-fashion's im2col took 15 % of its
+  // step.)
+  const bool shifted_copy = p.stride_h == 1 && p.stride_w == 1 && g.ow == g.w;
   for (std::int64_t c = c0; c < c1; ++c) {
     const float* plane = x + c * g.h * g.w;
     for (std::int64_t r = 0; r < kk; ++r) {
       const std::int64_t kh = r / g.kw, kw = r % g.kw;
       T* row = col + (c * kk + r) * ld;
+      if (shifted_copy) {
+        ShiftedPlane(plane, g, kh - p.pad_h, kw - p.pad_w, row);
+        continue;
+      }
       // The windows whose column lands inside the row, [ow0, ow1); zeros
       // outside it (no bounds test per element: a stride-1 row is a copy).
       const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
@@ -533,6 +568,37 @@ Status PoolGeometryFor(const Tensor& x, const Pool2dParams& p, PoolGeometry* g) 
   return Status::Ok();
 }
 
+// The maxima of output row o_h's windows, all at once: WindowArgmax's rule
+// (the first position, then each later one PoolMaxReplaces admits, in
+// row-major window order) applied to every window of the row together, one
+// window position at a time, so the loop over the windows vectorises.
+// best[o] is window o's maximum and which[o] its position kh·kernel_w + kw.
+// Only for unpadded pooling, where every window lies inside the plane.
+// (One window at a time, cnn-fashion's 2 × 2 stem pool took 7 % of its step
+// forward and 8 % backward.)
+void RowWindowMax(const Pool2dParams& p, std::int64_t w, std::int64_t o_h, std::int64_t ow,
+                  const float* plane, float* best, std::int32_t* which) {
+  assert(p.pad_h == 0 && p.pad_w == 0);
+  const float* top = plane + o_h * p.stride_h * w;
+  const std::int64_t sw = p.stride_w;
+  for (std::int64_t o = 0; o < ow; ++o) {
+    best[o] = top[o * sw];
+    which[o] = 0;
+  }
+  for (std::int64_t kh = 0; kh < p.kernel_h; ++kh) {
+    for (std::int64_t kw = kh == 0 ? 1 : 0; kw < p.kernel_w; ++kw) {
+      const float* src = top + kh * w + kw;
+      const auto r = static_cast<std::int32_t>(kh * p.kernel_w + kw);
+      for (std::int64_t o = 0; o < ow; ++o) {
+        const float v = src[o * sw];
+        const bool take = PoolMaxReplaces(best[o], v);
+        best[o] = take ? v : best[o];
+        which[o] = take ? r : which[o];
+      }
+    }
+  }
+}
+
 // Certified pooling backward: out[pos] = CR(Σ contribution(oh, ow, pos) over
 // the windows covering pos) for every position of one plane; a contribution
 // is an fp32 value or an exact zero.
@@ -584,12 +650,20 @@ Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
     using T = typename decltype(math)::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
+    const bool rows = params.pad_h == 0 && params.pad_w == 0;
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      std::vector<float> best(rows ? static_cast<std::size_t>(g.ow) : 0);
+      std::vector<std::int32_t> which(best.size());
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         T* out = yo + pl * g.oh * g.ow;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          if (rows) {
+            RowWindowMax(params, g.w, oh, g.ow, plane, best.data(), which.data());
+            for (std::int64_t ow = 0; ow < g.ow; ++ow) out[oh * g.ow + ow] = static_cast<T>(best[ow]);
+            continue;
+          }
           for (std::int64_t ow = 0; ow < g.ow; ++ow) {
             const std::int64_t idx = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
             out[oh * g.ow + ow] = idx < 0 ? T(0) : static_cast<T>(plane[idx]);  // idx ≥ 0 (see WindowArgmax)
@@ -662,13 +736,25 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     // its windows' dy in the order kernels::MaxPoolGradAt (the element
     // rule's per-value form) adds them; computing the maximum once a window
     // keeps this 4× cheaper than gathering (2 × 2 windows).
+    const bool rows = params.pad_h == 0 && params.pad_w == 0;
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+      std::vector<float> best(rows ? static_cast<std::size_t>(g.ow) : 0);
+      std::vector<std::int32_t> which(best.size());
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         T* out = dxo + pl * g.h * g.w;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          if (rows) {
+            RowWindowMax(params, g.w, oh, g.ow, plane, best.data(), which.data());
+            for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+              const std::int64_t kh = which[ow] / params.kernel_w, kw = which[ow] % params.kernel_w;
+              const std::int64_t idx = (oh * params.stride_h + kh) * g.w + ow * params.stride_w + kw;
+              out[idx] = out[idx] + static_cast<T>(grad[oh * g.ow + ow]);
+            }
+            continue;
+          }
           for (std::int64_t ow = 0; ow < g.ow; ++ow) {
             const std::int64_t idx = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
             if (idx >= 0) out[idx] = out[idx] + static_cast<T>(grad[oh * g.ow + ow]);

@@ -353,6 +353,26 @@ std::vector<OpCase> BuildCases() {
         .grad = Grad(OpKind::kConv2dBackward, Conv2dAttrs(q), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
     add(Case("conv2d_big", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 8, 9, 9}), In({16, 8, 3, 3}), In({16})},
              [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1, 2}));
+    // Stride 1 with output rows as wide as the input's: im2col's shifted
+    // copies, for shifts of up to two rows and columns (5 × 5), none (1 × 1),
+    // and planes narrower than the shift.
+    Conv2dParams p2{1, 1, 2, 2}, p0{1, 1, 0, 0};
+    add(Case("conv2d_5x5_same", OpKind::kConv2d, Conv2dAttrs(p2),
+             {In({1, 2, 7, 6}), In({3, 2, 5, 5}), In({3})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 2, 2)}; }, {0, 1, 2}))
+        .grad =
+        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p2), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
+    add(Case("conv2d_1x1", OpKind::kConv2d, Conv2dAttrs(p0), {In({2, 3, 4, 5}), In({2, 3, 1, 1}), In({2})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 0, 0)}; }, {0, 1, 2}))
+        .grad =
+        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p0), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
+    add(Case("conv2d_narrow", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 2, 1, 2}), In({2, 2, 3, 3})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1}))
+        .grad = Grad(OpKind::kConv2dBackward, Conv2dAttrs(p), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
+    add(Case("conv2d_column", OpKind::kConv2d, Conv2dAttrs(p2), {In({1, 1, 3, 1}), In({2, 1, 5, 5}), In({2})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 2, 2)}; }, {0, 1, 2}))
+        .grad =
+        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p2), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
   }
   {
     Pool2dParams p{3, 3, 2, 2, 1, 1};
