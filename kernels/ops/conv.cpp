@@ -103,13 +103,17 @@ std::pair<std::int64_t, std::int64_t> InBoundsColumns(const ConvGeometry& g, con
 }
 
 // out[i·w + j] = plane[(i + dr)·w + j + dc] where that lies inside the
-// h × w plane, 0 elsewhere (Im2Col's row for a stride-1 "same" convolution).
+// h × w plane, 0 elsewhere, for the g.oh output rows i (Im2Col's row for a
+// stride-1 convolution whose output rows are as wide as the input's; there
+// may be more or fewer of them than input rows).
 template <class T>
 void ShiftedPlane(const float* plane, const ConvGeometry& g, std::int64_t dr, std::int64_t dc, T* out) {
-  const std::int64_t h = g.h, w = g.w;
-  const std::int64_t i0 = std::clamp<std::int64_t>(-dr, 0, h), i1 = std::clamp<std::int64_t>(h - dr, i0, h);
+  const std::int64_t h = g.h, w = g.w, rows = g.oh;
+  // Output rows [i0, i1) read input rows inside the plane.
+  const std::int64_t i0 = std::clamp<std::int64_t>(-dr, 0, rows),
+                     i1 = std::clamp<std::int64_t>(h - dr, i0, rows);
   std::fill(out, out + i0 * w, T(0));
-  std::fill(out + i1 * w, out + h * w, T(0));
+  std::fill(out + i1 * w, out + rows * w, T(0));
   if (i1 == i0 || std::abs(dc) >= w) {
     std::fill(out + i0 * w, out + i1 * w, T(0));
     return;

@@ -373,6 +373,17 @@ std::vector<OpCase> BuildCases() {
              [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 2, 2)}; }, {0, 1, 2}))
         .grad =
         Grad(OpKind::kConv2dBackward, Conv2dAttrs(p2), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
+    // Rows as wide as the input's but more (kernel 1 × 3, pad 1 × 1) or
+    // fewer (3 × 3, pad 0 × 1) of them than input rows.
+    Conv2dParams shorter{1, 1, 0, 1};
+    add(Case("conv2d_taller", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 2, 4, 5}), In({3, 2, 1, 3}), In({3})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1, 2}))
+        .grad =
+        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
+    add(Case("conv2d_shorter", OpKind::kConv2d, Conv2dAttrs(shorter), {In({1, 2, 6, 4}), In({2, 2, 3, 3})},
+             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 0, 1)}; }, {0, 1}))
+        .grad =
+        Grad(OpKind::kConv2dBackward, Conv2dAttrs(shorter), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
   }
   {
     Pool2dParams p{3, 3, 2, 2, 1, 1};

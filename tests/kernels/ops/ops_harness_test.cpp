@@ -265,6 +265,8 @@ const std::map<std::string, std::string>& Goldens() {
       {"conv2d_1x1", "1c13ad96c8a07783"},
       {"conv2d_narrow", "25f51af8b9af53c6"},
       {"conv2d_column", "0838047b0b46c579"},
+      {"conv2d_taller", "faff0f684c019f3b"},
+      {"conv2d_shorter", "50199094ab460c74"},
       {"maxpool2d", "b9985114e99a9e01"},
       {"avgpool2d", "d996fe9a4fd8b12c"},
       {"maxpool2d_2x2", "ba244846a3dc60f3"},
