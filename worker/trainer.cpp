@@ -7,8 +7,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <functional>
-#include <thread>
 #include <utility>
 
 #include "kernels/blas_core.h"
