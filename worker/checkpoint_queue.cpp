@@ -1,6 +1,8 @@
 #include "worker/checkpoint_queue.h"
 
 #include <iterator>
+#include <new>
+#include <string>
 #include <utility>
 
 #include "worker/file_io.h"
@@ -51,9 +53,16 @@ Status CheckpointQueue::Push(const TrainingState& state, PendingCheckpoint c) {
   if (!m_error.ok()) return m_error;
   m_bytes += bytes;
   lock.unlock();
-  Item item{std::move(c), state, nullptr, bytes};
+  std::optional<Item> item;
+  try {
+    item.emplace(Item{std::move(c), state, nullptr, bytes});
+  } catch (const std::bad_alloc&) {
+    lock.lock();
+    m_bytes -= bytes;
+    return Status::Error("out-of-memory", "copying the state for checkpoint " + std::to_string(c.index));
+  }
   lock.lock();
-  m_waiting.push_back(std::move(item));
+  m_waiting.push_back(std::move(*item));
   m_changed.notify_all();
   return Status::Ok();
 }
@@ -89,6 +98,17 @@ void CheckpointQueue::WriterLoop() {
 }
 
 Status CheckpointQueue::WriteBatch(std::vector<Item>& batch) {
+  // The writer thread has no caller to throw to: running out of memory while
+  // encoding is a failed write like any other.
+  try {
+    return WriteBatchOrThrow(batch);
+  } catch (const std::bad_alloc&) {
+    return Status::Error("out-of-memory",
+                         "writing checkpoint " + std::to_string(batch.front().checkpoint.index));
+  }
+}
+
+Status CheckpointQueue::WriteBatchOrThrow(std::vector<Item>& batch) {
   std::vector<Hash256> hashes;
   std::vector<IntervalLogEntry> log_entries;
   for (const Item& item : batch) {

@@ -78,7 +78,9 @@ class CheckpointQueue {
   void WriterLoop();
   // Writes a batch in order and saves the manifest once (the writer thread,
   // or the pushing thread for an oversized state with the writer idle).
+  // A failure, out of memory included, is a Status.
   Status WriteBatch(std::vector<Item>& batch);
+  Status WriteBatchOrThrow(std::vector<Item>& batch);
 
   RunDir& m_run;
   RunManifest& m_manifest;
