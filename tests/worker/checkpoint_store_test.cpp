@@ -87,11 +87,17 @@ TEST(CheckpointStoreTest, FileHeaderLayout) {
 // The frame holds EncodeState's bytes — each tensor's values as four byte
 // planes when shuffled — whatever pieces the encoder streamed them in: here
 // a tensor of 70 000 values (more than one 64 Ki piece), an empty one, and
-// both options, against a payload built here from EncodeState.
+// both options, against a payload built here from the format's parts.
 TEST(CheckpointStoreTest, FrameHoldsTheStatePayload) {
   TrainingState s = MakeState(vt::test::TestSeed(), 4375, 9);  // 70 000 weights
   s.tensors.emplace("empty", kernels::Tensor({0, 3}));
-  const Bytes payload = EncodeState(s);
+  // The payload as the format defines it (docs/formats.md): the state header,
+  // then each tensor's canonical encoding — built here without StreamState.
+  Writer w;
+  protocol::Encode(w, s.Header());
+  for (const auto& [name, t] : s.tensors) kernels::EncodeTensor(w, t);
+  const Bytes payload = std::move(w).Take();
+  ASSERT_EQ(payload, EncodeState(s));
   // The planes, cut by walking each tensor's values in the payload.
   Bytes shuffled = payload;
   {
