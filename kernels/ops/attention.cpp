@@ -118,7 +118,7 @@ void CausalSoftmaxRow(typename M::T* row, std::int64_t t, std::int64_t t_count, 
   for (std::int64_t u = 1; u <= t; ++u) {
     if (row[u] > m) m = row[u];
   }
-  ExpShifted<M>(row, m, row, t + 1);
+  M::ExpShifted(row, m, row, t + 1);
   const T z = SumOf<M>(t + 1, [&](std::int64_t u) { return row[u]; });
   for (std::int64_t u = 0; u <= t; ++u) row[u] = row[u] / z;
   for (std::int64_t u = t + 1; u < t_count; ++u) row[u] = T(0);

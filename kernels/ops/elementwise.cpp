@@ -103,11 +103,11 @@ Status GeluForward(const OpContext& ctx, const Tensor& x, Tensor& y) {
     if constexpr (std::is_same_v<M, NativeMath>) {
       ParallelFor(ctx.threads(), x.numel(),
                   [&](std::int64_t i0, std::int64_t i1) { nativemath::Gelu(xd + i0, yo + i0, i1 - i0); });
-    } else if constexpr (kHasTanhArray<M>) {
+    } else if constexpr (HasTanhArray<M>) {
       // GeluValue with the tanh of a whole range at once (the same bits).
       ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t i = i0; i < i1; ++i) yo[i] = GeluInner(xd[i]);
-        TanhArrayOf<M>(yo + i0, yo + i0, i1 - i0);
+        M::TanhArray(yo + i0, yo + i0, i1 - i0);
         for (std::int64_t i = i0; i < i1; ++i) yo[i] = GeluFromTanh(xd[i], yo[i]);
       });
     } else {
@@ -133,11 +133,11 @@ Status GeluBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Ten
       ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
         nativemath::GeluBackward(g + i0, xd + i0, dxo + i0, i1 - i0);
       });
-    } else if constexpr (kHasTanhArray<M>) {
+    } else if constexpr (HasTanhArray<M>) {
       // GeluDerivative with the tanh of a whole range at once.
       ParallelFor(ctx.threads(), x.numel(), [&](std::int64_t i0, std::int64_t i1) {
         for (std::int64_t i = i0; i < i1; ++i) dxo[i] = GeluInner(xd[i]);
-        TanhArrayOf<M>(dxo + i0, dxo + i0, i1 - i0);
+        M::TanhArray(dxo + i0, dxo + i0, i1 - i0);
         for (std::int64_t i = i0; i < i1; ++i) dxo[i] = g[i] * GeluDerivativeFromTanh(xd[i], dxo[i]);
       });
     } else {

@@ -141,6 +141,10 @@ struct NativeMath {
   static float Tanh(float x) { return std::tanh(x); }
   static float Cos(float x) { return std::cos(x); }
   static float Sqrt(float x) { return std::sqrt(x); }
+  // exp of the exact difference, on vectors (kernels/ops/native_math.h).
+  static void ExpShifted(const float* in, float m, float* out, std::int64_t n) {
+    nativemath::ExpShifted(in, m, out, n);
+  }
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
     GemmNative(c, g, a, b, out);
   }
@@ -156,6 +160,11 @@ struct RepopsMath {
   static float Tanh(float x) { return detmath::Tanh(x); }
   static float Cos(float x) { return detmath::Cos(x); }
   static float Sqrt(float x) { return detmath::Sqrt(x); }  // IEEE correctly rounded
+  // Exp(in[i] − m) and Tanh element by element, on vectors (the same bits).
+  static void ExpShifted(const float* in, float m, float* out, std::int64_t n) {
+    repopsmath::ExpShifted(in, m, out, n);
+  }
+  static void TanhArray(const float* x, float* out, std::int64_t n) { repopsmath::TanhArray(x, out, n); }
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
     GemmRepops(c, g, a, b, out);
   }
@@ -172,6 +181,10 @@ struct F64Math {
   static double Tanh(double x) { return f64::Tanh(x); }
   static double Cos(double x) { return f64::Cos(x); }
   static double Sqrt(double x) { return std::sqrt(x); }  // IEEE correctly rounded
+  template <class In>
+  static void ExpShifted(const In* in, double m, double* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = Exp(static_cast<double>(in[i]) - m);
+  }
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const double* a, const double* b, double* out) {
     GemmF64Rounded(c, g, a, b, out);
   }
@@ -191,48 +204,29 @@ struct CertifiedMath {
   static float Tanh(float x) { return certmath::Tanh(x); }
   static float Cos(float x) { return certmath::Cos(x); }
   static float Sqrt(float x) { return detmath::Sqrt(x); }  // IEEE correctly rounded
+  // The differences, then Exp and Tanh of a whole array (certmath's array
+  // forms: the same bits as Exp and Tanh per element).
+  static void ExpShifted(const float* in, float m, float* out, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] - m;
+    certmath::ExpArray(out, out, n);
+  }
+  static void TanhArray(const float* x, float* out, std::int64_t n) { certmath::TanhArray(x, out, n); }
   // g.accumulate: c's current values are an exact term of each output.
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, float* out) {
     CertifiedGemm(c, g, a, b, out);
   }
 };
 
-// out[i] = M::Exp(T(in[i]) − m) for i < n (`in` may be `out`): element by
-// element — exactly that loop, or in repops mode the same loop on vectors
-// (repopsmath::ExpShifted, the same bits) — in every mode but native, which
-// evaluates exp of the exact difference on vectors (kernels/ops/native_math.h),
-// and certified, which takes the same differences and then M::Exp of all of
-// them at once (certmath::ExpArray: the same bits as M::Exp).
-template <class M, class In>
-void ExpShifted(const In* in, typename M::T m, typename M::T* out, std::int64_t n) {
-  if constexpr (std::is_same_v<M, NativeMath>) {
-    static_assert(std::is_same_v<In, float>);
-    nativemath::ExpShifted(in, m, out, n);
-  } else if constexpr (std::is_same_v<M, RepopsMath>) {
-    static_assert(std::is_same_v<In, float>);
-    repopsmath::ExpShifted(in, m, out, n);
-  } else if constexpr (std::is_same_v<M, CertifiedMath>) {
-    static_assert(std::is_same_v<In, float>);
-    for (std::int64_t i = 0; i < n; ++i) out[i] = in[i] - m;
-    certmath::ExpArray(out, out, n);
-  } else {
-    using T = typename M::T;
-    for (std::int64_t i = 0; i < n; ++i) out[i] = M::Exp(static_cast<T>(in[i]) - m);
-  }
-}
-
+// Each policy's M::ExpShifted(in, m, out, n) is out[i] = M::Exp(T(in[i]) − m)
+// for i < n (`in` may be `out`), element by element or on vectors with the
+// same bits — in every mode but native, which evaluates exp of the exact
+// difference (kernels/ops/native_math.h).
+//
 // Modes whose Tanh has an array form with the bits of M::Tanh per element.
 template <class M>
-inline constexpr bool kHasTanhArray = std::is_same_v<M, RepopsMath> || std::is_same_v<M, CertifiedMath>;
-template <class M>
-void TanhArrayOf(const float* x, float* out, std::int64_t n) {
-  static_assert(kHasTanhArray<M>);
-  if constexpr (std::is_same_v<M, RepopsMath>) {
-    repopsmath::TanhArray(x, out, n);
-  } else {
-    certmath::TanhArray(x, out, n);
-  }
-}
+concept HasTanhArray = requires(const float* x, float* out, std::int64_t n) {
+  M::TanhArray(x, out, n);
+};
 
 // Runs f(NativeMath{}) / f(RepopsMath{}) / f(F64Math{}) / f(CertifiedMath{})
 // for ctx's mode.

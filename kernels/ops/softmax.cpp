@@ -69,7 +69,7 @@ Status SoftmaxForward(const OpContext& ctx, const Tensor& x, Tensor& y) {
         const float* in = x.data() + r * k;
         T* out = yo + r * k;
         const T m = RowMax<T>(in, k);
-        ExpShifted<M>(in, m, out, k);
+        M::ExpShifted(in, m, out, k);
         const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
         for (std::int64_t i = 0; i < k; ++i) out[i] = out[i] / s;
       }
@@ -126,7 +126,7 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
         const T m = RowMax<T>(in, k);
         T s;
         if constexpr (kVectorExp) {
-          ExpShifted<M>(in, m, e.data(), k);
+          M::ExpShifted(in, m, e.data(), k);
           s = SumOf<M>(k, [&](std::int64_t i) { return e[static_cast<std::size_t>(i)]; });
         } else {
           s = SumOf<M>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
@@ -159,7 +159,7 @@ Status CrossEntropyBackward(const OpContext& ctx, const Tensor& dloss, const Ten
         const float* in = logits.data() + r * k;
         T* out = dxo + r * k;
         const T m = RowMax<T>(in, k);
-        ExpShifted<M>(in, m, out, k);
+        M::ExpShifted(in, m, out, k);
         const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
         const std::int64_t label = classes[static_cast<std::size_t>(r)];
         for (std::int64_t i = 0; i < k; ++i) out[i] = CrossEntropyGradValue(out[i], s, i == label, g);
