@@ -18,6 +18,22 @@ namespace vt::kernels {
 void ParallelFor(int threads, std::int64_t n,
                  const std::function<void(std::int64_t begin, std::int64_t end)>& fn);
 
+// ParallelFor's chunks numbered: fn(chunk, begin, end) for chunk <
+// ParallelChunks(threads, n), the same chunks as ParallelFor(threads, n).
+// For loops that need scratch per chunk: the caller allocates
+// ParallelChunks(...) pieces before the call, so no allocation (and no
+// std::bad_alloc) happens inside a pool worker.
+inline std::int64_t ParallelChunks(int threads, std::int64_t n) {
+  return std::max<std::int64_t>(1, std::min<std::int64_t>(std::max(threads, 1), n));
+}
+template <class Fn>
+void ParallelForChunks(int threads, std::int64_t n, const Fn& fn) {
+  const std::int64_t c = ParallelChunks(threads, n);
+  ParallelFor(static_cast<int>(c), c, [&](std::int64_t c0, std::int64_t c1) {
+    for (std::int64_t i = c0; i < c1; ++i) fn(i, n * i / c, n * (i + 1) / c);
+  });
+}
+
 // How many of `threads` to hand `work` units to when a thread should get at
 // least `min_per_thread` of them (a pool round trip costs tens of
 // microseconds on a VM: small work runs inline). At least 1.

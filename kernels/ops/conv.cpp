@@ -654,17 +654,22 @@ Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
     using T = typename decltype(math)::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
+    // RowWindowMax's scratch, one row per chunk, allocated here (not in a pool worker).
     const bool rows = params.pad_h == 0 && params.pad_w == 0;
-    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
-      std::vector<float> best(rows ? static_cast<std::size_t>(g.ow) : 0);
-      std::vector<std::int32_t> which(best.size());
+    const std::size_t row_scratch =
+        rows ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.ow) : 0;
+    std::vector<float> bests(row_scratch);
+    std::vector<std::int32_t> whiches(row_scratch);
+    ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
+      float* const best = rows ? bests.data() + chunk * g.ow : nullptr;
+      std::int32_t* const which = rows ? whiches.data() + chunk * g.ow : nullptr;
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         T* out = yo + pl * g.oh * g.ow;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
           if (rows) {
-            RowWindowMax(params, g.w, oh, g.ow, plane, best.data(), which.data());
+            RowWindowMax(params, g.w, oh, g.ow, plane, best, which);
             for (std::int64_t ow = 0; ow < g.ow; ++ow) out[oh * g.ow + ow] = static_cast<T>(best[ow]);
             continue;
           }
@@ -712,22 +717,25 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
       });
       return Status::Ok();
     }
-    // Each window's maximum once per plane (a value is covered by several).
-    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
-      std::vector<std::int64_t> argmax(static_cast<std::size_t>(g.oh * g.ow));
+    // Each window's maximum once per plane (a value is covered by several),
+    // in one plane of scratch per chunk allocated here (not in a pool worker).
+    std::vector<std::int64_t> argmaxes(
+        static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.oh * g.ow));
+    ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
+      std::int64_t* const argmax = argmaxes.data() + chunk * g.oh * g.ow;
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
           for (std::int64_t ow = 0; ow < g.ow; ++ow) {
-            argmax[static_cast<std::size_t>(oh * g.ow + ow)] = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
+            argmax[oh * g.ow + ow] = WindowArgmax(params, g.h, g.w, oh, ow, x_at);
           }
         }
         const float* grad = dy.data() + pl * g.oh * g.ow;
-        GatherCertified(
-            g, params, dx.data() + pl * g.h * g.w, [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
-              return argmax[static_cast<std::size_t>(oh * g.ow + ow)] == pos ? grad[oh * g.ow + ow] : 0.0f;
-            });
+        GatherCertified(g, params, dx.data() + pl * g.h * g.w,
+                        [&](std::int64_t oh, std::int64_t ow, std::int64_t pos) {
+                          return argmax[oh * g.ow + ow] == pos ? grad[oh * g.ow + ow] : 0.0f;
+                        });
       }
     });
     return Status::Ok();
@@ -740,10 +748,15 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     // its windows' dy in the order kernels::MaxPoolGradAt (the element
     // rule's per-value form) adds them; computing the maximum once a window
     // keeps this 4× cheaper than gathering (2 × 2 windows).
+    // RowWindowMax's scratch, one row per chunk, allocated here (not in a pool worker).
     const bool rows = params.pad_h == 0 && params.pad_w == 0;
-    ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
-      std::vector<float> best(rows ? static_cast<std::size_t>(g.ow) : 0);
-      std::vector<std::int32_t> which(best.size());
+    const std::size_t row_scratch =
+        rows ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.ow) : 0;
+    std::vector<float> bests(row_scratch);
+    std::vector<std::int32_t> whiches(row_scratch);
+    ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
+      float* const best = rows ? bests.data() + chunk * g.ow : nullptr;
+      std::int32_t* const which = rows ? whiches.data() + chunk * g.ow : nullptr;
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;
@@ -751,7 +764,7 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
         T* out = dxo + pl * g.h * g.w;
         for (std::int64_t oh = 0; oh < g.oh; ++oh) {
           if (rows) {
-            RowWindowMax(params, g.w, oh, g.ow, plane, best.data(), which.data());
+            RowWindowMax(params, g.w, oh, g.ow, plane, best, which);
             for (std::int64_t ow = 0; ow < g.ow; ++ow) {
               const std::int64_t kh = which[ow] / params.kernel_w, kw = which[ow] % params.kernel_w;
               const std::int64_t idx = (oh * params.stride_h + kh) * g.w + ow * params.stride_w + kw;

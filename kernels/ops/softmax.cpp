@@ -119,15 +119,17 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
     // vectors, the same bits as one M::Exp each), then summed; rounded mode
     // (fp64) sums M::Exp directly.
     constexpr bool kVectorExp = !M::kRounded;
-    ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
-      std::vector<T> e(kVectorExp ? static_cast<std::size_t>(k) : 0);
+    // One row of exponentials per chunk, allocated here (not in a pool worker).
+    std::vector<T> exps(kVectorExp ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), rows) * k) : 0);
+    ParallelForChunks(ctx.threads(), rows, [&](std::int64_t chunk, std::int64_t r0, std::int64_t r1) {
+      T* const e = kVectorExp ? exps.data() + chunk * k : nullptr;
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* in = logits.data() + r * k;
         const T m = RowMax<T>(in, k);
         T s;
         if constexpr (kVectorExp) {
-          M::ExpShifted(in, m, e.data(), k);
-          s = SumOf<M>(k, [&](std::int64_t i) { return e[static_cast<std::size_t>(i)]; });
+          M::ExpShifted(in, m, e, k);
+          s = SumOf<M>(k, [&](std::int64_t i) { return e[i]; });
         } else {
           s = SumOf<M>(k, [&](std::int64_t i) { return M::Exp(static_cast<T>(in[i]) - m); });
         }

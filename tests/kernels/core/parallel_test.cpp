@@ -29,6 +29,26 @@ TEST(ParallelForTest, CoversEveryIndexOnce) {
   }
 }
 
+// ParallelForChunks numbers ParallelFor's chunks: each number below
+// ParallelChunks once, with chunk i = [n·i/c, n·(i+1)/c), every index once.
+TEST(ParallelForTest, ChunksAreNumberedOnce) {
+  for (int threads : {0, 1, 2, 3, 8}) {
+    for (std::int64_t n : {0, 1, 2, 5, 63, 1000}) {
+      const std::int64_t c = ParallelChunks(threads, n);
+      std::vector<std::atomic<int>> hits(static_cast<std::size_t>(n)), seen(static_cast<std::size_t>(c));
+      ParallelForChunks(threads, n, [&](std::int64_t chunk, std::int64_t b, std::int64_t e) {
+        ASSERT_LT(chunk, c);
+        EXPECT_EQ(b, n * chunk / c);
+        EXPECT_EQ(e, n * (chunk + 1) / c);
+        ++seen[static_cast<std::size_t>(chunk)];
+        for (std::int64_t i = b; i < e; ++i) ++hits[static_cast<std::size_t>(i)];
+      });
+      for (auto& h : hits) ASSERT_EQ(h.load(), 1);
+      for (auto& s : seen) ASSERT_EQ(s.load(), 1);
+    }
+  }
+}
+
 // Nested calls (fn itself calls ParallelFor) and several threads calling at
 // once both complete with every index covered.
 TEST(ParallelForTest, NestedAndConcurrentCallersComplete) {
