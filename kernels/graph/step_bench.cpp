@@ -10,6 +10,9 @@
 //                                      and mode (share of the step, from per-node timestamps)
 //   kernels_step_bench --modes=repops,native   only these modes (benchmarks and profile)
 //   kernels_step_bench --reps=N        steps per mode in --profile (default 5)
+//   kernels_step_bench --memory        instead: the nodes during which the resident set
+//                                      peaks, one step per mode (run one mode per process:
+//                                      a process keeps the memory an earlier mode freed)
 // Other flags go to Google Benchmark (e.g. --benchmark_filter=gpt).
 //
 // Modes: native (OpenBLAS sgemm, libm), repops (fixed order), repops+state
@@ -344,12 +347,90 @@ void Profile(const std::vector<Case>& cases, int reps) {
   }
 }
 
+// This process's resident set now and its peak since the last reset, in
+// bytes (Linux's VmRSS and VmHWM); {0, 0} elsewhere.
+struct Resident {
+  double now = 0, peak = 0;
+};
+Resident ReadResident() {
+  Resident r;
+  std::FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return r;
+  char line[256];
+  while (std::fgets(line, sizeof line, f) != nullptr) {
+    if (std::strncmp(line, "VmRSS:", 6) == 0) r.now = 1024.0 * std::atof(line + 6);  // "VmRSS:  123 kB"
+    if (std::strncmp(line, "VmHWM:", 6) == 0) r.peak = 1024.0 * std::atof(line + 6);
+  }
+  std::fclose(f);
+  return r;
+}
+// Starts a new peak at the current resident set (Linux >= 4.0).
+void ResetPeakResident() {
+  if (std::FILE* f = std::fopen("/proc/self/clear_refs", "w")) {
+    std::fputs("5", f);
+    std::fclose(f);
+  }
+}
+
+// --memory: one step per mode; the nodes that added most to the resident
+// set, with the peak while each ran (VmHWM, reset as each node finishes).
+// The heap keeps freed memory (KeepFreedMemoryForReuse), so a node's growth
+// is what no earlier node's freed blocks could serve.
+void MemoryProfile(const std::vector<Case>& cases) {
+  constexpr double kMB = 1e6;
+  for (const Case& c : cases) {
+    for (BenchMode mode : g_modes) {
+      // Only the replay needs the recorded logs (a record step first).
+      Workload* w = Prepare(c, mode == BenchMode::kRoundedReplay ? mode : BenchMode::kNative);
+      if (w == nullptr) continue;
+      const Resident before = ReadResident();
+      std::vector<Resident> at(w->graph.nodes.size());
+      ResetPeakResident();
+      StepOptions o;
+      o.seed = kSeed;
+      o.hash_outputs = mode == BenchMode::kRepopsHash;
+      if (mode == BenchMode::kRoundedReplay) o.replay_logs = &w->logs;
+      o.observer = [&](std::size_t node, std::span<Tensor>) -> Status {
+        at[node] = ReadResident();
+        ResetPeakResident();
+        return Status::Ok();
+      };
+      auto res = ExecuteStep(ConfigFor(mode), w->graph, w->state, w->batch, o);
+      if (!res.ok()) {
+        std::printf("%s %s failed: %s\n", c.model.c_str(), BenchModeName(mode),
+                    res.status().ToString().c_str());
+        continue;
+      }
+      std::vector<double> added(at.size());
+      double step_peak = before.now;
+      for (std::size_t i = 0; i < at.size(); ++i) {
+        added[i] = at[i].now - (i == 0 ? before.now : at[i - 1].now);
+        step_peak = std::max(step_peak, at[i].peak);
+      }
+      std::vector<std::size_t> order(at.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(),
+                [&](std::size_t a, std::size_t b) { return added[a] > added[b]; });
+      std::printf("\n%s (batch %lld), %s: resident %.0f MB before the step (state, batch), peak %.0f MB\n",
+                  c.model.c_str(), static_cast<long long>(c.batch), BenchModeName(mode), before.now / kMB,
+                  step_peak / kMB);
+      std::printf("%-6s %-40s %-22s %12s %12s\n", "node", "name", "kind", "peak MB", "added MB");
+      for (std::size_t k = 0; k < std::min<std::size_t>(12, order.size()); ++k) {
+        const std::size_t i = order[k];
+        std::printf("%-6zu %-40s %-22s %12.0f %12.0f\n", i, w->graph.nodes[i].name.c_str(),
+                    std::string(OpKindName(w->graph.nodes[i].kind)).c_str(), at[i].peak / kMB,
+                    added[i] / kMB);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace vt::kernels::graph
 
 int main(int argc, char** argv) {
   using namespace vt::kernels::graph;
-  bool quick = false, gpt2 = false, profile = false;
+  bool quick = false, gpt2 = false, profile = false, memory = false;
   int reps = 0;
   g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char*> args;
@@ -360,6 +441,8 @@ int main(int argc, char** argv) {
       gpt2 = true;
     } else if (std::strcmp(argv[i], "--profile") == 0) {
       profile = true;
+    } else if (std::strcmp(argv[i], "--memory") == 0) {
+      memory = true;
     } else if (std::strncmp(argv[i], "--threads=", 10) == 0) {
       g_threads = std::max(1, std::atoi(argv[i] + 10));
     } else if (std::strncmp(argv[i], "--reps=", 7) == 0) {
@@ -384,6 +467,10 @@ int main(int argc, char** argv) {
     cases = {{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}};
   }
   if (gpt2) cases.push_back({"gpt2-small", 1});
+  if (memory) {
+    MemoryProfile(cases);
+    return 0;
+  }
   if (profile) {
     Profile(cases, reps > 0 ? reps : quick ? 1 : 5);
     return 0;
