@@ -209,7 +209,12 @@ namespace detail {
 RefKernel RefKernelBaseline() { return MakeRefKernel<2, 4, 2>(); }
 }  // namespace detail
 
-void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c) {
+namespace {
+
+// GemmF64Reference on operands of type In (fp64, or fp32 widened as they are
+// packed: the same values, so the same bits).
+template <class In>
+void GemmF64ReferenceOf(int threads, const GemmArgs& g, const In* a, const In* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
   // On AVX-512: the blocked driver with the mul-then-add kernel (the same
   // sequence per output, cache-blocked and on 8 lanes).
@@ -233,7 +238,7 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
   for (std::int64_t q = 0; q < panels; ++q) {
     double* dst = bpack.data() + q * k * nr;
     for (std::int64_t lane = 0; lane < nr && q * nr + lane < g.n; ++lane) {
-      const double* src = b + (q * nr + lane) * b_col;
+      const In* src = b + (q * nr + lane) * b_col;
       for (std::int64_t p = 0; p < k; ++p) dst[p * nr + lane] = src[p * b_row];
     }
   }
@@ -253,7 +258,7 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
             for (std::int64_t p = 0; p < k; ++p) ap[p * mr + r] = 0.0;
             continue;
           }
-          const double* src = a + (i0 + r) * a_row;
+          const In* src = a + (i0 + r) * a_row;
           for (std::int64_t p = 0; p < k; ++p) ap[p * mr + r] = src[p * a_col];
         }
         for (std::int64_t q = 0; q < panels; ++q) {
@@ -265,8 +270,20 @@ void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const dou
   });
 }
 
-void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, const double* b,
-                              std::span<const GemmElement> elements, double* out) {
+}  // namespace
+
+void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c) {
+  GemmF64ReferenceOf(threads, g, a, b, c);
+}
+void GemmF64Reference(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
+  GemmF64ReferenceOf(threads, g, a, b, c);
+}
+
+namespace {
+
+template <class In>
+void GemmF64ReferenceElementsOf(int threads, const GemmArgs& g, const In* a, const In* b,
+                                std::span<const GemmElement> elements, double* out) {
   const GemmStrides sa = OperandStrides(g.trans_a, g.lda), sb = OperandStrides(g.trans_b, g.ldb);
   const std::int64_t a_row = sa.row, a_step = sa.col, b_col = sb.col, b_step = sb.row;
   // A group's accumulators and offsets fit in L1, and its factors' cache
@@ -286,13 +303,26 @@ void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, c
         acc[e] = g.accumulate ? out[e0 + e] : 0.0;
       }
       for (std::int64_t p = 0; p < g.k; ++p) {
-        const double* ap = a + p * a_step;
-        const double* bp = b + p * b_step;
-        for (std::int64_t e = 0; e < size; ++e) acc[e] = acc[e] + ap[a_at[e]] * bp[b_at[e]];
+        const In* ap = a + p * a_step;
+        const In* bp = b + p * b_step;
+        for (std::int64_t e = 0; e < size; ++e) {
+          acc[e] = acc[e] + static_cast<double>(ap[a_at[e]]) * static_cast<double>(bp[b_at[e]]);
+        }
       }
       std::copy(acc, acc + size, out + e0);
     }
   });
+}
+
+}  // namespace
+
+void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, const double* b,
+                              std::span<const GemmElement> elements, double* out) {
+  GemmF64ReferenceElementsOf(threads, g, a, b, elements, out);
+}
+void GemmF64ReferenceElements(int threads, const GemmArgs& g, const float* a, const float* b,
+                              std::span<const GemmElement> elements, double* out) {
+  GemmF64ReferenceElementsOf(threads, g, a, b, elements, out);
 }
 
 std::vector<GemmElement> DenseGemmElements(std::span<const std::size_t> positions, const GemmArgs& g,
@@ -309,13 +339,25 @@ std::vector<GemmElement> DenseGemmElements(std::span<const std::size_t> position
   return elements;
 }
 
-ReferenceFn GemmReference(int threads, const GemmArgs& g, const double* a, const double* b,
-                          std::int64_t a_stride, std::int64_t b_stride) {
+namespace {
+template <class In>
+ReferenceFn GemmReferenceOf(int threads, const GemmArgs& g, const In* a, const In* b, std::int64_t a_stride,
+                            std::int64_t b_stride) {
   assert(!g.accumulate);
   return [=](std::span<const std::size_t> positions, std::span<double> values) {
     GemmF64ReferenceElements(threads, g, a, b, DenseGemmElements(positions, g, a_stride, b_stride),
                              values.data());
   };
+}
+}  // namespace
+
+ReferenceFn GemmReference(int threads, const GemmArgs& g, const double* a, const double* b,
+                          std::int64_t a_stride, std::int64_t b_stride) {
+  return GemmReferenceOf(threads, g, a, b, a_stride, b_stride);
+}
+ReferenceFn GemmReference(int threads, const GemmArgs& g, const float* a, const float* b,
+                          std::int64_t a_stride, std::int64_t b_stride) {
+  return GemmReferenceOf(threads, g, a, b, a_stride, b_stride);
 }
 
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
@@ -324,6 +366,33 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a
   } else {
     GemmF64(config, g, a, b, c);
   }
+}
+
+namespace {
+// The fp64 copy of op(X)'s storage (rows × cols of op(X), leading dimension ld).
+std::vector<double> WidenOperand(const float* x, bool trans, std::int64_t ld, std::int64_t rows,
+                                 std::int64_t cols) {
+  const std::int64_t stored_rows = trans ? cols : rows, stored_cols = trans ? rows : cols;
+  if (stored_rows <= 0 || stored_cols <= 0) return {};
+  return std::vector<double>(x, x + (stored_rows - 1) * ld + stored_cols);
+}
+}  // namespace
+
+void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, double* c) {
+  if (g.m <= 0 || g.n <= 0) return;
+  if (config.f64_reference) {
+    GemmF64Reference(config.threads, g, a, b, c);
+    return;
+  }
+  // GemmF64's own choice, made before it would be handed fp64 copies: our
+  // fma kernel widens as it packs (FastGemmF64 runs it on the widened values).
+  if (config.device == Device::kCpu && F64ShuffleSeed() == 0 && WidenedF64GemmAvailable(config.simd)) {
+    GemmWidenedF64(config.threads, g, a, b, c);
+    return;
+  }
+  const std::vector<double> a64 = WidenOperand(a, g.trans_a, g.lda, g.m, g.k);
+  const std::vector<double> b64 = WidenOperand(b, g.trans_b, g.ldb, g.k, g.n);
+  GemmF64(config, g, a64.data(), b64.data(), c);
 }
 
 void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c) {
@@ -411,22 +480,30 @@ double GemmSlackFactor(std::int64_t terms) {
 
 namespace {
 
+// x² in fp64 (exact for an fp32 x, so the same bits as on its fp64 copy).
+template <class In>
+double Square(In x) {
+  const auto d = static_cast<double>(x);
+  return d * d;
+}
+
 // acc[l] += Σ_p x[l·ld + p]² for l < lines, sequential over p per line
 // (fixed bits); four lines side by side so that four chains of dependent
 // additions overlap instead of one waiting on another.
-void AddLineSquares(const double* x, std::int64_t lines, std::int64_t k, std::int64_t ld, double* acc) {
+template <class In>
+void AddLineSquares(const In* x, std::int64_t lines, std::int64_t k, std::int64_t ld, double* acc) {
   std::int64_t l = 0;
   for (; l + 4 <= lines; l += 4) {
-    const double* r0 = x + l * ld;
-    const double* r1 = r0 + ld;
-    const double* r2 = r1 + ld;
-    const double* r3 = r2 + ld;
+    const In* r0 = x + l * ld;
+    const In* r1 = r0 + ld;
+    const In* r2 = r1 + ld;
+    const In* r3 = r2 + ld;
     double a0 = acc[l], a1 = acc[l + 1], a2 = acc[l + 2], a3 = acc[l + 3];
     for (std::int64_t p = 0; p < k; ++p) {
-      a0 = a0 + r0[p] * r0[p];
-      a1 = a1 + r1[p] * r1[p];
-      a2 = a2 + r2[p] * r2[p];
-      a3 = a3 + r3[p] * r3[p];
+      a0 = a0 + Square(r0[p]);
+      a1 = a1 + Square(r1[p]);
+      a2 = a2 + Square(r2[p]);
+      a3 = a3 + Square(r3[p]);
     }
     acc[l] = a0;
     acc[l + 1] = a1;
@@ -434,26 +511,34 @@ void AddLineSquares(const double* x, std::int64_t lines, std::int64_t k, std::in
     acc[l + 3] = a3;
   }
   for (; l < lines; ++l) {
-    const double* row = x + l * ld;
+    const In* row = x + l * ld;
     double a = acc[l];
-    for (std::int64_t p = 0; p < k; ++p) a = a + row[p] * row[p];
+    for (std::int64_t p = 0; p < k; ++p) a = a + Square(row[p]);
     acc[l] = a;
   }
 }
 
 // acc[j] += Σ_p x[p·ld + j]² for j < cols, sequential over p per column
-// (lanes over j: ISA clones).
-VT_SIMD_CLONES void AddColumnSquares(const double* x, std::int64_t k, std::int64_t cols, std::int64_t ld,
-                                     double* acc) {
+// (lanes over j: ISA clones, one plain function per operand type).
+template <class In>
+[[gnu::always_inline]] inline void AddColumnSquaresBody(const In* x, std::int64_t k, std::int64_t cols,
+                                                        std::int64_t ld, double* acc) {
   for (std::int64_t p = 0; p < k; ++p) {
-    const double* row = x + p * ld;
-    for (std::int64_t j = 0; j < cols; ++j) acc[j] = acc[j] + row[j] * row[j];
+    const In* row = x + p * ld;
+    for (std::int64_t j = 0; j < cols; ++j) acc[j] = acc[j] + Square(row[j]);
   }
 }
+VT_SIMD_CLONES void AddColumnSquares(const double* x, std::int64_t k, std::int64_t cols, std::int64_t ld,
+                                     double* acc) {
+  AddColumnSquaresBody(x, k, cols, ld, acc);
+}
+VT_SIMD_CLONES void AddColumnSquares(const float* x, std::int64_t k, std::int64_t cols, std::int64_t ld,
+                                     double* acc) {
+  AddColumnSquaresBody(x, k, cols, ld, acc);
+}
 
-}  // namespace
-
-void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq) {
+template <class In>
+void GemmNormsSqOf(const GemmArgs& g, const In* a, const In* b, double* row_sq, double* col_sq) {
   // Per element sequential over p in both loop shapes (same bits).
   if (!g.trans_a) {
     AddLineSquares(a, g.m, g.k, g.lda, row_sq);
@@ -465,6 +550,15 @@ void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* ro
   } else {
     AddColumnSquares(b, g.k, g.n, g.ldb, col_sq);
   }
+}
+
+}  // namespace
+
+void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq) {
+  GemmNormsSqOf(g, a, b, row_sq, col_sq);
+}
+void GemmNormsSq(const GemmArgs& g, const float* a, const float* b, double* row_sq, double* col_sq) {
+  GemmNormsSqOf(g, a, b, row_sq, col_sq);
 }
 
 namespace {
@@ -498,11 +592,23 @@ void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const do
   }
 }
 
-void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack, const double* bias,
-                  BiasPer per) {
+namespace {
+template <class In>
+void GemmSlackOf(const GemmArgs& g, const In* a, const In* b, double* slack, const double* bias,
+                 BiasPer per) {
   std::vector<double> row_sq(static_cast<std::size_t>(g.m), 0.0), col_sq(static_cast<std::size_t>(g.n), 0.0);
   GemmNormsSq(g, a, b, row_sq.data(), col_sq.data());
   WriteGemmSlack(g.m, g.n, g.k, row_sq.data(), col_sq.data(), slack, g.ldc, bias, per);
+}
+}  // namespace
+
+void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack, const double* bias,
+                  BiasPer per) {
+  GemmSlackOf(g, a, b, slack, bias, per);
+}
+void GemmSlackF64(const GemmArgs& g, const float* a, const float* b, double* slack, const double* bias,
+                  BiasPer per) {
+  GemmSlackOf(g, a, b, slack, bias, per);
 }
 
 Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& out, MatMulOptions options) {
@@ -524,18 +630,16 @@ Status MatMul(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor& ou
       }
       return Status::Ok();
     case Mode::kRounded: {
-      const std::vector<double> a64(a.values().begin(), a.values().end());
-      const std::vector<double> b64(b.values().begin(), b.values().end());
       std::vector<double> c64(static_cast<std::size_t>(out.numel()));
       std::vector<double> slack(c64.size());
       for (std::int64_t i = 0; i < plan.batch; ++i) {
-        GemmF64Rounded(config, plan.args, a64.data() + i * plan.a_stride, b64.data() + i * plan.b_stride,
-                       c64.data() + i * plan.c_stride);
-        GemmSlackF64(plan.args, a64.data() + i * plan.a_stride, b64.data() + i * plan.b_stride,
-                     slack.data() + i * plan.c_stride);
+        const float* pa = a.data() + i * plan.a_stride;
+        const float* pb = b.data() + i * plan.b_stride;
+        GemmF64Rounded(config, plan.args, pa, pb, c64.data() + i * plan.c_stride);
+        GemmSlackF64(plan.args, pa, pb, slack.data() + i * plan.c_stride);
       }
       const ReferenceFn reference =
-          GemmReference(config.threads, plan.args, a64.data(), b64.data(), plan.a_stride, plan.b_stride);
+          GemmReference(config.threads, plan.args, a.data(), b.data(), plan.a_stride, plan.b_stride);
       return ctx.RoundOutput(c64, out.values(), slack, &reference);
     }
     case Mode::kCertified:

@@ -94,6 +94,10 @@ ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // multiply-then-add fp64 kernel; elsewhere a 2-lane tile kernel), so the
 // bits are the same on every machine and for every thread count.
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
+// The same on fp32 operands, widened as they are read (the same values, so
+// the same bits as on fp64 copies; no copies made). Rounded mode's operators
+// hand their fp32 tensors to every fp64 GEMM function below this way.
+void GemmF64Reference(int threads, const GemmArgs& g, const float* a, const float* b, double* c);
 // Elements of GemmF64Reference, the same bits, many at once: for each e,
 //   out[e] = (g.accumulate ? out[e] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …
 // sequential over p, no fma, with (i, j) = (elements[e].i, elements[e].j)
@@ -109,6 +113,8 @@ struct GemmElement {
 };
 void GemmF64ReferenceElements(int threads, const GemmArgs& g, const double* a, const double* b,
                               std::span<const GemmElement> elements, double* out);
+void GemmF64ReferenceElements(int threads, const GemmArgs& g, const float* a, const float* b,
+                              std::span<const GemmElement> elements, double* out);
 // The elements at `positions` of a dense row-major result (ldc = n) of GEMM
 // g, batched: position t·m·n + i·n + j is element (i, j) of batch item t,
 // whose op(A) starts at a + t·a_stride and op(B) at b + t·b_stride.
@@ -117,6 +123,8 @@ std::vector<GemmElement> DenseGemmElements(std::span<const std::size_t> position
 // Rounded mode: the reference function (kernels/rounding.h ReferenceFn) of
 // such a result, GemmF64ReferenceElements at the asked-for positions.
 ReferenceFn GemmReference(int threads, const GemmArgs& g, const double* a, const double* b,
+                          std::int64_t a_stride = 0, std::int64_t b_stride = 0);
+ReferenceFn GemmReference(int threads, const GemmArgs& g, const float* a, const float* b,
                           std::int64_t a_stride = 0, std::int64_t b_stride = 0);
 // The same sum over factors read through a(p), b(p) (an operand formed on
 // the fly, e.g. conv2d's im2col column): init + a(0)·b(0) + a(1)·b(1) + ….
@@ -129,6 +137,11 @@ double F64ReferenceDot(std::int64_t k, const GetA& a, const GetB& b, double init
 // Rounded mode's GEMM: GemmF64Reference when config.f64_reference (every
 // replay of a log, the arbiter), else GemmF64.
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
+// The same bits on fp32 operands: GemmF64Reference's or GemmWidenedF64's
+// widening (the fma kernel GemmF64 runs on fp64 operands here) without fp64
+// copies of the operands; for OpenBLAS dgemm, a CUDA device or the test
+// shuffle, GemmF64 on fp64 copies.
+void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, double* c);
 
 // ---- Rounded mode: the error bound β of fp64 GEMM outputs ------------------
 // For any evaluation of c = Σ_{p<K} a_p·b_p in fp64 — any summation order,
@@ -148,6 +161,7 @@ double GemmSlackFactor(std::int64_t terms);
 // Adds the squared 2-norms of the m rows of op(A) to row_sq[0..m) and of the
 // n columns of op(B) to col_sq[0..n) (each sequential over p from its current value).
 void GemmNormsSq(const GemmArgs& g, const double* a, const double* b, double* row_sq, double* col_sq);
+void GemmNormsSq(const GemmArgs& g, const float* a, const float* b, double* row_sq, double* col_sq);
 // β of one output value from the norms of its two factor vectors and its
 // bias's magnitude (0 without one): factor·(a_norm·b_norm + abs_bias).
 // WriteGemmSlack's expression, and the element level's for one value.
@@ -164,6 +178,8 @@ void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const do
                     BiasPer per = BiasPer::kColumn);
 // One GEMM: GemmNormsSq + WriteGemmSlack with terms = g.k into slack (ldc layout).
 void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack,
+                  const double* bias = nullptr, BiasPer per = BiasPer::kColumn);
+void GemmSlackF64(const GemmArgs& g, const float* a, const float* b, double* slack,
                   const double* bias = nullptr, BiasPer per = BiasPer::kColumn);
 
 struct MatMulOptions {

@@ -59,9 +59,9 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     using T = typename M::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
-    std::vector<T> xs, ws;
-    const T* xa = Operand<T>(x, xs);
-    const T* wa = Operand<T>(w, ws);
+    // The fp32 tensors in every mode: rounded mode's GEMMs widen them.
+    const float* xa = x.data();
+    const float* wa = w.data();
     const GemmArgs gy = MakeGemm(rows, n, k, false, k, true, k, n);
     if constexpr (M::kCertified) {
       // y = CR(Σ x·w + b): the bias is one more exact term of each output.
@@ -117,10 +117,9 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     T* dxo = outs.Bind(dx);
     T* dwo = outs.Bind(dw);
     T* dbo = outs.Bind(db);
-    std::vector<T> dys, xs, ws;
-    const T* dya = Operand<T>(dy, dys);
-    const T* xa = Operand<T>(x, xs);
-    const T* wa = Operand<T>(w, ws);
+    const float* dya = dy.data();
+    const float* xa = x.data();
+    const float* wa = w.data();
     const GemmArgs gdx = MakeGemm(rows, k, n, false, n, false, k, k);
     const GemmArgs gdw = MakeGemm(n, k, rows, true, n, false, k, k);
     M::Gemm(ctx.config(), gdx, dya, wa, dxo);
@@ -178,10 +177,9 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
     Outputs<T> outs;
     T* dao = outs.Bind(da);
     T* dbo = outs.Bind(db);
-    std::vector<T> dys, as, bs;
-    const T* dya = Operand<T>(dy, dys);
-    const T* aa = Operand<T>(a, as);
-    const T* ba = Operand<T>(b, bs);
+    const float* dya = dy.data();
+    const float* aa = a.data();
+    const float* ba = b.data();
     // dA for one batch item (or for all rows at once when `rows` = batch·m).
     double* const da_slack = outs.Slack(dao);
     double* const db_slack = outs.Slack(dbo);
@@ -195,11 +193,11 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
       return !tb ? MakeGemm(k, n, rows, !ta, ca, false, n, cb, acc)
                  : MakeGemm(n, k, rows, true, n, ta, ca, cb, acc);
     };
-    auto grad_a = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* bp, T* dap) {
+    auto grad_a = [&](const ExecConfig& cfg, std::int64_t rows, const float* dyp, const float* bp, T* dap) {
       double* sp = da_slack == nullptr ? nullptr : da_slack + (dap - dao);
       const GemmArgs ga = ga_args(rows);
-      const T* lhs = !ta ? dyp : bp;
-      const T* rhs = !ta ? bp : dyp;
+      const float* lhs = !ta ? dyp : bp;
+      const float* rhs = !ta ? bp : dyp;
       M::Gemm(cfg, ga, lhs, rhs, dap);
       GemmSlack<M>(ga, lhs, rhs, sp);
     };
@@ -207,10 +205,11 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
     // GEMMs): its β uses the squared norms of every piece and K = batch·m.
     std::vector<double> dbrow_sq, dbcol_sq;
     std::int64_t db_terms = 0;
-    auto grad_b = [&](const ExecConfig& cfg, std::int64_t rows, const T* dyp, const T* ap, T* dbp, bool acc) {
+    auto grad_b = [&](const ExecConfig& cfg, std::int64_t rows, const float* dyp, const float* ap, T* dbp,
+                      bool acc) {
       const GemmArgs gb = gb_args(rows, acc);
-      const T* lhs = !tb ? ap : dyp;
-      const T* rhs = !tb ? dyp : ap;
+      const float* lhs = !tb ? ap : dyp;
+      const float* rhs = !tb ? dyp : ap;
       M::Gemm(cfg, gb, lhs, rhs, dbp);
       if constexpr (M::kRounded) {
         if (!shared_b) {
@@ -242,8 +241,8 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
         // pieces of one certified GEMM, not rounded one after another.
         std::vector<CertGemmPiece> pieces;
         for (std::int64_t i = 0; i < batch; ++i) {
-          const T* dyp = dya + i * dy_stride;
-          const T* ap = aa + i * a_stride;
+          const float* dyp = dya + i * dy_stride;
+          const float* ap = aa + i * a_stride;
           const GemmArgs gb = !tb ? MakeGemm(k, n, m, !ta, ca, false, n, cb) : MakeGemm(n, k, m, true, n, ta, ca, cb);
           pieces.push_back(CertGemmPiece{gb, !tb ? ap : dyp, !tb ? dyp : ap});
         }
@@ -271,8 +270,8 @@ Status MatMulBackward(const OpContext& ctx, const Tensor& dy, const Tensor& a, c
         outs.SetReference(dao, !ta ? GemmReference(threads, ga_args(m), dya, ba, dy_stride, b_step)
                                    : GemmReference(threads, ga_args(m), ba, dya, b_step, dy_stride));
       }
-      const T* lhs = !tb ? aa : dya;
-      const T* rhs = !tb ? dya : aa;
+      const float* lhs = !tb ? aa : dya;
+      const float* rhs = !tb ? dya : aa;
       const std::int64_t lhs_step = !tb ? a_stride : dy_stride, rhs_step = !tb ? dy_stride : a_stride;
       if (!shared_b) {
         outs.SetReference(dbo, GemmReference(threads, gb_args(m, false), lhs, rhs, lhs_step, rhs_step));

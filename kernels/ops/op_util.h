@@ -185,7 +185,11 @@ struct F64Math {
   static void ExpShifted(const In* in, double m, double* out, std::int64_t n) {
     for (std::int64_t i = 0; i < n; ++i) out[i] = Exp(static_cast<double>(in[i]) - m);
   }
+  // On fp64 operands, or fp32 tensors widened by the GEMM itself (no copies).
   static void Gemm(const ExecConfig& c, const GemmArgs& g, const double* a, const double* b, double* out) {
+    GemmF64Rounded(c, g, a, b, out);
+  }
+  static void Gemm(const ExecConfig& c, const GemmArgs& g, const float* a, const float* b, double* out) {
     GemmF64Rounded(c, g, a, b, out);
   }
 };
@@ -450,8 +454,8 @@ class Outputs {
 // Rounded mode: β of policy M's GEMM outputs (kernels/matmul.h GemmSlackF64)
 // written to `slack` (ldc layout); nothing in the fp32 modes.
 // `bias` (fp32, may be null): added afterwards, per column (n values) or per row (m).
-template <class M, class T>
-void GemmSlack(const GemmArgs& g, const T* a, const T* b, double* slack, const float* bias = nullptr,
+template <class M, class In>
+void GemmSlack(const GemmArgs& g, const In* a, const In* b, double* slack, const float* bias = nullptr,
                BiasPer per = BiasPer::kColumn) {
   if constexpr (M::kRounded) {
     if (bias == nullptr) {

@@ -281,6 +281,70 @@ TEST(GemmF64Test, Fp64OperandsStayWithinTheErrorBound) {
   }
 }
 
+bool SameBits(const std::vector<double>& x, const std::vector<double>& y) {
+  return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(double)) == 0;
+}
+
+// Rounded mode hands its fp32 tensors to the fp64 GEMM functions, which widen
+// them as they read them: every result must have the bits of the same
+// function on fp64 copies (the trainer's values, β, and the references a
+// replay evaluates), for every kernel choice, thread count and layout.
+TEST(GemmF64RoundedTest, Fp32OperandsGiveTheBitsOfTheirFp64Copies) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x32f64);
+  std::vector<Case> cases;
+  for (int i = 0; i < 12; ++i) {
+    // Crosses the fp64 k block (512) and the row block.
+    cases.push_back({1 + static_cast<std::int64_t>(rng() % 200), 1 + static_cast<std::int64_t>(rng() % 200),
+                     1 + static_cast<std::int64_t>(rng() % 700), (rng() & 1) != 0, (rng() & 1) != 0,
+                     (rng() & 1) != 0});
+  }
+  cases.push_back({5, 6, 0, false, true, true});
+  for (const Case& cs : cases) {
+    const auto [g, a, b, c0_f32] = MakeCase(rng, cs);
+    const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
+    const std::vector<double> c0(c0_f32.begin(), c0_f32.end());
+    const std::string what = "m=" + std::to_string(cs.m) + " n=" + std::to_string(cs.n) +
+                             " k=" + std::to_string(cs.k) + " ta=" + std::to_string(cs.ta) +
+                             " tb=" + std::to_string(cs.tb) + " acc=" + std::to_string(cs.acc);
+    for (bool reference : {false, true}) {
+      for (Simd simd : SupportedSimds()) {
+        for (int threads : {1, 2}) {
+          ExecConfig config;
+          config.threads = threads;
+          config.simd = simd;
+          config.f64_reference = reference;
+          std::vector<double> want = c0, got = c0;
+          GemmF64Rounded(config, g, a64.data(), b64.data(), want.data());
+          GemmF64Rounded(config, g, a.data(), b.data(), got.data());
+          ASSERT_TRUE(SameBits(got, want))
+              << what << " reference=" << reference << " simd=" << SimdName(simd) << " threads=" << threads;
+        }
+      }
+    }
+    std::vector<double> row_want(static_cast<std::size_t>(cs.m), 0.5),
+        col_want(static_cast<std::size_t>(cs.n), 0.5);
+    std::vector<double> row_got = row_want, col_got = col_want;
+    GemmNormsSq(g, a64.data(), b64.data(), row_want.data(), col_want.data());
+    GemmNormsSq(g, a.data(), b.data(), row_got.data(), col_got.data());
+    ASSERT_TRUE(SameBits(row_got, row_want) && SameBits(col_got, col_want)) << what << " GemmNormsSq";
+    GemmArgs dense = g;
+    dense.ldc = g.n;
+    dense.accumulate = false;
+    std::vector<double> slack_want(static_cast<std::size_t>(cs.m * cs.n)), slack_got(slack_want.size());
+    GemmSlackF64(dense, a64.data(), b64.data(), slack_want.data());
+    GemmSlackF64(dense, a.data(), b.data(), slack_got.data());
+    ASSERT_TRUE(SameBits(slack_got, slack_want)) << what << " GemmSlackF64";
+    std::vector<std::size_t> positions;
+    for (std::size_t e = 0; e < slack_want.size(); ++e) {
+      if (rng() % 3 == 0) positions.push_back(e);
+    }
+    std::vector<double> ref_want(positions.size()), ref_got(positions.size());
+    GemmReference(2, dense, a64.data(), b64.data())(positions, ref_want);
+    GemmReference(2, dense, a.data(), b.data())(positions, ref_got);
+    ASSERT_TRUE(SameBits(ref_got, ref_want)) << what << " GemmReference";
+  }
+}
+
 TEST(GemmNativeTest, SgemmIsCloseToFp64) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xb1a5);
   for (const Case& cs : {Case{64, 80, 200, false, false, false}, Case{33, 17, 65, true, true, false},
