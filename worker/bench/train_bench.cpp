@@ -159,7 +159,10 @@ struct Setup {
   std::size_t nodes = 0;
 };
 
-Setup* GetSetup(const ModelCase& m, Variant v) {
+// `record_first`: a rounded setup records the trainer's first step on a copy
+// of the state (the replay benchmarks' logs and the log columns); the
+// memory child skips it, holding one state as `vt-worker train` does.
+Setup* GetSetup(const ModelCase& m, Variant v, bool record_first = true) {
   static std::map<std::string, std::unique_ptr<Setup>> cache;
   const bool rounded = IsRounded(v);
   const bool vendor = v == Variant::kRoundedVendor;
@@ -167,7 +170,8 @@ Setup* GetSetup(const ModelCase& m, Variant v) {
                      : v == Variant::kCertified ? "certified"
                      : rounded                  ? "rounded"
                                                 : "repops";
-  const std::string key = m.name + "/" + mode + (vendor ? "-vendor" : "");
+  const std::string key =
+      m.name + "/" + mode + (vendor ? "-vendor" : "") + (record_first ? "" : "-unrecorded");
   auto it = cache.find(key);
   if (it != cache.end()) return it->second.get();
   const std::string text = "{\"model\": " + m.model + ", \"dataset\": " + m.dataset +
@@ -193,7 +197,7 @@ Setup* GetSetup(const ModelCase& m, Variant v) {
   auto init = s->engine->InitialState();
   if (!init.ok()) return nullptr;
   s->start = std::move(init).value();
-  if (rounded) {
+  if (rounded && record_first) {
     TrainingState copy = s->start;
     auto outcome = s->engine->Step(copy);
     if (!outcome.ok()) return nullptr;
@@ -555,7 +559,7 @@ int StepForMemory(const std::string& spec, bool gpt2) {
     if (slash == std::string::npos || spec.substr(0, slash) != m.name) continue;
     for (Variant v : kVariants) {
       if (spec.substr(slash + 1) != VariantName(v)) continue;
-      Setup* s = GetSetup(m, v);  // rounded: its setup records the trainer's first step
+      Setup* s = GetSetup(m, v, /*record_first=*/false);
       if (s == nullptr) return 1;
       TrainingState state = std::move(s->start);  // one state, as vt-worker train holds
       if (!s->engine->Step(state).ok()) return 1;
