@@ -45,6 +45,23 @@ void MapElements(const OpContext& ctx, std::int64_t n, T* out, const F& f) {
   });
 }
 
+// The one output y[i] = f(i) (in the policy's T): in place in the fp32
+// modes; in rounded mode computed and rounded in pieces (RoundInPieces), so
+// a large output (the embedding's gradient accumulation) never exists in
+// fp64 at once.
+template <class M, class F>
+Status MapOutput(const OpContext& ctx, Tensor& y, const F& f) {
+  if constexpr (M::kRounded) {
+    Tensor* const outputs[] = {&y};
+    return RoundInPieces(ctx, outputs, [&](std::size_t, std::int64_t i0, std::int64_t i1, double* dst) {
+      MapElements(ctx, i1 - i0, dst, [=](std::int64_t i) { return f(i0 + i); });
+    });
+  } else {
+    MapElements(ctx, y.numel(), y.data(), f);
+    return Status::Ok();
+  }
+}
+
 Status CheckDropoutP(float p) {
   if (!InRange(p, 0.0f, 1.0f) || p == 1.0f) return BadAttribute("dropout p must be in [0, 1)");
   return Status::Ok();
@@ -223,14 +240,12 @@ Status AddForward(const OpContext& ctx, const Tensor& a, const Tensor& b, Tensor
   VT_TRY(CheckSameShape(a, b, "add a vs b"));
   y.Resize(a.shape());
   return DispatchMode(ctx, [&](auto math) -> Status {
-    using T = typename decltype(math)::T;
-    Outputs<T> outs;
-    T* yo = outs.Bind(y);
+    using M = decltype(math);
+    using T = typename M::T;
     const float* ad = a.data();
     const float* bd = b.data();
-    MapElements(ctx, a.numel(), yo,
-                [=](std::int64_t i) { return static_cast<T>(ad[i]) + static_cast<T>(bd[i]); });
-    return outs.Commit(ctx);
+    return MapOutput<M>(ctx, y,
+                        [=](std::int64_t i) { return static_cast<T>(ad[i]) + static_cast<T>(bd[i]); });
   });
 }
 

@@ -98,30 +98,39 @@ Status EmbeddingBackward(const OpContext& ctx, const Tensor& dy, const Tensor& i
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
-    Outputs<T> outs;
-    T* dwo = outs.BindZeroed(dweight);
-    ParallelFor(ctx.threads(), num_embeddings, [&](std::int64_t v0, std::int64_t v1) {
-      for (std::int64_t v = v0; v < v1; ++v) {
-        T* row = dwo + v * d;
-        if constexpr (M::kCertified) {
-          // dW[v][j] = CR(Σ over the positions p with idx = v of dy[p][j]).
-          const std::int64_t first = start[static_cast<std::size_t>(v)];
-          const std::int64_t count = start[static_cast<std::size_t>(v) + 1] - first;
-          if (count == 0) continue;
-          for (std::int64_t j = 0; j < d; ++j) {
-            row[j] = CertifiedSum(count, [&](std::int64_t k) {
-              return dy.data()[order[static_cast<std::size_t>(first + k)] * d + j];
-            });
+    // Rows [r0, r1) into out (row v at out + (v − r0)·d).
+    const auto grad_rows = [&](std::int64_t r0, std::int64_t r1, T* out) {
+      std::fill(out, out + (r1 - r0) * d, T(0));
+      ParallelFor(ctx.threads(), r1 - r0, [&](std::int64_t a, std::int64_t b) {
+        for (std::int64_t v = r0 + a; v < r0 + b; ++v) {
+          T* row = out + (v - r0) * d;
+          if constexpr (M::kCertified) {
+            // dW[v][j] = CR(Σ over the positions p with idx = v of dy[p][j]).
+            const std::int64_t first = start[static_cast<std::size_t>(v)];
+            const std::int64_t count = start[static_cast<std::size_t>(v) + 1] - first;
+            if (count == 0) continue;
+            for (std::int64_t j = 0; j < d; ++j) {
+              row[j] = CertifiedSum(count, [&](std::int64_t k) {
+                return dy.data()[order[static_cast<std::size_t>(first + k)] * d + j];
+              });
+            }
+            continue;
           }
-          continue;
+          for (std::int64_t k = start[static_cast<std::size_t>(v)];
+               k < start[static_cast<std::size_t>(v) + 1]; ++k) {
+            const float* g = dy.data() + order[static_cast<std::size_t>(k)] * d;
+            for (std::int64_t j = 0; j < d; ++j) row[j] = row[j] + static_cast<T>(g[j]);
+          }
         }
-        for (std::int64_t k = start[static_cast<std::size_t>(v)]; k < start[static_cast<std::size_t>(v) + 1]; ++k) {
-          const float* g = dy.data() + order[static_cast<std::size_t>(k)] * d;
-          for (std::int64_t j = 0; j < d; ++j) row[j] = row[j] + static_cast<T>(g[j]);
-        }
-      }
-    });
-    return outs.Commit(ctx);
+      });
+    };
+    if constexpr (M::kRounded) {
+      // A vocabulary's gradient never exists in fp64 at once.
+      return RoundRowsInPieces(ctx, dweight, d, grad_rows);
+    } else {
+      grad_rows(0, num_embeddings, dweight.data());
+      return Status::Ok();
+    }
   });
 }
 

@@ -6,7 +6,9 @@
 //   repops: y[r, n] = GEMM element (Σ_{k=0..K-1} x[r,k]·w[n,k], sequential
 //           from +0, kernels/matmul.h), then y[r, n] = y[r, n] + b[n]
 //           (one fp32 add, bias last).
-//   rounded: the same in fp64 (OpenBLAS dgemm), then y is rounded.
+//   rounded: the same in fp64 (rounded mode's GEMM on the fp32 tensors),
+//           then y is rounded — in pieces of whole rows (RoundGemmByRows),
+//           as are dx and dw below.
 //   native: OpenBLAS sgemm, then the bias add.
 // LinearBackward — outputs dx [..., K], dw [N, K], db [N], in that order.
 //   dx[r, k] = Σ_{n sequential} dy[r,n]·w[n,k]            (GEMM, k-dim = N)
@@ -56,45 +58,34 @@ Status LinearForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
   y.Resize(y_shape);
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
-    using T = typename M::T;
-    Outputs<T> outs;
-    T* yo = outs.Bind(y);
     // The fp32 tensors in every mode: rounded mode's GEMMs widen them.
     const float* xa = x.data();
     const float* wa = w.data();
+    const float* bias = b != nullptr ? b->data() : nullptr;
     const GemmArgs gy = MakeGemm(rows, n, k, false, k, true, k, n);
-    if constexpr (M::kCertified) {
+    float* yo = y.data();
+    if constexpr (M::kRounded) {
+      return RoundGemmByRows(ctx, gy, xa, wa, bias, y.values());
+    } else if constexpr (M::kCertified) {
       // y = CR(Σ x·w + b): the bias is one more exact term of each output.
       GemmArgs with_bias = gy;
-      if (b != nullptr) {
-        for (std::int64_t r = 0; r < rows; ++r) std::copy(b->data(), b->data() + n, yo + r * n);
+      if (bias != nullptr) {
+        for (std::int64_t r = 0; r < rows; ++r) std::copy(bias, bias + n, yo + r * n);
         with_bias.accumulate = true;
       }
       M::Gemm(ctx.config(), with_bias, xa, wa, yo);
-      return outs.Commit(ctx);
+    } else {
+      M::Gemm(ctx.config(), gy, xa, wa, yo);
+      if (bias != nullptr) {
+        ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
+          for (std::int64_t r = r0; r < r1; ++r) {
+            float* row = yo + r * n;
+            for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] + bias[j];
+          }
+        });
+      }
     }
-    M::Gemm(ctx.config(), gy, xa, wa, yo);
-    GemmSlack<M>(gy, xa, wa, outs.Slack(yo), b != nullptr ? b->data() : nullptr);
-    const float* bias = b != nullptr ? b->data() : nullptr;
-    if (bias != nullptr) {
-      ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
-        for (std::int64_t r = r0; r < r1; ++r) {
-          T* row = yo + r * n;
-          for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] + static_cast<T>(bias[j]);
-        }
-      });
-    }
-    if constexpr (M::kRounded) {
-      // An element's reference: its dot product, then the bias as above.
-      outs.SetReference(yo, [&, gy](std::span<const std::size_t> positions, std::span<double> values) {
-        GemmF64ReferenceElements(ctx.threads(), gy, xa, wa, DenseGemmElements(positions, gy), values.data());
-        if (bias == nullptr) return;
-        for (std::size_t e = 0; e < positions.size(); ++e) {
-          values[e] = values[e] + static_cast<T>(bias[positions[e] % static_cast<std::size_t>(n)]);
-        }
-      });
-    }
-    return outs.Commit(ctx);
+    return Status::Ok();
   });
 }
 
@@ -113,23 +104,21 @@ Status LinearBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
-    Outputs<T> outs;
-    T* dxo = outs.Bind(dx);
-    T* dwo = outs.Bind(dw);
-    T* dbo = outs.Bind(db);
     const float* dya = dy.data();
     const float* xa = x.data();
     const float* wa = w.data();
     const GemmArgs gdx = MakeGemm(rows, k, n, false, n, false, k, k);
     const GemmArgs gdw = MakeGemm(n, k, rows, true, n, false, k, k);
-    M::Gemm(ctx.config(), gdx, dya, wa, dxo);
-    M::Gemm(ctx.config(), gdw, dya, xa, dwo);
-    GemmSlack<M>(gdx, dya, wa, outs.Slack(dxo));
-    GemmSlack<M>(gdw, dya, xa, outs.Slack(dwo));
     if constexpr (M::kRounded) {
-      outs.SetReference(dxo, GemmReference(ctx.threads(), gdx, dya, wa));
-      outs.SetReference(dwo, GemmReference(ctx.threads(), gdw, dya, xa));
+      // In output order: dx, dw (each rounded as it is computed), then db.
+      VT_TRY(RoundGemmByRows(ctx, gdx, dya, wa, nullptr, dx.values()));
+      VT_TRY(RoundGemmByRows(ctx, gdw, dya, xa, nullptr, dw.values()));
+    } else {
+      M::Gemm(ctx.config(), gdx, dya, wa, dx.data());
+      M::Gemm(ctx.config(), gdw, dya, xa, dw.data());
     }
+    Outputs<T> outs;
+    T* dbo = outs.Bind(db);
     ColumnSumOf<M>(ctx.threads(), rows, n, [&](std::int64_t r, std::int64_t c) { return dya[r * n + c]; }, dbo);
     return outs.Commit(ctx);
   });

@@ -79,10 +79,18 @@ template <class T>
 struct AdamWResult {
   T param, m, v;
 };
+// m' and v' alone (rounded mode rounds each output in pieces of its own).
+template <class T>
+struct AdamWMomentsResult {
+  T m, v;
+};
+template <class T>
+VT_HD inline AdamWMomentsResult<T> AdamWMoments(T g, T m, T v, const AdamWConstants<T>& k) {
+  return {k.beta1 * m + k.c1 * g, k.beta2 * v + (k.c2 * g) * g};
+}
 template <class M, class T>
 VT_HD inline AdamWResult<T> AdamWElement(T p, T g, T m, T v, const AdamWConstants<T>& k) {
-  const T nm = k.beta1 * m + k.c1 * g;
-  const T nv = k.beta2 * v + (k.c2 * g) * g;
+  const auto [nm, nv] = AdamWMoments(g, m, v, k);
   const T mhat = nm / k.bc1;
   const T vhat = nv / k.bc2;
   return {p * k.decay - k.lr * (mhat / (M::Sqrt(vhat) + k.eps)), nm, nv};

@@ -28,6 +28,7 @@
 #include <deque>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -348,6 +349,24 @@ ReferenceFn EachValue(int threads, Value value) {
 inline std::atomic<bool> g_check_unwritten_for_testing{false};
 inline constexpr std::uint64_t kUnwrittenBits = 0x7FF8DEADBEEF0001ull;
 inline void SetUnwrittenCheckForTesting(bool on) { g_check_unwritten_for_testing.store(on); }
+// Under the test switch: `values` filled with the pattern (Prepare), then
+// "output-value-unwritten" where one is left (Check); nothing otherwise.
+inline void PrepareUnwrittenCheck(std::span<double> values) {
+  if (g_check_unwritten_for_testing.load(std::memory_order_relaxed)) {
+    std::fill(values.begin(), values.end(), std::bit_cast<double>(kUnwrittenBits));
+  }
+}
+inline Status CheckAllWritten(std::span<const double> values) {
+  if (!g_check_unwritten_for_testing.load(std::memory_order_relaxed)) return Status::Ok();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (std::bit_cast<std::uint64_t>(values[i]) == kUnwrittenBits) {
+      return Status::Error(
+          "output-value-unwritten",
+          "value " + std::to_string(i) + " of " + std::to_string(values.size()) + " was never written");
+    }
+  }
+  return Status::Ok();
+}
 
 // Output buffers of one operator invocation. In the fp32 modes an output is
 // written in place; in rounded mode into an fp64 buffer that Commit() rounds
@@ -371,9 +390,7 @@ class Outputs {
     } else {
       const auto n = static_cast<std::size_t>(t.numel());
       Bound& b = m_bound.emplace_back(Bound{&t, std::make_unique_for_overwrite<double[]>(n), n, {}, {}});
-      if (g_check_unwritten_for_testing.load(std::memory_order_relaxed)) {
-        std::fill_n(b.storage.get(), n, std::bit_cast<double>(kUnwrittenBits));
-      }
+      PrepareUnwrittenCheck({b.storage.get(), n});
       return b.storage.get();
     }
   }
@@ -420,7 +437,7 @@ class Outputs {
   Status Commit(const OpContext& ctx) {
     if constexpr (std::is_same_v<T, double>) {
       for (Bound& b : m_bound) {
-        if (g_check_unwritten_for_testing.load(std::memory_order_relaxed)) VT_TRY(CheckAllWritten(b));
+        VT_TRY(CheckAllWritten({b.storage.get(), b.size}));
         VT_TRY(ctx.RoundOutput(std::span<const double>(b.storage.get(), b.size), b.tensor->values(), b.slack,
                                b.reference ? &b.reference : nullptr));
       }
@@ -439,17 +456,79 @@ class Outputs {
     ReferenceFn reference;      // empty: none
   };
   std::deque<Bound> m_bound;  // deque: stable addresses
-
-  static Status CheckAllWritten(const Bound& b) {
-    for (std::size_t i = 0; i < b.size; ++i) {
-      if (std::bit_cast<std::uint64_t>(b.storage[i]) == kUnwrittenBits) {
-        return Status::Error("output-value-unwritten", "value " + std::to_string(i) + " of " +
-                                                           std::to_string(b.size) + " was never written");
-      }
-    }
-    return Status::Ok();
-  }
 };
+
+// ---- rounded mode in pieces ----------------------------------------------------------
+//
+// Outputs whose fp64 values would be large are computed and rounded in
+// pieces: each piece goes through ctx.RoundOutput (which continues the
+// node's positions) before the next is computed. Every value, β, reference
+// and log entry is the one a single piece would give; only the memory
+// differs — a GPT-2 vocabulary's logits, or AdamW's update of its
+// embedding, never exist in fp64 at once (docs/kernels.md, "Rounded mode's
+// memory").
+struct RoundPieces {
+  std::int64_t values;         // element-wise outputs (a piece stays in L2 until it is rounded)
+  std::int64_t row_values;     // outputs made by rows (GEMMs, row softmaxes): about this many values,
+  std::int64_t gemm_min_rows;  // but a GEMM piece has at least this many rows (each packs op(B) again)
+};
+inline constexpr RoundPieces kRoundPieces{std::int64_t{1} << 16, std::int64_t{1} << 22, 256};
+// TEST ONLY: other piece sizes (each ≥ 1), so that small tensors are
+// rounded in many pieces; nullopt restores kRoundPieces. Set it while no
+// operator runs.
+void SetRoundPiecesForTesting(std::optional<RoundPieces> pieces);
+RoundPieces RoundPiecesNow();
+
+// Rounded mode, element-wise outputs in order: fill(o, i0, i1, dst) writes
+// output o's fp64 values [i0, i1) to dst[0, i1 − i0) (β = 0: fixed-order
+// fp64 arithmetic, no reference function).
+template <class Fill>
+Status RoundInPieces(const OpContext& ctx, std::span<Tensor* const> outputs, const Fill& fill) {
+  const std::int64_t piece = RoundPiecesNow().values;
+  std::int64_t largest = 0;
+  for (const Tensor* t : outputs) largest = std::max(largest, t->numel());
+  std::vector<double> buffer(static_cast<std::size_t>(std::min(piece, largest)));
+  for (std::size_t o = 0; o < outputs.size(); ++o) {
+    const std::int64_t n = outputs[o]->numel();
+    for (std::int64_t i0 = 0; i0 < n; i0 += piece) {
+      const auto size = static_cast<std::size_t>(std::min(piece, n - i0));
+      const std::span<double> values(buffer.data(), size);
+      PrepareUnwrittenCheck(values);
+      fill(o, i0, i0 + static_cast<std::int64_t>(size), values.data());
+      VT_TRY(CheckAllWritten(values));
+      VT_TRY(ctx.RoundOutput(values, outputs[o]->values().subspan(static_cast<std::size_t>(i0), size)));
+    }
+  }
+  return Status::Ok();
+}
+
+// Rounded mode, one output made by rows of `row_len` values, in order:
+// fill(r0, r1, dst) writes rows [r0, r1) to dst (β = 0, no reference).
+template <class FillRows>
+Status RoundRowsInPieces(const OpContext& ctx, Tensor& out, std::int64_t row_len, const FillRows& fill) {
+  if (row_len <= 0 || out.numel() == 0) return ctx.RoundOutput({}, out.values());
+  const std::int64_t rows = out.numel() / row_len;
+  const std::int64_t rows_per = std::max<std::int64_t>(1, RoundPiecesNow().row_values / row_len);
+  std::vector<double> buffer(static_cast<std::size_t>(std::min(rows_per, rows) * row_len));
+  for (std::int64_t r0 = 0; r0 < rows; r0 += rows_per) {
+    const std::int64_t r1 = std::min(rows, r0 + rows_per);
+    const std::span<double> values(buffer.data(), static_cast<std::size_t>((r1 - r0) * row_len));
+    PrepareUnwrittenCheck(values);
+    fill(r0, r1, values.data());
+    VT_TRY(CheckAllWritten(values));
+    VT_TRY(
+        ctx.RoundOutput(values, out.values().subspan(static_cast<std::size_t>(r0 * row_len), values.size())));
+  }
+  return Status::Ok();
+}
+
+// Rounded mode: out (m × n, dense) = op(A)·op(B) (+ bias[j] per column, in
+// fp64 after the sum), computed (M::Gemm of F64Math), bounded (GemmSlackF64's
+// β: the norms once, for all rows) and rounded with its reference function
+// (GemmReference's elements, then the bias) in pieces of whole rows.
+// g.accumulate is false and g.ldc = g.n.
+Status RoundGemmByRows(const OpContext& ctx, const GemmArgs& g, const float* a, const float* b,
+                       const float* bias, std::span<float> out);
 
 // Rounded mode: β of policy M's GEMM outputs (kernels/matmul.h GemmSlackF64)
 // written to `slack` (ldc layout); nothing in the fp32 modes.

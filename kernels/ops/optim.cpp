@@ -110,9 +110,30 @@ template <class M, class T>
   }
 VT_ADAMW_RANGE(AdamWRangeNative, NativeMath)
 VT_ADAMW_RANGE(AdamWRangeRepops, RepopsMath)
-VT_ADAMW_RANGE(AdamWRangeF64, F64Math)
 VT_ADAMW_RANGE(AdamWRangeCertified, CertifiedMath)
 #undef VT_ADAMW_RANGE
+
+// Rounded mode: output `which` (0 p', 1 m', 2 v') of elements [i0, i1)
+// into out[i − i0], one output per pass (RoundInPieces rounds the outputs in
+// order); m' and v' without p''s division and square root.
+VT_SIMD_CLONES void AdamWOutputF64(std::size_t which, const float* __restrict p, const float* __restrict g,
+                                   const float* __restrict m, const float* __restrict v,
+                                   double* __restrict out, const AdamWConstants<double>& k, std::int64_t i0,
+                                   std::int64_t i1) {
+  switch (which) {
+    case 0:
+      for (std::int64_t i = i0; i < i1; ++i) {
+        out[i - i0] = AdamWElement<F64Math, double>(p[i], g[i], m[i], v[i], k).param;
+      }
+      break;
+    case 1:
+      for (std::int64_t i = i0; i < i1; ++i) out[i - i0] = AdamWMoments<double>(g[i], m[i], v[i], k).m;
+      break;
+    default:
+      for (std::int64_t i = i0; i < i1; ++i) out[i - i0] = AdamWMoments<double>(g[i], m[i], v[i], k).v;
+      break;
+  }
+}
 
 // Policy M's loop.
 template <class M>
@@ -121,8 +142,6 @@ auto AdamWRangeOf() {
     return &AdamWRangeNative;
   } else if constexpr (std::is_same_v<M, RepopsMath>) {
     return &AdamWRangeRepops;
-  } else if constexpr (std::is_same_v<M, F64Math>) {
-    return &AdamWRangeF64;
   } else {
     static_assert(std::is_same_v<M, CertifiedMath>);
     return &AdamWRangeCertified;
@@ -147,10 +166,6 @@ Status AdamWStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, 
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
-    Outputs<T> outs;
-    T* po = outs.Bind(new_param);
-    T* mo = outs.Bind(new_m);
-    T* vo = outs.Bind(new_v);
     AdamWConstants<T> k;
     k.beta1 = static_cast<T>(params.beta1);
     k.beta2 = static_cast<T>(params.beta2);
@@ -162,10 +177,22 @@ Status AdamWStep(const OpContext& ctx, const Tensor& param, const Tensor& grad, 
     k.lr = static_cast<T>(lr[0]);
     k.decay = T(1) - k.lr * static_cast<T>(params.weight_decay);
     k.eps = static_cast<T>(params.eps);
-    ParallelFor(ctx.threads(), param.numel(), [&](std::int64_t i0, std::int64_t i1) {
-      AdamWRangeOf<M>()(param.data(), grad.data(), m.data(), v.data(), po, mo, vo, k, i0, i1);
-    });
-    return outs.Commit(ctx);
+    if constexpr (M::kRounded) {
+      Tensor* const outputs[] = {&new_param, &new_m, &new_v};
+      return RoundInPieces(ctx, outputs,
+                           [&](std::size_t which, std::int64_t i0, std::int64_t i1, double* out) {
+                             ParallelFor(ctx.threads(), i1 - i0, [&](std::int64_t j0, std::int64_t j1) {
+                               AdamWOutputF64(which, param.data(), grad.data(), m.data(), v.data(), out + j0,
+                                              k, i0 + j0, i0 + j1);
+                             });
+                           });
+    } else {
+      ParallelFor(ctx.threads(), param.numel(), [&](std::int64_t i0, std::int64_t i1) {
+        AdamWRangeOf<M>()(param.data(), grad.data(), m.data(), v.data(), new_param.data(), new_m.data(),
+                          new_v.data(), k, i0, i1);
+      });
+      return Status::Ok();
+    }
   });
 }
 
@@ -184,10 +211,6 @@ Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, 
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
-    Outputs<T> outs;
-    std::vector<T*> clipped;
-    for (std::size_t i = 0; i < grads.size(); ++i) clipped.push_back(outs.Bind(outputs[i]));
-    T* no = outs.Bind(norm_out);
     T norm;
     if constexpr (M::kCertified) {
       // norm = CR(sqrt(Σ over every tensor of Σ g²)): one exact sum.
@@ -217,15 +240,26 @@ Status ClipGradNorm(const OpContext& ctx, std::span<const Tensor* const> grads, 
       norm = M::Sqrt(CombinePairwise(sums.data(), static_cast<std::int64_t>(sums.size())));
     }
     const T scale = ClipGradScale(static_cast<T>(max_norm), norm);
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      const float* g = grads[i]->data();
-      T* out = clipped[i];
-      ParallelFor(ctx.threads(), grads[i]->numel(), [=](std::int64_t j0, std::int64_t j1) {
-        for (std::int64_t j = j0; j < j1; ++j) out[j] = static_cast<T>(g[j]) * scale;
+    // Values [j0, j1) of output o (the clipped gradients, then the norm) into out[0, j1 − j0).
+    const auto values = [&](std::size_t o, std::int64_t j0, std::int64_t j1, T* out) {
+      if (o == grads.size()) {
+        out[0] = norm;
+        return;
+      }
+      const float* g = grads[o]->data() + j0;
+      ParallelFor(ctx.threads(), j1 - j0, [=](std::int64_t a, std::int64_t b) {
+        for (std::int64_t j = a; j < b; ++j) out[j] = static_cast<T>(g[j]) * scale;
       });
+    };
+    if constexpr (M::kRounded) {
+      // Every gradient of the model: never in fp64 at once.
+      std::vector<Tensor*> all;
+      for (Tensor& t : outputs) all.push_back(&t);
+      return RoundInPieces(ctx, all, values);
+    } else {
+      for (std::size_t o = 0; o <= grads.size(); ++o) values(o, 0, outputs[o].numel(), outputs[o].data());
+      return Status::Ok();
     }
-    no[0] = norm;
-    return outs.Commit(ctx);
   });
 }
 

@@ -153,21 +153,28 @@ Status CrossEntropyBackward(const OpContext& ctx, const Tensor& dloss, const Ten
   return DispatchMode(ctx, [&](auto math) -> Status {
     using M = decltype(math);
     using T = typename M::T;
-    Outputs<T> outs;
-    T* dxo = outs.Bind(dlogits);
     const T g = static_cast<T>(dloss[0]) / static_cast<T>(rows);
-    ParallelFor(ctx.threads(), rows, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r) {
-        const float* in = logits.data() + r * k;
-        T* out = dxo + r * k;
-        const T m = RowMax<T>(in, k);
-        M::ExpShifted(in, m, out, k);
-        const T s = SumOf<M>(k, [&](std::int64_t i) { return out[i]; });
-        const std::int64_t label = classes[static_cast<std::size_t>(r)];
-        for (std::int64_t i = 0; i < k; ++i) out[i] = CrossEntropyGradValue(out[i], s, i == label, g);
-      }
-    });
-    return outs.Commit(ctx);
+    // Rows [r0, r1) into out (row r at out + (r − r0)·k).
+    const auto grad_rows = [&](std::int64_t r0, std::int64_t r1, T* out) {
+      ParallelFor(ctx.threads(), r1 - r0, [&](std::int64_t a, std::int64_t b) {
+        for (std::int64_t r = r0 + a; r < r0 + b; ++r) {
+          const float* in = logits.data() + r * k;
+          T* row = out + (r - r0) * k;
+          const T m = RowMax<T>(in, k);
+          M::ExpShifted(in, m, row, k);
+          const T s = SumOf<M>(k, [&](std::int64_t i) { return row[i]; });
+          const std::int64_t label = classes[static_cast<std::size_t>(r)];
+          for (std::int64_t i = 0; i < k; ++i) row[i] = CrossEntropyGradValue(row[i], s, i == label, g);
+        }
+      });
+    };
+    if constexpr (M::kRounded) {
+      // A vocabulary's gradient never exists in fp64 at once.
+      return RoundRowsInPieces(ctx, dlogits, k, grad_rows);
+    } else {
+      grad_rows(0, rows, dlogits.data());
+      return Status::Ok();
+    }
   });
 }
 

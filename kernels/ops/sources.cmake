@@ -7,6 +7,7 @@ set(VT_KERNELS_OPS_SOURCES
   ops/linear.cpp
   ops/native_math.cpp
   ops/norm.cpp
+  ops/op_util.cpp
   ops/optim.cpp
   ops/reduce.cpp
   ops/registry.cpp

@@ -364,6 +364,47 @@ TEST_P(OpRounded, ReplayAcrossThreads) {
   }
 }
 
+// Operators that round their outputs in pieces (op_util.h RoundInPieces,
+// RoundGemmByRows) give the values and the log of one piece: with pieces of
+// a few values (and GEMM pieces of one row), forward and backward, on the
+// vendor GEMM and on the canonical reference.
+TEST_P(OpRounded, PiecewiseRoundingIsOneRounding) {
+  const OpCase& c = FindCase(GetParam());
+  const std::uint64_t seed = vt::test::TestSeed();
+  const std::vector<Tensor> inputs = MakeInputs(c, seed, Salt(c.name));
+  for (const bool f64_reference : {false, true}) {
+    for (const int threads : {1, 3}) {
+      SCOPED_TRACE(::testing::Message() << "f64_reference=" << f64_reference << " threads=" << threads);
+      ExecConfig config = Config(Mode::kRounded, threads);
+      config.f64_reference = f64_reference;
+      const auto run = [&](std::optional<opsdetail::RoundPieces> pieces) {
+        opsdetail::SetRoundPiecesForTesting(pieces);
+        std::vector<RunResult> out;
+        out.push_back(RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng));
+        if (c.grad && out[0].status.ok()) {
+          const Tensor dy = MakeDy(c, seed, out[0].outputs);
+          out.push_back(RunNode(config, c.grad->backward, c.grad->attrs,
+                                BackwardInputs(*c.grad, dy, inputs, out[0].outputs), c.rng));
+        }
+        opsdetail::SetRoundPiecesForTesting(std::nullopt);
+        return out;
+      };
+      const std::vector<RunResult> whole = run(std::nullopt);
+      const std::vector<RunResult> pieces = run(opsdetail::RoundPieces{5, 3, 1});
+      ASSERT_EQ(pieces.size(), whole.size());
+      for (std::size_t r = 0; r < whole.size(); ++r) {
+        ASSERT_TRUE(whole[r].status.ok()) << whole[r].status.ToString();
+        ASSERT_TRUE(pieces[r].status.ok()) << pieces[r].status.ToString();
+        EXPECT_EQ(pieces[r].log, whole[r].log) << (r == 0 ? "forward" : "backward");
+        for (std::size_t o = 0; o < whole[r].outputs.size(); ++o) {
+          EXPECT_TRUE(pieces[r].outputs[o].BitwiseEqual(whole[r].outputs[o]))
+              << (r == 0 ? "forward" : "backward") << " output " << o;
+        }
+      }
+    }
+  }
+}
+
 TEST_P(OpRounded, ForgedLogRejected) {
   const OpCase& c = FindCase(GetParam());
   const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
@@ -504,6 +545,122 @@ TEST_P(OpRounded, EveryOutputValueWritten) {
     }
   }
   opsdetail::SetUnwrittenCheckForTesting(false);
+}
+
+// Rounded-mode golden hashes: forward and (where the case has one) backward
+// on the canonical reference (f64_reference: the bits every replay, and the
+// referee, compute) at b = 24, each as its outputs' short hashes then the short hash
+// of its log (HashRoundingLog), ";" between forward and backward. Inputs
+// from kGoldenSeed. Computed with g++ 12 on x86-64 at commit ef8c03d, before
+// rounded mode's operands were widened inside the GEMMs and its outputs
+// rounded in pieces: those changes kept every bit. A change here means the
+// values or the logs a replay computes changed: a protocol change.
+const std::map<std::string, std::string>& RoundedGoldens() {
+  static const std::map<std::string, std::string> goldens = {
+      {"matmul", "6cadcff21c00921c,be71eafa647e6d8a;5e111e513c675473,d78100a3d3486c66,459663128901d8cc"},
+      {"matmul_tt_batched",
+       "8ac034010b174adc,f63bbf703df78cd1;2be23ed8abd59ae7,d8edd6d0e964912c,b8e551441da67637"},
+      {"matmul_ta_shared",
+       "9012dd8b4dca74f5,136bc50ead554310;d5fb28b7e749841b,bd068bd86386817f,14520f5376e924f4"},
+      {"matmul_tb_shared",
+       "9956dc09b7ad343b,b85f461fdd25e4a4;a4f178587bec41e2,40713ff527fe00d1,dacf885619ce6172"},
+      {"linear",
+       "e37552d548a237e7,f65427c6408b630d;f5134fb4bd4f25ae,e5e84e7ddd65f4b0,0693a6edb8862d32,"
+       "7b1c8f8fcffc3347"},
+      {"linear_nobias",
+       "f19a4bf4b0b2daf3,27d813bc0de3f62e;8d19dfaa939f2955,85d47024589474b6,36a7c0ee638c236b,"
+       "c737efb0a272c312"},
+      {"linear_big", "d52593bb6de0f685,af4d65dfc079c25a"},
+      {"conv2d",
+       "eed2036808bb6e88,f9ea2cb0d50393bc;15a49f9c82da2538,9fb45e8afe3e0a83,38fab5c64626e737,"
+       "afa74f0e905849bb"},
+      {"conv2d_stride_nobias",
+       "88b2a6fa19164f4e,1c9731d85b7590b8;7bba2712ef6e0df7,15ce5faa3f950a5d,cd76359ebda16e01,"
+       "9acbf9999fcc3047"},
+      {"conv2d_big", "ea958ac3b69e6bef,c96319675e0d2164"},
+      {"conv2d_5x5_same",
+       "37bad30841638d98,4c625b4ecbc3f402;f77d5a07d080a2ac,3320631ea3c05303,88cc0ca4c46df05b,"
+       "19cf68c58d125713"},
+      {"conv2d_1x1",
+       "ba956de7c643f663,4ca91d11acb04fa3;fc38c9b268e07492,13f59ede472c81a2,dcd60e6f1e5bbb40,"
+       "68553b970fc527a6"},
+      {"conv2d_narrow",
+       "3162115115b50785,faf89fbe8850a656;dc50489a764ec14b,880bfa3f72b192e8,17b968a212986e38,"
+       "3f0b8aa2017066dc"},
+      {"conv2d_column",
+       "c270429ccade9fde,ec2a26a3d6c3abe4;9d75c2eaee549d6a,42fd94341ed1931d,ea4dafe785abf759,"
+       "ba81b3d15f51149a"},
+      {"conv2d_taller",
+       "b33a965dc0daf352,cf5b29ee2e792dd8;f9514b5118aa26ca,4491a64585d7eed6,9f967b7ddd5bf0a8,"
+       "a8b500d0a61e78d4"},
+      {"conv2d_shorter",
+       "b97dac324cdd9790,e8b040bbbf558a85;f7cabc00d0b4fb2c,b050c525753530d9,961dc8325d2877e4,"
+       "41c8cc31743fe565"},
+      {"maxpool2d", "4f5f5fec3b7871d5,aa381f2820813172;125ee052d1effc6f,aa381f2820813172"},
+      {"avgpool2d", "119717b063240258,aa381f2820813172;c89beae1b6309750,aa381f2820813172"},
+      {"maxpool2d_2x2", "4b4ba829a1c4ebfe,aa381f2820813172;2a1cbb5172287629,aa381f2820813172"},
+      {"batchnorm2d_train",
+       "560e42b2119c73a5,6bb6e37b0e36161e,abf3a79e65591543,7da4f0d46ceb916b,ade929dc0a12fcdb,"
+       "aa381f2820813172;62fedd5d2cd32be6,d58241e8577edd6f,5bb0e0b97d6ff2c4,aa381f2820813172"},
+      {"batchnorm2d_eval", "28385eeaffa978e5,aa381f2820813172"},
+      {"layernorm",
+       "42f253daa760053d,cd2626ab364da3f3,3d79e329cb7df4ef,aa381f2820813172;f356662e6b06245c,"
+       "0a7fe310c5838272,895f2253f819c3c3,aa381f2820813172"},
+      {"embedding", "fad06ee85409c105,aa381f2820813172;9603b0b414d964a1,aa381f2820813172"},
+      {"relu", "36f8da7a0348fe82,aa381f2820813172;3f01d6714be50a07,aa381f2820813172"},
+      {"gelu", "5b8a5d3ed2a865e4,aa381f2820813172;c553e3f65d54dc15,aa381f2820813172"},
+      {"softmax", "d156e7e34e97179f,aa381f2820813172;d0059ae0387dea1d,aa381f2820813172"},
+      {"attention", "0c34ff3def1175b6,910e34d6f3ab4908,089b4c565a19065c;22519a6537ac21c0,be6504a34d5383e6"},
+      {"attention_big", "2cde10bc89d250ba,dea04851f856532c,69223d262489c1bb"},
+      {"dropout", "dda253bd330b6fff,5f3c736e5e6c13cf,aa381f2820813172;e3b9bb39b5cc8257,aa381f2820813172"},
+      {"add", "c06916b53c3a5cc9,aa381f2820813172;cdc76388df000354,cdc76388df000354,aa381f2820813172"},
+      {"reshape", "7555d8c2cae9c18c,aa381f2820813172;a919d26f16360cfd,aa381f2820813172"},
+      {"transpose", "bc9e8d931ed4f9b2,aa381f2820813172;b65e25d84b71fa0d,aa381f2820813172"},
+      {"sum_all", "3c86b1a92268b081,aa381f2820813172;68f1a8072035c9b4,aa381f2820813172"},
+      {"sum_axis1", "9b0f9df3531ec135,aa381f2820813172;c8afa4df71734f16,aa381f2820813172"},
+      {"sum_axis2", "23cd906f042131ab,aa381f2820813172;4ff25aacb3abd36b,aa381f2820813172"},
+      {"mean_all", "4416e73f74deb172,aa381f2820813172;54bdbeb41191a996,aa381f2820813172"},
+      {"mean_axis0", "3b79b634368a4ba0,aa381f2820813172;06b901533b75f7b4,aa381f2820813172"},
+      {"cross_entropy", "6043ef831386944b,aa381f2820813172;69e4662970035833,aa381f2820813172"},
+      {"sgd", "c079a2c9961c6c12,a0fbd42cc2ed9d10,aa381f2820813172"},
+      {"sgd_nesterov", "3772e184d32a13ff,2db50084a5c09ebb,aa381f2820813172"},
+      {"adamw", "1364d786d584ca6c,4a260b53a7a1a024,925cc0813dc4d518,aa381f2820813172"},
+      {"clip_active", "13f5aadc2af1ffcc,845633f7579fa1cc,03dde57d2931a637,1295ea302fd90fac,aa381f2820813172"},
+      {"clip_inactive",
+       "2f94896b10d3c546,307354178e0e9c8e,badbc3268cc03c4b,6babe7efe317e0b8,aa381f2820813172"},
+      {"lr_constant_warmup", "3f5ace8040f44b1e,aa381f2820813172"},
+      {"lr_cosine", "f715c1bb74fc186b,aa381f2820813172"},
+      {"lr_cosine_end", "974a38adba4e0470,aa381f2820813172"},
+      {"lr_linear", "e01e1fc23427ed79,aa381f2820813172"},
+  };
+  return goldens;
+}
+
+std::string RoundedRunHashes(const RunResult& r) {
+  return ShortHashes(r.outputs) + "," + HashRoundingLog(r.log).Hex().substr(0, 16);
+}
+
+TEST_P(OpRounded, GoldenHashes) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, kGoldenSeed, Salt(c.name));
+  ExecConfig config = Config(Mode::kRounded, 3);
+  config.f64_reference = true;
+  config.rounding.bits = 24;       // a coarse grid and a wide region (τ = 1/16 ulp),
+  config.rounding.tau_q16 = 4096;  // so that every log holds entries
+  const RunResult fwd = RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng);
+  ASSERT_TRUE(fwd.status.ok()) << fwd.status.ToString();
+  std::string got = RoundedRunHashes(fwd);
+  if (c.grad) {
+    const Tensor dy = MakeDy(c, kGoldenSeed, fwd.outputs);
+    const RunResult bwd = RunNode(config, c.grad->backward, c.grad->attrs,
+                                  BackwardInputs(*c.grad, dy, inputs, fwd.outputs), c.rng);
+    ASSERT_TRUE(bwd.status.ok()) << bwd.status.ToString();
+    got += ";" + RoundedRunHashes(bwd);
+  }
+  const auto it = RoundedGoldens().find(c.name);
+  ASSERT_TRUE(it != RoundedGoldens().end())
+      << "no golden for this case; computed:\n      {\"" << c.name << "\", \"" << got << "\"},";
+  EXPECT_EQ(it->second, got) << "computed:\n      {\"" << c.name << "\", \"" << got << "\"},";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
