@@ -603,6 +603,26 @@ void RowWindowMax(const Pool2dParams& p, std::int64_t w, std::int64_t o_h, std::
   }
 }
 
+// RowWindowMax's output rows, one per chunk of ParallelForChunks over
+// `planes`, allocated in the calling thread (no allocation inside a pool
+// worker); null rows for padded pooling, which takes the general loop.
+class RowWindowScratch {
+ public:
+  RowWindowScratch(int threads, std::int64_t planes, std::int64_t ow, bool used)
+      : m_ow(ow),
+        m_best(used ? static_cast<std::size_t>(ParallelChunks(threads, planes) * ow) : 0),
+        m_which(m_best.size()) {}
+  float* best(std::int64_t chunk) { return m_best.empty() ? nullptr : m_best.data() + chunk * m_ow; }
+  std::int32_t* which(std::int64_t chunk) {
+    return m_which.empty() ? nullptr : m_which.data() + chunk * m_ow;
+  }
+
+ private:
+  std::int64_t m_ow;
+  std::vector<float> m_best;
+  std::vector<std::int32_t> m_which;
+};
+
 // Certified pooling backward: out[pos] = CR(Σ contribution(oh, ow, pos) over
 // the windows covering pos) for every position of one plane; a contribution
 // is an fp32 value or an exact zero.
@@ -654,15 +674,11 @@ Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
     using T = typename decltype(math)::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
-    // RowWindowMax's scratch, one row per chunk, allocated here (not in a pool worker).
     const bool rows = params.pad_h == 0 && params.pad_w == 0;
-    const std::size_t row_scratch =
-        rows ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.ow) : 0;
-    std::vector<float> bests(row_scratch);
-    std::vector<std::int32_t> whiches(row_scratch);
+    RowWindowScratch scratch(ctx.threads(), g.planes, g.ow, rows);
     ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
-      float* const best = rows ? bests.data() + chunk * g.ow : nullptr;
-      std::int32_t* const which = rows ? whiches.data() + chunk * g.ow : nullptr;
+      float* const best = scratch.best(chunk);
+      std::int32_t* const which = scratch.which(chunk);
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
@@ -748,15 +764,11 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     // its windows' dy in the order kernels::MaxPoolGradAt (the element
     // rule's per-value form) adds them; computing the maximum once a window
     // keeps this 4× cheaper than gathering (2 × 2 windows).
-    // RowWindowMax's scratch, one row per chunk, allocated here (not in a pool worker).
     const bool rows = params.pad_h == 0 && params.pad_w == 0;
-    const std::size_t row_scratch =
-        rows ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.ow) : 0;
-    std::vector<float> bests(row_scratch);
-    std::vector<std::int32_t> whiches(row_scratch);
+    RowWindowScratch scratch(ctx.threads(), g.planes, g.ow, rows);
     ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
-      float* const best = rows ? bests.data() + chunk * g.ow : nullptr;
-      std::int32_t* const which = rows ? whiches.data() + chunk * g.ow : nullptr;
+      float* const best = scratch.best(chunk);
+      std::int32_t* const which = scratch.which(chunk);
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;
