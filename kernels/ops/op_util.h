@@ -479,25 +479,36 @@ inline constexpr RoundPieces kRoundPieces{std::int64_t{1} << 20, std::int64_t{1}
 void SetRoundPiecesForTesting(std::optional<RoundPieces> pieces);
 RoundPieces RoundPiecesNow();
 
+// Rounded mode: `out` in consecutive pieces of `piece` values, each through
+// `buffer` (grown to fit): fill(i0, i1, dst) writes values [i0, i1) to
+// dst[0, i1 − i0), then they are rounded (β = 0, no reference function).
+template <class Fill>
+Status RoundOutputInPieces(const OpContext& ctx, Tensor& out, std::int64_t piece, std::vector<double>& buffer,
+                           const Fill& fill) {
+  const std::int64_t n = out.numel();
+  if (n > 0 && buffer.size() < static_cast<std::size_t>(std::min(piece, n))) {
+    buffer.resize(static_cast<std::size_t>(std::min(piece, n)));
+  }
+  for (std::int64_t i0 = 0; i0 < n; i0 += piece) {
+    const auto size = static_cast<std::size_t>(std::min(piece, n - i0));
+    const std::span<double> values(buffer.data(), size);
+    PrepareUnwrittenCheck(values);
+    fill(i0, i0 + static_cast<std::int64_t>(size), values.data());
+    VT_TRY(CheckAllWritten(values));
+    VT_TRY(ctx.RoundOutput(values, out.values().subspan(static_cast<std::size_t>(i0), size)));
+  }
+  return Status::Ok();
+}
+
 // Rounded mode, element-wise outputs in order: fill(o, i0, i1, dst) writes
 // output o's fp64 values [i0, i1) to dst[0, i1 − i0) (β = 0: fixed-order
 // fp64 arithmetic, no reference function).
 template <class Fill>
 Status RoundInPieces(const OpContext& ctx, std::span<Tensor* const> outputs, const Fill& fill) {
-  const std::int64_t piece = RoundPiecesNow().values;
-  std::int64_t largest = 0;
-  for (const Tensor* t : outputs) largest = std::max(largest, t->numel());
-  std::vector<double> buffer(static_cast<std::size_t>(std::min(piece, largest)));
+  std::vector<double> buffer;
   for (std::size_t o = 0; o < outputs.size(); ++o) {
-    const std::int64_t n = outputs[o]->numel();
-    for (std::int64_t i0 = 0; i0 < n; i0 += piece) {
-      const auto size = static_cast<std::size_t>(std::min(piece, n - i0));
-      const std::span<double> values(buffer.data(), size);
-      PrepareUnwrittenCheck(values);
-      fill(o, i0, i0 + static_cast<std::int64_t>(size), values.data());
-      VT_TRY(CheckAllWritten(values));
-      VT_TRY(ctx.RoundOutput(values, outputs[o]->values().subspan(static_cast<std::size_t>(i0), size)));
-    }
+    VT_TRY(RoundOutputInPieces(ctx, *outputs[o], RoundPiecesNow().values, buffer,
+                               [&](std::int64_t i0, std::int64_t i1, double* dst) { fill(o, i0, i1, dst); }));
   }
   return Status::Ok();
 }
@@ -507,19 +518,11 @@ Status RoundInPieces(const OpContext& ctx, std::span<Tensor* const> outputs, con
 template <class FillRows>
 Status RoundRowsInPieces(const OpContext& ctx, Tensor& out, std::int64_t row_len, const FillRows& fill) {
   if (row_len <= 0 || out.numel() == 0) return ctx.RoundOutput({}, out.values());
-  const std::int64_t rows = out.numel() / row_len;
   const std::int64_t rows_per = std::max<std::int64_t>(1, RoundPiecesNow().row_values / row_len);
-  std::vector<double> buffer(static_cast<std::size_t>(std::min(rows_per, rows) * row_len));
-  for (std::int64_t r0 = 0; r0 < rows; r0 += rows_per) {
-    const std::int64_t r1 = std::min(rows, r0 + rows_per);
-    const std::span<double> values(buffer.data(), static_cast<std::size_t>((r1 - r0) * row_len));
-    PrepareUnwrittenCheck(values);
-    fill(r0, r1, values.data());
-    VT_TRY(CheckAllWritten(values));
-    VT_TRY(
-        ctx.RoundOutput(values, out.values().subspan(static_cast<std::size_t>(r0 * row_len), values.size())));
-  }
-  return Status::Ok();
+  std::vector<double> buffer;
+  return RoundOutputInPieces(
+      ctx, out, rows_per * row_len, buffer,
+      [&](std::int64_t i0, std::int64_t i1, double* dst) { fill(i0 / row_len, i1 / row_len, dst); });
 }
 
 // Rounded mode: out (m × n, dense) = op(A)·op(B) (+ bias[j] per column, in

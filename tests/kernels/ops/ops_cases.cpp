@@ -353,37 +353,35 @@ std::vector<OpCase> BuildCases() {
         .grad = Grad(OpKind::kConv2dBackward, Conv2dAttrs(q), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
     add(Case("conv2d_big", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 8, 9, 9}), In({16, 8, 3, 3}), In({16})},
              [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1, 2}));
+    // A convolution case with its gradient case, the reference at the same
+    // strides and padding; with a bias of one value per output channel.
+    const auto conv_case = [&](const char* name, Conv2dParams cp, Shape x, Shape w, bool bias) {
+      std::vector<InputSpec> inputs = {In(x), In(w)};
+      std::vector<int> grads = {0, 1};
+      if (bias) {
+        inputs.push_back(In({w[0]}));
+        grads.push_back(2);
+      }
+      add(Case(
+              name, OpKind::kConv2d, Conv2dAttrs(cp), inputs,
+              [cp](const std::vector<T64>& in) {
+                return std::vector<T64>{RefConv(in, cp.stride_h, cp.stride_w, cp.pad_h, cp.pad_w)};
+              },
+              grads))
+          .grad = Grad(OpKind::kConv2dBackward, Conv2dAttrs(cp), {Dy(), FwdIn(0), FwdIn(1)}, grads, grads);
+    };
     // Stride 1 with output rows as wide as the input's: im2col's shifted
     // copies, for shifts of up to two rows and columns (5 × 5), none (1 × 1),
     // and planes narrower than the shift.
-    Conv2dParams p2{1, 1, 2, 2}, p0{1, 1, 0, 0};
-    add(Case("conv2d_5x5_same", OpKind::kConv2d, Conv2dAttrs(p2),
-             {In({1, 2, 7, 6}), In({3, 2, 5, 5}), In({3})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 2, 2)}; }, {0, 1, 2}))
-        .grad =
-        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p2), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
-    add(Case("conv2d_1x1", OpKind::kConv2d, Conv2dAttrs(p0), {In({2, 3, 4, 5}), In({2, 3, 1, 1}), In({2})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 0, 0)}; }, {0, 1, 2}))
-        .grad =
-        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p0), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
-    add(Case("conv2d_narrow", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 2, 1, 2}), In({2, 2, 3, 3})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1}))
-        .grad = Grad(OpKind::kConv2dBackward, Conv2dAttrs(p), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
-    add(Case("conv2d_column", OpKind::kConv2d, Conv2dAttrs(p2), {In({1, 1, 3, 1}), In({2, 1, 5, 5}), In({2})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 2, 2)}; }, {0, 1, 2}))
-        .grad =
-        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p2), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
+    const Conv2dParams p2{1, 1, 2, 2}, p0{1, 1, 0, 0};
+    conv_case("conv2d_5x5_same", p2, {1, 2, 7, 6}, {3, 2, 5, 5}, true);
+    conv_case("conv2d_1x1", p0, {2, 3, 4, 5}, {2, 3, 1, 1}, true);
+    conv_case("conv2d_narrow", p, {2, 2, 1, 2}, {2, 2, 3, 3}, false);
+    conv_case("conv2d_column", p2, {1, 1, 3, 1}, {2, 1, 5, 5}, true);
     // Rows as wide as the input's but more (kernel 1 × 3, pad 1 × 1) or
     // fewer (3 × 3, pad 0 × 1) of them than input rows.
-    Conv2dParams shorter{1, 1, 0, 1};
-    add(Case("conv2d_taller", OpKind::kConv2d, Conv2dAttrs(p), {In({2, 2, 4, 5}), In({3, 2, 1, 3}), In({3})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 1, 1)}; }, {0, 1, 2}))
-        .grad =
-        Grad(OpKind::kConv2dBackward, Conv2dAttrs(p), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1, 2}, {0, 1, 2});
-    add(Case("conv2d_shorter", OpKind::kConv2d, Conv2dAttrs(shorter), {In({1, 2, 6, 4}), In({2, 2, 3, 3})},
-             [](const std::vector<T64>& in) { return std::vector<T64>{RefConv(in, 1, 1, 0, 1)}; }, {0, 1}))
-        .grad =
-        Grad(OpKind::kConv2dBackward, Conv2dAttrs(shorter), {Dy(), FwdIn(0), FwdIn(1)}, {0, 1}, {0, 1});
+    conv_case("conv2d_taller", p, {2, 2, 4, 5}, {3, 2, 1, 3}, true);
+    conv_case("conv2d_shorter", {1, 1, 0, 1}, {1, 2, 6, 4}, {2, 2, 3, 3}, false);
   }
   {
     Pool2dParams p{3, 3, 2, 2, 1, 1};
