@@ -68,12 +68,14 @@ inline void StoreFour(double* dst, __m128 v) {
 }
 #endif
 
-// A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c].
+// A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c], or,
+// with a row table (non-transposed B only), p[rows[r] + c].
 template <typename In>
 struct View {
   const In* p;
   std::int64_t ld;
   bool trans;
+  const std::int64_t* rows = nullptr;
 };
 
 // Both operands are packed into panels of w lanes (MR rows of A, NR columns
@@ -104,12 +106,13 @@ inline void CopyLanes(const In* src, int w, T* dst) {
 }
 
 // Lanes contiguous in the source (A transposed, B not): element (p, x) at
-// src[(p0 + p)·ld + x0 + x]. Rows are walked in blocks of kRowBlock across all
-// panels, so reads stay sequential and the source pages in the TLB, instead
-// of one strided pass over all k rows per panel.
+// src[(p0 + p)·ld + x0 + x], or src[rows[p0 + p] + x0 + x] with a row table.
+// Rows are walked in blocks of kRowBlock across all panels, so reads stay
+// sequential and the source pages in the TLB, instead of one strided pass
+// over all k rows per panel.
 template <typename In, typename T>
-void PackContiguousLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
-                         std::int64_t count, int w, T* out) {
+void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* rows, std::int64_t p0,
+                         std::int64_t kc, std::int64_t x0, std::int64_t count, int w, T* out) {
   constexpr std::int64_t kRowBlock = 16;
   for (std::int64_t pb = 0; pb < kc; pb += kRowBlock) {
     const std::int64_t pe = std::min(kc, pb + kRowBlock);
@@ -117,7 +120,7 @@ void PackContiguousLanes(const In* src, std::int64_t ld, std::int64_t p0, std::i
       const std::int64_t valid = std::min<std::int64_t>(w, count - q);
       T* panel = out + q * kc;
       for (std::int64_t p = pb; p < pe; ++p) {
-        const In* row = src + (p0 + p) * ld + x0 + q;
+        const In* row = src + (rows != nullptr ? rows[p0 + p] : (p0 + p) * ld) + x0 + q;
         T* dst = panel + p * w;
         if (valid == w) {
           CopyLanes(row, w, dst);
@@ -174,7 +177,7 @@ template <typename In, typename T>
 void PackA(const View<In>& a, std::int64_t i0, std::int64_t rows, std::int64_t p0, std::int64_t kc, int mr,
            T* out) {
   if (a.trans) {
-    PackContiguousLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
+    PackContiguousLanes(a.p, a.ld, nullptr, p0, kc, i0, rows, mr, out);
   } else {
     PackStridedLanes(a.p, a.ld, p0, kc, i0, rows, mr, out);
   }
@@ -187,7 +190,7 @@ void PackB(const View<In>& b, std::int64_t p0, std::int64_t kc, std::int64_t j0,
   if (b.trans) {
     PackStridedLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
   } else {
-    PackContiguousLanes(b.p, b.ld, p0, kc, j0, cols, nr, out);
+    PackContiguousLanes(b.p, b.ld, b.rows, p0, kc, j0, cols, nr, out);
   }
 }
 
@@ -215,8 +218,8 @@ void RunTile(const MicroKernelOf<T>& kern, std::int64_t kc, const T* ap, const T
 }  // namespace
 
 template <typename In, typename T>
-void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, const In* a, const In* b,
-                 T* c) {
+void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, const In* a, const In* b, T* c,
+                 const std::int64_t* b_rows) {
   const std::int64_t m = g.m, n = g.n, k = g.k;
   if (m <= 0 || n <= 0) return;
   if (k <= 0) {
@@ -232,7 +235,8 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
     threads = std::max(1, static_cast<int>(work / kMinWorkPerThread));
   }
   const View<In> av{a, g.lda, g.trans_a};
-  const View<In> bv{b, g.ldb, g.trans_b};
+  assert(b_rows == nullptr || !g.trans_b);
+  const View<In> bv{b, g.ldb, g.trans_b, b_rows};
   const int mr = kern.mr, nr = kern.nr;
   assert(mr > 0 && nr > 0 && mr <= kMaxTileRows && nr <= kMaxTileCols && kNGroup % nr == 0);
   // k blocks of (nearly) equal size, none longer than the k block (which
@@ -304,9 +308,12 @@ void GemmBlocked(const MicroKernelOf<T>& kern, int threads, const GemmArgs& g, c
   }
 }
 
-template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*, float*);
-template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*);
-template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const double*, const double*, double*);
+template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*, float*,
+                          const std::int64_t*);
+template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*,
+                          const std::int64_t*);
+template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const double*, const double*, double*,
+                          const std::int64_t*);
 
 // ---- scalar micro-kernel ---------------------------------------------------------
 namespace {

@@ -30,14 +30,17 @@
 
 namespace vt::kernels::detail {
 
+// b_rows (op(B) not transposed only): row p of op(B) starts at b + b_rows[p]
+// instead of b + p·ldb (GemmRepopsRows).
 template <typename In, typename T>
 void GemmBlocked(const MicroKernelOf<T>& kernel, int threads, const GemmArgs& g, const In* a, const In* b,
-                 T* c);
+                 T* c, const std::int64_t* b_rows = nullptr);
 
-extern template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*,
-                                 float*);
-extern template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*);
+extern template void GemmBlocked(const MicroKernel&, int, const GemmArgs&, const float*, const float*, float*,
+                                 const std::int64_t*);
+extern template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const float*, const float*, double*,
+                                 const std::int64_t*);
 extern template void GemmBlocked(const F64Kernel&, int, const GemmArgs&, const double*, const double*,
-                                 double*);
+                                 double*, const std::int64_t*);
 
 }  // namespace vt::kernels::detail

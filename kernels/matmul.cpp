@@ -80,6 +80,12 @@ void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, con
   detail::GemmBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c);
 }
 
+void GemmRepopsRows(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b,
+                    const std::int64_t* b_rows, float* c) {
+  assert(!g.trans_b);
+  detail::GemmBlocked(RepopsKernelFor(config.simd), config.threads, g, a, b, c, b_rows);
+}
+
 namespace {
 // The fp64 fma kernel of GemmWidenedF64 and GemmF64 (fn null without AVX-512 in the build).
 const detail::F64Kernel& FmaKernel() {

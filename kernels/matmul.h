@@ -42,6 +42,14 @@ inline GemmStrides OperandStrides(bool trans, std::int64_t ld) {
 // Fixed-order fp32 GEMM (bitwise identical for every threads/simd choice, and
 // on a CUDA device: config.device, kernels/device.h).
 void GemmRepops(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
+// GemmRepops with op(B) given by a row table: B not transposed (g.trans_b
+// false, g.ldb unused), row p's n values at b + b_rows[p]. The same order
+// and bits as GemmRepops on that matrix stored row-major. A convolution's
+// im2col matrix is such a table over its (padded) input: row (c, kh, kw)
+// starts at plane c shifted by (kh, kw), so no im2col copy is made. CPU
+// only (config.device is ignored).
+void GemmRepopsRows(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b,
+                    const std::int64_t* b_rows, float* c);
 // The definition itself: a plain triple loop over hd::RepopsDot (tests and
 // tools compare every fast path with it bitwise).
 void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, float* c);

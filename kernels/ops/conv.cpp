@@ -37,6 +37,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <type_traits>
 #include <utility>
 
@@ -405,6 +406,80 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
   return Status::Ok();
 }
 
+// Conv2dForward's fp32 path for a stride-1 convolution on the CPU, without
+// an im2col copy: im2col's row (c, kh, kw) is plane c of a zero-padded copy
+// of the image (Hp × Wp, Hp = H + 2·pad_h, Wp = W + 2·pad_w) read from
+// offset kh·Wp + kw, so GemmRepopsRows reads it through a row table. Each
+// output row is computed Wp values wide; the last KW − 1 of them (windows
+// past the row's end) are dropped. Every kept value is the GEMM element
+// im2col + GemmRepops gives — the same products of the same values (the
+// padding's +0 included) in the same order — and the bias is added after
+// it, as there. Nullopt where the padded copy would not pay: strides, a
+// CUDA device, or rows the KW − 1 dropped values would more than double.
+// (cnn-fashion: im2col's copies and the partial tiles of its 196-column
+// GEMMs were most of its convolutions' forward time; Wp = 16 makes 224
+// columns, whole tiles.)
+struct PaddedRows {
+  std::int64_t hp = 0, wp = 0, cols = 0;  // padded plane; GEMM columns OH·Wp
+  std::vector<float> image;               // ci planes of Hp × Wp, then KW zeros (the last row's overhang)
+  std::vector<std::int64_t> rows;         // im2col row q's offset in `image`
+};
+
+std::optional<PaddedRows> PaddedRowsFor(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p) {
+  if (p.stride_h != 1 || p.stride_w != 1 || ctx.config().device != Device::kCpu || g.kw - 1 > g.ow) {
+    return std::nullopt;
+  }
+  PaddedRows r;
+  r.hp = g.h + 2 * p.pad_h;
+  r.wp = g.w + 2 * p.pad_w;  // = OW + KW − 1
+  std::int64_t image = 0;
+  if (!ProductWithin({g.ci, r.hp, r.wp}, &image) || !ProductWithin({g.oh, r.wp}, &r.cols))
+    return std::nullopt;
+  r.image.assign(static_cast<std::size_t>(image + g.kw), 0.0f);
+  r.rows.resize(static_cast<std::size_t>(g.ckk));
+  for (std::int64_t c = 0; c < g.ci; ++c) {
+    for (std::int64_t kh = 0; kh < g.kh; ++kh) {
+      for (std::int64_t kw = 0; kw < g.kw; ++kw) {
+        r.rows[static_cast<std::size_t>((c * g.kh + kh) * g.kw + kw)] = (c * r.hp + kh) * r.wp + kw;
+      }
+    }
+  }
+  return r;
+}
+
+// y = w · im2col(x) + b for every image, through `padded` (see PaddedRows).
+void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p, PaddedRows& padded,
+                       const float* x, const float* w, const Tensor* b, float* y) {
+  std::vector<float> wide(static_cast<std::size_t>(g.co * padded.cols));
+  const GemmArgs gy = MakeGemm(g.co, padded.cols, g.ckk, false, g.ckk, false, 0, padded.cols);
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    // The interior of each padded plane; the border stays +0 from PaddedRowsFor.
+    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const float* plane = x + (n * g.ci + c) * g.h * g.w;
+        float* out = padded.image.data() + (c * padded.hp + p.pad_h) * padded.wp + p.pad_w;
+        for (std::int64_t ih = 0; ih < g.h; ++ih)
+          std::copy(plane + ih * g.w, plane + (ih + 1) * g.w, out + ih * padded.wp);
+      }
+    });
+    GemmRepopsRows(ctx.config(), gy, w, padded.image.data(), padded.rows.data(), wide.data());
+    ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
+      for (std::int64_t c = c0; c < c1; ++c) {
+        const float bias = b != nullptr ? (*b)[c] : 0.0f;
+        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+          const float* in = wide.data() + c * padded.cols + oh * padded.wp;
+          float* out = y + ((n * g.co + c) * g.oh + oh) * g.ow;
+          if (b != nullptr) {
+            for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = in[ow] + bias;
+          } else {
+            std::copy(in, in + g.ow, out);
+          }
+        }
+      }
+    });
+  }
+}
+
 }  // namespace
 
 Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, const Tensor* b, Tensor& y,
@@ -446,6 +521,12 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
         ScatterGroup(y_group, g.co, g.ohw, images, yo + n0 * g.co * g.ohw);
       }
       return outs.Commit(ctx);
+    }
+    if constexpr (!M::kRounded) {
+      if (std::optional<PaddedRows> padded = PaddedRowsFor(ctx, g, params)) {
+        ConvForwardByRows(ctx, g, params, *padded, x.data(), wa, b, yo);
+        return outs.Commit(ctx);
+      }
     }
     std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
     for (std::int64_t n = 0; n < g.n; ++n) {
