@@ -1006,6 +1006,31 @@ Status AvgPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
     using T = typename decltype(math)::T;
     Outputs<T> outs;
     T* dxo = outs.Bind(dx);
+    if (params.stride_h == params.kernel_h && params.stride_w == params.kernel_w && params.pad_h == 0 &&
+        params.pad_w == 0) {
+      // The windows tile the plane (a global pool is one window): each value
+      // lies in one window, or in none past the last whole one, so its sum
+      // is +0 + that window's share, or +0. (AvgPoolGradAt's window search
+      // per value — integer divisions — took 4 % of cnn-fashion's step.)
+      const T area = static_cast<T>(params.kernel_h * params.kernel_w);
+      ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {
+        for (std::int64_t pl = p0; pl < p1; ++pl) {
+          const float* grad = dy.data() + pl * g.oh * g.ow;
+          T* out = dxo + pl * g.h * g.w;
+          std::fill(out, out + g.h * g.w, T(0));
+          for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+            for (std::int64_t ow = 0; ow < g.ow; ++ow) {
+              const T share = T(0) + static_cast<T>(grad[oh * g.ow + ow]) / area;
+              for (std::int64_t ih = oh * params.kernel_h; ih < (oh + 1) * params.kernel_h; ++ih) {
+                T* row = out + ih * g.w + ow * params.kernel_w;
+                std::fill(row, row + params.kernel_w, share);
+              }
+            }
+          }
+        }
+      });
+      return outs.Commit(ctx);
+    }
     // Each value gathers its windows' shares in row-major window order — the
     // order in which scattering the windows one after another adds them.
     ParallelFor(ctx.threads(), g.planes, [&](std::int64_t p0, std::int64_t p1) {

@@ -395,6 +395,16 @@ std::vector<OpCase> BuildCases() {
     add(Case("maxpool2d_2x2", OpKind::kMaxPool2d, Pool2dAttrs(q), {In({1, 3, 4, 6}, Gen::kDistinct)},
              [q](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], q, true)}; }, {0}))
         .grad = Grad(OpKind::kMaxPool2dBackward, Pool2dAttrs(q), {Dy(), FwdIn(0)}, {0}, {0});
+    // Windows that tile the plane, with a row and a column past the last
+    // whole window; and a global pool (one window).
+    add(Case("avgpool2d_2x2", OpKind::kAvgPool2d, Pool2dAttrs(q), {In({1, 3, 5, 7})},
+             [q](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], q, false)}; }, {0}))
+        .grad = Grad(OpKind::kAvgPool2dBackward, Pool2dAttrs(q), {Dy(), FwdIn(0)}, {0}, {0});
+    const Pool2dParams global{4, 6, 4, 6, 0, 0};
+    add(Case("avgpool2d_global", OpKind::kAvgPool2d, Pool2dAttrs(global), {In({2, 3, 4, 6})},
+             [global](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], global, false)}; },
+             {0}))
+        .grad = Grad(OpKind::kAvgPool2dBackward, Pool2dAttrs(global), {Dy(), FwdIn(0)}, {0}, {0});
   }
   {
     BatchNormParams p{1e-5f, 0.1f};

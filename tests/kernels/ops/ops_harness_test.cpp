@@ -270,6 +270,8 @@ const std::map<std::string, std::string>& Goldens() {
       {"maxpool2d", "b9985114e99a9e01"},
       {"avgpool2d", "d996fe9a4fd8b12c"},
       {"maxpool2d_2x2", "ba244846a3dc60f3"},
+      {"avgpool2d_2x2", "eda36bb8f1b29cfb"},
+      {"avgpool2d_global", "1ec066090668de11"},
       {"batchnorm2d_train",
        "642221f87f0c3e86,e0b74bad9b9c914a,2ed705736400ede1,1f8b52e2945bd1f7,f13fc2a0dbc3f984"},
       {"batchnorm2d_eval", "aa8638e94cd43548"},
@@ -599,6 +601,8 @@ const std::map<std::string, std::string>& RoundedGoldens() {
       {"maxpool2d", "4f5f5fec3b7871d5,aa381f2820813172;125ee052d1effc6f,aa381f2820813172"},
       {"avgpool2d", "119717b063240258,aa381f2820813172;c89beae1b6309750,aa381f2820813172"},
       {"maxpool2d_2x2", "4b4ba829a1c4ebfe,aa381f2820813172;2a1cbb5172287629,aa381f2820813172"},
+      {"avgpool2d_2x2", "6ac786b025feeff0,aa381f2820813172;4356ae2b15fabf4d,aa381f2820813172"},
+      {"avgpool2d_global", "31abed886502d7e4,aa381f2820813172;8a34d7afb9aa0d0a,aa381f2820813172"},
       {"batchnorm2d_train",
        "560e42b2119c73a5,6bb6e37b0e36161e,abf3a79e65591543,7da4f0d46ceb916b,ade929dc0a12fcdb,"
        "aa381f2820813172;62fedd5d2cd32be6,d58241e8577edd6f,5bb0e0b97d6ff2c4,aa381f2820813172"},
