@@ -215,9 +215,10 @@ void RunTile(const MicroKernelOf<T>& kern, std::int64_t kc, const T* ap, const T
     return;
   }
   alignas(64) T tile[kMaxTileRows * kMaxTileCols];
-  for (std::int64_t r = 0; r < kern.mr; ++r) {
-    for (std::int64_t j = 0; j < kern.nr; ++j) {
-      tile[r * kern.nr + j] = (load_c && r < rows && j < cols) ? c[r * ldc + j] : T(0);
+  if (load_c) {  // (otherwise the kernel writes the whole tile without reading it)
+    for (std::int64_t r = 0; r < kern.mr; ++r) {
+      for (std::int64_t j = 0; j < kern.nr; ++j)
+        tile[r * kern.nr + j] = r < rows && j < cols ? c[r * ldc + j] : T(0);
     }
   }
   kern.fn(kc, ap, bp, tile, kern.nr, load_c);
