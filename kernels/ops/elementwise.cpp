@@ -18,7 +18,10 @@
 
 #include "kernels/ops/elementwise.h"
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
+#include <type_traits>
 
 #include "common/philox.h"
 #include "kernels/ops/certified_math.h"
@@ -101,8 +104,13 @@ Status ReluBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, Ten
     const float* xd = x.data();
     const float* g = dy.data();
     MapElements(ctx, x.numel(), dxo, [=](std::int64_t i) {
-      const T v = static_cast<T>(g[i]);
-      return xd[i] > 0.0f ? v : T(0);
+      // dy's bits under a mask (+0 where x ≤ 0 or NaN): GCC kept an fp32
+      // test selecting fp64 values as a branch, mispredicted on every other
+      // value, and rounded mode's ReLU backward took 15 % of cnn-fashion's
+      // rounded step (24× native's).
+      using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+      const Bits keep = Bits(0) - static_cast<Bits>(xd[i] > 0.0f);
+      return std::bit_cast<T>(std::bit_cast<Bits>(static_cast<T>(g[i])) & keep);
     });
     return outs.Commit(ctx);
   });
