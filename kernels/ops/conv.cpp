@@ -496,8 +496,7 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
     using T = typename M::T;
     Outputs<T> outs;
     T* yo = outs.Bind(y);
-    std::vector<T> ws;
-    const T* wa = Operand<T>(w, ws);
+    const float* wa = w.data();  // fp32 in every mode (see Conv2dBackward)
     if constexpr (M::kCertified) {
       // y = CR(Σ w·col + b) (the bias one more exact term of each output),
       // a group of images a GEMM: w · [col_n0 | col_n0+1 | …].
@@ -528,7 +527,7 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
         return outs.Commit(ctx);
       }
     }
-    std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
+    std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* xn = x.data() + n * g.ci * g.h * g.w;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
@@ -587,10 +586,12 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     T* dxo = outs.BindZeroed(dx);
     T* dwo = outs.Bind(dw);
     T* dbo = outs.Bind(db);
-    std::vector<T> ws, dys;
-    const T* wa = Operand<T>(w, ws);
-    const T* dya = Operand<T>(dy, dys);
-    std::vector<T> col(static_cast<std::size_t>(g.ckk * g.ohw));
+    // The fp32 operands in every mode: rounded mode's GEMMs widen them as
+    // they read (kernels/matmul.h), the same bits as fp64 copies, which made
+    // its fp64 packing 13 % of cnn-fashion's rounded step.
+    const float* wa = w.data();
+    const float* dya = dy.data();
+    std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
     std::vector<T> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
     std::vector<T> col2im_scratch(static_cast<std::size_t>(g.ci * g.ohw));
     const std::int64_t x_image = g.ci * g.h * g.w;
@@ -613,7 +614,7 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* xn = x.data() + n * x_image;
-      const T* dyn = dya + n * g.co * g.ohw;
+      const float* dyn = dya + n * g.co * g.ohw;
       ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
         Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
       });
