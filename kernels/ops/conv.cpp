@@ -106,45 +106,61 @@ std::pair<std::int64_t, std::int64_t> InBoundsColumns(const ConvGeometry& g, con
   return {ow0, ow1};
 }
 
+// Kernel offset (dr, dc) of a stride-1 convolution whose output rows are as
+// wide as the input's (there may be more or fewer of them than input rows):
+// output position k = i·w + j meets plane position k + shift, shift =
+// dr·w + dc, where row i + dr and column j + dc lie inside the h × w plane.
+// Those positions are one run, [first, last), less the columns [z0, z1) of
+// each of its rows that the shift carries across a row end. im2col copies
+// the run (ShiftedPlane), col2im adds it (ShiftedAdd).
+struct ShiftedRun {
+  std::int64_t i0 = 0, i1 = 0;       // output rows whose input row lies inside the plane
+  std::int64_t first = 0, last = 0;  // rows [i0, i1) less the |dc| values read past the plane's ends
+  std::int64_t shift = 0;
+  std::int64_t z0 = 0, z1 = 0;  // each row's wrapped columns
+  bool empty = true;            // no output position meets the plane
+};
+
+ShiftedRun ShiftedRunFor(const ConvGeometry& g, std::int64_t dr, std::int64_t dc) {
+  ShiftedRun r;
+  const std::int64_t w = g.w;
+  r.i0 = std::clamp<std::int64_t>(-dr, 0, g.oh);
+  r.i1 = std::clamp<std::int64_t>(g.h - dr, r.i0, g.oh);
+  r.empty = r.i1 == r.i0 || std::abs(dc) >= w;
+  r.first = r.i0 * w + std::max<std::int64_t>(-dc, 0);
+  r.last = r.i1 * w - std::max<std::int64_t>(dc, 0);
+  r.shift = dr * w + dc;
+  r.z0 = dc > 0 ? w - dc : 0;
+  r.z1 = dc > 0 ? w : -dc;
+  return r;
+}
+
 // out[i·w + j] = plane[(i + dr)·w + j + dc] where that lies inside the
-// h × w plane, 0 elsewhere, for the g.oh output rows i (Im2Col's row for a
-// stride-1 convolution whose output rows are as wide as the input's; there
-// may be more or fewer of them than input rows).
-template <class T>
-void ShiftedPlane(const float* plane, const ConvGeometry& g, std::int64_t dr, std::int64_t dc, T* out) {
-  const std::int64_t h = g.h, w = g.w, rows = g.oh;
-  // Output rows [i0, i1) read input rows inside the plane.
-  const std::int64_t i0 = std::clamp<std::int64_t>(-dr, 0, rows),
-                     i1 = std::clamp<std::int64_t>(h - dr, i0, rows);
-  std::fill(out, out + i0 * w, T(0));
-  std::fill(out + i1 * w, out + rows * w, T(0));
-  if (i1 == i0 || std::abs(dc) >= w) {
-    std::fill(out + i0 * w, out + i1 * w, T(0));
+// plane, 0 elsewhere, for the g.oh output rows i: Im2Col's row for kernel
+// offset (dr, dc) (see ShiftedRun).
+void ShiftedPlane(const float* plane, const ConvGeometry& g, std::int64_t dr, std::int64_t dc, float* out) {
+  const ShiftedRun r = ShiftedRunFor(g, dr, dc);
+  const std::int64_t w = g.w;
+  std::fill(out, out + r.i0 * w, 0.0f);
+  std::fill(out + r.i1 * w, out + g.oh * w, 0.0f);
+  if (r.empty) {
+    std::fill(out + r.i0 * w, out + r.i1 * w, 0.0f);
     return;
   }
-  // Rows [i0, i1) as one run, less the |dc| values at the end (dc > 0) or
-  // the start (dc < 0) that would be read outside the plane; those and the
-  // values the shift carries across a row end are the zeroed columns below.
-  const std::int64_t first = i0 * w + std::max<std::int64_t>(-dc, 0),
-                     last = i1 * w - std::max<std::int64_t>(dc, 0);
-  const std::int64_t shift = dr * w + dc;  // out[k] reads plane[k + shift]
-  if constexpr (std::is_same_v<T, float>) {
-    // libc's copy runs at the CPU's full vector width; this file is built
-    // for the baseline, whose 16-byte loop held im2col to a store per
-    // four values (8 % of cnn-fashion's native step).
-    std::memcpy(out + first, plane + first + shift, static_cast<std::size_t>(last - first) * sizeof(float));
-  } else {
-    for (std::int64_t k = first; k < last; ++k) out[k] = static_cast<T>(plane[k + shift]);
-  }
-  const std::int64_t z0 = dc > 0 ? w - dc : 0, z1 = dc > 0 ? w : -dc;  // the zeroed columns [z0, z1)
-  for (std::int64_t i = i0; i < i1; ++i) std::fill(out + i * w + z0, out + i * w + z1, T(0));
+  // libc's copy runs at the CPU's full vector width; this file is built for
+  // the baseline, whose 16-byte loop held im2col to a store per four values
+  // (8 % of cnn-fashion's native step). The values read past a row end are
+  // then the wrapped columns, zeroed; those the run leaves out too.
+  std::memcpy(out + r.first, plane + r.first + r.shift,
+              static_cast<std::size_t>(r.last - r.first) * sizeof(float));
+  for (std::int64_t i = r.i0; i < r.i1; ++i) std::fill(out + i * w + r.z0, out + i * w + r.z1, 0.0f);
 }
 
 // col[q][p] for one image (rows q of channel range [c0, c1)); row q starts
 // at col + q·ld (ld ≥ ohw: several images' columns side by side).
-template <class T>
+// (fp32 in every mode: rounded mode's GEMMs widen it as they read it.)
 void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::int64_t c0, std::int64_t c1,
-            T* col, std::int64_t ld) {
+            float* col, std::int64_t ld) {
   const std::int64_t kk = g.kh * g.kw;
   // Stride 1 with rows as wide as the input's ("same" padding, the usual
   // 3 × 3 / pad 1): row q is the plane shifted by (kh − pad_h) rows and
@@ -157,7 +173,7 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
     const float* plane = x + c * g.h * g.w;
     for (std::int64_t r = 0; r < kk; ++r) {
       const std::int64_t kh = r / g.kw, kw = r % g.kw;
-      T* row = col + (c * kk + r) * ld;
+      float* row = col + (c * kk + r) * ld;
       if (shifted_copy) {
         ShiftedPlane(plane, g, kh - p.pad_h, kw - p.pad_w, row);
         continue;
@@ -167,19 +183,19 @@ void Im2Col(const float* x, const ConvGeometry& g, const Conv2dParams& p, std::i
       const auto [ow0, ow1] = InBoundsColumns(g, p, kw);
       for (std::int64_t oh = 0; oh < g.oh; ++oh) {
         const std::int64_t ih = oh * p.stride_h - p.pad_h + kh;
-        T* out = row + oh * g.ow;
+        float* out = row + oh * g.ow;
         if (ih < 0 || ih >= g.h) {
-          std::fill(out, out + g.ow, T(0));
+          std::fill(out, out + g.ow, 0.0f);
           continue;
         }
         const std::int64_t base = ih * g.w + kw - p.pad_w;  // + ow·stride: the element read
-        std::fill(out, out + ow0, T(0));
+        std::fill(out, out + ow0, 0.0f);
         if (p.stride_w == 1) {
-          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow]);
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = plane[base + ow];
         } else {
-          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = static_cast<T>(plane[base + ow * p.stride_w]);
+          for (std::int64_t ow = ow0; ow < ow1; ++ow) out[ow] = plane[base + ow * p.stride_w];
         }
-        std::fill(out + ow1, out + g.ow, T(0));
+        std::fill(out + ow1, out + g.ow, 0.0f);
       }
     }
   }
@@ -207,37 +223,28 @@ VT_SIMD_CLONES void AddRun(double* __restrict dst, const double* __restrict src,
   for (std::int64_t k = 0; k < n; ++k) dst[k] = dst[k] + src[k];
 }
 
-// plane[i·w + j + dc + dr·w] += in[i·w + j] for every output row i whose
-// input row i + dr lies inside the h × w plane and every column j whose
-// j + dc does: Col2Im's adds for one kernel offset of a stride-1
-// convolution whose output rows are as wide as the input's (ShiftedPlane's
-// transpose). The rows are added as one run; for dc ≠ 0 that run also adds
-// into the |dc| columns per row that the shift carries across a row end,
-// and those values are put back afterwards, exactly as they were. (Row by
-// row, 14 values at a time, col2im took 6 % of cnn-fashion's native step.)
-// `saved` holds at least g.ohw values.
+// plane[k + shift] += in[k] for every output position k that meets the
+// plane: Col2Im's adds for kernel offset (dr, dc) (ShiftedPlane's
+// transpose; see ShiftedRun). The run is added at once; the values of the
+// wrapped columns, which it adds into too, are put back afterwards exactly
+// as they were. (Row by row, 14 values at a time, col2im took 6 % of
+// cnn-fashion's native step.) `saved` holds at least g.ohw values.
 template <class T>
 void ShiftedAdd(const T* in, const ConvGeometry& g, std::int64_t dr, std::int64_t dc, T* plane, T* saved) {
-  const std::int64_t h = g.h, w = g.w, rows = g.oh;
-  const std::int64_t i0 = std::clamp<std::int64_t>(-dr, 0, rows),
-                     i1 = std::clamp<std::int64_t>(h - dr, i0, rows);
-  if (i1 == i0 || std::abs(dc) >= w) return;
-  const std::int64_t first = i0 * w + std::max<std::int64_t>(-dc, 0),
-                     last = i1 * w - std::max<std::int64_t>(dc, 0);
-  const std::int64_t shift = dr * w + dc;  // in[k] goes to plane[k + shift]
-  // The run's k whose column j + dc leaves the row: columns [z0, z1).
-  const std::int64_t z0 = dc > 0 ? w - dc : 0, z1 = dc > 0 ? w : -dc;
-  std::int64_t count = 0;  // at most one per output value
-  for (std::int64_t i = i0; i < i1; ++i) {
-    for (std::int64_t k = i * w + z0; k < i * w + z1; ++k) {
-      if (k >= first && k < last) saved[count++] = plane[k + shift];
+  const ShiftedRun r = ShiftedRunFor(g, dr, dc);
+  if (r.empty) return;
+  const std::int64_t w = g.w;
+  std::int64_t count = 0;  // at most one per output position
+  for (std::int64_t i = r.i0; i < r.i1; ++i) {
+    for (std::int64_t k = i * w + r.z0; k < i * w + r.z1; ++k) {
+      if (k >= r.first && k < r.last) saved[count++] = plane[k + r.shift];
     }
   }
-  AddRun(plane + first + shift, in + first, last - first);
+  AddRun(plane + r.first + r.shift, in + r.first, r.last - r.first);
   std::int64_t next = 0;
-  for (std::int64_t i = i0; i < i1; ++i) {
-    for (std::int64_t k = i * w + z0; k < i * w + z1; ++k) {
-      if (k >= first && k < last) plane[k + shift] = saved[next++];
+  for (std::int64_t i = r.i0; i < r.i1; ++i) {
+    for (std::int64_t k = i * w + r.z0; k < i * w + r.z1; ++k) {
+      if (k >= r.first && k < r.last) plane[k + r.shift] = saved[next++];
     }
   }
 }
