@@ -589,29 +589,38 @@ T CombineStrided(const T* s, std::int64_t stride, std::int64_t count) {
 // the sum's; the compiler treats + as commutative and may emit `term + acc`
 // (it did, once BlockSums' chains lived in registers:
 // TreeSum.EqualsTheDefinitionWithInfinitiesAndNaNs caught it), so the order
-// is written in the instruction itself.
-//
-// VT_ADD_IN_ORDER(op) is the instruction `acc = acc op operand` in the
-// encoding of the code around it (VEX where AVX is on, so no SSE/AVX
-// transition), operand %1 and acc %0 ("x": xmm0–15, which both encode).
+// is written in the instruction itself: scalars, and vectors whose lane c
+// is chain c's sum. VT_ADD_IN_ORDER is the instruction in the encoding of
+// the code around it (VEX where AVX is on, so no SSE/AVX transition),
+// acc %0 and the term %1 ("x": xmm0–15, which both encode).
+template <class T>
+inline T AddToSum(T acc, T term) {
+  return acc + term;  // (other CPUs: no order is promised there)
+}
+#if defined(__x86_64__) && defined(__SSE2__)
 #if defined(__AVX__)
 #define VT_ADD_IN_ORDER(op) "v" op " %1, %0, %0"
 #else
 #define VT_ADD_IN_ORDER(op) op " %1, %0"
 #endif
-template <class T>
-inline T AddToSum(T acc, T term) {
-#if defined(__x86_64__) && defined(__SSE2__)
-  if constexpr (std::is_same_v<T, float>) {
-    asm(VT_ADD_IN_ORDER("addss") : "+x"(acc) : "xm"(term));
-    return acc;
-  } else if constexpr (std::is_same_v<T, double>) {
-    asm(VT_ADD_IN_ORDER("addsd") : "+x"(acc) : "xm"(term));
-    return acc;
-  }
-#endif
-  return acc + term;
+inline float AddToSum(float acc, float term) {
+  asm(VT_ADD_IN_ORDER("addss") : "+x"(acc) : "xm"(term));
+  return acc;
 }
+inline double AddToSum(double acc, double term) {
+  asm(VT_ADD_IN_ORDER("addsd") : "+x"(acc) : "xm"(term));
+  return acc;
+}
+inline __m128 AddToSum(__m128 acc, __m128 term) {
+  asm(VT_ADD_IN_ORDER("addps") : "+x"(acc) : "x"(term));
+  return acc;
+}
+inline __m128d AddToSum(__m128d acc, __m128d term) {
+  asm(VT_ADD_IN_ORDER("addpd") : "+x"(acc) : "x"(term));
+  return acc;
+}
+#undef VT_ADD_IN_ORDER
+#endif
 
 // The block sums of get(begin .. begin+n): sums[b] = the terms of block b
 // added left to right from +0. One block's sum is a chain of dependent adds
@@ -631,8 +640,8 @@ void EightChains(const Term& term, T* sums) {
     for (std::int64_t i = 0; i < kTreeBlock; ++i) {
       const __m128 tlo = _mm_setr_ps(term(0, i), term(1, i), term(2, i), term(3, i));
       const __m128 thi = _mm_setr_ps(term(4, i), term(5, i), term(6, i), term(7, i));
-      asm(VT_ADD_IN_ORDER("addps") : "+x"(lo) : "x"(tlo));  // lane c: acc_c + term_c (see AddToSum)
-      asm(VT_ADD_IN_ORDER("addps") : "+x"(hi) : "x"(thi));
+      lo = AddToSum(lo, tlo);
+      hi = AddToSum(hi, thi);
     }
     _mm_storeu_ps(sums, lo);
     _mm_storeu_ps(sums + 4, hi);
@@ -642,10 +651,10 @@ void EightChains(const Term& term, T* sums) {
     for (std::int64_t i = 0; i < kTreeBlock; ++i) {
       const __m128d t0 = _mm_setr_pd(term(0, i), term(1, i)), t1 = _mm_setr_pd(term(2, i), term(3, i));
       const __m128d t2 = _mm_setr_pd(term(4, i), term(5, i)), t3 = _mm_setr_pd(term(6, i), term(7, i));
-      asm(VT_ADD_IN_ORDER("addpd") : "+x"(acc[0]) : "x"(t0));
-      asm(VT_ADD_IN_ORDER("addpd") : "+x"(acc[1]) : "x"(t1));
-      asm(VT_ADD_IN_ORDER("addpd") : "+x"(acc[2]) : "x"(t2));
-      asm(VT_ADD_IN_ORDER("addpd") : "+x"(acc[3]) : "x"(t3));
+      acc[0] = AddToSum(acc[0], t0);
+      acc[1] = AddToSum(acc[1], t1);
+      acc[2] = AddToSum(acc[2], t2);
+      acc[3] = AddToSum(acc[3], t3);
     }
     for (int v = 0; v < 4; ++v) _mm_storeu_pd(sums + 2 * v, acc[v]);
     return;
@@ -653,7 +662,7 @@ void EightChains(const Term& term, T* sums) {
 #endif
   T acc[kBlockChains] = {};
   for (std::int64_t i = 0; i < kTreeBlock; ++i) {
-    for (int c = 0; c < kBlockChains; ++c) acc[c] = acc[c] + term(c, i);
+    for (int c = 0; c < kBlockChains; ++c) acc[c] = AddToSum(acc[c], term(c, i));
   }
   std::copy(acc, acc + kBlockChains, sums);
 }
