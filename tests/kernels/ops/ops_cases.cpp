@@ -384,27 +384,24 @@ std::vector<OpCase> BuildCases() {
     conv_case("conv2d_shorter", {1, 1, 0, 1}, {1, 2, 6, 4}, {2, 2, 3, 3}, false);
   }
   {
-    Pool2dParams p{3, 3, 2, 2, 1, 1};
-    add(Case("maxpool2d", OpKind::kMaxPool2d, Pool2dAttrs(p), {In({2, 2, 5, 5}, Gen::kDistinct)},
-             [p](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], p, true)}; }, {0}))
-        .grad = Grad(OpKind::kMaxPool2dBackward, Pool2dAttrs(p), {Dy(), FwdIn(0)}, {0}, {0});
-    add(Case("avgpool2d", OpKind::kAvgPool2d, Pool2dAttrs(p), {In({2, 2, 5, 5})},
-             [p](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], p, false)}; }, {0}))
-        .grad = Grad(OpKind::kAvgPool2dBackward, Pool2dAttrs(p), {Dy(), FwdIn(0)}, {0}, {0});
-    Pool2dParams q{2, 2, 2, 2, 0, 0};
-    add(Case("maxpool2d_2x2", OpKind::kMaxPool2d, Pool2dAttrs(q), {In({1, 3, 4, 6}, Gen::kDistinct)},
-             [q](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], q, true)}; }, {0}))
-        .grad = Grad(OpKind::kMaxPool2dBackward, Pool2dAttrs(q), {Dy(), FwdIn(0)}, {0}, {0});
+    // A pooling case with its gradient case and the reference; max pooling
+    // on distinct values (a tie would make the argmax the order's choice).
+    const auto pool_case = [&](const char* name, bool max, Pool2dParams pp, Shape x) {
+      const OpKind fwd = max ? OpKind::kMaxPool2d : OpKind::kAvgPool2d;
+      const OpKind bwd = max ? OpKind::kMaxPool2dBackward : OpKind::kAvgPool2dBackward;
+      add(Case(name, fwd, Pool2dAttrs(pp), {max ? In(x, Gen::kDistinct) : In(x)},
+               [pp, max](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], pp, max)}; },
+               {0}))
+          .grad = Grad(bwd, Pool2dAttrs(pp), {Dy(), FwdIn(0)}, {0}, {0});
+    };
+    const Pool2dParams p{3, 3, 2, 2, 1, 1}, q{2, 2, 2, 2, 0, 0};
+    pool_case("maxpool2d", true, p, {2, 2, 5, 5});
+    pool_case("avgpool2d", false, p, {2, 2, 5, 5});
+    pool_case("maxpool2d_2x2", true, q, {1, 3, 4, 6});
     // Windows that tile the plane, with a row and a column past the last
     // whole window; and a global pool (one window).
-    add(Case("avgpool2d_2x2", OpKind::kAvgPool2d, Pool2dAttrs(q), {In({1, 3, 5, 7})},
-             [q](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], q, false)}; }, {0}))
-        .grad = Grad(OpKind::kAvgPool2dBackward, Pool2dAttrs(q), {Dy(), FwdIn(0)}, {0}, {0});
-    const Pool2dParams global{4, 6, 4, 6, 0, 0};
-    add(Case("avgpool2d_global", OpKind::kAvgPool2d, Pool2dAttrs(global), {In({2, 3, 4, 6})},
-             [global](const std::vector<T64>& in) { return std::vector<T64>{RefPool(in[0], global, false)}; },
-             {0}))
-        .grad = Grad(OpKind::kAvgPool2dBackward, Pool2dAttrs(global), {Dy(), FwdIn(0)}, {0}, {0});
+    pool_case("avgpool2d_2x2", false, q, {1, 3, 5, 7});
+    pool_case("avgpool2d_global", false, {4, 6, 4, 6, 0, 0}, {2, 3, 4, 6});
   }
   {
     BatchNormParams p{1e-5f, 0.1f};
