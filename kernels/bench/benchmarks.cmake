@@ -8,3 +8,15 @@ vt_bench(matmul_bench
 vt_bench(kernels_certified_bench
   SOURCES ${CMAKE_CURRENT_LIST_DIR}/certified_bench.cpp
   DEPS vt::kernels vt::common)
+
+# ParallelFor's round trip against inline and OpenMP regions (docs/kernels.md
+# "The thread pool").
+vt_bench(parallel_bench
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/parallel_bench.cpp
+  DEPS vt::kernels)
+if(TARGET parallel_bench)
+  find_package(OpenMP COMPONENTS CXX)
+  if(OpenMP_CXX_FOUND)
+    target_link_libraries(parallel_bench PRIVATE OpenMP::OpenMP_CXX)
+  endif()
+endif()
