@@ -290,12 +290,15 @@ void Col2Im(const T* dcol, const ConvGeometry& g, const Conv2dParams& p, std::in
 // images at once, their columns side by side: one GEMM of G·(pixels)
 // columns instead of G GEMMs, so the weights are widened to fp64 and normed
 // once and dgemm sees a wider matrix. Each output is the correctly rounded
-// value however GEMMs are grouped. A group's scratch stays under
-// kCertGroupValues floats per buffer: 1 MiB, the size of a core's L2, whose
-// fp64 copy stays in the next level. (Groups of 2^22 values — all 16 images
-// of cnn-fashion's second convolution at once — made its certified step
-// 12–18 % slower on a 1 MiB-L2 AMD EPYC, 1 and 2 threads: docs/kernels.md.)
-constexpr std::int64_t kCertGroupValues = std::int64_t{1} << 16;
+// value however GEMMs are grouped. The fp32 weight gradient groups images
+// the same way (ConvBackwardFp32), its sums continued from group to group.
+// A group's scratch stays under kGroupValues floats per buffer: 1 MiB, the
+// size of a core's L2, whose fp64 copy stays in the next level. (Groups of
+// 2^22 values — all 16 images of cnn-fashion's second convolution at once —
+// made its certified step 12–18 % slower on a 1 MiB-L2 AMD EPYC, 1 and 2
+// threads, docs/kernels.md; its repops weight gradients 5 % slower on one
+// thread.)
+constexpr std::int64_t kGroupValues = std::int64_t{1} << 16;
 
 // A grouped GEMM's operand or result buffer (or the backward's im2col of
 // every image), reused by the calling thread from one call to the next
@@ -314,7 +317,7 @@ std::atomic<std::int64_t> g_images_per_group_for_testing{0};
 std::int64_t ImagesPerGroup(std::int64_t values_per_image, std::int64_t images) {
   const std::int64_t forced = g_images_per_group_for_testing.load(std::memory_order_relaxed);
   const std::int64_t by_size =
-      forced > 0 ? forced : kCertGroupValues / std::max<std::int64_t>(values_per_image, 1);
+      forced > 0 ? forced : kGroupValues / std::max<std::int64_t>(values_per_image, 1);
   return std::clamp<std::int64_t>(by_size, 1, std::max<std::int64_t>(images, 1));
 }
 
@@ -439,8 +442,8 @@ void ConvGemm(const ExecConfig& config, const GemmArgs& g, const float* a, const
 // columns, whole tiles.)
 struct PaddedRows {
   std::int64_t hp = 0, wp = 0, cols = 0;  // padded plane; GEMM columns OH·Wp
-  std::vector<float> image;               // ci planes of Hp × Wp, then KW zeros (the last row's overhang)
-  std::vector<std::int64_t> rows;         // im2col row q's offset in `image`
+  std::int64_t image = 0;                 // ci planes of Hp × Wp, then KW zeros (the last row's overhang)
+  std::vector<std::int64_t> rows;         // im2col row q's offset in the padded image
 };
 
 std::optional<PaddedRows> PaddedRowsFor(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p) {
@@ -450,10 +453,10 @@ std::optional<PaddedRows> PaddedRowsFor(const OpContext& ctx, const ConvGeometry
   PaddedRows r;
   r.hp = g.h + 2 * p.pad_h;
   r.wp = g.w + 2 * p.pad_w;  // = OW + KW − 1
-  std::int64_t image = 0;
-  if (!ProductWithin({g.ci, r.hp, r.wp}, &image) || !ProductWithin({g.oh, r.wp}, &r.cols))
+  std::int64_t planes = 0;
+  if (!ProductWithin({g.ci, r.hp, r.wp}, &planes) || !ProductWithin({g.oh, r.wp}, &r.cols))
     return std::nullopt;
-  r.image.assign(static_cast<std::size_t>(image + g.kw), 0.0f);
+  r.image = planes + g.kw;
   r.rows.resize(static_cast<std::size_t>(g.ckk));
   for (std::int64_t c = 0; c < g.ci; ++c) {
     for (std::int64_t kh = 0; kh < g.kh; ++kh) {
@@ -466,36 +469,133 @@ std::optional<PaddedRows> PaddedRowsFor(const OpContext& ctx, const ConvGeometry
 }
 
 // y = w · im2col(x) + b for every image, through `padded` (see PaddedRows).
-void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p, PaddedRows& padded,
-                       const float* x, const float* w, const Tensor* b, float* y) {
-  std::vector<float> wide(static_cast<std::size_t>(g.co * padded.cols));
+// Images run side by side (ForEachItem), each slot with its own padded image
+// and output rows: per image the GEMM is small (16 × 224 × 144 in
+// cnn-fashion), and split between threads it took longer than on one.
+void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p,
+                       const PaddedRows& padded, const float* x, const float* w, const Tensor* b, float* y) {
+  const std::int64_t wide_size = g.co * padded.cols;
+  const int slots = ItemSlots<RepopsMath>(ctx, g.n, padded.image + wide_size);
+  // Zeroed here: the borders of a padded image stay +0.
+  ChunkScratch<float> images(slots, padded.image), wides(slots, wide_size);
   const GemmArgs gy = MakeGemm(g.co, padded.cols, g.ckk, false, g.ckk, false, 0, padded.cols);
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    // The interior of each padded plane; the border stays +0 from PaddedRowsFor.
-    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const float* plane = x + (n * g.ci + c) * g.h * g.w;
-        float* out = padded.image.data() + (c * padded.hp + p.pad_h) * padded.wp + p.pad_w;
-        for (std::int64_t ih = 0; ih < g.h; ++ih)
-          std::copy(plane + ih * g.w, plane + (ih + 1) * g.w, out + ih * padded.wp);
-      }
-    });
-    GemmRepopsRows(ctx.config(), gy, w, padded.image.data(), padded.rows.data(), wide.data());
-    ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const float bias = b != nullptr ? (*b)[c] : 0.0f;
-        for (std::int64_t oh = 0; oh < g.oh; ++oh) {
-          const float* in = wide.data() + c * padded.cols + oh * padded.wp;
-          float* out = y + ((n * g.co + c) * g.oh + oh) * g.ow;
-          if (b != nullptr) {
-            for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = in[ow] + bias;
-          } else {
-            std::copy(in, in + g.ow, out);
+  ForEachItem<RepopsMath>(
+      ctx, g.n,
+      [&](const ExecConfig& cfg, int slot, std::int64_t n) {
+        float* const image = images[slot];
+        float* const wide = wides[slot];
+        for (std::int64_t c = 0; c < g.ci; ++c) {
+          const float* plane = x + (n * g.ci + c) * g.h * g.w;
+          float* out = image + (c * padded.hp + p.pad_h) * padded.wp + p.pad_w;
+          for (std::int64_t ih = 0; ih < g.h; ++ih)
+            std::copy(plane + ih * g.w, plane + (ih + 1) * g.w, out + ih * padded.wp);
+        }
+        GemmRepopsRows(cfg, gy, w, image, padded.rows.data(), wide);
+        for (std::int64_t c = 0; c < g.co; ++c) {
+          const float bias = b != nullptr ? (*b)[c] : 0.0f;
+          for (std::int64_t oh = 0; oh < g.oh; ++oh) {
+            const float* in = wide + c * padded.cols + oh * padded.wp;
+            float* out = y + ((n * g.co + c) * g.oh + oh) * g.ow;
+            if (b != nullptr) {
+              for (std::int64_t ow = 0; ow < g.ow; ++ow) out[ow] = in[ow] + bias;
+            } else {
+              std::copy(in, in + g.ow, out);
+            }
           }
         }
+      },
+      padded.image + wide_size);
+}
+
+// Conv2dBackward's fp32 path (repops, and native, whose convolution GEMMs
+// are ours on the CPU: ConvGemm); dx zeroed by the caller, dy_rows is dy
+// channel-major ([co][n·ohw], ChannelMajor).
+//   dw: each element is one sequential sum over (n, p), images in order. As
+//     the image-by-image GEMMs continued by accumulate, but several images
+//     at a time: their im2col matrices side by side make one GEMM whose k
+//     runs over their columns, dy_rows being op(A) as stored — the same
+//     products in the same order, so the same bits, in fewer and larger
+//     GEMMs that the threads share.
+//   dx: each image's wᵀ·dy and col2im, images side by side (ForEachItem),
+//     each slot with its own scratch. (Image by image, the threads split
+//     GEMMs of 144 × 196 × 16 and cnn-fashion's convolution backwards took
+//     longer on two threads than on one.)
+template <class M>
+void ConvBackwardFp32(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p, const float* x,
+                      const float* w, const float* dy, const float* dy_rows, float* dx, float* dw) {
+  const std::int64_t x_image = g.ci * g.h * g.w;
+  const std::int64_t group = ImagesPerGroup(g.ckk * g.ohw, g.n);
+  float* const cols = GroupScratch(4, g.ckk * g.ohw * group);  // every value written by Im2Col
+  for (std::int64_t n0 = 0; n0 < g.n; n0 += group) {
+    const std::int64_t images = std::min(group, g.n - n0), ld = images * g.ohw;
+    ParallelFor(ctx.threads(), images * g.ci, [&](std::int64_t i0, std::int64_t i1) {
+      for (std::int64_t i = i0; i < i1; ++i) {
+        const std::int64_t image = i / g.ci, c = i % g.ci;
+        Im2Col(x + (n0 + image) * x_image, g, p, c, c + 1, cols + image * g.ohw, ld);
       }
     });
+    const GemmArgs gdw = MakeGemm(g.co, g.ckk, ld, false, g.n * g.ohw, true, ld, g.ckk, n0 > 0);
+    ConvGemm<M>(ctx.config(), gdw, dy_rows + n0 * g.ohw, cols, dw);
   }
+  const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
+  const std::int64_t per_slot = (g.ckk + g.ci) * g.ohw;
+  const int slots = ItemSlots<RepopsMath>(ctx, g.n, per_slot);
+  ChunkScratch<float> dcols(slots, g.ckk * g.ohw), sums(slots, g.ci * g.ohw);
+  ForEachItem<RepopsMath>(
+      ctx, g.n,
+      [&](const ExecConfig& cfg, int slot, std::int64_t n) {
+        ConvGemm<M>(cfg, gdcol, w, dy + n * g.co * g.ohw, dcols[slot]);
+        Col2Im(dcols[slot], g, p, 0, g.ci, dx + n * x_image, sums[slot]);
+      },
+      per_slot);
+}
+
+// Conv2dBackward's values and β in rounded mode, image by image: dw by the
+// fp64 GEMMs continued by accumulate, dx by col2im of each image's dcol.
+// β: dw is one sum over all (n, p) (accumulated GEMMs); each dx element is a
+// sum of products w·dy over co and its window positions, so
+// β = 2γ_{Co·KH·KW}·Σ_contributions ‖w[:, q]‖‖dy[n][:, p]‖, summed by the
+// same col2im as the values.
+template <class M>
+void ConvBackwardRounded(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& params,
+                         const float* x, const float* wa, const float* dya, const GemmArgs& gdcol,
+                         Outputs<double>& outs, double* dxo, double* dwo) {
+  const std::int64_t x_image = g.ci * g.h * g.w;
+  std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
+  std::vector<double> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
+  std::vector<double> col2im_scratch(static_cast<std::size_t>(g.ci * g.ohw));
+  std::vector<double> dw_row_sq(static_cast<std::size_t>(g.co), 0.0);
+  std::vector<double> dw_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
+  std::vector<double> w_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
+  std::vector<double> slack_col(static_cast<std::size_t>(g.ckk * g.ohw), 0.0);
+  std::vector<double> dy_col_sq, unused(static_cast<std::size_t>(std::max(g.co, g.ckk)), 0.0);
+  // Columns of op(A) = wᵀ rows: ‖w[:, q]‖² via GemmNormsSq's row norms of wᵀ.
+  GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(),
+              unused.data());
+  for (std::int64_t n = 0; n < g.n; ++n) {
+    const float* xn = x + n * x_image;
+    const float* dyn = dya + n * g.co * g.ohw;
+    ParallelFor(ctx.threads(), g.ci,
+                [&](std::int64_t c0, std::int64_t c1) { Im2Col(xn, g, params, c0, c1, col.data(), g.ohw); });
+    const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
+    ConvGemm<M>(ctx.config(), gdw, dyn, col.data(), dwo);
+    ConvGemm<M>(ctx.config(), gdcol, wa, dyn, dcol.data());
+    double* dxn = dxo + n * x_image;
+    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+      Col2Im(dcol.data(), g, params, c0, c1, dxn, col2im_scratch.data());
+    });
+    GemmNormsSq(gdw, dyn, col.data(), dw_row_sq.data(), dw_col_sq.data());
+    dy_col_sq.assign(static_cast<std::size_t>(g.ohw), 0.0);
+    GemmNormsSq(MakeGemm(0, g.ohw, g.co, false, 0, false, g.ohw, 0), nullptr, dyn, unused.data(),
+                dy_col_sq.data());
+    WriteGemmSlack(g.ckk, g.ohw, g.co * g.kh * g.kw, w_col_sq.data(), dy_col_sq.data(), slack_col.data(),
+                   g.ohw);
+    double* sxn = outs.Slack(dxo) + n * x_image;
+    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+      Col2Im(slack_col.data(), g, params, c0, c1, sxn, col2im_scratch.data());
+    });
+  }
+  WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
 }
 
 }  // namespace
@@ -609,56 +709,14 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     // its fp64 packing 13 % of cnn-fashion's rounded step.
     const float* wa = w.data();
     const float* dya = dy.data();
-    std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
-    std::vector<T> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
-    std::vector<T> col2im_scratch(static_cast<std::size_t>(g.ci * g.ohw));
     const std::int64_t x_image = g.ci * g.h * g.w;
-    // Rounded mode β: dw is one sum over all (n, p) (accumulated GEMMs); each
-    // dx element is a sum of products w·dy over co and its window positions,
-    // so β = 2γ_{Co·KH·KW}·Σ_contributions ‖w[:, q]‖‖dy[n][:, p]‖, summed by
-    // the same col2im as the values.
-    std::vector<double> dw_row_sq, dw_col_sq, w_col_sq, dy_col_sq, slack_col;
-    if constexpr (M::kRounded) {
-      dw_row_sq.assign(static_cast<std::size_t>(g.co), 0.0);
-      dw_col_sq.assign(static_cast<std::size_t>(g.ckk), 0.0);
-      w_col_sq.assign(static_cast<std::size_t>(g.ckk), 0.0);
-      slack_col.assign(static_cast<std::size_t>(g.ckk * g.ohw), 0.0);
-      std::vector<double> unused(static_cast<std::size_t>(g.co), 0.0);
-      // Columns of op(A) = wᵀ rows: ‖w[:, q]‖² via GemmNormsSq's row norms of wᵀ.
-      GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(),
-                  unused.data());
-    }
     // dcol = wᵀ·dy of one image (col2im then sums it into dx).
     const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
-    for (std::int64_t n = 0; n < g.n; ++n) {
-      const float* xn = x.data() + n * x_image;
-      const float* dyn = dya + n * g.co * g.ohw;
-      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-        Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
-      });
-      const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
-      ConvGemm<M>(ctx.config(), gdw, dyn, col.data(), dwo);
-      ConvGemm<M>(ctx.config(), gdcol, wa, dyn, dcol.data());
-      T* dxn = dxo + n * x_image;
-      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-        Col2Im(dcol.data(), g, params, c0, c1, dxn, col2im_scratch.data());
-      });
-      if constexpr (M::kRounded) {
-        GemmNormsSq(gdw, dyn, col.data(), dw_row_sq.data(), dw_col_sq.data());
-        dy_col_sq.assign(static_cast<std::size_t>(g.ohw), 0.0);
-        std::vector<double> unused(static_cast<std::size_t>(g.ckk), 0.0);
-        GemmNormsSq(MakeGemm(0, g.ohw, g.co, false, 0, false, g.ohw, 0), nullptr, dyn, unused.data(),
-                    dy_col_sq.data());
-        WriteGemmSlack(g.ckk, g.ohw, g.co * g.kh * g.kw, w_col_sq.data(), dy_col_sq.data(), slack_col.data(),
-                       g.ohw);
-        double* sxn = outs.Slack(dxo) + n * x_image;
-        ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-          Col2Im(slack_col.data(), g, params, c0, c1, sxn, col2im_scratch.data());
-        });
-      }
-    }
-    if constexpr (M::kRounded) {
-      WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
+    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
+    if constexpr (!M::kRounded) {
+      ConvBackwardFp32<M>(ctx, g, params, x.data(), wa, dya, dy_rows.data(), dxo, dwo);
+    } else {
+      ConvBackwardRounded<M>(ctx, g, params, x.data(), wa, dya, gdcol, outs, dxo, dwo);
       // dw[co][q]'s reference: one dot over (n, p), images in order, each
       // image's im2col row q read straight from x — continued output row by
       // output row, so finding a term's input takes no division (per term,
@@ -715,7 +773,6 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
         }
       });
     }
-    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
     ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
         const float* row = dy_rows.data() + c * g.n * g.ohw;
@@ -783,23 +840,14 @@ void RowWindowMax(const Pool2dParams& p, std::int64_t w, std::int64_t o_h, std::
 }
 
 // RowWindowMax's output rows, one per chunk of ParallelForChunks over
-// `planes`, allocated in the calling thread (no allocation inside a pool
-// worker); null rows for padded pooling, which takes the general loop.
-class RowWindowScratch {
- public:
+// `planes`; none for padded pooling, which takes the general loop.
+struct RowWindowScratch {
   RowWindowScratch(int threads, std::int64_t planes, std::int64_t ow, bool used)
-      : m_ow(ow),
-        m_best(used ? static_cast<std::size_t>(ParallelChunks(threads, planes) * ow) : 0),
-        m_which(m_best.size()) {}
-  float* best(std::int64_t chunk) { return m_best.empty() ? nullptr : m_best.data() + chunk * m_ow; }
-  std::int32_t* which(std::int64_t chunk) {
-    return m_which.empty() ? nullptr : m_which.data() + chunk * m_ow;
-  }
-
- private:
-  std::int64_t m_ow;
-  std::vector<float> m_best;
-  std::vector<std::int32_t> m_which;
+      : best(used ? ChunkScratch<float>(ParallelChunks(threads, planes), ow) : ChunkScratch<float>()),
+        which(used ? ChunkScratch<std::int32_t>(ParallelChunks(threads, planes), ow)
+                   : ChunkScratch<std::int32_t>()) {}
+  ChunkScratch<float> best;
+  ChunkScratch<std::int32_t> which;
 };
 
 // Certified pooling backward: out[pos] = CR(Σ contribution(oh, ow, pos) over
@@ -830,9 +878,7 @@ void GatherCertified(const PoolGeometry& g, const Pool2dParams& p, float* out, c
 
 }  // namespace
 
-void SetCertifiedConvImagesPerGroupForTesting(std::int64_t images) {
-  g_images_per_group_for_testing.store(images);
-}
+void SetConvImagesPerGroupForTesting(std::int64_t images) { g_images_per_group_for_testing.store(images); }
 
 Status CheckPool2dParams(const Pool2dParams& p) {
   if (p.kernel_h < 1 || p.kernel_w < 1 || p.kernel_h > kMaxSpatialAttr || p.kernel_w > kMaxSpatialAttr) {
@@ -857,8 +903,8 @@ Status MaxPool2dForward(const OpContext& ctx, const Tensor& x, Tensor& y, const 
         params.pad_h == 0 && params.pad_w == 0 && g.h * g.w <= std::numeric_limits<std::int32_t>::max();
     RowWindowScratch scratch(ctx.threads(), g.planes, g.ow, rows);
     ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
-      float* const best = scratch.best(chunk);
-      std::int32_t* const which = scratch.which(chunk);
+      float* const best = scratch.best[chunk];
+      std::int32_t* const which = scratch.which[chunk];
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
@@ -914,11 +960,10 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
       return Status::Ok();
     }
     // Each window's maximum once per plane (a value is covered by several),
-    // in one plane of scratch per chunk allocated here (not in a pool worker).
-    std::vector<std::int64_t> argmaxes(
-        static_cast<std::size_t>(ParallelChunks(ctx.threads(), g.planes) * g.oh * g.ow));
+    // in one plane of scratch per chunk.
+    ChunkScratch<std::int64_t> argmaxes(ParallelChunks(ctx.threads(), g.planes), g.oh * g.ow);
     ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
-      std::int64_t* const argmax = argmaxes.data() + chunk * g.oh * g.ow;
+      std::int64_t* const argmax = argmaxes[chunk];
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const auto x_at = [&](std::int64_t ih, std::int64_t iw) { return plane[ih * g.w + iw]; };
@@ -948,8 +993,8 @@ Status MaxPool2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x
         params.pad_h == 0 && params.pad_w == 0 && g.h * g.w <= std::numeric_limits<std::int32_t>::max();
     RowWindowScratch scratch(ctx.threads(), g.planes, g.ow, rows);
     ParallelForChunks(ctx.threads(), g.planes, [&](std::int64_t chunk, std::int64_t p0, std::int64_t p1) {
-      float* const best = scratch.best(chunk);
-      std::int32_t* const which = scratch.which(chunk);
+      float* const best = scratch.best[chunk];
+      std::int32_t* const which = scratch.which[chunk];
       for (std::int64_t pl = p0; pl < p1; ++pl) {
         const float* plane = x.data() + pl * g.h * g.w;
         const float* grad = dy.data() + pl * g.oh * g.ow;

@@ -26,10 +26,11 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
 // Outputs in order: dx, dw, db (db always produced).
 Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, const Tensor& w, Tensor& dx,
                       Tensor& dw, Tensor& db, const Conv2dParams& params);
-// TEST ONLY: certified conv2d and conv2d_backward run their GEMMs over
-// groups of this many images (0: as many as fit the scratch bound), so that
-// tests can split a small batch into several groups.
-void SetCertifiedConvImagesPerGroupForTesting(std::int64_t images);
+// TEST ONLY: certified conv2d and conv2d_backward, and the fp32 weight
+// gradient, run their GEMMs over groups of this many images (0: as many as
+// fit the scratch bound), so that tests can split a small batch into
+// several groups.
+void SetConvImagesPerGroupForTesting(std::int64_t images);
 
 struct Pool2dParams {
   std::int64_t kernel_h = 2, kernel_w = 2;  // 1 ≤ kernel ≤ 2^20

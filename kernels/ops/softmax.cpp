@@ -119,10 +119,11 @@ Status CrossEntropyForward(const OpContext& ctx, const Tensor& logits, const Ten
     // vectors, the same bits as one M::Exp each), then summed; rounded mode
     // (fp64) sums M::Exp directly.
     constexpr bool kVectorExp = !M::kRounded;
-    // One row of exponentials per chunk, allocated here (not in a pool worker).
-    std::vector<T> exps(kVectorExp ? static_cast<std::size_t>(ParallelChunks(ctx.threads(), rows) * k) : 0);
+    // One row of exponentials per chunk.
+    ChunkScratch<T> exps =
+        kVectorExp ? ChunkScratch<T>(ParallelChunks(ctx.threads(), rows), k) : ChunkScratch<T>();
     ParallelForChunks(ctx.threads(), rows, [&](std::int64_t chunk, std::int64_t r0, std::int64_t r1) {
-      T* const e = kVectorExp ? exps.data() + chunk * k : nullptr;
+      T* const e = exps[chunk];
       for (std::int64_t r = r0; r < r1; ++r) {
         const float* in = logits.data() + r * k;
         const T m = RowMax<T>(in, k);

@@ -183,16 +183,16 @@ TEST(OpCertifiedExact, MatMulBackwardSharedTransposedAIsOneSumOverTheBatch) {
 }
 
 // Over a batch of 3: one GEMM for all images, groups of 2 + 1, and one GEMM
-// per image (SetCertifiedConvImagesPerGroupForTesting) give the same exact values.
+// per image (SetConvImagesPerGroupForTesting) give the same exact values.
 class OpCertifiedConvGroups : public ::testing::TestWithParam<std::int64_t> {
  protected:
-  void TearDown() override { SetCertifiedConvImagesPerGroupForTesting(0); }
+  void TearDown() override { SetConvImagesPerGroupForTesting(0); }
 };
 
 INSTANTIATE_TEST_SUITE_P(ImagesPerGroup, OpCertifiedConvGroups, ::testing::Values(0, 2, 1));
 
 TEST_P(OpCertifiedConvGroups, Conv2dStridedPaddedAndItsBackward) {
-  SetCertifiedConvImagesPerGroupForTesting(GetParam());
+  SetConvImagesPerGroupForTesting(GetParam());
   Conv2dParams p;
   p.stride_h = 2, p.stride_w = 1, p.pad_h = 1, p.pad_w = 1;
   const std::int64_t nb = 3, ci = 3, h = 7, wd = 6, co = 4, kh = 3, kw = 3;
