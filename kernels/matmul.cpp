@@ -42,10 +42,12 @@ namespace {
 }();
 
 // OpenBLAS's thread count is process-global; set it only when it changes.
+// Threaded, OpenBLAS wants the cores our idle pool workers spin on.
 void SetBlasThreads(int threads) {
   static std::atomic<int> current{-1};
   const int want = threads < 1 ? 1 : threads;
   if (current.exchange(want) != want) openblas_set_num_threads(want);
+  if (want > 1) ParkIdleWorkers();
 }
 
 }  // namespace
