@@ -73,8 +73,9 @@ class ChunkScratch {
 };
 
 // How many of `threads` to hand `work` units to when a thread should get at
-// least `min_per_thread` of them (a pool round trip costs tens of
-// microseconds on a VM: small work runs inline). At least 1.
+// least `min_per_thread` of them (a pool round trip costs a few
+// microseconds while the workers spin, tens on a VM once they have parked:
+// small work runs inline). At least 1.
 inline int ThreadsForWork(int threads, std::int64_t work, std::int64_t min_per_thread) {
   return static_cast<int>(
       std::clamp<std::int64_t>(work / std::max<std::int64_t>(min_per_thread, 1), 1, std::max(threads, 1)));

@@ -509,7 +509,7 @@ void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2d
 
 // Conv2dBackward's fp32 path (repops, and native, whose convolution GEMMs
 // are ours on the CPU: ConvGemm); dx zeroed by the caller, dy_rows is dy
-// channel-major ([co][n·ohw], ChannelMajor).
+// channel-major ([co][n·ohw], ChannelMajor), gdcol one image's wᵀ·dy.
 //   dw: each element is one sequential sum over (n, p), images in order. As
 //     the image-by-image GEMMs continued by accumulate, but several images
 //     at a time: their im2col matrices side by side make one GEMM whose k
@@ -522,7 +522,8 @@ void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2d
 //     longer on two threads than on one.)
 template <class M>
 void ConvBackwardFp32(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p, const float* x,
-                      const float* w, const float* dy, const float* dy_rows, float* dx, float* dw) {
+                      const float* w, const float* dy, const float* dy_rows, const GemmArgs& gdcol, float* dx,
+                      float* dw) {
   const std::int64_t x_image = g.ci * g.h * g.w;
   const std::int64_t group = ImagesPerGroup(g.ckk * g.ohw, g.n);
   float* const cols = GroupScratch(4, g.ckk * g.ohw * group);  // every value written by Im2Col
@@ -537,7 +538,6 @@ void ConvBackwardFp32(const OpContext& ctx, const ConvGeometry& g, const Conv2dP
     const GemmArgs gdw = MakeGemm(g.co, g.ckk, ld, false, g.n * g.ohw, true, ld, g.ckk, n0 > 0);
     ConvGemm<M>(ctx.config(), gdw, dy_rows + n0 * g.ohw, cols, dw);
   }
-  const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
   const std::int64_t per_slot = (g.ckk + g.ci) * g.ohw;
   const int slots = ItemSlots<RepopsMath>(ctx, g.n, per_slot);
   ChunkScratch<float> dcols(slots, g.ckk * g.ohw), sums(slots, g.ci * g.ohw);
@@ -714,7 +714,7 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
     const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
     if constexpr (!M::kRounded) {
-      ConvBackwardFp32<M>(ctx, g, params, x.data(), wa, dya, dy_rows.data(), dxo, dwo);
+      ConvBackwardFp32<M>(ctx, g, params, x.data(), wa, dya, dy_rows.data(), gdcol, dxo, dwo);
     } else {
       ConvBackwardRounded<M>(ctx, g, params, x.data(), wa, dya, gdcol, outs, dxo, dwo);
       // dw[co][q]'s reference: one dot over (n, p), images in order, each
