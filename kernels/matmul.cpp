@@ -41,9 +41,10 @@ namespace {
   return true;
 }();
 
-// OpenBLAS's thread count is process-global; set it only when it changes.
-// Threaded, OpenBLAS wants the cores our idle pool workers spin on.
-void SetBlasThreads(int threads) {
+// Before each OpenBLAS call: its thread count is process-global, so set it
+// only when it changes; threaded, it wants the cores our idle pool workers
+// spin on, so they park.
+void BeforeBlasCall(int threads) {
   static std::atomic<int> current{-1};
   const int want = threads < 1 ? 1 : threads;
   if (current.exchange(want) != want) openblas_set_num_threads(want);
@@ -112,7 +113,7 @@ void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float*
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
   if (g.m <= 0 || g.n <= 0) return;
   if (config.device != Device::kCpu && device::OffloadNative(g, a, b, c)) return;
-  SetBlasThreads(config.threads);
+  BeforeBlasCall(config.threads);
   cblas_sgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0f, a,
               static_cast<blasint>(g.lda), b, static_cast<blasint>(g.ldb), g.accumulate ? 1.0f : 0.0f, c,
@@ -131,7 +132,7 @@ void FastGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, c
     detail::GemmBlocked(FmaKernel(), config.threads, g, a, b, c);
     return;
   }
-  SetBlasThreads(config.threads);
+  BeforeBlasCall(config.threads);
   cblas_dgemm(CblasRowMajor, g.trans_a ? CblasTrans : CblasNoTrans, g.trans_b ? CblasTrans : CblasNoTrans,
               static_cast<blasint>(g.m), static_cast<blasint>(g.n), static_cast<blasint>(g.k), 1.0, a,
               static_cast<blasint>(g.lda), b, static_cast<blasint>(g.ldb), g.accumulate ? 1.0 : 0.0, c,

@@ -42,9 +42,9 @@ void ParallelForChunks(int threads, std::int64_t n, const Fn& fn) {
   });
 }
 
-// Scratch for ParallelForChunks: `chunks` slices of `per_chunk` values,
-// slice i for chunk i, allocated by the caller before the call (no
-// allocation inside a pool worker). Each slice starts on its own 128-byte
+// Scratch for ParallelForChunks' chunks or ForEachItem's slots: `chunks`
+// slices of `per_chunk` values, slice i for chunk (slot) i, allocated by the
+// caller before the call (no allocation inside a pool worker). Each slice starts on its own 128-byte
 // block, so no two threads write one cache line (or the pair a prefetcher
 // fetches together): slices of a few values side by side made the threads
 // pass their lines back and forth, and cnn-fashion's max pooling ran 6x
