@@ -36,7 +36,7 @@ std::string BlasCoreAdvice();
 // kAuto: on the CPU where OpenBLAS runs its generic kernels on a CPU with
 // AVX-512F (`advice` = "SkylakeX", from BlasCoreAdvice), whose SSE3 dgemm
 // our 8-lane reference kernel outruns (docs/kernels.md, "Sixth pass") —
-// unless GemmF64 runs our own AVX-512 fp64 GEMM there (`own_f64_gemm`,
+// unless GemmF64 runs our own fp64 fma GEMM there (`own_f64_gemm`,
 // kernels/matmul.h WidenedF64GemmAvailable), which outruns both; GemmF64
 // elsewhere, and always on a GPU (the reference runs on the CPU only). The
 // choice changes which values the trainer logs, never whether a replay

@@ -1153,7 +1153,7 @@ void CertifiedGemmPieces(const ExecConfig& config, std::int64_t m, std::int64_t 
     if (widening) {  // our kernel widens as it packs: only the norms here
       WidenWithSquares(config.threads, piece.a, a_rows, a_cols, g.lda, !g.trans_a, nullptr, row_sq.data());
       WidenWithSquares(config.threads, piece.b, b_rows, b_cols, g.ldb, g.trans_b, nullptr, col_sq.data());
-      GemmWidenedF64(config.threads, g64, piece.a, piece.b, c64.data());
+      GemmWidenedF64(config.simd, config.threads, g64, piece.a, piece.b, c64.data());
       continue;
     }
     // fp64 copies, compact (products of two fp32 values are exact in fp64).

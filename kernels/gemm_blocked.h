@@ -12,7 +12,7 @@
 //   widened to fp64 as they are packed and C is fp64. Each product is exact,
 //   so only the sums round; their order is the same per-element sequence,
 //   but nothing relies on it (certified mode's fast path accepts any order);
-// * the fp64 GEMMs of fp64 operands (In = T = double) on AVX-512F:
+// * the fp64 GEMMs of fp64 operands (In = T = double) on AVX-512F or AVX2:
 //   GemmF64's, with the same fma kernel (which then rounds once per term
 //   where a multiply and an add would round twice: one more honest fp64
 //   evaluation), and GemmF64Reference's, with a kernel that multiplies then

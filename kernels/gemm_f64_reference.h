@@ -19,8 +19,8 @@ struct RefKernel {
   RefTileFn fn = nullptr;
 };
 
-// 2-lane vectors (SSE2 on x86-64): GemmF64Reference on CPUs without
-// AVX-512F (on AVX-512 it runs the blocked driver, kernels/gemm_blocked.h).
+// 2-lane vectors (SSE2 on x86-64): GemmF64Reference on CPUs without AVX2
+// (on AVX2 and AVX-512 it runs the blocked driver, kernels/gemm_blocked.h).
 RefKernel RefKernelBaseline();
 
 }  // namespace vt::kernels::detail

@@ -32,6 +32,8 @@ using F64Kernel = MicroKernelOf<double>;
 MicroKernel ScalarMicroKernel();
 MicroKernel Avx2MicroKernel();
 MicroKernel Avx512MicroKernel();
+F64Kernel Avx2FmaKernel();        // needs FMA besides AVX2
+F64Kernel Avx2ReferenceKernel();  // mul, then add: GemmF64Reference's bits
 F64Kernel Avx512FmaKernel();
 F64Kernel Avx512ReferenceKernel();  // mul, then add: GemmF64Reference's bits
 

@@ -90,24 +90,42 @@ void GemmRepopsRows(const ExecConfig& config, const GemmArgs& g, const float* a,
 }
 
 namespace {
-// The fp64 fma kernel of GemmWidenedF64 and GemmF64 (fn null without AVX-512 in the build).
-const detail::F64Kernel& FmaKernel() {
-  static const detail::F64Kernel kern = detail::Avx512FmaKernel();
-  return kern;
+// The blocked driver's fp64 kernels for a requested Simd on this CPU: the fma
+// one (GemmWidenedF64, GemmF64) and the mul-then-add one (GemmF64Reference);
+// fn null where the CPU or the build lacks one (the AVX2 fma kernel also
+// needs FMA).
+struct F64Kernels {
+  detail::F64Kernel fma, reference;
+};
+const F64Kernels& F64KernelsFor(Simd simd) {
+  static const F64Kernels avx512{detail::Avx512FmaKernel(), detail::Avx512ReferenceKernel()};
+  static const F64Kernels avx2{CpuHasFma() ? detail::Avx2FmaKernel() : detail::F64Kernel{},
+                               detail::Avx2ReferenceKernel()};
+  static const F64Kernels none{};
+  switch (ResolveSimd(simd)) {
+    case Simd::kAvx512:
+      if (avx512.fma.fn != nullptr) return avx512;
+      [[fallthrough]];
+    case Simd::kAvx2:
+      return avx2;
+    default:
+      return none;
+  }
 }
 }  // namespace
 
-bool WidenedF64GemmAvailable(Simd simd) {
-  return ResolveSimd(simd) == Simd::kAvx512 && FmaKernel().fn != nullptr;
-}
+bool WidenedF64GemmAvailable(Simd simd) { return F64KernelsFor(simd).fma.fn != nullptr; }
 
 std::string_view GemmF64CpuName(Simd simd) {
-  return WidenedF64GemmAvailable(simd) ? "veritrain's AVX-512 fp64 GEMM" : "OpenBLAS dgemm";
+  const std::string_view kernel = F64KernelsFor(simd).fma.name;
+  if (kernel == "avx512-f64") return "veritrain's AVX-512 fp64 GEMM";
+  if (kernel == "avx2-f64") return "veritrain's AVX2 fp64 GEMM";
+  return "OpenBLAS dgemm";
 }
 
-void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
-  assert(FmaKernel().fn != nullptr);
-  detail::GemmBlocked(FmaKernel(), threads, g, a, b, c);
+void GemmWidenedF64(Simd simd, int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
+  assert(WidenedF64GemmAvailable(simd));
+  detail::GemmBlocked(F64KernelsFor(simd).fma, threads, g, a, b, c);
 }
 
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c) {
@@ -123,13 +141,12 @@ void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, con
 namespace {
 
 // The fastest fp64 GEMM for config: cuBLAS on a CUDA config.device; on the
-// CPU our fma kernel where config.simd resolves to AVX-512
-// (kernels/gemm_blocked.h; OpenBLAS's Haswell dgemm runs 4-lane vectors on
-// such a CPU), else OpenBLAS dgemm.
+// CPU our fma kernel (kernels/gemm_blocked.h) where config.simd resolves to
+// AVX-512 or AVX2 with FMA, else OpenBLAS dgemm.
 void FastGemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c) {
   if (config.device != Device::kCpu && device::OffloadF64(g, a, b, c)) return;
   if (WidenedF64GemmAvailable(config.simd)) {
-    detail::GemmBlocked(FmaKernel(), config.threads, g, a, b, c);
+    detail::GemmBlocked(F64KernelsFor(config.simd).fma, config.threads, g, a, b, c);
     return;
   }
   BeforeBlasCall(config.threads);
@@ -223,16 +240,13 @@ namespace {
 // GemmF64Reference on operands of type In (fp64, or fp32 widened as they are
 // packed: the same values, so the same bits).
 template <class In>
-void GemmF64ReferenceOf(int threads, const GemmArgs& g, const In* a, const In* b, double* c) {
+void GemmF64ReferenceOf(Simd simd, int threads, const GemmArgs& g, const In* a, const In* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
-  // On AVX-512: the blocked driver with the mul-then-add kernel (the same
-  // sequence per output, cache-blocked and on 8 lanes).
-  if (DetectSimd() == Simd::kAvx512) {
-    static const detail::F64Kernel blocked = detail::Avx512ReferenceKernel();
-    if (blocked.fn != nullptr) {
-      detail::GemmBlocked(blocked, threads, g, a, b, c);
-      return;
-    }
+  // On AVX-512 or AVX2: the blocked driver with the mul-then-add kernel (the
+  // same sequence per output, cache-blocked and on 8 or 4 lanes).
+  if (const detail::F64Kernel& blocked = F64KernelsFor(simd).reference; blocked.fn != nullptr) {
+    detail::GemmBlocked(blocked, threads, g, a, b, c);
+    return;
   }
   // Elsewhere the baseline tile kernel, unblocked.
   static const detail::RefKernel kern = detail::RefKernelBaseline();
@@ -282,10 +296,14 @@ void GemmF64ReferenceOf(int threads, const GemmArgs& g, const In* a, const In* b
 }  // namespace
 
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c) {
-  GemmF64ReferenceOf(threads, g, a, b, c);
+  GemmF64ReferenceOf(Simd::kAuto, threads, g, a, b, c);
 }
 void GemmF64Reference(int threads, const GemmArgs& g, const float* a, const float* b, double* c) {
-  GemmF64ReferenceOf(threads, g, a, b, c);
+  GemmF64ReferenceOf(Simd::kAuto, threads, g, a, b, c);
+}
+void GemmF64ReferenceOnSimdForTesting(Simd simd, int threads, const GemmArgs& g, const double* a,
+                                      const double* b, double* c) {
+  GemmF64ReferenceOf(simd, threads, g, a, b, c);
 }
 
 namespace {
@@ -396,7 +414,7 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a,
   // GemmF64's own choice, made before it would be handed fp64 copies: our
   // fma kernel widens as it packs (FastGemmF64 runs it on the widened values).
   if (config.device == Device::kCpu && F64ShuffleSeed() == 0 && WidenedF64GemmAvailable(config.simd)) {
-    GemmWidenedF64(config.threads, g, a, b, c);
+    GemmWidenedF64(config.simd, config.threads, g, a, b, c);
     return;
   }
   const std::vector<double> a64 = WidenOperand(a, g.trans_a, g.lda, g.m, g.k);

@@ -57,10 +57,10 @@ void GemmRepopsReference(const GemmArgs& g, const float* a, const float* b, floa
 Simd RepopsSimdUsed(Simd requested);
 // OpenBLAS sgemm (cuBLAS on a CUDA config.device): the native baseline.
 void GemmNative(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, float* c);
-// The fastest fp64 GEMM here on fp64 operands: on a CPU our AVX-512 fma
-// kernel (GemmWidenedF64's, reading fp64 operands) where config.simd
-// resolves to AVX-512 and the build has it, else OpenBLAS dgemm; cuBLAS on a
-// CUDA config.device. The working precision of a rounded trainer and the
+// The fastest fp64 GEMM here on fp64 operands: on a CPU our fma kernel
+// (GemmWidenedF64's, reading fp64 operands) where config.simd resolves to
+// AVX-512, or AVX2 with FMA, and the build has it, else OpenBLAS dgemm;
+// cuBLAS on a CUDA config.device. The working precision of a rounded trainer and the
 // certified fast path (its bits depend on the kernel, device and, for
 // OpenBLAS, core type and threads: one honest fp64 evaluation).
 void GemmF64(const ExecConfig& config, const GemmArgs& g, const double* a, const double* b, double* c);
@@ -69,13 +69,13 @@ std::string_view GemmF64CpuName(Simd simd);
 // The fp64 value of op(A)·op(B) for fp32 operands a and b (C fp64, row
 // stride g.ldc; g.accumulate adds to it): every product exact, the sums
 // rounded in an order of the kernel's choosing (fma, blocking, threads) —
-// certified mode's fast path on a CPU, which accepts any order. Our AVX-512
-// kernel, which widens the operands as it packs them (no fp64 copies).
-// Precondition: WidenedF64GemmAvailable (elsewhere the caller widens the
-// operands for GemmF64).
-void GemmWidenedF64(int threads, const GemmArgs& g, const float* a, const float* b, double* c);
-// Whether GemmWidenedF64 runs here for `simd`: it resolves to AVX-512 and
-// the build has the kernel.
+// certified mode's fast path on a CPU, which accepts any order. Our fma
+// kernel for `simd` (AVX-512 or AVX2), which widens the operands as it packs
+// them (no fp64 copies). Precondition: WidenedF64GemmAvailable(simd)
+// (elsewhere the caller widens the operands for GemmF64).
+void GemmWidenedF64(Simd simd, int threads, const GemmArgs& g, const float* a, const float* b, double* c);
+// Whether GemmWidenedF64 runs here for `simd`: it resolves to AVX-512, or to
+// AVX2 on a CPU with FMA, and the build has the kernel.
 bool WidenedF64GemmAvailable(Simd simd);
 // TEST ONLY: other honest fp64 summation orders. A nonzero seed makes every
 // fp64 fast path sum in a pseudo-random order drawn fresh for each call:
@@ -98,14 +98,20 @@ ShuffledOrder DrawShuffledOrder(std::int64_t n);
 // C[i][j] = (accumulate ? C[i][j] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …,
 // sequential over p = 0..k−1, each product and each sum rounded to fp64, no
 // fma — the repops definition in fp64. Threads and SIMD lanes split outputs
-// only (on AVX-512 the blocked driver of the repops GEMM with a
-// multiply-then-add fp64 kernel; elsewhere a 2-lane tile kernel), so the
-// bits are the same on every machine and for every thread count.
+// only (on AVX-512 and AVX2 the blocked driver of the repops GEMM with a
+// multiply-then-add fp64 kernel of 8 or 4 lanes; elsewhere a 2-lane tile
+// kernel), so the bits are the same on every machine and for every thread
+// count.
 void GemmF64Reference(int threads, const GemmArgs& g, const double* a, const double* b, double* c);
 // The same on fp32 operands, widened as they are read (the same values, so
 // the same bits as on fp64 copies; no copies made). Rounded mode's operators
 // hand their fp32 tensors to every fp64 GEMM function below this way.
 void GemmF64Reference(int threads, const GemmArgs& g, const float* a, const float* b, double* c);
+// TEST ONLY: GemmF64Reference on the path `simd` resolves to here (kScalar:
+// the 2-lane tile), so a test can hold every path this CPU runs to the
+// definition.
+void GemmF64ReferenceOnSimdForTesting(Simd simd, int threads, const GemmArgs& g, const double* a,
+                                      const double* b, double* c);
 // Elements of GemmF64Reference, the same bits, many at once: for each e,
 //   out[e] = (g.accumulate ? out[e] : +0) + a(i,0)·b(0,j) + a(i,1)·b(1,j) + …
 // sequential over p, no fma, with (i, j) = (elements[e].i, elements[e].j)

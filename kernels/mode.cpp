@@ -69,6 +69,18 @@ Simd DetectSimd() {
 #endif
 }
 
+bool CpuHasFma() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const bool fma = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("fma") != 0;
+  }();
+  return fma;
+#else
+  return false;
+#endif
+}
+
 Simd ResolveSimd(Simd requested) {
   const Simd best = DetectSimd();
   if (requested == Simd::kAuto) return best;

@@ -27,6 +27,9 @@ enum class Simd : std::uint8_t { kAuto = 0, kScalar = 1, kAvx2 = 2, kAvx512 = 3 
 std::string_view SimdName(Simd simd);
 Result<Simd> ParseSimd(std::string_view name);  // "auto" | "scalar" | "avx2" | "avx512"
 Simd DetectSimd();  // widest supported by this CPU
+// Whether this CPU has FMA3 (every AVX2 CPU in use does; the AVX2 kernels
+// that fuse check it all the same).
+bool CpuHasFma();
 // The path a request actually runs: kAuto → DetectSimd(); a request wider
 // than the CPU supports falls back to the widest supported one.
 Simd ResolveSimd(Simd requested);
@@ -34,7 +37,7 @@ bool SimdSupported(Simd simd);  // kAuto and anything up to DetectSimd()
 
 // Which fp64 GEMM a recording rounded trainer runs (ExecConfig::
 // f64_reference): the fastest one here (kVendor, kernels/matmul.h GemmF64:
-// our AVX-512 fp64 GEMM, OpenBLAS dgemm, cuBLAS) or the canonical reference
+// our AVX-512 or AVX2 fp64 GEMM, OpenBLAS dgemm, cuBLAS) or the canonical reference
 // (kReference: GemmF64Reference, veritrain's own kernel, what every replay
 // runs). Both record valid logs; kAuto takes the faster one for this CPU
 // and BLAS (kernels/blas_core.h TrainerRecordsOnReference).

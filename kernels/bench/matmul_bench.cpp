@@ -1,7 +1,9 @@
 // GEMM benchmark: repops GEMM against OpenBLAS sgemm measured in the same
-// run (GFLOP/s and ratio); the widening fp64 GEMM of certified mode's fast
-// path (GemmWidenedF64: fp32 operands, fp64 result) against OpenBLAS dgemm
-// on operands widened beforehand (the widening not timed); and rounded-mode
+// run (GFLOP/s and ratio); our fp64 GEMMs on fp32 operands — the widening
+// fma one of certified mode's fast path and the rounded trainer
+// (GemmWidenedF64) and the canonical reference every replay runs
+// (GemmF64Reference) — against OpenBLAS dgemm on operands widened
+// beforehand (the widening not timed); and rounded-mode
 // MatMul (fp64 dgemm + rounding + logging) against native MatMul, with the
 // fraction of values logged and the compressed log size.
 //
@@ -48,14 +50,18 @@ enum class Kind {
   kRepopsAvx2,
   kRepopsScalar,
   kWidened,
+  kReference,
   kDgemm
 };
-constexpr Kind kKinds[] = {Kind::kRepops,     Kind::kSgemm,        Kind::kRoundedMatMul, Kind::kNativeMatMul,
-                           Kind::kRepopsAvx2, Kind::kRepopsScalar, Kind::kWidened,       Kind::kDgemm};
+constexpr Kind kKinds[] = {Kind::kRepops,       Kind::kSgemm,      Kind::kRoundedMatMul,
+                           Kind::kNativeMatMul, Kind::kRepopsAvx2, Kind::kRepopsScalar,
+                           Kind::kWidened,      Kind::kReference,  Kind::kDgemm};
 const char* KindName(Kind k) {
   switch (k) {
     case Kind::kWidened:
       return "widened-f64";
+    case Kind::kReference:
+      return "reference-f64";
     case Kind::kDgemm:
       return "dgemm";
     case Kind::kRepops: return "repops";
@@ -112,13 +118,21 @@ void RunF64Gemm(benchmark::State& state, ShapeCase sc, int threads, Kind kind) {
   const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
   std::vector<double> c(static_cast<std::size_t>(sc.m * sc.n));
   const GemmArgs g{sc.m, sc.n, sc.k, false, false, sc.k, sc.n, sc.n, false};
-  ExecConfig config;
-  config.threads = threads;
+  openblas_set_num_threads(threads);
   for (auto _ : state) {
-    if (kind == Kind::kWidened) {
-      GemmWidenedF64(threads, g, a.data(), b.data(), c.data());
-    } else {
-      GemmF64(config, g, a64.data(), b64.data(), c.data());
+    switch (kind) {
+      case Kind::kWidened:
+        GemmWidenedF64(Simd::kAuto, threads, g, a.data(), b.data(), c.data());
+        break;
+      case Kind::kReference:
+        GemmF64Reference(threads, g, a.data(), b.data(), c.data());
+        break;
+      default:
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(sc.m),
+                    static_cast<blasint>(sc.n), static_cast<blasint>(sc.k), 1.0, a64.data(),
+                    static_cast<blasint>(sc.k), b64.data(), static_cast<blasint>(sc.n), 0.0, c.data(),
+                    static_cast<blasint>(sc.n));
+        break;
     }
     benchmark::DoNotOptimize(c.data());
     benchmark::ClobberMemory();
@@ -214,23 +228,27 @@ void PrintTables(const std::vector<ShapeCase>& shapes, const std::vector<int>& t
     }
   }
   std::printf(
-      "\nWidening fp64 GEMM (fp32 operands widened as packed) vs OpenBLAS dgemm (operands widened "
-      "beforehand)\n");
-  std::printf("%-16s %7s | %10s %10s %8s | %10s %10s %8s\n", "m x k x n", "threads", "widened", "dgemm",
-              "ratio", "widened", "dgemm", "ratio");
+      "\nOur fp64 GEMMs on fp32 operands (widened as packed) vs OpenBLAS dgemm (operands widened "
+      "beforehand);\n"
+      "GFLOP/s from process CPU time on 1 thread, wall time on more; ratio = our speed / dgemm's\n");
+  std::printf("%-16s %7s | %10s %10s %10s | %8s %9s\n", "m x k x n", "threads", "widened", "reference",
+              "dgemm", "widened", "reference");
   for (const ShapeCase& sc : shapes) {
     for (int t : thread_counts) {
       const auto w = g_results.find({sc.Name(), t, Kind::kWidened});
+      const auto r = g_results.find({sc.Name(), t, Kind::kReference});
       const auto d = g_results.find({sc.Name(), t, Kind::kDgemm});
-      if (w == g_results.end() || d == g_results.end()) continue;
-      const double flops = 2.0 * static_cast<double>(sc.m * sc.n) * static_cast<double>(sc.k) * 1e-9;
-      std::printf("%-16s %7d | %10.1f %10.1f %7.0f%% |", sc.Name().c_str(), t, flops / w->second.seconds,
-                  flops / d->second.seconds, 100.0 * d->second.seconds / w->second.seconds);
-      if (t == 1) {
-        std::printf(" %10.1f %10.1f %7.0f%%\n", flops / w->second.cpu_seconds, flops / d->second.cpu_seconds,
-                    100.0 * d->second.cpu_seconds / w->second.cpu_seconds);
+      if (r == g_results.end() || d == g_results.end()) continue;
+      const double gflop = 2.0 * static_cast<double>(sc.m * sc.n) * static_cast<double>(sc.k) * 1e-9;
+      const auto rate = [&](const Measured& m) { return gflop / (t == 1 ? m.cpu_seconds : m.seconds); };
+      const double dg = rate(d->second), rg = rate(r->second);
+      if (w == g_results.end()) {
+        std::printf("%-16s %7d | %10s %10.1f %10.1f | %8s %8.0f%%\n", sc.Name().c_str(), t, "-", rg, dg, "-",
+                    100.0 * rg / dg);
       } else {
-        std::printf(" %30s\n", "-");
+        const double wg = rate(w->second);
+        std::printf("%-16s %7d | %10.1f %10.1f %10.1f | %7.0f%% %8.0f%%\n", sc.Name().c_str(), t, wg, rg, dg,
+                    100.0 * wg / dg, 100.0 * rg / dg);
       }
     }
   }
@@ -305,15 +323,14 @@ int main(int argc, char** argv) {
             ->MeasureProcessCPUTime()
             ->Unit(benchmark::kMillisecond);
       }
-      if (WidenedF64GemmAvailable(Simd::kAuto)) {
-        for (Kind kind : {Kind::kDgemm, Kind::kWidened}) {
-          benchmark::RegisterBenchmark(
-              (std::string(KindName(kind)) + "/" + sc.Name() + "/t" + std::to_string(t)).c_str(),
-              [=](benchmark::State& s) { RunF64Gemm(s, sc, t, kind); })
-              ->UseRealTime()
-              ->MeasureProcessCPUTime()
-              ->Unit(benchmark::kMillisecond);
-        }
+      for (Kind kind : {Kind::kDgemm, Kind::kReference, Kind::kWidened}) {
+        if (kind == Kind::kWidened && !WidenedF64GemmAvailable(Simd::kAuto)) continue;
+        benchmark::RegisterBenchmark(
+            (std::string(KindName(kind)) + "/" + sc.Name() + "/t" + std::to_string(t)).c_str(),
+            [=](benchmark::State& s) { RunF64Gemm(s, sc, t, kind); })
+            ->UseRealTime()
+            ->MeasureProcessCPUTime()
+            ->Unit(benchmark::kMillisecond);
       }
       for (Kind kind : {Kind::kNativeMatMul, Kind::kRoundedMatMul}) {
         benchmark::RegisterBenchmark((std::string(KindName(kind)) + "/" + sc.Name() + "/t" + std::to_string(t)).c_str(),

@@ -37,20 +37,11 @@ struct Scalar {
   static D NanOr(D z, D v) { return std::isnan(z) ? z : v; }
 };
 
-bool HaveFma() {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("fma");
-#else
-  return false;
-#endif
-}
-
 // The path a request runs: ResolveSimd's, narrowed to what is compiled in
 // (and AVX2 only with FMA).
 Simd Usable(Simd requested) {
   static const bool avx512 = Avx512Kernels().gelu != nullptr;
-  static const bool avx2 = Avx2Kernels().gelu != nullptr && HaveFma();
+  static const bool avx2 = Avx2Kernels().gelu != nullptr && CpuHasFma();
   Simd path = ResolveSimd(requested);
   if (path == Simd::kAvx512 && !avx512) path = Simd::kAvx2;
   if (path == Simd::kAvx2 && !avx2) path = Simd::kScalar;

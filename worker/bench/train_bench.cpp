@@ -3,13 +3,11 @@
 // repops+hash (repops plus the hash of every node output, as a solver
 // committing node records does), rounded-trainer (fp64 + rounding +
 // recording the log, on the fp64 GEMM `vt-worker train` picks here),
-// rounded-vendor (the same on GemmF64: our AVX-512 fp64 GEMM or OpenBLAS dgemm), rounded-auditor (fp64
-// reference + following the trainer's log) and certified (every GEMM output
-// and reduction correctly rounded) modes, beside PyTorch's fp32 step of the
-// same model, batch, thread count and optimizer (AdamW, gradient clipping) — all measured in the
-// same run and printed as ratios; rounding-log bytes per step; checkpoint
-// hashing throughput; and `vt-worker train` end to end against the sum of its
-// own step times.
+// rounded-vendor (the same on GemmF64: our AVX-512 or AVX2 fp64 GEMM, or OpenBLAS dgemm), rounded-auditor
+// (fp64 reference + following the trainer's log) and certified (every GEMM output and reduction correctly
+// rounded) modes, beside PyTorch's fp32 step of the same model, batch, thread count and optimizer (AdamW,
+// gradient clipping) — all measured in the same run and printed as ratios; rounding-log bytes per step;
+// checkpoint hashing throughput; and `vt-worker train` end to end against the sum of its own step times.
 //
 //   train_bench               full run, prints the tables
 //   train_bench --quick       smoke run (CTest): tiny models, one iteration each
@@ -108,8 +106,8 @@ std::vector<ModelCase> Models(bool gpt2) {
 
 // rounded-trainer records on the fp64 GEMM `vt-worker train` picks here
 // (--fp64-gemm auto, kernels/blas_core.h); rounded-vendor on GemmF64 (our
-// AVX-512 fp64 GEMM, or OpenBLAS dgemm) whatever auto picks; rounded-auditor replays rounded-trainer's log.
-// certified: every GEMM output and reduction correctly rounded (no log).
+// AVX-512 or AVX2 fp64 GEMM, or OpenBLAS dgemm) whatever auto picks; rounded-auditor replays
+// rounded-trainer's log. certified: every GEMM output and reduction correctly rounded (no log).
 enum class Variant {
   kNative,
   kRepops,

@@ -16,6 +16,7 @@
 #include "kernels/f64_math.h"
 #include "kernels/matmul.h"
 #include "tests/kernels/sequential_gemm.h"
+#include "tests/kernels/supported_simds.h"
 #include "tests/support/test_seed.h"
 
 namespace vt::kernels {
@@ -93,10 +94,17 @@ TEST(F64Math, GoldenHash) {
   EXPECT_EQ(h, 0x2dd5fbab16128d1cull) << std::hex << "0x" << h;
 }
 
-std::vector<double> Random(std::mt19937_64& rng, std::size_t n) {
+// Signed values of varied magnitudes: fp32 values (what rounded mode feeds
+// most of its GEMMs), or with all 53 bits (its fp64 intermediates, such as
+// attention's; only there would an fma in place of a multiply and an add
+// change a bit).
+enum class Bits { kFp32, kFp64 };
+std::vector<double> Random(std::mt19937_64& rng, std::size_t n, Bits bits = Bits::kFp32) {
   std::vector<double> v(n);
-  // fp32 values (what rounded mode feeds its GEMMs), signed, varied magnitudes.
-  for (double& x : v) x = static_cast<float>(std::ldexp(std::normal_distribution<double>()(rng), static_cast<int>(rng() % 9) - 4));
+  for (double& x : v) {
+    x = std::ldexp(std::normal_distribution<double>()(rng), static_cast<int>(rng() % 9) - 4);
+    if (bits == Bits::kFp32) x = static_cast<float>(x);
+  }
   return v;
 }
 
@@ -121,9 +129,12 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x6e11);
   for (int trial = 0; trial < 40; ++trial) {
     const GemmArgs g = RandomGemm(rng, 13, 11, 0, 70);
-    const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda + 1));
-    const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb + 1));
-    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
+    const Bits bits = trial % 2 == 0 ? Bits::kFp32 : Bits::kFp64;
+    const std::vector<double> a =
+        Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda + 1), bits);
+    const std::vector<double> b =
+        Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb + 1), bits);
+    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc), bits);
     // The definition: element (i, j) of op(x)·op(y), from `init`.
     const auto sequential = [&](const std::vector<double>& x, const std::vector<double>& y, double init,
                                 std::int64_t i, std::int64_t j) {
@@ -144,18 +155,20 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
         want[e] = sequential(a, b, g.accumulate ? c0[e] : 0.0, i, j);
       }
     }
-    for (int threads : {1, 2, 3}) {
-      std::vector<double> got = c0;
-      GemmF64Reference(threads, g, a.data(), b.data(), got.data());
-      for (std::size_t e = 0; e < got.size(); ++e) {
-        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-            << "trial " << trial << " threads " << threads << " element " << e;
+    for (Simd simd : testing::SupportedSimds()) {
+      for (int threads : {1, 2, 3}) {
+        std::vector<double> got = c0;
+        GemmF64ReferenceOnSimdForTesting(simd, threads, g, a.data(), b.data(), got.data());
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+              << "trial " << trial << " " << SimdName(simd) << " threads " << threads << " element " << e;
+        }
       }
     }
     // Elements asked for in any order, repeated, over several groups, some
     // from a second batch item stored after the first (what a trainer rounds
     // at the honest limit).
-    std::vector<double> a1 = Random(rng, a.size()), b1 = Random(rng, b.size());
+    std::vector<double> a1 = Random(rng, a.size(), bits), b1 = Random(rng, b.size(), bits);
     std::vector<double> a2 = a, b2 = b;
     a2.insert(a2.end(), a1.begin(), a1.end());
     b2.insert(b2.end(), b1.begin(), b1.end());
@@ -167,7 +180,7 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
       const auto j = static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(g.n));
       const bool second = (rng() & 1) != 0;
       elements.push_back(GemmElement{i, j, second ? a_item : 0, second ? b_item : 0});
-      init.push_back(Random(rng, 1)[0]);
+      init.push_back(Random(rng, 1, bits)[0]);
       const double from = g.accumulate ? init.back() : 0.0;
       expect.push_back(second ? sequential(a1, b1, from, i, j) : sequential(a, b, from, i, j));
     }
@@ -183,28 +196,34 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
   }
 }
 
-// Shapes across the blocked kernel's blocks (on an AVX-512 CPU
+// Shapes across the blocked kernel's blocks (on an AVX-512 or AVX2 CPU
 // GemmF64Reference runs the blocked driver of kernels/gemm_blocked.h with a
 // mul-then-add kernel: the k block of 512 fp64 values, the row block of 192,
-// column groups), every layout, accumulating or not, 1–3 threads: still
-// the sequential definition, bit for bit (a lost, repeated or reordered
-// term, or an fma, would show).
+// column groups), every layout, accumulating or not, 1–3 threads, every
+// path this CPU runs: still the sequential definition, bit for bit (a lost,
+// repeated or reordered term, or an fma, would show).
 TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x7113);
   for (int trial = 0; trial < 8; ++trial) {
     const GemmArgs g = RandomGemm(rng, 260, 200, 1, 1100);
-    const std::vector<double> a = Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda));
-    const std::vector<double> b = Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb));
-    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc));
+    const Bits bits = trial % 2 == 0 ? Bits::kFp32 : Bits::kFp64;
+    const std::vector<double> a =
+        Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda), bits);
+    const std::vector<double> b =
+        Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb), bits);
+    const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc), bits);
     std::vector<double> want = c0;
     testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
-    for (int threads : {1, 2, 3}) {
-      std::vector<double> got = c0;
-      GemmF64Reference(threads, g, a.data(), b.data(), got.data());
-      for (std::size_t e = 0; e < got.size(); ++e) {
-        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-            << "trial " << trial << " " << g.m << "x" << g.k << "x" << g.n << " ta=" << g.trans_a
-            << " tb=" << g.trans_b << " acc=" << g.accumulate << " threads " << threads << " element " << e;
+    for (Simd simd : testing::SupportedSimds()) {
+      for (int threads : {1, 2, 3}) {
+        std::vector<double> got = c0;
+        GemmF64ReferenceOnSimdForTesting(simd, threads, g, a.data(), b.data(), got.data());
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+              << "trial " << trial << " " << g.m << "x" << g.k << "x" << g.n << " ta=" << g.trans_a
+              << " tb=" << g.trans_b << " acc=" << g.accumulate << (bits == Bits::kFp64 ? " fp64" : " fp32")
+              << " " << SimdName(simd) << " threads " << threads << " element " << e;
+        }
       }
     }
   }

@@ -10,9 +10,9 @@
 // 2^20: fp64 divergence ~2^-8 ulp of the result) | zeromean. record/replay use MatMul (rounded mode
 // with the GEMM error bound β); the -noslack variants round the same dgemm
 // output with τ alone (what rounded mode did before β), to show why β is
-// needed. Rounded modes record on OpenBLAS dgemm (config.simd AVX2: GemmF64
-// would otherwise run our own AVX-512 kernel). With VT_PROBE_DUMP=path the output values (raw fp32) are
-// written there; the line printed is "<corename> <hash> <log entries>".
+// needed. Rounded modes record on OpenBLAS dgemm (config.simd scalar: GemmF64
+// would otherwise run our own AVX-512 or AVX2 kernel). With VT_PROBE_DUMP=path the output values (raw fp32)
+// are written there; the line printed is "<corename> <hash> <log entries>".
 
 #include <cblas.h>
 
@@ -106,9 +106,9 @@ int main(int argc, char** argv) {
   ExecConfig config;
   config.threads = std::atoi(argv[2]);
   // The vendor's fp64 GEMM, whose bits follow the core type, is what these
-  // tests are about: keep GemmF64 off our AVX-512 kernel (which gives the
-  // same bits under every core type) by asking for AVX2 at most.
-  config.simd = Simd::kAvx2;
+  // tests are about: keep GemmF64 off our own fp64 kernels (which give the
+  // same bits under every core type) by asking for no SIMD path of ours.
+  config.simd = Simd::kScalar;
   const std::int64_t m = std::atoll(argv[3]), k = std::atoll(argv[4]), n = std::atoll(argv[5]);
   const bool cancel24 = std::strcmp(argv[6], "cancel24") == 0;
   const Inputs in = MakeInputs(m, k, n, cancel24 || std::strcmp(argv[6], "cancel") == 0,

@@ -17,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "kernels/tensor.h"
 #include "tests/kernels/sequential_gemm.h"
+#include "tests/kernels/supported_simds.h"
 #include "tests/kernels/values_hash.h"
 #include "tests/support/test_seed.h"
 
@@ -46,12 +47,7 @@ std::vector<float> PhiloxFloats(std::uint64_t seed, std::uint32_t tensor, std::s
   return v;
 }
 
-std::vector<Simd> SupportedSimds() {
-  std::vector<Simd> out = {Simd::kScalar};
-  if (SimdSupported(Simd::kAvx2)) out.push_back(Simd::kAvx2);
-  if (SimdSupported(Simd::kAvx512)) out.push_back(Simd::kAvx512);
-  return out;
-}
+using testing::SupportedSimds;
 
 bool SameBits(const std::vector<float>& x, const std::vector<float>& y) {
   return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(float)) == 0;
@@ -240,21 +236,25 @@ void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
   testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
   // GemmF64 on the widened operands runs the same kernel on fp64 panels.
   const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
-  for (int threads : {1, 2, 3}) {
-    for (bool from_f32 : {true, false}) {
-      std::vector<double> got = c0;
-      if (from_f32) {
-        GemmWidenedF64(threads, g, a.data(), b.data(), got.data());
-      } else {
-        ExecConfig config;
-        config.threads = threads;
-        GemmF64(config, g, a64.data(), b64.data(), got.data());
-      }
-      for (std::size_t e = 0; e < got.size(); ++e) {
-        ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-            << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta << " tb=" << cs.tb
-            << " acc=" << cs.acc << " threads=" << threads << " element " << e
-            << (from_f32 ? " (GemmWidenedF64)" : " (GemmF64)");
+  for (Simd simd : SupportedSimds()) {
+    if (!WidenedF64GemmAvailable(simd)) continue;
+    for (int threads : {1, 2, 3}) {
+      for (bool from_f32 : {true, false}) {
+        std::vector<double> got = c0;
+        if (from_f32) {
+          GemmWidenedF64(simd, threads, g, a.data(), b.data(), got.data());
+        } else {
+          ExecConfig config;
+          config.threads = threads;
+          config.simd = simd;
+          GemmF64(config, g, a64.data(), b64.data(), got.data());
+        }
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
+              << "m=" << cs.m << " n=" << cs.n << " k=" << cs.k << " ta=" << cs.ta << " tb=" << cs.tb
+              << " acc=" << cs.acc << " threads=" << threads << " element " << e << " " << SimdName(simd)
+              << (from_f32 ? " (GemmWidenedF64)" : " (GemmF64)");
+        }
       }
     }
   }
@@ -262,7 +262,9 @@ void RunWidenedCase(std::mt19937_64& rng, const Case& cs) {
 
 TEST(GemmWidenedF64Test, EqualsTheSequentialFp64SumBitwise) {
   if (!WidenedF64GemmAvailable(Simd::kAuto)) {
-    GTEST_SKIP() << "no AVX-512F on this CPU/build: certified mode widens the operands for OpenBLAS dgemm";
+    GTEST_SKIP()
+        << "neither AVX-512F nor AVX2 with FMA on this CPU/build: certified mode widens the operands "
+           "for OpenBLAS dgemm";
   }
   std::mt19937_64 rng(test::TestSeed() ^ 0x3d64);
   const std::int64_t dims[] = {1, 2, 7, 12, 13, 16, 17, 33, 97};

@@ -25,6 +25,7 @@
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/registry.h"
 #include "tests/kernels/ops/ops_cases.h"
+#include "tests/kernels/supported_simds.h"
 #include "tests/kernels/values_hash.h"
 #include "tests/support/test_seed.h"
 
@@ -215,21 +216,13 @@ INSTANTIATE_TEST_SUITE_P(Differentiable, OpGradient,
 
 class OpRepops : public ::testing::TestWithParam<std::string> {};
 
-std::vector<Simd> SimdChoices() {
-  std::vector<Simd> out = {Simd::kScalar};
-  const Simd best = DetectSimd();
-  if (best == Simd::kAvx2 || best == Simd::kAvx512) out.push_back(Simd::kAvx2);
-  if (best == Simd::kAvx512) out.push_back(Simd::kAvx512);
-  return out;
-}
-
 TEST_P(OpRepops, BitwiseAcrossThreadsAndSimd) {
   const OpCase& c = FindCase(GetParam());
   const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
   const RunResult base = RunNode(Config(Mode::kRepops, 1, Simd::kScalar), c.kind, c.attrs, Pointers(inputs), c.rng);
   ASSERT_TRUE(base.status.ok()) << base.status.ToString();
   for (int threads : {1, 2, 3, 8}) {
-    for (Simd simd : SimdChoices()) {
+    for (Simd simd : testing::SupportedSimds()) {
       const RunResult r = RunNode(Config(Mode::kRepops, threads, simd), c.kind, c.attrs, Pointers(inputs), c.rng);
       ASSERT_TRUE(r.status.ok()) << r.status.ToString();
       ASSERT_EQ(r.outputs.size(), base.outputs.size());
