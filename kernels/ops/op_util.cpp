@@ -32,25 +32,27 @@ Status RoundGemmByRows(const OpContext& ctx, const GemmArgs& g, const float* a, 
   const RoundPieces pieces = RoundPiecesNow();
   const std::int64_t rows_per = std::max(pieces.gemm_min_rows, pieces.row_values / n);
   const auto capacity = static_cast<std::size_t>(std::min(rows_per, m) * n);
-  std::vector<double> values(capacity), slack(capacity);
+  F64Scratch values_scratch, slack_scratch;
+  double* const values = values_scratch.Reserve(capacity);
+  double* const slack = slack_scratch.Reserve(capacity);
   for (std::int64_t i0 = 0; i0 < m; i0 += rows_per) {
     GemmArgs piece = g;
     piece.m = std::min(rows_per, m - i0);
     const float* ap = a + (g.trans_a ? i0 : i0 * g.lda);
     const auto size = static_cast<std::size_t>(piece.m * n);
-    PrepareUnwrittenCheck({values.data(), size});
-    GemmF64Rounded(ctx.config(), piece, ap, b, values.data());
-    WriteGemmSlack(piece.m, n, g.k, row_sq.data() + i0, col_sq.data(), slack.data(), n,
+    PrepareUnwrittenCheck({values, size});
+    GemmF64Rounded(ctx.config(), piece, ap, b, values);
+    WriteGemmSlack(piece.m, n, g.k, row_sq.data() + i0, col_sq.data(), slack, n,
                    bias != nullptr ? bias64.data() : nullptr);
     if (bias != nullptr) {
       ParallelFor(ctx.threads(), piece.m, [&](std::int64_t r0, std::int64_t r1) {
         for (std::int64_t r = r0; r < r1; ++r) {
-          double* row = values.data() + r * n;
+          double* row = values + r * n;
           for (std::int64_t j = 0; j < n; ++j) row[j] = row[j] + static_cast<double>(bias[j]);
         }
       });
     }
-    VT_TRY(CheckAllWritten({values.data(), size}));
+    VT_TRY(CheckAllWritten({values, size}));
     // An element's reference: its dot product, then the bias as above.
     const int threads = ctx.threads();
     const ReferenceFn reference = [&, piece, ap, threads](std::span<const std::size_t> positions,
@@ -61,8 +63,8 @@ Status RoundGemmByRows(const OpContext& ctx, const GemmArgs& g, const float* a, 
         refs[e] = refs[e] + static_cast<double>(bias[positions[e] % static_cast<std::size_t>(n)]);
       }
     };
-    VT_TRY(ctx.RoundOutput({values.data(), size}, out.subspan(static_cast<std::size_t>(i0 * n), size),
-                           {slack.data(), size}, &reference));
+    VT_TRY(ctx.RoundOutput({values, size}, out.subspan(static_cast<std::size_t>(i0 * n), size), {slack, size},
+                           &reference));
   }
   return Status::Ok();
 }
