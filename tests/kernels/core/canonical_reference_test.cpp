@@ -125,6 +125,26 @@ GemmArgs RandomGemm(std::mt19937_64& rng, std::uint64_t max_m, std::uint64_t max
   return g;
 }
 
+// GemmF64Reference from c0 on every SIMD path this CPU runs and 1–3
+// threads: `want`, bit for bit, or the first element that differs.
+::testing::AssertionResult EveryPathGives(const GemmArgs& g, const std::vector<double>& a,
+                                          const std::vector<double>& b, const std::vector<double>& c0,
+                                          const std::vector<double>& want) {
+  for (Simd simd : testing::SupportedSimds()) {
+    for (int threads : {1, 2, 3}) {
+      std::vector<double> got = c0;
+      GemmF64ReferenceOnSimdForTesting(simd, threads, g, a.data(), b.data(), got.data());
+      for (std::size_t e = 0; e < got.size(); ++e) {
+        if (std::bit_cast<std::uint64_t>(got[e]) != std::bit_cast<std::uint64_t>(want[e])) {
+          return ::testing::AssertionFailure() << SimdName(simd) << " threads " << threads << " element " << e
+                                               << ": " << got[e] << " instead of " << want[e];
+        }
+      }
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
   std::mt19937_64 rng(test::TestSeed() ^ 0x6e11);
   for (int trial = 0; trial < 40; ++trial) {
@@ -155,16 +175,7 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
         want[e] = sequential(a, b, g.accumulate ? c0[e] : 0.0, i, j);
       }
     }
-    for (Simd simd : testing::SupportedSimds()) {
-      for (int threads : {1, 2, 3}) {
-        std::vector<double> got = c0;
-        GemmF64ReferenceOnSimdForTesting(simd, threads, g, a.data(), b.data(), got.data());
-        for (std::size_t e = 0; e < got.size(); ++e) {
-          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-              << "trial " << trial << " " << SimdName(simd) << " threads " << threads << " element " << e;
-        }
-      }
-    }
+    ASSERT_TRUE(EveryPathGives(g, a, b, c0, want)) << "trial " << trial;
     // Elements asked for in any order, repeated, over several groups, some
     // from a second batch item stored after the first (what a trainer rounds
     // at the honest limit).
@@ -214,18 +225,9 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionAcrossBlocks) {
     const std::vector<double> c0 = Random(rng, static_cast<std::size_t>(g.m * g.ldc), bits);
     std::vector<double> want = c0;
     testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
-    for (Simd simd : testing::SupportedSimds()) {
-      for (int threads : {1, 2, 3}) {
-        std::vector<double> got = c0;
-        GemmF64ReferenceOnSimdForTesting(simd, threads, g, a.data(), b.data(), got.data());
-        for (std::size_t e = 0; e < got.size(); ++e) {
-          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(want[e]))
-              << "trial " << trial << " " << g.m << "x" << g.k << "x" << g.n << " ta=" << g.trans_a
-              << " tb=" << g.trans_b << " acc=" << g.accumulate << (bits == Bits::kFp64 ? " fp64" : " fp32")
-              << " " << SimdName(simd) << " threads " << threads << " element " << e;
-        }
-      }
-    }
+    ASSERT_TRUE(EveryPathGives(g, a, b, c0, want))
+        << "trial " << trial << " " << g.m << "x" << g.k << "x" << g.n << " ta=" << g.trans_a
+        << " tb=" << g.trans_b << " acc=" << g.accumulate << (bits == Bits::kFp64 ? " fp64" : " fp32");
   }
 }
 
