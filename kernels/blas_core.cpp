@@ -33,12 +33,9 @@ std::string BlasCoreName() {
 }
 
 std::string BlasCoreAdvice() {
-  bool avx512f = false, avx2_fma = false;
-#if defined(__x86_64__) || defined(__i386__)
-  avx512f = __builtin_cpu_supports("avx512f");
-  avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#endif
-  return BlasCoreAdviceFor(BlasCoreName(), avx512f, avx2_fma, std::getenv("OPENBLAS_CORETYPE") != nullptr);
+  return BlasCoreAdviceFor(BlasCoreName(), SimdSupported(Simd::kAvx512),
+                           SimdSupported(Simd::kAvx2) && CpuHasFma(),
+                           std::getenv("OPENBLAS_CORETYPE") != nullptr);
 }
 
 bool TrainerRecordsOnReferenceFor(F64Gemm choice, Device device, std::string_view advice, bool own_f64_gemm) {

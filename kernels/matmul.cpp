@@ -93,14 +93,18 @@ namespace {
 // The blocked driver's fp64 kernels for a requested Simd on this CPU: the fma
 // one (GemmWidenedF64, GemmF64) and the mul-then-add one (GemmF64Reference);
 // fn null where the CPU or the build lacks one (the AVX2 fma kernel also
-// needs FMA).
+// needs FMA); `name`: what GemmF64 runs, for messages.
 struct F64Kernels {
   detail::F64Kernel fma, reference;
+  std::string_view name = "OpenBLAS dgemm";
 };
 const F64Kernels& F64KernelsFor(Simd simd) {
-  static const F64Kernels avx512{detail::Avx512FmaKernel(), detail::Avx512ReferenceKernel()};
-  static const F64Kernels avx2{CpuHasFma() ? detail::Avx2FmaKernel() : detail::F64Kernel{},
-                               detail::Avx2ReferenceKernel()};
+  static const F64Kernels avx512{detail::Avx512FmaKernel(), detail::Avx512ReferenceKernel(),
+                                 "veritrain's AVX-512 fp64 GEMM"};
+  static const F64Kernels avx2 =
+      CpuHasFma()
+          ? F64Kernels{detail::Avx2FmaKernel(), detail::Avx2ReferenceKernel(), "veritrain's AVX2 fp64 GEMM"}
+          : F64Kernels{{}, detail::Avx2ReferenceKernel()};
   static const F64Kernels none{};
   switch (ResolveSimd(simd)) {
     case Simd::kAvx512:
@@ -117,10 +121,8 @@ const F64Kernels& F64KernelsFor(Simd simd) {
 bool WidenedF64GemmAvailable(Simd simd) { return F64KernelsFor(simd).fma.fn != nullptr; }
 
 std::string_view GemmF64CpuName(Simd simd) {
-  const std::string_view kernel = F64KernelsFor(simd).fma.name;
-  if (kernel == "avx512-f64") return "veritrain's AVX-512 fp64 GEMM";
-  if (kernel == "avx2-f64") return "veritrain's AVX2 fp64 GEMM";
-  return "OpenBLAS dgemm";
+  const F64Kernels& kernels = F64KernelsFor(simd);
+  return kernels.fma.fn != nullptr ? kernels.name : F64Kernels{}.name;
 }
 
 void GemmWidenedF64(Simd simd, int threads, const GemmArgs& g, const float* a, const float* b, double* c) {

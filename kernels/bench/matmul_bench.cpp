@@ -118,7 +118,10 @@ void RunF64Gemm(benchmark::State& state, ShapeCase sc, int threads, Kind kind) {
   const std::vector<double> a64(a.begin(), a.end()), b64(b.begin(), b.end());
   std::vector<double> c(static_cast<std::size_t>(sc.m * sc.n));
   const GemmArgs g{sc.m, sc.n, sc.k, false, false, sc.k, sc.n, sc.n, false};
-  openblas_set_num_threads(threads);
+  // GemmF64 asked for no SIMD path of ours runs OpenBLAS dgemm.
+  ExecConfig blas;
+  blas.threads = threads;
+  blas.simd = Simd::kScalar;
   for (auto _ : state) {
     switch (kind) {
       case Kind::kWidened:
@@ -128,10 +131,7 @@ void RunF64Gemm(benchmark::State& state, ShapeCase sc, int threads, Kind kind) {
         GemmF64Reference(threads, g, a.data(), b.data(), c.data());
         break;
       default:
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(sc.m),
-                    static_cast<blasint>(sc.n), static_cast<blasint>(sc.k), 1.0, a64.data(),
-                    static_cast<blasint>(sc.k), b64.data(), static_cast<blasint>(sc.n), 0.0, c.data(),
-                    static_cast<blasint>(sc.n));
+        GemmF64(blas, g, a64.data(), b64.data(), c.data());
         break;
     }
     benchmark::DoNotOptimize(c.data());
