@@ -175,18 +175,19 @@ struct FastGrid {
 VT_SIMD_CLONES bool NearestBlock(const FastGrid& grid, const double* exact, float* out, std::size_t n,
                                  bool bits32) {
   const FastGrid fg = grid;
-  std::uint32_t other = 0;
+  // 64-bit like the compares: a narrower flag costs a lane shuffle per vector.
+  std::uint64_t other = 0;
   if (bits32) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t a = hd::DoubleBits(exact[i]) & kAbsMask;
-      other |= static_cast<std::uint32_t>(!InNormalRange(a) & (a != 0));
+      other |= static_cast<std::uint64_t>(!InNormalRange(a) & (a != 0));
       out[i] = static_cast<float>(exact[i]);
     }
   } else {
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t u = hd::DoubleBits(exact[i]);
       const std::uint64_t a = u & kAbsMask;
-      other |= static_cast<std::uint32_t>(!InNormalRange(a) & (a != 0));
+      other |= static_cast<std::uint64_t>(!InNormalRange(a) & (a != 0));
       const std::uint64_t q = a >> fg.shift;
       const std::uint64_t r = (a + (fg.half - 1) + (q & 1)) >> fg.shift;
       const std::uint32_t bits_out = fg.Bits(u, q, r != q);
@@ -298,73 +299,118 @@ template <bool kSlack>
   return v;
 }
 
-// The fast pass over one block: every value's nearest bits, and whether any
-// value needs RecordRange's second pass (near, outside or capped). It keeps
-// nothing per value, so the loop is only the classification and the store:
-// near values are a few in ten thousand, and the second pass classifies the
-// rare blocks holding one again.
-template <bool kSlack>
-[[gnu::always_inline]] inline bool RecordBlockBody(const FastGrid& grid, const double* exact,
-                                                   const double* slack, float* out, std::size_t n) {
-  const FastGrid fg = grid;
-  std::uint32_t any = 0;
+// The fast pass over one block of at most kRecordBlock values: every
+// value's nearest bits, and which sub-blocks of kRecordSubBlock values hold
+// a value that needs RecordRange's second pass (near, outside or capped):
+// bit j of the result for values [j·kRecordSubBlock, (j + 1)·kRecordSubBlock).
+// It keeps nothing per value, so the loop is only the classification and
+// the store: near values are a few in ten thousand, and the second pass
+// classifies the values of the rare flagged sub-blocks again. At b = 32 the
+// nearest bits are the hardware's conversion, as in NearestBlock: the grid's
+// bits would be narrowed from 64-bit lanes, a shuffle per vector.
+constexpr std::size_t kRecordSubBlock = 16;
+static_assert(kRecordBlock / kRecordSubBlock <= 32, "one bit per sub-block in a std::uint32_t");
+
+template <bool kSlack, bool kBits32>
+[[gnu::always_inline]] inline std::uint64_t RecordValues(const FastGrid& fg, const double* exact,
+                                                         const double* slack, float* out, std::size_t n) {
+  // 64-bit like the compares: a narrower flag costs a lane shuffle per vector.
+  std::uint64_t any = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const FastValue v = ClassifyFast<kSlack>(fg, exact[i], kSlack ? slack[i] : 0.0);
-    out[i] = hd::FloatFromBits(fg.Bits(v.u, v.q, v.nearest));
-    any |= static_cast<std::uint32_t>(v.near | v.outside | v.capped);
+    out[i] = kBits32 ? static_cast<float>(exact[i]) : hd::FloatFromBits(fg.Bits(v.u, v.q, v.nearest));
+    any |= static_cast<std::uint64_t>(v.near | v.outside | v.capped);
   }
-  return any != 0;
+  return any;
 }
 
-// RecordBlockBody's two instantiations as plain functions, each compiled
+template <bool kSlack, bool kBits32>
+[[gnu::always_inline]] inline std::uint32_t RecordBlockBody(const FastGrid& grid, const double* exact,
+                                                            const double* slack, float* out, std::size_t n) {
+  const FastGrid fg = grid;
+  std::uint32_t flagged = 0;
+  std::size_t i = 0;
+  // Whole sub-blocks with a constant trip count (unrolled vectors), then the rest.
+  for (; i + kRecordSubBlock <= n; i += kRecordSubBlock) {
+    const std::uint64_t any =
+        RecordValues<kSlack, kBits32>(fg, exact + i, kSlack ? slack + i : nullptr, out + i, kRecordSubBlock);
+    flagged |= static_cast<std::uint32_t>(any != 0) << (i / kRecordSubBlock);
+  }
+  if (i < n) {
+    const std::uint64_t any =
+        RecordValues<kSlack, kBits32>(fg, exact + i, kSlack ? slack + i : nullptr, out + i, n - i);
+    flagged |= static_cast<std::uint32_t>(any != 0) << (i / kRecordSubBlock);
+  }
+  return flagged;
+}
+
+// RecordBlockBody without and with β as plain functions, each compiled
 // once per ISA and chosen at load time (kernels/simd_clones.h).
-VT_SIMD_CLONES bool RecordBlockTau(const FastGrid& grid, const double* exact, const double* slack, float* out,
-                                   std::size_t n) {
-  return RecordBlockBody<false>(grid, exact, slack, out, n);
+VT_SIMD_CLONES std::uint32_t RecordBlockTau(const FastGrid& grid, const double* exact, const double* slack,
+                                            float* out, std::size_t n) {
+  return grid.s == 0 ? RecordBlockBody<false, true>(grid, exact, slack, out, n)
+                     : RecordBlockBody<false, false>(grid, exact, slack, out, n);
 }
 
-VT_SIMD_CLONES bool RecordBlockSlack(const FastGrid& grid, const double* exact, const double* slack,
-                                     float* out, std::size_t n) {
-  return RecordBlockBody<true>(grid, exact, slack, out, n);
+VT_SIMD_CLONES std::uint32_t RecordBlockSlack(const FastGrid& grid, const double* exact, const double* slack,
+                                              float* out, std::size_t n) {
+  return grid.s == 0 ? RecordBlockBody<true, true>(grid, exact, slack, out, n)
+                     : RecordBlockBody<true, false>(grid, exact, slack, out, n);
 }
 
 std::atomic<bool (*)(std::size_t)> g_reference_ask{nullptr};
 std::atomic<bool> g_references_ignored{false};
 
-// Records [begin, end): RecordBlockBody's fast path block by block, then, only
-// in the rare blocks that need it, value by value: the counters, entries in
-// position order (steered ones re-rounded), the definition (RecordOne) for
-// values outside the fp32-normal range, and the positions of capped values
-// that have a reference (Round rounds those afterwards).
+// The value-by-value pass over [i0, i1) (RecordRange): the counters,
+// entries in position order (steered ones re-rounded), the definition
+// (RecordOne) for values outside the fp32-normal range, and the positions
+// of capped values that have a reference (Round rounds those afterwards).
+template <bool kSlack>
+void RecordValueByValue(const RecordParams& p, const FastGrid& fg, const double* exact, const double* slack,
+                        float* out, std::size_t i0, std::size_t i1, bool has_reference,
+                        bool (*ask)(std::size_t), RecordTally& t) {
+  for (std::size_t i = i0; i < i1; ++i) {
+    const FastValue v = ClassifyFast<kSlack>(fg, exact[i], kSlack ? slack[i] : 0.0);
+    // (The definition decides a value outside the fp32-normal range.)
+    const bool capped =
+        v.outside ? kSlack && hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]) : v.capped;
+    t.slack_capped += capped ? 1 : 0;
+    t.logged_by_slack += (v.near & !v.near_tau & !v.outside) ? 1 : 0;
+    if (has_reference && (capped || (ask != nullptr && ask(i)))) {
+      t.referred.push_back(i);
+      continue;
+    }
+    t.unrepaired += capped ? 1 : 0;
+    if (v.outside) {
+      RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
+    } else if (v.near) {
+      // Steering (test only) takes the other neighbour.
+      const bool away = v.nearest ^ p.steer;
+      if (p.steer) out[i] = hd::FloatFromBits(fg.Bits(v.u, v.q, away));
+      t.entries.push_back(LogEntry{p.base + i, away != ((v.u >> 63) != 0)});
+    }
+  }
+}
+
+// Records [begin, end): RecordBlockBody's fast path block by block, then
+// RecordValueByValue over the rare sub-blocks it flags (over every value
+// where the test's ask is set). A value the fast pass did not flag adds to
+// no counter and has no entry, so skipping it changes nothing.
 template <bool kSlack>
 void RecordRange(const RecordParams& p, const double* exact, const double* slack, float* out,
                  std::size_t begin, std::size_t end, bool has_reference, RecordTally& t) {
   bool (*const ask)(std::size_t) = has_reference ? g_reference_ask.load(std::memory_order_relaxed) : nullptr;
   const FastGrid fg(p.bits, p.tau, p.factor_log2);
+  const auto block = kSlack ? RecordBlockSlack : RecordBlockTau;
   for (std::size_t b0 = begin; b0 < end; b0 += kRecordBlock) {
-    const std::size_t n = std::min(kRecordBlock, end - b0);
-    const auto block = kSlack ? RecordBlockSlack : RecordBlockTau;
-    if (!block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, n) && ask == nullptr) continue;
-    for (std::size_t i = b0; i < b0 + n; ++i) {
-      const FastValue v = ClassifyFast<kSlack>(fg, exact[i], kSlack ? slack[i] : 0.0);
-      // (The definition decides a value outside the fp32-normal range.)
-      const bool capped =
-          v.outside ? kSlack && hd::SlackCapped(hd::Locate(exact[i], p.bits), slack[i]) : v.capped;
-      t.slack_capped += capped ? 1 : 0;
-      t.logged_by_slack += (v.near & !v.near_tau & !v.outside) ? 1 : 0;
-      if (has_reference && (capped || (ask != nullptr && ask(i)))) {
-        t.referred.push_back(i);
-        continue;
-      }
-      t.unrepaired += capped ? 1 : 0;
-      if (v.outside) {
-        RecordOne(p, exact[i], kSlack ? slack + i : nullptr, i, out + i, t);
-      } else if (v.near) {
-        // Steering (test only) takes the other neighbour.
-        const bool away = v.nearest ^ p.steer;
-        if (p.steer) out[i] = hd::FloatFromBits(fg.Bits(v.u, v.q, away));
-        t.entries.push_back(LogEntry{p.base + i, away != ((v.u >> 63) != 0)});
-      }
+    const std::size_t b1 = std::min(end, b0 + kRecordBlock);
+    std::uint32_t flagged = block(fg, exact + b0, kSlack ? slack + b0 : nullptr, out + b0, b1 - b0);
+    if (ask != nullptr) flagged = ~std::uint32_t{0} >> (32 - kRecordBlock / kRecordSubBlock);
+    for (; flagged != 0; flagged &= flagged - 1) {
+      const std::size_t s0 = b0 + static_cast<std::size_t>(std::countr_zero(flagged)) * kRecordSubBlock;
+      if (s0 >= b1) break;
+      RecordValueByValue<kSlack>(p, fg, exact, slack, out, s0, std::min(b1, s0 + kRecordSubBlock),
+                                 has_reference, ask, t);
     }
   }
 }

@@ -20,3 +20,9 @@ if(TARGET parallel_bench)
     target_link_libraries(parallel_bench PRIVATE OpenMP::OpenMP_CXX)
   endif()
 endif()
+
+# NodeRounding::Round (nearest, record, replay) against a plain fp64 → fp32
+# conversion of the same GEMM output (docs/kernels.md "Thirteenth pass").
+vt_bench(rounding_bench
+  SOURCES ${CMAKE_CURRENT_LIST_DIR}/rounding_bench.cpp
+  DEPS vt::kernels vt::common)
