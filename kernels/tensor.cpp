@@ -1,5 +1,7 @@
 #include "kernels/tensor.h"
 
+#include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cstring>
@@ -34,7 +36,7 @@ Tensor::Tensor(Shape shape) : m_shape(std::move(shape)) {
 }
 
 Tensor::Tensor(Shape shape, std::vector<float> values)
-    : m_shape(std::move(shape)), m_values(std::move(values)) {
+    : m_shape(std::move(shape)), m_values(values.begin(), values.end()) {
   assert(static_cast<std::int64_t>(m_values.size()) == NumElements(m_shape));
 }
 
@@ -65,19 +67,47 @@ Result<Tensor> Tensor::FromValues(Shape shape, std::vector<float> values) {
   return Tensor(std::move(shape), std::move(values));
 }
 
+Result<Tensor> Tensor::ForOverwrite(Shape shape) {
+  VT_TRY(CheckShape(shape));
+  Tensor t;
+  t.m_values.resize(static_cast<std::size_t>(NumElements(shape)));
+  t.m_shape = std::move(shape);
+  return t;
+}
+
 Result<Tensor> Tensor::Reshaped(Shape shape) const {
   VT_TRY(CheckShape(shape));
   if (NumElements(shape) != numel()) {
     return Status::Invalid("shape-mismatch",
                            "cannot reshape " + ShapeToString(m_shape) + " to " + ShapeToString(shape));
   }
-  return Tensor(std::move(shape), m_values);
+  Tensor t;
+  t.m_shape = std::move(shape);
+  t.m_values = m_values;
+  return t;
+}
+
+namespace {
+std::atomic<bool> g_resize_fill_for_testing{false};
+}  // namespace
+
+void SetResizeFillForTesting(bool on) { g_resize_fill_for_testing.store(on); }
+
+bool HasUnwrittenValue(const Tensor& t) {
+  return std::any_of(t.values().begin(), t.values().end(),
+                     [](float v) { return std::bit_cast<std::uint32_t>(v) == kUnwrittenFloatBits; });
 }
 
 void Tensor::Resize(const Shape& shape) {
-  if (shape == m_shape) return;
+  // A default Tensor has shape [] but no value yet, hence the size check.
+  if (shape == m_shape && m_values.size() == static_cast<std::size_t>(NumElements(shape))) return;
   m_shape = shape;
-  m_values.assign(static_cast<std::size_t>(NumElements(m_shape)), 0.0f);
+  // clear() first: resize would copy the old values into a new allocation.
+  m_values.clear();
+  m_values.resize(static_cast<std::size_t>(NumElements(m_shape)));
+  if (g_resize_fill_for_testing.load(std::memory_order_relaxed)) {
+    std::fill(m_values.begin(), m_values.end(), std::bit_cast<float>(kUnwrittenFloatBits));
+  }
 }
 
 Hash256 Tensor::Hash() const {

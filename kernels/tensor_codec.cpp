@@ -62,9 +62,9 @@ Result<TensorHeader> ReadTensorHeader(Reader& r) {
 Result<Tensor> DecodeTensor(Reader& r) {
   VT_ASSIGN_OR_RETURN(TensorHeader h, ReadTensorHeader(r));
   VT_ASSIGN_OR_RETURN(ByteSpan raw, r.GetFixed(h.numel * sizeof(float)));
-  std::vector<float> values(h.numel);
-  if (h.numel != 0) std::memcpy(values.data(), raw.data(), raw.size());
-  return Tensor::FromValues(std::move(h.shape), std::move(values));
+  VT_ASSIGN_OR_RETURN(Tensor t, Tensor::ForOverwrite(std::move(h.shape)));
+  if (h.numel != 0) std::memcpy(t.data(), raw.data(), raw.size());
+  return t;
 }
 
 Result<Tensor> DecodeTensorBytes(ByteSpan bytes) {

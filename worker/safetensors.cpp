@@ -207,9 +207,12 @@ Result<SafetensorsContents> DecodeSafetensors(ByteSpan file) {
   for (const Entry& e : entries) {
     const std::uint8_t* src = data.data() + e.begin;
     const std::size_t numel = static_cast<std::size_t>((e.end - e.begin) / static_cast<std::uint64_t>(e.elem_size));
-    std::vector<float> values(numel);
+    auto tensor = kernels::Tensor::ForOverwrite(e.shape);
+    if (!tensor.ok())
+      return Bad("safetensors-bad-header", "tensor '" + e.name + "': " + tensor.status().detail());
+    float* values = tensor->data();  // numel values: the header check above
     if (e.dtype == "F32") {
-      if (numel != 0) std::memcpy(values.data(), src, numel * sizeof(float));
+      if (numel != 0) std::memcpy(values, src, numel * sizeof(float));
     } else {
       const bool bf16 = e.dtype == "BF16";
       for (std::size_t i = 0; i < numel; ++i) {
@@ -217,8 +220,6 @@ Result<SafetensorsContents> DecodeSafetensors(ByteSpan file) {
         values[i] = bf16 ? Bf16ToFloat(h) : HalfToFloat(h);
       }
     }
-    auto tensor = kernels::Tensor::FromValues(e.shape, std::move(values));
-    if (!tensor.ok()) return Bad("safetensors-bad-header", "tensor '" + e.name + "': " + tensor.status().detail());
     out.tensors.emplace(e.name, std::move(tensor).value());
     out.dtypes.emplace(e.name, e.dtype);
   }

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "common/encoding.h"
@@ -44,7 +45,33 @@ TEST(TensorTest, ReshapeAndResize) {
   EXPECT_EQ(u[0], 1.0f);
   u.Resize({3, 3});
   EXPECT_EQ(u.numel(), 9);
-  EXPECT_EQ(u[0], 0.0f);
+  EXPECT_EQ(u.shape(), (Shape{3, 3}));
+  // New values are unspecified; the test switch marks every one of them.
+  SetResizeFillForTesting(true);
+  u.Resize({2, 2});
+  SetResizeFillForTesting(false);
+  EXPECT_TRUE(std::all_of(u.values().begin(), u.values().end(),
+                          [](float v) { return std::bit_cast<std::uint32_t>(v) == kUnwrittenFloatBits; }));
+  EXPECT_TRUE(HasUnwrittenValue(u));
+  u[0] = 1.0f, u[1] = 2.0f, u[2] = 3.0f;
+  EXPECT_TRUE(HasUnwrittenValue(u));
+  u[3] = std::nanf("");  // a quiet NaN is a written value
+  EXPECT_FALSE(HasUnwrittenValue(u));
+  // A default tensor has shape [] and no value; resizing it to [] makes one.
+  Tensor s;
+  s.Resize({});
+  EXPECT_EQ(s.numel(), 1);
+}
+
+TEST(TensorTest, ForOverwriteValidatesTheShape) {
+  auto t = Tensor::ForOverwrite({4, 5});
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->numel(), 20);
+  auto scalar = Tensor::ForOverwrite({});
+  ASSERT_TRUE(scalar.ok());
+  EXPECT_EQ(scalar->numel(), 1);
+  EXPECT_EQ(Tensor::ForOverwrite({-1, 2}).status().reason(), "tensor-bad-shape");
+  EXPECT_EQ(Tensor::ForOverwrite({1 << 30, 1 << 30, 1 << 30}).status().reason(), "tensor-bad-shape");
 }
 
 TEST(TensorTest, HashIsBitExactAndShapeSensitive) {

@@ -1,7 +1,8 @@
 // Step execution on mlp-tiny, cnn-tiny and gpt-tiny: training makes
 // progress, repops is bitwise reproducible across threads and SIMD paths,
 // rounded mode replays exactly from its logs, every node re-executes alone to
-// the same bits, and a tampered node is caught by that re-execution.
+// the same bits, every node writes every value of its outputs (Resize does
+// not zero them), and a tampered node is caught by that re-execution.
 
 #include "kernels/graph/executor.h"
 
@@ -174,6 +175,39 @@ TEST_P(StepExec, EveryNodeReExecutesAloneToTheSameBits) {
     ASSERT_TRUE(l.ok());
     EXPECT_TRUE(l->outputs.empty());
     ExpectBitwiseEqual(r->next_state, l->next_state, "lean run");
+  }
+}
+
+// Tensor::Resize leaves new values unspecified (no zero fill): with the test
+// switch marking them, every node of a whole step in every mode writes all
+// of its outputs, and the step's outputs and next state equal the unmarked
+// run's bit for bit (native: only the first; its order is not fixed).
+TEST_P(StepExec, EveryNodeWritesEveryOutputValue) {
+  for (Mode mode : {Mode::kNative, Mode::kRepops, Mode::kRounded, Mode::kCertified}) {
+    SCOPED_TRACE(std::string(ModeName(mode)));
+    const StepGraph g = Graph(1);
+    StepOptions o;
+    o.seed = 77;
+    o.keep_outputs = true;
+    SetResizeFillForTesting(true);
+    const auto marked = ExecuteStep(Config(mode, 2), g, state, batch, o);
+    SetResizeFillForTesting(false);
+    ASSERT_TRUE(marked.ok()) << marked.status().ToString();
+    ASSERT_EQ(marked->outputs.size(), g.nodes.size());
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      for (std::size_t k = 0; k < marked->outputs[i].size(); ++k) {
+        EXPECT_FALSE(HasUnwrittenValue(marked->outputs[i][k]))
+            << "node " << i << " " << g.nodes[i].name << " output " << k;
+      }
+    }
+    for (const Tensor& t : marked->next_state) EXPECT_FALSE(HasUnwrittenValue(t));
+    if (mode == Mode::kNative) continue;
+    const auto plain = ExecuteStep(Config(mode, 2), g, state, batch, o);
+    ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+    ExpectBitwiseEqual(plain->next_state, marked->next_state, "next state");
+    for (std::size_t i = 0; i < g.nodes.size(); ++i) {
+      ExpectBitwiseEqual(plain->outputs[i], marked->outputs[i], "node " + g.nodes[i].name);
+    }
   }
 }
 

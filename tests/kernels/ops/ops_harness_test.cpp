@@ -8,6 +8,7 @@
 //   OpRounded.ReplayAcrossThreads       record a log, replay on other thread counts
 //   OpRounded.ForgedLogRejected         far-from-boundary and out-of-range entries
 //   OpRounded.ReferenceFunctionsAreTheReferenceRun  per-value references = the reference run
+//   OpOutputs.EveryValueWrittenAfterUnzeroedResize  case × mode: no output value left unwritten
 //   OpMode.NaNInputsDoNotCrash, OpShapes.* hostile inputs through RunOp
 // Randomised inputs come from vt::test::TestSeed() (VT_TEST_SEED replays).
 
@@ -157,6 +158,66 @@ std::vector<const Tensor*> BackwardInputs(const GradSpec& g, const Tensor& dy,
   }
   return in;
 }
+
+// ---- every output value written ------------------------------------------------------
+
+// Tensor::Resize leaves a new output's values unspecified, so an operator
+// must write every one of them. With the test switch on, Resize fills them
+// with kUnwrittenFloatBits (a signalling NaN no arithmetic returns): the
+// forward and backward outputs of every case, in every mode and at 1 and
+// 3 threads, must hold none, and must equal the run with the switch off
+// bit for bit (native: no fixed order, so only the first check).
+class OpOutputs : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
+
+TEST_P(OpOutputs, EveryValueWrittenAfterUnzeroedResize) {
+  const auto& [name, mode] = GetParam();
+  const OpCase& c = FindCase(name);
+  const std::uint64_t seed = vt::test::TestSeed();
+  const std::vector<Tensor> inputs = MakeInputs(c, seed, Salt(name));
+  // Forward then (where the case has one) backward outputs, all in a row.
+  const auto run = [&](const ExecConfig& config, bool fill) {
+    SetResizeFillForTesting(fill);
+    std::vector<Tensor> all;
+    const RunResult fwd = RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng);
+    EXPECT_TRUE(fwd.status.ok()) << OpKindName(c.kind) << ": " << fwd.status.ToString();
+    if (fwd.status.ok() && c.grad) {
+      const Tensor dy = MakeDy(c, seed, fwd.outputs);
+      const RunResult bwd = RunNode(config, c.grad->backward, c.grad->attrs,
+                                    BackwardInputs(*c.grad, dy, inputs, fwd.outputs), c.rng);
+      EXPECT_TRUE(bwd.status.ok()) << OpKindName(c.grad->backward) << ": " << bwd.status.ToString();
+      all = fwd.outputs;
+      all.insert(all.end(), bwd.outputs.begin(), bwd.outputs.end());
+    } else {
+      all = fwd.outputs;
+    }
+    SetResizeFillForTesting(false);
+    return all;
+  };
+  for (const int threads : {1, 3}) {
+    for (const bool f64_reference : {false, true}) {
+      if (f64_reference && mode != Mode::kRounded) continue;
+      SCOPED_TRACE(::testing::Message() << "threads=" << threads << " f64_reference=" << f64_reference);
+      ExecConfig config = Config(mode, threads);
+      config.f64_reference = f64_reference;
+      const std::vector<Tensor> filled = run(config, true);
+      for (std::size_t o = 0; o < filled.size(); ++o) {
+        EXPECT_FALSE(HasUnwrittenValue(filled[o]))
+            << "output " << o << " (forward outputs first) has unwritten values";
+      }
+      if (mode == Mode::kNative) continue;
+      const std::vector<Tensor> plain = run(config, false);
+      ASSERT_EQ(plain.size(), filled.size());
+      for (std::size_t o = 0; o < plain.size(); ++o)
+        EXPECT_TRUE(plain[o].BitwiseEqual(filled[o])) << "output " << o;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllOps, OpOutputs,
+                         ::testing::Combine(::testing::ValuesIn(CaseNames()),
+                                            ::testing::Values(Mode::kNative, Mode::kRepops, Mode::kRounded,
+                                                              Mode::kCertified)),
+                         [](const auto& p) { return ParamName(std::get<0>(p.param), std::get<1>(p.param)); });
 
 class OpGradient : public ::testing::TestWithParam<std::tuple<std::string, Mode>> {};
 
