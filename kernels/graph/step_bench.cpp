@@ -9,6 +9,7 @@
 //   kernels_step_bench --profile       instead: where a step's time goes, per node kind
 //                                      and mode (share of the step, from per-node timestamps)
 //   kernels_step_bench --modes=repops,native   only these modes (benchmarks and profile)
+//   kernels_step_bench --models=mlp-fashion     only these of the models above (a comma list)
 //   kernels_step_bench --reps=N        steps per mode in --profile (default 5)
 //   kernels_step_bench --memory        instead: the nodes during which the resident set
 //                                      peaks, one step per mode (run one mode per process:
@@ -432,6 +433,7 @@ int main(int argc, char** argv) {
   using namespace vt::kernels::graph;
   bool quick = false, gpt2 = false, profile = false, memory = false;
   int reps = 0;
+  std::string_view models;
   g_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -456,6 +458,8 @@ int main(int argc, char** argv) {
         return 2;
       }
       g_modes = std::move(*modes);
+    } else if (std::strncmp(argv[i], "--models=", 9) == 0) {
+      models = argv[i] + 9;
     } else {
       args.push_back(argv[i]);
     }
@@ -467,6 +471,20 @@ int main(int argc, char** argv) {
     cases = {{"mlp-fashion", 64}, {"cnn-fashion", 16}, {"gpt-tiny", 8}};
   }
   if (gpt2) cases.push_back({"gpt2-small", 1});
+  if (!models.empty()) {
+    std::vector<Case> chosen;
+    for (const Case& c : cases) {
+      if (("," + std::string(models) + ",").find("," + c.model + ",") != std::string::npos)
+        chosen.push_back(c);
+    }
+    if (chosen.empty()) {
+      std::fprintf(stderr, "--models: a comma-separated list of");
+      for (const Case& c : cases) std::fprintf(stderr, " %s", c.model.c_str());
+      std::fprintf(stderr, "\n");
+      return 2;
+    }
+    cases = std::move(chosen);
+  }
   if (memory) {
     MemoryProfile(cases);
     return 0;
