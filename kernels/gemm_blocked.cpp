@@ -91,6 +91,16 @@ template <int kW, typename In, typename T>
 inline void CopyLanesOf(const In* src, T* dst) {
   if constexpr (std::is_same_v<In, T>) {
     std::memcpy(dst, src, kW * sizeof(T));
+#if defined(__SSE2__)
+  } else if constexpr (std::is_same_v<In, float> && std::is_same_v<T, double> && kW % 2 == 0) {
+    // Spelled out: GCC widened 6 lanes through a stack spill.
+    int x = 0;
+    for (; x + 4 <= kW; x += 4) StoreFour(dst + x, _mm_loadu_ps(src + x));
+    if constexpr (kW % 4 == 2) {
+      const __m128i two = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + x));  // may alias
+      _mm_storeu_pd(dst + x, _mm_cvtps_pd(_mm_castsi128_ps(two)));
+    }
+#endif
   } else {
     std::copy(src, src + kW, dst);
   }
@@ -98,8 +108,14 @@ inline void CopyLanesOf(const In* src, T* dst) {
 template <typename In, typename T>
 inline void CopyLanes(const In* src, int w, T* dst) {
   switch (w) {
+    case 6:  // the AVX2 kernels' MR
+      CopyLanesOf<6>(src, dst);
+      break;
     case 8:
       CopyLanesOf<8>(src, dst);
+      break;
+    case 12:  // the AVX-512 fp64 kernel's MR
+      CopyLanesOf<12>(src, dst);
       break;
     case 16:
       CopyLanesOf<16>(src, dst);
@@ -149,7 +165,11 @@ void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* row
 // (p, x) at src[(x0 + x)·ld + p0 + p]; each lane's k run is contiguous. A
 // transpose: the panel is written in 4 × 4 blocks (4 lanes × 4 values of p
 // through SSE registers), walking p outermost so the writes stay within a
-// few cache lines and each lane is read sequentially.
+// few cache lines and each lane is read sequentially. Lanes past the last
+// multiple of 4 (w = 6: the AVX2 kernels' MR; a partial panel) take the
+// scalar copy for the same 4 values of p, so a panel whose width is no
+// multiple of 4 still transposes 4 lanes at a time (it went all scalar,
+// 58 % of this function in mlp-fashion's rounded step).
 template <typename In, typename T>
 void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                       std::int64_t count, int w, T* out) {
@@ -157,12 +177,19 @@ void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int6
     const std::int64_t valid = std::min<std::int64_t>(w, count - q);
     T* panel = out + q * kc;
     const In* lanes = src + (x0 + q) * ld + p0;
+    // Values [pb, pe) of lanes [xb, w) one by one (zero past `valid`).
+    const auto scalar = [&](std::int64_t pb, std::int64_t pe, std::int64_t xb) {
+      for (std::int64_t p = pb; p < pe; ++p) {
+        for (std::int64_t x = xb; x < w; ++x) panel[p * w + x] = x < valid ? T(lanes[x * ld + p]) : T(0);
+      }
+    };
     std::int64_t p = 0;
 #if defined(__SSE2__)
-    if constexpr (std::is_same_v<In, float>) {  // fp64 sources take the loop below
-      if (valid == w && w % 4 == 0) {
+    if constexpr (std::is_same_v<In, float>) {   // fp64 sources take the scalar copy
+      const std::int64_t whole = valid / 4 * 4;  // lanes that go 4 at a time
+      if (whole > 0) {
         for (; p + 4 <= kc; p += 4) {
-          for (int x = 0; x < w; x += 4) {
+          for (std::int64_t x = 0; x < whole; x += 4) {
             __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
             __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
             __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
@@ -173,13 +200,12 @@ void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int6
             StoreFour(panel + (p + 2) * w + x, r2);
             StoreFour(panel + (p + 3) * w + x, r3);
           }
+          scalar(p, p + 4, whole);
         }
       }
     }
 #endif
-    for (; p < kc; ++p) {
-      for (std::int64_t x = 0; x < w; ++x) panel[p * w + x] = x < valid ? T(lanes[x * ld + p]) : T(0);
-    }
+    scalar(p, kc, 0);
   }
 }
 
