@@ -36,18 +36,27 @@ namespace {
 // and native and rounded mode start the threads again on their first
 // threaded call, so stop them once, before main runs (libraries' constructors
 // run before ours: OpenBLAS has started them by then).
-[[maybe_unused]] const bool g_blas_threads_stopped = [] {
+void StopBlasThreads() {
   if (blas_thread_shutdown_ != nullptr) blas_thread_shutdown_();
+}
+[[maybe_unused]] const bool g_blas_threads_stopped = [] {
+  StopBlasThreads();
   return true;
 }();
 
 // Before each OpenBLAS call: its thread count is process-global, so set it
 // only when it changes; threaded, it wants the cores our idle pool workers
-// spin on, so they park.
+// spin on, so they park. Setting the count starts the stopped workers again,
+// even a count of one, whose calls never use them: then they are stopped
+// again (each spun ~0.1 s of the other core at a one-thread job's first
+// native or OpenBLAS call).
 void BeforeBlasCall(int threads) {
   static std::atomic<int> current{-1};
   const int want = threads < 1 ? 1 : threads;
-  if (current.exchange(want) != want) openblas_set_num_threads(want);
+  if (current.exchange(want) != want) {
+    openblas_set_num_threads(want);
+    if (want == 1) StopBlasThreads();
+  }
   if (want > 1) ParkIdleWorkers();
 }
 

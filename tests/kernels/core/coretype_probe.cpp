@@ -6,6 +6,8 @@
 //   kernels_coretype_probe native|rounded-nolog|repops THREADS M K N INPUTS
 //   kernels_coretype_probe record|replay|record-noslack|replay-noslack THREADS M K N INPUTS LOGFILE
 //   kernels_coretype_probe threads    prints "<corename> <threads of this process at main>"
+//   kernels_coretype_probe threads-after T1,T2,…   one native GEMM per thread count, in order, then
+//                                                  prints "<corename> <threads of this process>"
 // INPUTS: uniform | cancel | cancel24 (the cancelling term 2^24 instead of
 // 2^20: fp64 divergence ~2^-8 ulp of the result) | zeromean. record/replay use MatMul (rounded mode
 // with the GEMM error bound β); the -noslack variants round the same dgemm
@@ -16,6 +18,7 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +27,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/philox.h"
 #include "kernels/matmul.h"
@@ -88,13 +93,43 @@ int Fail(const std::string& why) {
   return 1;
 }
 
+std::size_t TaskCount() {
+  std::size_t tasks = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++tasks;
+  return tasks;
+}
+
+// One native 64³ GEMM (OpenBLAS sgemm) per thread count of the comma-separated list.
+void NativeGemms(const char* list) {
+  const std::int64_t n = 64;
+  std::vector<float> a(n * n, 1.0f), b(n * n, 0.5f), c(n * n);
+  const GemmArgs g{n, n, n, false, false, n, n, n, false};
+  for (const char* p = list; *p != '\0';) {
+    char* end = nullptr;
+    ExecConfig config;
+    config.threads = static_cast<int>(std::strtol(p, &end, 10));
+    GemmNative(config, g, a.data(), b.data(), c.data());
+    p = *end == ',' ? end + 1 : end;
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc == 2 && std::strcmp(argv[1], "threads") == 0) {
     // Before anything runs: the threads the libraries' load left behind.
-    std::size_t tasks = 0;
-    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) ++tasks;
+    std::printf("%s %zu\n", openblas_get_corename(), TaskCount());
+    return 0;
+  }
+  if (argc == 3 && std::strcmp(argv[1], "threads-after") == 0) {
+    NativeGemms(argv[2]);
+    // A joined thread can outlive its join in /proc for a moment: wait up
+    // to a second for the count to come down to this thread.
+    std::size_t tasks = TaskCount();
+    for (int i = 0; i < 100 && tasks > 1; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      tasks = TaskCount();
+    }
     std::printf("%s %zu\n", openblas_get_corename(), tasks);
     return 0;
   }

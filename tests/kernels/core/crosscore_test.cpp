@@ -29,6 +29,7 @@
 #include <iterator>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 #include "tests/support/openblas_coretypes.h"
 
@@ -204,22 +205,40 @@ TEST(CrossCoreTypeTest, RepopsIgnoresTheBlasCoreType) {
   EXPECT_EQ(hashes.size(), 1u);
 }
 
+// The probe's "<corename> <threads>" line for `args`, under two OpenBLAS threads.
+std::pair<std::string, unsigned> ProbeThreads(const std::string& args) {
+  const std::string cmd = "env OPENBLAS_NUM_THREADS=2 '" VT_CORETYPE_PROBE "' " + args;
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return {"popen failed", 0};
+  char buf[256] = {};
+  const bool got = std::fgets(buf, sizeof buf, pipe) != nullptr;
+  pclose(pipe);
+  unsigned threads = 0;
+  char core[64] = {};
+  if (!got || std::sscanf(buf, "%63s %u", core, &threads) != 2) return {std::string("bad line: ") + buf, 0};
+  return {core, threads};
+}
+
 // OpenBLAS's pthread build starts its worker threads as it loads and lets
 // each spin for ~0.1 s of a core; kernels/matmul.cpp stops them before main.
 // Asked for two of them (OPENBLAS_NUM_THREADS), a process linking the kernels
 // has none left when its main starts: only its own thread.
 TEST(BlasThreadsTest, NoOpenBlasWorkerSpinsBeforeMain) {
-  const std::string cmd = "env OPENBLAS_NUM_THREADS=2 '" VT_CORETYPE_PROBE "' threads";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  ASSERT_NE(pipe, nullptr);
-  char buf[256] = {};
-  const bool got = std::fgets(buf, sizeof buf, pipe) != nullptr;
-  pclose(pipe);
-  ASSERT_TRUE(got);
-  unsigned threads = 0;
-  char core[64] = {};
-  ASSERT_EQ(std::sscanf(buf, "%63s %u", core, &threads), 2) << buf;
+  const auto [core, threads] = ProbeThreads("threads");
   EXPECT_EQ(threads, 1u) << "threads at main under OpenBLAS core " << core;
+}
+
+// Setting OpenBLAS's thread count starts its workers again (they then spin
+// as at load), even setting it to one, where no call uses them: after a
+// one-thread native GEMM, first or after a two-thread one, the process is
+// back to its own thread. (After a two-thread one the workers are there:
+// the count sees them.)
+TEST(BlasThreadsTest, NoOpenBlasWorkerLeftAfterAOneThreadCall) {
+  EXPECT_GT(ProbeThreads("threads-after 2").second, 1u);
+  for (const char* counts : {"1", "2,1", "1,2,1"}) {
+    const auto [core, threads] = ProbeThreads(std::string("threads-after ") + counts);
+    EXPECT_EQ(threads, 1u) << "GEMMs on " << counts << " threads, OpenBLAS core " << core;
+  }
 }
 
 }  // namespace
