@@ -153,7 +153,13 @@ void ShiftedPlane(const float* plane, const ConvGeometry& g, std::int64_t dr, st
   // then the wrapped columns, zeroed; those the run leaves out too.
   std::memcpy(out + r.first, plane + r.first + r.shift,
               static_cast<std::size_t>(r.last - r.first) * sizeof(float));
-  for (std::int64_t i = r.i0; i < r.i1; ++i) std::fill(out + i * w + r.z0, out + i * w + r.z1, 0.0f);
+  // Usually one column per row (a 3 × 3 window's pad of 1): a store, not a
+  // memset call per row (std::fill's, 1.9 % of cnn-fashion's native step).
+  if (r.z1 - r.z0 == 1) {
+    for (std::int64_t i = r.i0; i < r.i1; ++i) out[i * w + r.z0] = 0.0f;
+  } else if (r.z1 > r.z0) {
+    for (std::int64_t i = r.i0; i < r.i1; ++i) std::fill(out + i * w + r.z0, out + i * w + r.z1, 0.0f);
+  }
 }
 
 // col[q][p] for one image (rows q of channel range [c0, c1)); row q starts
@@ -406,10 +412,10 @@ Status Conv2dBackwardCertified(const OpContext& ctx, const Tensor& dy, const Ten
     CertifiedGemm(ctx.config(), MakeGemm(g.ci, ld, kq, false, kq, false, ld, ld), wr.data(), dycol, dx_group);
     ScatterGroup(dx_group, g.ci, hw, images, dx.data() + n0 * x_image);
   }
-  const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
+  const auto dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
   ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
-      const float* row = dy_rows.data() + c * g.n * g.ohw;
+      const float* row = dy_rows.get() + c * g.n * g.ohw;
       db.data()[c] = CertifiedSum(g.n * g.ohw, [&](std::int64_t j) { return row[j]; });
     }
   });
@@ -712,9 +718,9 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     const std::int64_t x_image = g.ci * g.h * g.w;
     // dcol = wᵀ·dy of one image (col2im then sums it into dx).
     const GemmArgs gdcol = MakeGemm(g.ckk, g.ohw, g.co, true, g.ckk, false, g.ohw, g.ohw);
-    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
+    const auto dy_rows = ChannelMajor(ctx.threads(), dy.data(), g.n, g.co, g.ohw);
     if constexpr (!M::kRounded) {
-      ConvBackwardFp32<M>(ctx, g, params, x.data(), wa, dya, dy_rows.data(), gdcol, dxo, dwo);
+      ConvBackwardFp32<M>(ctx, g, params, x.data(), wa, dya, dy_rows.get(), gdcol, dxo, dwo);
     } else {
       ConvBackwardRounded<M>(ctx, g, params, x.data(), wa, dya, gdcol, outs, dxo, dwo);
       // dw[co][q]'s reference: one dot over (n, p), images in order, each
@@ -775,7 +781,7 @@ Status Conv2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor& x, c
     }
     ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        const float* row = dy_rows.data() + c * g.n * g.ohw;
+        const float* row = dy_rows.get() + c * g.n * g.ohw;
         dbo[c] = TreeSum<T>(g.n * g.ohw, [&](std::int64_t j) { return static_cast<T>(row[j]); });
       }
     });

@@ -86,11 +86,11 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
     T* mo = outs.Bind(saved_mean);
     T* ro = outs.Bind(saved_rstd);
     const float* xd = x.data();
-    const std::vector<float> x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
+    const auto x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
     const T eps = static_cast<T>(params.eps), mom = static_cast<T>(params.momentum);
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        const float* xc = x_rows.data() + c * n;  // x_j, j = n_idx·H·W + hw
+        const float* xc = x_rows.get() + c * n;  // x_j, j = n_idx·H·W + hw
         const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xc[j]); });
         auto dev = [&](std::int64_t j) { return static_cast<T>(xc[j]) - mean; };
         T var, var_unbiased;
@@ -177,12 +177,12 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
     T* dbo = outs.Bind(dbeta);
     const float* xd = x.data();
     const float* dyd = dy.data();
-    const std::vector<float> x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
-    const std::vector<float> dy_rows = ChannelMajor(ctx.threads(), dyd, nb, c_count, hw);
+    const auto x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
+    const auto dy_rows = ChannelMajor(ctx.threads(), dyd, nb, c_count, hw);
     ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
       for (std::int64_t c = c0; c < c1; ++c) {
-        const float* xc = x_rows.data() + c * n;  // j = n_idx·H·W + hw
-        const float* dyc = dy_rows.data() + c * n;
+        const float* xc = x_rows.get() + c * n;  // j = n_idx·H·W + hw
+        const float* dyc = dy_rows.get() + c * n;
         const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
         const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); });
         const T sum_dy_xhat = DotOf<M>(

@@ -769,15 +769,16 @@ void ColumnTreeSum(int threads, std::int64_t rows, std::int64_t cols, const Get&
 // the term order of every per-channel reduction (batch norm's statistics, a
 // convolution's bias gradient) — so those reductions read one contiguous
 // row instead of dividing each term's index by L. Allocated here, in the
-// calling thread (see ColumnTreeSum).
-inline std::vector<float> ChannelMajor(int threads, const float* x, std::int64_t nb, std::int64_t channels,
-                                       std::int64_t len) {
-  std::vector<float> rows(static_cast<std::size_t>(nb * channels * len));
+// calling thread (see ColumnTreeSum), and not zero-filled: every value is
+// copied in (the fill was 1.5 % of cnn-fashion's native step).
+inline std::unique_ptr<float[]> ChannelMajor(int threads, const float* x, std::int64_t nb,
+                                             std::int64_t channels, std::int64_t len) {
+  auto rows = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(nb * channels * len));
   ParallelFor(threads, channels, [&](std::int64_t c0, std::int64_t c1) {
     for (std::int64_t c = c0; c < c1; ++c) {
       for (std::int64_t i = 0; i < nb; ++i) {
         const float* src = x + (i * channels + c) * len;
-        std::copy(src, src + len, rows.data() + (c * nb + i) * len);
+        std::copy(src, src + len, rows.get() + (c * nb + i) * len);
       }
     }
   });
