@@ -388,6 +388,53 @@ TEST(GemmF64RoundedTest, Fp32OperandsGiveTheBitsOfTheirFp64Copies) {
   }
 }
 
+// β's norms are sequential fp64 sums: each norm continues from its value,
+// adding x² (rounded) in order of p. Operands with all 53 bits make every
+// product and sum inexact, so another order (or a fused multiply-add) gives
+// other bits; shapes cover lines and k not multiples of the 8 × 4 blocks of
+// the vector path, both layouts of each operand and padded rows.
+TEST(GemmNormsSqTest, IsTheSequentialSumOfSquares) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x6e0235);
+  std::uniform_real_distribution<double> unit(-2.0, 2.0);
+  for (int trial = 0; trial < 60; ++trial) {
+    const std::int64_t m = 1 + static_cast<std::int64_t>(rng() % 40),
+                       n = 1 + static_cast<std::int64_t>(rng() % 40);
+    const std::int64_t k = 1 + static_cast<std::int64_t>(rng() % 70),
+                       pad = static_cast<std::int64_t>(rng() % 3);
+    const bool ta = (rng() & 1) != 0, tb = (rng() & 1) != 0;
+    // op(A) is m × k, op(B) k × n; stored transposed where asked, rows padded.
+    const std::int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
+    const GemmArgs g{m, n, k, ta, tb, lda, ldb, n, false};
+    std::vector<double> a(static_cast<std::size_t>((ta ? k : m) * lda)),
+        b(static_cast<std::size_t>((tb ? n : k) * ldb));
+    for (double& x : a) x = unit(rng);
+    for (double& x : b) x = unit(rng);
+    std::vector<double> row_got(static_cast<std::size_t>(m)), col_got(static_cast<std::size_t>(n));
+    for (double& x : row_got) x = unit(rng) * unit(rng);
+    for (double& x : col_got) x = unit(rng) * unit(rng);
+    std::vector<double> row_want = row_got, col_want = col_got;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double x =
+            ta ? a[static_cast<std::size_t>(p * lda + i)] : a[static_cast<std::size_t>(i * lda + p)];
+        row_want[static_cast<std::size_t>(i)] = row_want[static_cast<std::size_t>(i)] + x * x;
+      }
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+      for (std::int64_t p = 0; p < k; ++p) {
+        const double x =
+            tb ? b[static_cast<std::size_t>(j * ldb + p)] : b[static_cast<std::size_t>(p * ldb + j)];
+        col_want[static_cast<std::size_t>(j)] = col_want[static_cast<std::size_t>(j)] + x * x;
+      }
+    }
+    GemmNormsSq(g, a.data(), b.data(), row_got.data(), col_got.data());
+    ASSERT_TRUE(SameBits(row_got, row_want))
+        << "rows: m=" << m << " k=" << k << " ta=" << ta << " pad=" << pad;
+    ASSERT_TRUE(SameBits(col_got, col_want))
+        << "columns: n=" << n << " k=" << k << " tb=" << tb << " pad=" << pad;
+  }
+}
+
 TEST(GemmNativeTest, SgemmIsCloseToFp64) {
   std::mt19937_64 rng(test::TestSeed() ^ 0xb1a5);
   for (const Case& cs : {Case{64, 80, 200, false, false, false}, Case{33, 17, 65, true, true, false},
