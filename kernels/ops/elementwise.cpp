@@ -18,12 +18,14 @@
 
 #include "kernels/ops/elementwise.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
 
 #include "common/philox.h"
+#include "common/philox_blocks.h"
 #include "kernels/ops/certified_math.h"
 #include "kernels/ops/op_arith.h"
 #include "kernels/ops/op_util.h"
@@ -190,14 +192,21 @@ Status DropoutForward(const OpContext& ctx, const Tensor& x, float p, Tensor& y,
   const PhiloxKey key = PhiloxKeyFromSeed(rng.seed);
   const auto step = static_cast<std::uint32_t>(rng.step), node = static_cast<std::uint32_t>(rng.node);
   const std::uint32_t threshold = DropThreshold(p);
-  // The mask first (fp32, exact 0/1 in every mode), four elements per Philox block.
+  // The mask first (fp32, exact 0/1 in every mode), four elements per Philox
+  // block, the blocks generated a batch at a time (common/philox_blocks.h).
   float* kd = keep.data();
   const std::int64_t n = x.numel();
   ParallelFor(ctx.threads(), (n + 3) / 4, [&](std::int64_t b0, std::int64_t b1) {
-    for (std::int64_t blk = b0; blk < b1; ++blk) {
-      const PhiloxBlock words = PhiloxStreamBlock(key, step, node, static_cast<std::uint64_t>(blk));
-      for (std::int64_t lane = 0; lane < 4 && blk * 4 + lane < n; ++lane) {
-        kd[blk * 4 + lane] = words.v[lane] >= threshold ? 1.0f : 0.0f;
+    constexpr std::int64_t kBatch = 64;
+    PhiloxBlock words[kBatch];
+    for (std::int64_t batch = b0; batch < b1; batch += kBatch) {
+      const std::int64_t count = std::min(kBatch, b1 - batch);
+      PhiloxStreamBlocks(key, step, node, static_cast<std::uint64_t>(batch), static_cast<std::size_t>(count),
+                         words);
+      for (std::int64_t blk = batch; blk < batch + count; ++blk) {
+        for (std::int64_t lane = 0; lane < 4 && blk * 4 + lane < n; ++lane) {
+          kd[blk * 4 + lane] = words[blk - batch].v[lane] >= threshold ? 1.0f : 0.0f;
+        }
       }
     }
   });

@@ -4,7 +4,9 @@
 
 #include <random>
 #include <set>
+#include <vector>
 
+#include "common/philox_blocks.h"
 #include "tests/support/test_seed.h"
 
 namespace vt {
@@ -120,6 +122,34 @@ TEST(Philox, OutputBitsBalanced) {
     for (int b = 0; b < 32; ++b) ones[b] += (w >> b) & 1;
   }
   for (int b = 0; b < 32; ++b) EXPECT_NEAR(ones[b], kN / 2, 1000) << "bit " << b;  // ~7.8 sigma
+}
+
+// The batch function is the stream, block for block, on its vector path and
+// its scalar one: random keys, steps and tensors, counts around the vector
+// width, and first blocks where the low counter word wraps into the high one.
+TEST(Philox, StreamBlocksAreTheStreamsBlocks) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x9b10c5);
+  int checked = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    const PhiloxKey key = PhiloxKeyFromSeed(rng());
+    const auto step = static_cast<std::uint32_t>(rng()), tensor = static_cast<std::uint32_t>(rng());
+    const std::size_t count = rng() % 40;
+    const std::uint64_t first = trial % 3 == 0   ? (std::uint64_t{1} << 32) - rng() % 20
+                                : trial % 3 == 1 ? rng() % 1000
+                                                 : rng();
+    std::vector<PhiloxBlock> got(count), scalar(count);
+    PhiloxStreamBlocks(key, step, tensor, first, count, got.data());
+    detail::PhiloxStreamBlocksScalar(key, step, tensor, first, count, scalar.data());
+    for (std::size_t i = 0; i < count; ++i) {
+      const PhiloxBlock want = PhiloxStreamBlock(key, step, tensor, first + i);
+      for (int w = 0; w < 4; ++w) {
+        ASSERT_EQ(got[i].v[w], want.v[w]) << "block " << first + i << " word " << w;
+        ASSERT_EQ(scalar[i].v[w], want.v[w]) << "scalar, block " << first + i << " word " << w;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 1000);
 }
 
 }  // namespace
