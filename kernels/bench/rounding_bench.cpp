@@ -37,13 +37,7 @@ Values GemmOutput(std::int64_t m, std::int64_t k, std::int64_t n) {
   for (auto* v : {&a, &b}) {
     for (float& x : *v) x = static_cast<float>(s.NextU32() >> 8) * 0x1p-23f - 1.0f;
   }
-  GemmArgs g;
-  g.m = m;
-  g.n = n;
-  g.k = k;
-  g.lda = k;
-  g.ldb = n;
-  g.ldc = n;
+  const GemmArgs g{m, n, k, false, false, k, n, n, false};  // row-major, no transposes
   Values v;
   v.exact.resize(static_cast<std::size_t>(m * n));
   v.slack.resize(v.exact.size());
