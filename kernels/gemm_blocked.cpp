@@ -66,6 +66,9 @@ inline void StoreFour(double* dst, __m128 v) {
   _mm_storeu_pd(dst, _mm_cvtps_pd(v));
   _mm_storeu_pd(dst + 2, _mm_cvtps_pd(_mm_movehl_ps(v, v)));
 }
+// The low two fp32 values of v likewise.
+inline void StoreTwo(float* dst, __m128 v) { _mm_storel_pi(reinterpret_cast<__m64*>(dst), v); }
+inline void StoreTwo(double* dst, __m128 v) { _mm_storeu_pd(dst, _mm_cvtps_pd(v)); }
 #endif
 
 // A stored operand: op(X)(r, c) = trans ? p[c·ld + r] : p[r·ld + c], or,
@@ -82,14 +85,16 @@ struct View {
 // of B): panel q holds out[q·kc·w + p·w + lane] for p < kc, lanes past the end
 // zero. Copies only (widened to T), no arithmetic.
 
-// w consecutive fp32 values into a pack of T. Constant sizes let the
-// compiler inline the copy (no libc call) and vectorise the widening; the
-// same-type copy is a memcpy, which the compiler inlines at a constant size
-// (std::copy is a memmove, which GCC left to libc: a call per 16 values
-// took 4 % of cnn-fashion's repops step).
+// w consecutive fp32 values into a pack of T, w = kW where kW > 0.
+// Constant sizes let the compiler inline the copy (no libc call) and
+// vectorise the widening; the same-type copy is a memcpy, which the
+// compiler inlines at a constant size (std::copy is a memmove, which GCC
+// left to libc: a call per 16 values took 4 % of cnn-fashion's repops step).
 template <int kW, typename In, typename T>
-inline void CopyLanesOf(const In* src, T* dst) {
-  if constexpr (std::is_same_v<In, T>) {
+inline void CopyLanesOf(const In* src, std::int64_t w, T* dst) {
+  if constexpr (kW == 0) {
+    std::copy(src, src + w, dst);
+  } else if constexpr (std::is_same_v<In, T>) {
     std::memcpy(dst, src, kW * sizeof(T));
 #if defined(__SSE2__)
   } else if constexpr (std::is_same_v<In, float> && std::is_same_v<T, double> && kW % 2 == 0) {
@@ -105,52 +110,35 @@ inline void CopyLanesOf(const In* src, T* dst) {
     std::copy(src, src + kW, dst);
   }
 }
-template <typename In, typename T>
-inline void CopyLanes(const In* src, int w, T* dst) {
-  switch (w) {
-    case 6:  // the AVX2 kernels' MR
-      CopyLanesOf<6>(src, dst);
-      break;
-    case 8:
-      CopyLanesOf<8>(src, dst);
-      break;
-    case 12:  // the AVX-512 fp64 kernel's MR
-      CopyLanesOf<12>(src, dst);
-      break;
-    case 16:
-      CopyLanesOf<16>(src, dst);
-      break;
-    case 24:
-      CopyLanesOf<24>(src, dst);
-      break;
-    case 32:
-      CopyLanesOf<32>(src, dst);
-      break;
-    default:
-      std::copy(src, src + w, dst);
-      break;
-  }
-}
 
 // Lanes contiguous in the source (A transposed, B not): element (p, x) at
 // src[(p0 + p)·ld + x0 + x], or src[rows[p0 + p] + x0 + x] with a row table.
 // Rows are walked in blocks of kRowBlock across all panels, so reads stay
 // sequential and the source pages in the TLB, instead of one strided pass
-// over all k rows per panel.
-template <typename In, typename T>
-void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* rows, std::int64_t p0,
-                         std::int64_t kc, std::int64_t x0, std::int64_t count, int w, T* out) {
+// over all k rows per panel. The width is a constant kW (0: w), so a row's
+// copy is a few instructions without a branch on w or on the row table
+// (choosing them per row was 17 % of this function's samples in
+// mlp-fashion's rounded step).
+template <int kW, typename In, typename T>
+void PackContiguousLanesOf(const In* src, std::int64_t ld, const std::int64_t* rows, std::int64_t p0,
+                           std::int64_t kc, std::int64_t x0, std::int64_t count, int w_arg, T* out) {
   constexpr std::int64_t kRowBlock = 16;
+  const std::int64_t w = kW > 0 ? kW : w_arg;
   for (std::int64_t pb = 0; pb < kc; pb += kRowBlock) {
     const std::int64_t pe = std::min(kc, pb + kRowBlock);
     for (std::int64_t q = 0; q < count; q += w) {
       const std::int64_t valid = std::min<std::int64_t>(w, count - q);
       T* panel = out + q * kc;
+      if (valid == w && rows == nullptr) {
+        const In* row = src + (p0 + pb) * ld + x0 + q;
+        for (std::int64_t p = pb; p < pe; ++p, row += ld) CopyLanesOf<kW>(row, w, panel + p * w);
+        continue;
+      }
       for (std::int64_t p = pb; p < pe; ++p) {
         const In* row = src + (rows != nullptr ? rows[p0 + p] : (p0 + p) * ld) + x0 + q;
         T* dst = panel + p * w;
         if (valid == w) {
-          CopyLanes(row, w, dst);
+          CopyLanesOf<kW>(row, w, dst);
         } else {
           std::int64_t x = 0;
           for (; x < valid; ++x) dst[x] = row[x];
@@ -160,16 +148,36 @@ void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* row
     }
   }
 }
+template <typename In, typename T>
+void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* rows, std::int64_t p0,
+                         std::int64_t kc, std::int64_t x0, std::int64_t count, int w, T* out) {
+  switch (w) {
+    case 6:  // the AVX2 kernels' MR
+      return PackContiguousLanesOf<6>(src, ld, rows, p0, kc, x0, count, w, out);
+    case 8:
+      return PackContiguousLanesOf<8>(src, ld, rows, p0, kc, x0, count, w, out);
+    case 12:  // the AVX-512 fp64 kernel's MR
+      return PackContiguousLanesOf<12>(src, ld, rows, p0, kc, x0, count, w, out);
+    case 16:
+      return PackContiguousLanesOf<16>(src, ld, rows, p0, kc, x0, count, w, out);
+    case 24:
+      return PackContiguousLanesOf<24>(src, ld, rows, p0, kc, x0, count, w, out);
+    case 32:
+      return PackContiguousLanesOf<32>(src, ld, rows, p0, kc, x0, count, w, out);
+    default:
+      return PackContiguousLanesOf<0>(src, ld, rows, p0, kc, x0, count, w, out);
+  }
+}
 
 // Lanes strided in the source (A not transposed, B transposed): element
 // (p, x) at src[(x0 + x)·ld + p0 + p]; each lane's k run is contiguous. A
-// transpose: the panel is written in 4 × 4 blocks (4 lanes × 4 values of p
-// through SSE registers), walking p outermost so the writes stay within a
-// few cache lines and each lane is read sequentially. Lanes past the last
-// multiple of 4 (w = 6: the AVX2 kernels' MR; a partial panel) take the
-// scalar copy for the same 4 values of p, so a panel whose width is no
-// multiple of 4 still transposes 4 lanes at a time (it went all scalar,
-// 58 % of this function in mlp-fashion's rounded step).
+// transpose, walking p outermost so the writes stay within a few cache
+// lines and each lane is read sequentially: for 4 values of p at a time,
+// lanes go 4 at a time (a 4 × 4 block through SSE registers), then 2 at a
+// time (two lanes interleaved), and a last odd lane or the zero lanes of a
+// partial panel one by one. (w = 6, the AVX2 kernels' MR: lanes 4 and 5
+// went one value at a time, 23 % of this function's samples in
+// cnn-fashion's native step; all 6 had, 58 % in mlp-fashion's rounded one.)
 template <typename In, typename T>
 void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                       std::int64_t count, int w, T* out) {
@@ -186,10 +194,11 @@ void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int6
     std::int64_t p = 0;
 #if defined(__SSE2__)
     if constexpr (std::is_same_v<In, float>) {   // fp64 sources take the scalar copy
-      const std::int64_t whole = valid / 4 * 4;  // lanes that go 4 at a time
-      if (whole > 0) {
+      const std::int64_t quads = valid / 4 * 4;  // lanes that go 4 at a time
+      const std::int64_t pairs = quads + (valid - quads) / 2 * 2;  // then 2 at a time
+      if (pairs > 0) {
         for (; p + 4 <= kc; p += 4) {
-          for (std::int64_t x = 0; x < whole; x += 4) {
+          for (std::int64_t x = 0; x < quads; x += 4) {
             __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
             __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
             __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
@@ -200,7 +209,17 @@ void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int6
             StoreFour(panel + (p + 2) * w + x, r2);
             StoreFour(panel + (p + 3) * w + x, r3);
           }
-          scalar(p, p + 4, whole);
+          for (std::int64_t x = quads; x < pairs; x += 2) {
+            const __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
+            const __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
+            const __m128 lo = _mm_unpacklo_ps(r0, r1);  // (x, p), (x + 1, p), (x, p + 1), (x + 1, p + 1)
+            const __m128 hi = _mm_unpackhi_ps(r0, r1);  // the same for p + 2, p + 3
+            StoreTwo(panel + (p + 0) * w + x, lo);
+            StoreTwo(panel + (p + 1) * w + x, _mm_movehl_ps(lo, lo));
+            StoreTwo(panel + (p + 2) * w + x, hi);
+            StoreTwo(panel + (p + 3) * w + x, _mm_movehl_ps(hi, hi));
+          }
+          scalar(p, p + 4, pairs);
         }
       }
     }
