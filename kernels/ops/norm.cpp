@@ -86,40 +86,38 @@ Status BatchNorm2dTrain(const OpContext& ctx, const Tensor& x, const Tensor& gam
     T* mo = outs.Bind(saved_mean);
     T* ro = outs.Bind(saved_rstd);
     const float* xd = x.data();
-    const auto x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
     const T eps = static_cast<T>(params.eps), mom = static_cast<T>(params.momentum);
-    ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const float* xc = x_rows.get() + c * n;  // x_j, j = n_idx·H·W + hw
-        const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xc[j]); });
-        auto dev = [&](std::int64_t j) { return static_cast<T>(xc[j]) - mean; };
-        T var, var_unbiased;
-        if constexpr (M::kCertified) {
-          // CR(Σd²/n) and CR(Σd²/(n−1)): each one rounding of the exact value.
-          var = MeanDotOf<M>(n, dev, dev, n);
-          var_unbiased = MeanDotOf<M>(n, dev, dev, n - 1);
-        } else {
-          const T ssq = TreeSum<T>(n, [&](std::int64_t j) {
-            const T d = dev(j);
-            return d * d;
-          });
-          var = ssq / static_cast<T>(n);
-          var_unbiased = ssq / static_cast<T>(n - 1);
-        }
-        const T rstd = NormRstd<M>(var, eps);
-        const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
-        for (std::int64_t i = 0; i < nb; ++i) {
-          const std::int64_t base = (i * c_count + c) * hw;
-          for (std::int64_t p = 0; p < hw; ++p) {
-            yo[base + p] = NormValue(static_cast<T>(xd[base + p]), mean, rstd, g, b);
-          }
-        }
-        rmo[c] = BatchNormRunning(static_cast<T>(running_mean[c]), mean, mom);
-        rvo[c] = BatchNormRunning(static_cast<T>(running_var[c]), var_unbiased, mom);
-        mo[c] = mean;
-        ro[c] = rstd;
+    const auto channel = [&](std::int64_t c, const std::array<const float*, 1>& rows) {
+      const float* xc = rows[0];  // x_j, j = n_idx·H·W + hw
+      const T mean = MeanOf<M>(n, [&](std::int64_t j) { return static_cast<T>(xc[j]); });
+      auto dev = [&](std::int64_t j) { return static_cast<T>(xc[j]) - mean; };
+      T var, var_unbiased;
+      if constexpr (M::kCertified) {
+        // CR(Σd²/n) and CR(Σd²/(n−1)): each one rounding of the exact value.
+        var = MeanDotOf<M>(n, dev, dev, n);
+        var_unbiased = MeanDotOf<M>(n, dev, dev, n - 1);
+      } else {
+        const T ssq = TreeSum<T>(n, [&](std::int64_t j) {
+          const T d = dev(j);
+          return d * d;
+        });
+        var = ssq / static_cast<T>(n);
+        var_unbiased = ssq / static_cast<T>(n - 1);
       }
-    });
+      const T rstd = NormRstd<M>(var, eps);
+      const T g = static_cast<T>(gamma[c]), b = static_cast<T>(beta[c]);
+      for (std::int64_t i = 0; i < nb; ++i) {
+        const std::int64_t base = (i * c_count + c) * hw;
+        for (std::int64_t p = 0; p < hw; ++p) {
+          yo[base + p] = NormValue(static_cast<T>(xc[i * hw + p]), mean, rstd, g, b);
+        }
+      }
+      rmo[c] = BatchNormRunning(static_cast<T>(running_mean[c]), mean, mom);
+      rvo[c] = BatchNormRunning(static_cast<T>(running_var[c]), var_unbiased, mom);
+      mo[c] = mean;
+      ro[c] = rstd;
+    };
+    ForEachChannelRow<1>(ctx.threads(), {xd}, nb, c_count, hw, channel);
     return outs.Commit(ctx);
   });
 }
@@ -177,29 +175,26 @@ Status BatchNorm2dBackward(const OpContext& ctx, const Tensor& dy, const Tensor&
     T* dbo = outs.Bind(dbeta);
     const float* xd = x.data();
     const float* dyd = dy.data();
-    const auto x_rows = ChannelMajor(ctx.threads(), xd, nb, c_count, hw);
-    const auto dy_rows = ChannelMajor(ctx.threads(), dyd, nb, c_count, hw);
-    ParallelFor(ctx.threads(), c_count, [&](std::int64_t c0, std::int64_t c1) {
-      for (std::int64_t c = c0; c < c1; ++c) {
-        const float* xc = x_rows.get() + c * n;  // j = n_idx·H·W + hw
-        const float* dyc = dy_rows.get() + c * n;
-        const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
-        const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); });
-        const T sum_dy_xhat = DotOf<M>(
-            n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); },
-            [&](std::int64_t j) { return (static_cast<T>(xc[j]) - mean) * rstd; });
-        const T g = static_cast<T>(gamma[c]);
-        for (std::int64_t i = 0; i < nb; ++i) {
-          const std::int64_t base = (i * c_count + c) * hw;
-          for (std::int64_t p = 0; p < hw; ++p) {
-            dxo[base + p] = BatchNormGradValue(static_cast<T>(dyd[base + p]), static_cast<T>(xd[base + p]), g,
-                                               mean, rstd, sum_dy_xhat, sum_dy, n);
-          }
+    const auto channel = [&](std::int64_t c, const std::array<const float*, 2>& rows) {
+      const float* xc = rows[0];  // j = n_idx·H·W + hw
+      const float* dyc = rows[1];
+      const T mean = static_cast<T>(saved_mean[c]), rstd = static_cast<T>(saved_rstd[c]);
+      const T sum_dy = SumOf<M>(n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); });
+      const T sum_dy_xhat = DotOf<M>(
+          n, [&](std::int64_t j) { return static_cast<T>(dyc[j]); },
+          [&](std::int64_t j) { return (static_cast<T>(xc[j]) - mean) * rstd; });
+      const T g = static_cast<T>(gamma[c]);
+      for (std::int64_t i = 0; i < nb; ++i) {
+        const std::int64_t base = (i * c_count + c) * hw;
+        for (std::int64_t p = 0; p < hw; ++p) {
+          dxo[base + p] = BatchNormGradValue(static_cast<T>(dyc[i * hw + p]), static_cast<T>(xc[i * hw + p]),
+                                             g, mean, rstd, sum_dy_xhat, sum_dy, n);
         }
-        dgo[c] = sum_dy_xhat;
-        dbo[c] = sum_dy;
       }
-    });
+      dgo[c] = sum_dy_xhat;
+      dbo[c] = sum_dy;
+    };
+    ForEachChannelRow<2>(ctx.threads(), {xd, dyd}, nb, c_count, hw, channel);
     return outs.Commit(ctx);
   });
 }

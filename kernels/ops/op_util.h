@@ -20,6 +20,7 @@
 // modes; only precision, transcendental functions and the GEMM differ.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <bit>
 #include <cassert>
@@ -783,6 +784,38 @@ inline std::unique_ptr<float[]> ChannelMajor(int threads, const float* x, std::i
     }
   });
   return rows;
+}
+
+// Calls fn(c, rows) for every channel c of the [N, C, L] tensors `xs`, where
+// rows[i] is xs[i]'s channel c in (n, p) order — ChannelMajor's row c, for
+// operators that read one channel at a time. Each is gathered just before
+// fn, into a buffer of the calling slot that stays in L1/L2; ChannelMajor's
+// whole copies went out to L3 and were read back from there (batch norm's
+// two: 6 % of cnn-fashion's native step). Each of up to `threads` slots
+// takes a contiguous range of channels; the buffers are allocated here, in
+// the calling thread (see ColumnTreeSum).
+template <std::size_t kInputs, class Fn>
+void ForEachChannelRow(int threads, const std::array<const float*, kInputs>& xs, std::int64_t nb,
+                       std::int64_t channels, std::int64_t len, const Fn& fn) {
+  const std::int64_t n = nb * len, per_slot = std::ssize(xs) * n;
+  const std::int64_t slots = std::clamp<std::int64_t>(threads, 1, std::max<std::int64_t>(channels, 1));
+  const auto buffers = std::make_unique_for_overwrite<float[]>(static_cast<std::size_t>(slots * per_slot));
+  ParallelFor(static_cast<int>(slots), slots, [&](std::int64_t s0, std::int64_t s1) {
+    for (std::int64_t s = s0; s < s1; ++s) {
+      std::array<const float*, kInputs> rows;
+      for (std::int64_t c = channels * s / slots; c < channels * (s + 1) / slots; ++c) {
+        for (std::size_t k = 0; k < kInputs; ++k) {
+          float* row = buffers.get() + s * per_slot + static_cast<std::int64_t>(k) * n;
+          for (std::int64_t i = 0; i < nb; ++i) {
+            const float* src = xs[k] + (i * channels + c) * len;
+            std::copy(src, src + len, row + i * len);
+          }
+          rows[k] = row;
+        }
+        fn(c, rows);
+      }
+    }
+  });
 }
 
 // ---- the reductions of a policy ------------------------------------------------------
