@@ -174,10 +174,11 @@ void PackContiguousLanes(const In* src, std::int64_t ld, const std::int64_t* row
 // transpose, walking p outermost so the writes stay within a few cache
 // lines and each lane is read sequentially: for 4 values of p at a time,
 // lanes go 4 at a time (a 4 × 4 block through SSE registers), then 2 at a
-// time (two lanes interleaved), and a last odd lane or the zero lanes of a
-// partial panel one by one. (w = 6, the AVX2 kernels' MR: lanes 4 and 5
-// went one value at a time, 23 % of this function's samples in
-// cnn-fashion's native step; all 6 had, 58 % in mlp-fashion's rounded one.)
+// time (two lanes interleaved), and a last odd lane one by one; a partial
+// panel's lanes past the end are zero vectors. (w = 6, the AVX2 kernels'
+// MR: lanes 4 and 5 went one value at a time, 23 % of this function's
+// samples in cnn-fashion's native step; all 6 had, 58 % in mlp-fashion's
+// rounded one. Partial panels went value by value, 36 % after that.)
 template <typename In, typename T>
 void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int64_t kc, std::int64_t x0,
                       std::int64_t count, int w, T* out) {
@@ -188,39 +189,40 @@ void PackStridedLanes(const In* src, std::int64_t ld, std::int64_t p0, std::int6
     // Values [pb, pe) of lanes [xb, w) one by one (zero past `valid`).
     const auto scalar = [&](std::int64_t pb, std::int64_t pe, std::int64_t xb) {
       for (std::int64_t p = pb; p < pe; ++p) {
-        for (std::int64_t x = xb; x < w; ++x) panel[p * w + x] = x < valid ? T(lanes[x * ld + p]) : T(0);
+        T* dst = panel + p * w;
+        std::int64_t x = xb;
+        for (; x < valid; ++x) dst[x] = T(lanes[x * ld + p]);
+        for (; x < w; ++x) dst[x] = T(0);
       }
     };
     std::int64_t p = 0;
 #if defined(__SSE2__)
-    if constexpr (std::is_same_v<In, float>) {   // fp64 sources take the scalar copy
-      const std::int64_t quads = valid / 4 * 4;  // lanes that go 4 at a time
-      const std::int64_t pairs = quads + (valid - quads) / 2 * 2;  // then 2 at a time
-      if (pairs > 0) {
-        for (; p + 4 <= kc; p += 4) {
-          for (std::int64_t x = 0; x < quads; x += 4) {
-            __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
-            __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
-            __m128 r2 = _mm_loadu_ps(lanes + (x + 2) * ld + p);
-            __m128 r3 = _mm_loadu_ps(lanes + (x + 3) * ld + p);
-            _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
-            StoreFour(panel + (p + 0) * w + x, r0);
-            StoreFour(panel + (p + 1) * w + x, r1);
-            StoreFour(panel + (p + 2) * w + x, r2);
-            StoreFour(panel + (p + 3) * w + x, r3);
-          }
-          for (std::int64_t x = quads; x < pairs; x += 2) {
-            const __m128 r0 = _mm_loadu_ps(lanes + (x + 0) * ld + p);
-            const __m128 r1 = _mm_loadu_ps(lanes + (x + 1) * ld + p);
-            const __m128 lo = _mm_unpacklo_ps(r0, r1);  // (x, p), (x + 1, p), (x, p + 1), (x + 1, p + 1)
-            const __m128 hi = _mm_unpackhi_ps(r0, r1);  // the same for p + 2, p + 3
-            StoreTwo(panel + (p + 0) * w + x, lo);
-            StoreTwo(panel + (p + 1) * w + x, _mm_movehl_ps(lo, lo));
-            StoreTwo(panel + (p + 2) * w + x, hi);
-            StoreTwo(panel + (p + 3) * w + x, _mm_movehl_ps(hi, hi));
-          }
-          scalar(p, p + 4, pairs);
+    if constexpr (std::is_same_v<In, float>) {  // fp64 sources take the scalar copy
+      const std::int64_t quads = w / 4 * 4;                    // lanes that go 4 at a time
+      const std::int64_t pairs = quads + (w - quads) / 2 * 2;  // then 2 at a time
+      // Lane x's values p .. p + 3; zeros past `valid` (a partial panel:
+      // the stem convolution's weight gradient packs 9 valid lanes of 16).
+      const auto four = [&](std::int64_t x, std::int64_t at) {
+        return x < valid ? _mm_loadu_ps(lanes + x * ld + at) : _mm_setzero_ps();
+      };
+      for (; p + 4 <= kc; p += 4) {
+        for (std::int64_t x = 0; x < quads; x += 4) {
+          __m128 r0 = four(x + 0, p), r1 = four(x + 1, p), r2 = four(x + 2, p), r3 = four(x + 3, p);
+          _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+          StoreFour(panel + (p + 0) * w + x, r0);
+          StoreFour(panel + (p + 1) * w + x, r1);
+          StoreFour(panel + (p + 2) * w + x, r2);
+          StoreFour(panel + (p + 3) * w + x, r3);
         }
+        for (std::int64_t x = quads; x < pairs; x += 2) {
+          const __m128 lo = _mm_unpacklo_ps(four(x, p), four(x + 1, p));  // (x, p), (x + 1, p), (x, p + 1), …
+          const __m128 hi = _mm_unpackhi_ps(four(x, p), four(x + 1, p));  // the same for p + 2, p + 3
+          StoreTwo(panel + (p + 0) * w + x, lo);
+          StoreTwo(panel + (p + 1) * w + x, _mm_movehl_ps(lo, lo));
+          StoreTwo(panel + (p + 2) * w + x, hi);
+          StoreTwo(panel + (p + 3) * w + x, _mm_movehl_ps(hi, hi));
+        }
+        if (pairs < w) scalar(p, p + 4, pairs);  // an odd width's last lane
       }
     }
 #endif
