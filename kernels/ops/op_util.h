@@ -769,7 +769,9 @@ void ColumnTreeSum(int threads, std::int64_t rows, std::int64_t cols, const Get&
 // x [N, C, L] as [C, N·L]: row c holds channel c's values in (n, p) order —
 // the term order of every per-channel reduction (batch norm's statistics, a
 // convolution's bias gradient) — so those reductions read one contiguous
-// row instead of dividing each term's index by L. Allocated here, in the
+// row instead of dividing each term's index by L; for a convolution's weight
+// gradient the whole copy is a GEMM operand (operators that need one
+// channel at a time take ForEachChannelRow below). Allocated here, in the
 // calling thread (see ColumnTreeSum), and not zero-filled: every value is
 // copied in (the fill was 1.5 % of cnn-fashion's native step).
 inline std::unique_ptr<float[]> ChannelMajor(int threads, const float* x, std::int64_t nb,
@@ -791,7 +793,7 @@ inline std::unique_ptr<float[]> ChannelMajor(int threads, const float* x, std::i
 // operators that read one channel at a time. Each is gathered just before
 // fn, into a buffer of the calling slot that stays in L1/L2; ChannelMajor's
 // whole copies went out to L3 and were read back from there (batch norm's
-// two: 6 % of cnn-fashion's native step). Each of up to `threads` slots
+// two: 5 % of cnn-fashion's native step). Each of up to `threads` slots
 // takes a contiguous range of channels; the buffers are allocated here, in
 // the calling thread (see ColumnTreeSum).
 template <std::size_t kInputs, class Fn>
