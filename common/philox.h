@@ -26,16 +26,19 @@ struct PhiloxBlock {
   std::uint32_t v[4];
 };
 
+// Philox4x32-10's constants (also common/philox_blocks.cpp's vector lanes).
+inline constexpr std::uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;  // multipliers
+inline constexpr std::uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;  // Weyl key increments
+inline constexpr int kPhiloxRounds = 10;
+
 VT_HD constexpr PhiloxBlock Philox4x32(PhiloxKey key, PhiloxBlock ctr) {
-  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;  // multipliers
-  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;  // Weyl key increments
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
     if (round > 0) {
-      key.k[0] += kW0;
-      key.k[1] += kW1;
+      key.k[0] += kPhiloxW0;
+      key.k[1] += kPhiloxW1;
     }
-    const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * ctr.v[0];
-    const std::uint64_t p1 = static_cast<std::uint64_t>(kM1) * ctr.v[2];
+    const std::uint64_t p0 = static_cast<std::uint64_t>(kPhiloxM0) * ctr.v[0];
+    const std::uint64_t p1 = static_cast<std::uint64_t>(kPhiloxM1) * ctr.v[2];
     ctr = PhiloxBlock{
         {static_cast<std::uint32_t>(p1 >> 32) ^ ctr.v[1] ^ key.k[0], static_cast<std::uint32_t>(p1),
          static_cast<std::uint32_t>(p0 >> 32) ^ ctr.v[3] ^ key.k[1], static_cast<std::uint32_t>(p0)}};

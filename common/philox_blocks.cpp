@@ -31,12 +31,12 @@ __attribute__((target("avx2"))) inline MulHiLo MulWide(__m256i x, __m256i m) {
 
 // Philox4x32 (common/philox.h) on eight counters, word w of lane l in c[w].
 __attribute__((target("avx2"))) void Philox4x32x8(PhiloxKey key, __m256i c[4]) {
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
-  for (int round = 0; round < 10; ++round) {
+  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(kPhiloxM0));
+  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(kPhiloxM1));
+  for (int round = 0; round < kPhiloxRounds; ++round) {
     if (round > 0) {
-      key.k[0] += 0x9E3779B9u;
-      key.k[1] += 0xBB67AE85u;
+      key.k[0] += kPhiloxW0;
+      key.k[1] += kPhiloxW1;
     }
     const MulHiLo p0 = MulWide(c[0], m0), p1 = MulWide(c[2], m1);
     const __m256i k0 = _mm256_set1_epi32(static_cast<int>(key.k[0]));
@@ -53,17 +53,15 @@ __attribute__((target("avx2"))) std::size_t PhiloxStreamBlocksAvx2(PhiloxKey key
                                                                    std::size_t count, PhiloxBlock* out) {
   std::size_t i = 0;
   for (; i + kLanes <= count; i += kLanes) {
-    alignas(32) std::uint32_t lo[kLanes], hi[kLanes];
-    for (int l = 0; l < kLanes; ++l) {
-      const std::uint64_t block = first + i + static_cast<std::uint64_t>(l);
-      lo[l] = static_cast<std::uint32_t>(block);
-      hi[l] = static_cast<std::uint32_t>(block >> 32);
-    }
-    __m256i c[4] = {_mm256_load_si256(reinterpret_cast<const __m256i*>(lo)),
-                    _mm256_load_si256(reinterpret_cast<const __m256i*>(hi)),
-                    _mm256_set1_epi32(static_cast<int>(tensor)), _mm256_set1_epi32(static_cast<int>(step))};
-    Philox4x32x8(key, c);
+    // Word w of lane l's counter (PhiloxCounter's layout) in words[w][l].
     alignas(32) std::uint32_t words[4][kLanes];
+    for (int l = 0; l < kLanes; ++l) {
+      const PhiloxBlock counter = PhiloxCounter(step, tensor, first + i + static_cast<std::uint64_t>(l));
+      for (int w = 0; w < 4; ++w) words[w][l] = counter.v[w];
+    }
+    __m256i c[4];
+    for (int w = 0; w < 4; ++w) c[w] = _mm256_load_si256(reinterpret_cast<const __m256i*>(words[w]));
+    Philox4x32x8(key, c);
     for (int w = 0; w < 4; ++w) _mm256_store_si256(reinterpret_cast<__m256i*>(words[w]), c[w]);
     for (int l = 0; l < kLanes; ++l) {
       out[i + static_cast<std::size_t>(l)] =
