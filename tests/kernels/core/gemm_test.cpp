@@ -391,10 +391,11 @@ TEST(GemmF64RoundedTest, Fp32OperandsGiveTheBitsOfTheirFp64Copies) {
 // β's norms are sequential fp64 sums: each norm continues from its value,
 // adding x² (rounded) in order of p. Operands with all 53 bits make every
 // product and sum inexact, so another order (or a fused multiply-add) gives
-// other bits; shapes cover lines and k not multiples of the 8 × 4 blocks of
+// other bits; fp32 operands (exact squares, inexact sums) take the other
+// vector path. Shapes cover lines and k not multiples of the 8 × 4 blocks of
 // the vector path, both layouts of each operand and padded rows.
-TEST(GemmNormsSqTest, IsTheSequentialSumOfSquares) {
-  std::mt19937_64 rng(test::TestSeed() ^ 0x6e0235);
+template <class In>
+void CheckNormsSq(std::mt19937_64& rng) {
   std::uniform_real_distribution<double> unit(-2.0, 2.0);
   for (int trial = 0; trial < 60; ++trial) {
     const std::int64_t m = 1 + static_cast<std::int64_t>(rng() % 40),
@@ -405,34 +406,40 @@ TEST(GemmNormsSqTest, IsTheSequentialSumOfSquares) {
     // op(A) is m × k, op(B) k × n; stored transposed where asked, rows padded.
     const std::int64_t lda = (ta ? m : k) + pad, ldb = (tb ? k : n) + pad;
     const GemmArgs g{m, n, k, ta, tb, lda, ldb, n, false};
-    std::vector<double> a(static_cast<std::size_t>((ta ? k : m) * lda)),
+    std::vector<In> a(static_cast<std::size_t>((ta ? k : m) * lda)),
         b(static_cast<std::size_t>((tb ? n : k) * ldb));
-    for (double& x : a) x = unit(rng);
-    for (double& x : b) x = unit(rng);
+    for (In& x : a) x = static_cast<In>(unit(rng));
+    for (In& x : b) x = static_cast<In>(unit(rng));
     std::vector<double> row_got(static_cast<std::size_t>(m)), col_got(static_cast<std::size_t>(n));
     for (double& x : row_got) x = unit(rng) * unit(rng);
     for (double& x : col_got) x = unit(rng) * unit(rng);
     std::vector<double> row_want = row_got, col_want = col_got;
     for (std::int64_t i = 0; i < m; ++i) {
       for (std::int64_t p = 0; p < k; ++p) {
-        const double x =
-            ta ? a[static_cast<std::size_t>(p * lda + i)] : a[static_cast<std::size_t>(i * lda + p)];
+        const auto x = static_cast<double>(ta ? a[static_cast<std::size_t>(p * lda + i)]
+                                              : a[static_cast<std::size_t>(i * lda + p)]);
         row_want[static_cast<std::size_t>(i)] = row_want[static_cast<std::size_t>(i)] + x * x;
       }
     }
     for (std::int64_t j = 0; j < n; ++j) {
       for (std::int64_t p = 0; p < k; ++p) {
-        const double x =
-            tb ? b[static_cast<std::size_t>(j * ldb + p)] : b[static_cast<std::size_t>(p * ldb + j)];
+        const auto x = static_cast<double>(tb ? b[static_cast<std::size_t>(j * ldb + p)]
+                                              : b[static_cast<std::size_t>(p * ldb + j)]);
         col_want[static_cast<std::size_t>(j)] = col_want[static_cast<std::size_t>(j)] + x * x;
       }
     }
     GemmNormsSq(g, a.data(), b.data(), row_got.data(), col_got.data());
     ASSERT_TRUE(SameBits(row_got, row_want))
-        << "rows: m=" << m << " k=" << k << " ta=" << ta << " pad=" << pad;
+        << "rows: m=" << m << " k=" << k << " ta=" << ta << " pad=" << pad << " fp" << 8 * sizeof(In);
     ASSERT_TRUE(SameBits(col_got, col_want))
-        << "columns: n=" << n << " k=" << k << " tb=" << tb << " pad=" << pad;
+        << "columns: n=" << n << " k=" << k << " tb=" << tb << " pad=" << pad << " fp" << 8 * sizeof(In);
   }
+}
+
+TEST(GemmNormsSqTest, IsTheSequentialSumOfSquares) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0x6e0235);
+  CheckNormsSq<double>(rng);
+  CheckNormsSq<float>(rng);
 }
 
 TEST(GemmNativeTest, SgemmIsCloseToFp64) {
