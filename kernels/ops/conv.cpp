@@ -521,7 +521,8 @@ void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2d
 //     at a time: their im2col matrices side by side make one GEMM whose k
 //     runs over their columns, dy_rows being op(A) as stored — the same
 //     products in the same order, so the same bits, in fewer and larger
-//     GEMMs that the threads share.
+//     GEMMs; each thread runs those of its chunk of input channels (the
+//     chunk's columns of dw: the split changes no sum).
 //   dx: each image's wᵀ·dy and col2im, images side by side (ForEachItem),
 //     each slot with its own scratch. (Image by image, the threads split
 //     GEMMs of 144 × 196 × 16 and cnn-fashion's convolution backwards took
@@ -530,20 +531,31 @@ template <class M>
 void ConvBackwardFp32(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& p, const float* x,
                       const float* w, const float* dy, const float* dy_rows, const GemmArgs& gdcol, float* dx,
                       float* dw) {
-  const std::int64_t x_image = g.ci * g.h * g.w;
-  const std::int64_t group = ImagesPerGroup(g.ckk * g.ohw, g.n);
-  float* const cols = GroupScratch(4, g.ckk * g.ohw * group);  // every value written by Im2Col
-  for (std::int64_t n0 = 0; n0 < g.n; n0 += group) {
-    const std::int64_t images = std::min(group, g.n - n0), ld = images * g.ohw;
-    ParallelFor(ctx.threads(), images * g.ci, [&](std::int64_t i0, std::int64_t i1) {
-      for (std::int64_t i = i0; i < i1; ++i) {
-        const std::int64_t image = i / g.ci, c = i % g.ci;
-        Im2Col(x + (n0 + image) * x_image, g, p, c, c + 1, cols + image * g.ohw, ld);
+  const std::int64_t x_image = g.ci * g.h * g.w, kk = g.kh * g.kw;
+  // dw by chunks of input channels, one chunk per thread: a chunk's im2col
+  // rows are its own columns of dw, so the core that writes them packs them
+  // for the GEMM. (Im2col and GEMM split apart, each core packed rows the
+  // other had written; where the two cores share no cache that doubled the
+  // packs' and copies' time, and cnn-fashion's step ran no faster on two
+  // threads than on one.)
+  const std::int64_t chunks = ParallelChunks(ctx.threads(), g.ci);
+  const std::int64_t chunk_rows = (g.ci + chunks - 1) / chunks * kk;  // the largest chunk's
+  const std::int64_t group = ImagesPerGroup(chunk_rows * g.ohw, g.n);
+  const std::int64_t stride = (chunk_rows * g.ohw * group + 31) / 32 * 32;  // 128-byte apart
+  float* const cols = GroupScratch(4, stride * chunks);  // every value read written by Im2Col
+  ExecConfig per_chunk = ctx.config();
+  if (chunks > 1) per_chunk.threads = 1;
+  ParallelForChunks(ctx.threads(), g.ci, [&](std::int64_t chunk, std::int64_t c0, std::int64_t c1) {
+    float* const col = cols + chunk * stride;
+    for (std::int64_t n0 = 0; n0 < g.n; n0 += group) {
+      const std::int64_t images = std::min(group, g.n - n0), ld = images * g.ohw;
+      for (std::int64_t image = 0; image < images; ++image) {
+        Im2Col(x + (n0 + image) * x_image + c0 * g.h * g.w, g, p, 0, c1 - c0, col + image * g.ohw, ld);
       }
-    });
-    const GemmArgs gdw = MakeGemm(g.co, g.ckk, ld, false, g.n * g.ohw, true, ld, g.ckk, n0 > 0);
-    ConvGemm<M>(ctx.config(), gdw, dy_rows + n0 * g.ohw, cols, dw);
-  }
+      const GemmArgs gdw = MakeGemm(g.co, (c1 - c0) * kk, ld, false, g.n * g.ohw, true, ld, g.ckk, n0 > 0);
+      ConvGemm<M>(per_chunk, gdw, dy_rows + n0 * g.ohw, col, dw + c0 * kk);
+    }
+  });
   const std::int64_t per_slot = (g.ckk + g.ci) * g.ohw;
   const int slots = ItemSlots<RepopsMath>(ctx, g.n, per_slot);
   ChunkScratch<float> dcols(slots, g.ckk * g.ohw), sums(slots, g.ci * g.ohw);
