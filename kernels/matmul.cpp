@@ -414,7 +414,17 @@ std::vector<double> WidenOperand(const float* x, bool trans, std::int64_t ld, st
   if (stored_rows <= 0 || stored_cols <= 0) return {};
   return std::vector<double>(x, x + (stored_rows - 1) * ld + stored_cols);
 }
+
+// GemmF64's own choice, made before it would be handed fp64 copies: our
+// fma kernel widens as it packs (FastGemmF64 runs it on the widened values).
+bool WidenedF64GemmChosen(const ExecConfig& config) {
+  return config.device == Device::kCpu && F64ShuffleSeed() == 0 && WidenedF64GemmAvailable(config.simd);
+}
 }  // namespace
+
+bool GemmF64RoundedIsOurs(const ExecConfig& config) {
+  return config.f64_reference || WidenedF64GemmChosen(config);
+}
 
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, double* c) {
   if (g.m <= 0 || g.n <= 0) return;
@@ -422,9 +432,7 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a,
     GemmF64Reference(config.threads, g, a, b, c);
     return;
   }
-  // GemmF64's own choice, made before it would be handed fp64 copies: our
-  // fma kernel widens as it packs (FastGemmF64 runs it on the widened values).
-  if (config.device == Device::kCpu && F64ShuffleSeed() == 0 && WidenedF64GemmAvailable(config.simd)) {
+  if (WidenedF64GemmChosen(config)) {
     GemmWidenedF64(config.simd, config.threads, g, a, b, c);
     return;
   }
@@ -530,21 +538,35 @@ VT_SIMD_CLONES void WriteSlackRow(double factor, double row_norm, const double* 
   for (std::int64_t j = 0; j < n; ++j) out[j] = GemmSlackValue(factor, row_norm, col_norm[j], col_bias[j]);
 }
 
+// WriteGemmSlack's rows; col_norm (n values) is scratch, col_bias |bias| per
+// column where the bias is.
+void WriteGemmSlackRows(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
+                        const double* col_sq, double* col_norm, double* slack, std::int64_t ld,
+                        const double* bias, BiasPer per, const double* col_bias) {
+  const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
+  for (std::int64_t j = 0; j < n; ++j) col_norm[j] = std::sqrt(col_sq[j]);
+  for (std::int64_t i = 0; i < m; ++i) {
+    const double row_bias = bias != nullptr && per == BiasPer::kRow ? std::fabs(bias[i]) : 0.0;
+    WriteSlackRow(factor, std::sqrt(row_sq[i]), col_norm, row_bias, col_bias, slack + i * ld, n);
+  }
+}
+
 }  // namespace
 
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
                     const double* col_sq, double* slack, std::int64_t ld, const double* bias, BiasPer per) {
-  const double factor = GemmSlackFactor(terms + (bias != nullptr ? 1 : 0));
   const auto un = static_cast<std::size_t>(n);
   const bool per_column = bias != nullptr && per == BiasPer::kColumn;
   std::vector<double> col_norm(un), col_bias(per_column ? un : 0);
-  for (std::size_t j = 0; j < un; ++j) col_norm[j] = std::sqrt(col_sq[j]);
   for (std::size_t j = 0; j < col_bias.size(); ++j) col_bias[j] = std::fabs(bias[j]);
-  for (std::int64_t i = 0; i < m; ++i) {
-    const double row_bias = bias != nullptr && per == BiasPer::kRow ? std::fabs(bias[i]) : 0.0;
-    WriteSlackRow(factor, std::sqrt(row_sq[i]), col_norm.data(), row_bias,
-                  per_column ? col_bias.data() : nullptr, slack + i * ld, n);
-  }
+  WriteGemmSlackRows(m, n, terms, row_sq, col_sq, col_norm.data(), slack, ld, bias, per,
+                     per_column ? col_bias.data() : nullptr);
+}
+
+void WriteGemmSlackInScratch(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
+                             const double* col_sq, double* col_norm, double* slack, std::int64_t ld,
+                             const double* row_bias) {
+  WriteGemmSlackRows(m, n, terms, row_sq, col_sq, col_norm, slack, ld, row_bias, BiasPer::kRow, nullptr);
 }
 
 namespace {

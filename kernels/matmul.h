@@ -156,6 +156,10 @@ void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const double* a
 // copies of the operands; for OpenBLAS dgemm, a CUDA device or the test
 // shuffle, GemmF64 on fp64 copies.
 void GemmF64Rounded(const ExecConfig& config, const GemmArgs& g, const float* a, const float* b, double* c);
+// Whether GemmF64Rounded on fp32 operands runs veritrain's own kernels here
+// (the reference or the widened fma GEMM), which may run one thread each
+// inside ParallelFor bodies; OpenBLAS's thread count is process-global.
+bool GemmF64RoundedIsOurs(const ExecConfig& config);
 
 // ---- Rounded mode: the error bound β of fp64 GEMM outputs ------------------
 // For any evaluation of c = Σ_{p<K} a_p·b_p in fp64 — any summation order,
@@ -190,6 +194,11 @@ enum class BiasPer : std::uint8_t { kColumn, kRow };
 void WriteGemmSlack(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
                     const double* col_sq, double* slack, std::int64_t ld, const double* bias = nullptr,
                     BiasPer per = BiasPer::kColumn);
+// The same with no bias or one per row, `col_norm` (n values) as scratch: no
+// allocation, so it may run inside a ParallelFor body.
+void WriteGemmSlackInScratch(std::int64_t m, std::int64_t n, std::int64_t terms, const double* row_sq,
+                             const double* col_sq, double* col_norm, double* slack, std::int64_t ld,
+                             const double* row_bias = nullptr);
 // One GEMM: GemmNormsSq + WriteGemmSlack with terms = g.k into slack (ldc layout).
 void GemmSlackF64(const GemmArgs& g, const double* a, const double* b, double* slack,
                   const double* bias = nullptr, BiasPer per = BiasPer::kColumn);
