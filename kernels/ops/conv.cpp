@@ -513,6 +513,42 @@ void ConvForwardByRows(const OpContext& ctx, const ConvGeometry& g, const Conv2d
       padded.image + wide_size);
 }
 
+// Conv2dForward in rounded mode: images side by side, each slot with its own
+// im2col scratch (as ConvBackwardRounded: one thread each only where the
+// fp64 GEMM is ours). The bias is per row (channel) here:
+// β = γ_{K+1}·(‖w row‖‖col column‖ + |b|), linear's expression (the element
+// rule's: verify::RoundedLinearSlack), w's row norms computed once.
+template <class M>
+void ConvForwardRounded(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& params, const float* x,
+                        const float* wa, const Tensor* b, Outputs<double>& outs, double* yo) {
+  const bool side_by_side = GemmF64RoundedIsOurs(ctx.config());
+  ExecConfig inner = ctx.config();  // each GEMM's
+  if (side_by_side) inner.threads = 1;
+  const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
+  std::vector<double> w_row_sq(static_cast<std::size_t>(g.co), 0.0), bias;
+  GemmNormsSq(MakeGemm(g.co, 0, g.ckk, false, g.ckk, false, 0, 0), wa, nullptr, w_row_sq.data(), nullptr);
+  if (b != nullptr) bias.assign(b->values().begin(), b->values().end());
+  double* const sy = outs.Slack(yo);
+  const int slots = side_by_side ? ItemSlots<RepopsMath>(ctx, g.n, (g.ckk + 4) * g.ohw) : 1;
+  ChunkScratch<float> cols(slots, g.ckk * g.ohw);
+  ChunkScratch<double> col_sq(slots, g.ohw), col_norm(slots, g.ohw);
+  ParallelForChunks(slots, g.n, [&](std::int64_t slot, std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      Im2Col(x + n * g.ci * g.h * g.w, g, params, 0, g.ci, cols[slot], g.ohw);
+      double* const yn = yo + n * g.co * g.ohw;
+      ConvGemm<M>(inner, gy, wa, cols[slot], yn);
+      std::fill(col_sq[slot], col_sq[slot] + g.ohw, 0.0);
+      GemmNormsSq(MakeGemm(0, g.ohw, g.ckk, false, 0, false, g.ohw, 0), nullptr, cols[slot], nullptr, col_sq[slot]);
+      WriteGemmSlackInScratch(g.co, g.ohw, g.ckk, w_row_sq.data(), col_sq[slot], col_norm[slot],
+                              sy + n * g.co * g.ohw, g.ohw, b != nullptr ? bias.data() : nullptr);
+      for (std::int64_t c = 0; c < (b != nullptr ? g.co : 0); ++c) {
+        double* const row = yn + c * g.ohw;
+        for (std::int64_t p = 0; p < g.ohw; ++p) row[p] = row[p] + bias[static_cast<std::size_t>(c)];
+      }
+    }
+  });
+}
+
 // Conv2dBackward's fp32 path (repops, and native, whose convolution GEMMs
 // are ours on the CPU: ConvGemm); dx zeroed by the caller, dy_rows is dy
 // channel-major ([co][n·ohw], ChannelMajor), gdcol one image's wᵀ·dy.
@@ -568,8 +604,15 @@ void ConvBackwardFp32(const OpContext& ctx, const ConvGeometry& g, const Conv2dP
       per_slot);
 }
 
-// Conv2dBackward's values and β in rounded mode, image by image: dw by the
-// fp64 GEMMs continued by accumulate, dx by col2im of each image's dcol.
+// Conv2dBackward's values and β in rounded mode, split as the fp32 path
+// splits them: dw by chunks of input channels, each chunk's fp64 GEMMs
+// continued by accumulate image by image; dx image by image, images side by
+// side, each slot with its own scratch. (Image by image with every step
+// split between the threads, a two-thread rounded step of cnn-fashion took
+// 1.6x its one-thread time.) Both run one thread each only where the fp64
+// GEMM is ours (GemmF64RoundedIsOurs); otherwise one after the other with
+// the job's threads inside each GEMM. The same operations per value: the
+// same bits either way.
 // β: dw is one sum over all (n, p) (accumulated GEMMs); each dx element is a
 // sum of products w·dy over co and its window positions, so
 // β = 2γ_{Co·KH·KW}·Σ_contributions ‖w[:, q]‖‖dy[n][:, p]‖, summed by the
@@ -578,42 +621,55 @@ template <class M>
 void ConvBackwardRounded(const OpContext& ctx, const ConvGeometry& g, const Conv2dParams& params,
                          const float* x, const float* wa, const float* dya, const GemmArgs& gdcol,
                          Outputs<double>& outs, double* dxo, double* dwo) {
-  const std::int64_t x_image = g.ci * g.h * g.w;
-  std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
-  std::vector<double> dcol(static_cast<std::size_t>(g.ckk * g.ohw));
-  std::vector<double> col2im_scratch(static_cast<std::size_t>(g.ci * g.ohw));
-  std::vector<double> dw_row_sq(static_cast<std::size_t>(g.co), 0.0);
-  std::vector<double> dw_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
-  std::vector<double> w_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
-  std::vector<double> slack_col(static_cast<std::size_t>(g.ckk * g.ohw), 0.0);
-  std::vector<double> dy_col_sq, unused(static_cast<std::size_t>(std::max(g.co, g.ckk)), 0.0);
+  const std::int64_t x_image = g.ci * g.h * g.w, kk = g.kh * g.kw;
+  const bool side_by_side = GemmF64RoundedIsOurs(ctx.config());
+  const int threads = side_by_side ? ctx.threads() : 1;
+  ExecConfig inner = ctx.config();  // each GEMM's
+  if (side_by_side) inner.threads = 1;
   // Columns of op(A) = wᵀ rows: ‖w[:, q]‖² via GemmNormsSq's row norms of wᵀ.
-  GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(),
-              unused.data());
-  for (std::int64_t n = 0; n < g.n; ++n) {
-    const float* xn = x + n * x_image;
-    const float* dyn = dya + n * g.co * g.ohw;
-    ParallelFor(ctx.threads(), g.ci,
-                [&](std::int64_t c0, std::int64_t c1) { Im2Col(xn, g, params, c0, c1, col.data(), g.ohw); });
-    const GemmArgs gdw = MakeGemm(g.co, g.ckk, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
-    ConvGemm<M>(ctx.config(), gdw, dyn, col.data(), dwo);
-    ConvGemm<M>(ctx.config(), gdcol, wa, dyn, dcol.data());
-    double* dxn = dxo + n * x_image;
-    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-      Col2Im(dcol.data(), g, params, c0, c1, dxn, col2im_scratch.data());
-    });
-    GemmNormsSq(gdw, dyn, col.data(), dw_row_sq.data(), dw_col_sq.data());
-    dy_col_sq.assign(static_cast<std::size_t>(g.ohw), 0.0);
-    GemmNormsSq(MakeGemm(0, g.ohw, g.co, false, 0, false, g.ohw, 0), nullptr, dyn, unused.data(),
-                dy_col_sq.data());
-    WriteGemmSlack(g.ckk, g.ohw, g.co * g.kh * g.kw, w_col_sq.data(), dy_col_sq.data(), slack_col.data(),
-                   g.ohw);
-    double* sxn = outs.Slack(dxo) + n * x_image;
-    ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-      Col2Im(slack_col.data(), g, params, c0, c1, sxn, col2im_scratch.data());
-    });
-  }
-  WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
+  std::vector<double> w_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
+  GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(), nullptr);
+
+  // dw, and its β's norms: dy's rows (every chunk adds the same, chunk 0's
+  // are used) and im2col's rows (each chunk its own).
+  const std::int64_t chunks = ParallelChunks(threads, g.ci);
+  ChunkScratch<float> cols(chunks, (g.ci + chunks - 1) / chunks * kk * g.ohw);
+  ChunkScratch<double> dw_row_sq(chunks, g.co);
+  std::vector<double> dw_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
+  ParallelForChunks(threads, g.ci, [&](std::int64_t chunk, std::int64_t c0, std::int64_t c1) {
+    float* const col = cols[chunk];
+    double* const row_sq = dw_row_sq[chunk];
+    std::fill(row_sq, row_sq + g.co, 0.0);
+    const std::int64_t q0 = c0 * kk, q1 = c1 * kk;
+    for (std::int64_t n = 0; n < g.n; ++n) {
+      const float* dyn = dya + n * g.co * g.ohw;
+      Im2Col(x + n * x_image + c0 * g.h * g.w, g, params, 0, c1 - c0, col, g.ohw);
+      const GemmArgs gdw = MakeGemm(g.co, q1 - q0, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
+      ConvGemm<M>(inner, gdw, dyn, col, dwo + q0);
+      GemmNormsSq(gdw, dyn, col, row_sq, dw_col_sq.data() + q0);
+    }
+  });
+  WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq[0], dw_col_sq.data(), outs.Slack(dwo), g.ckk);
+
+  // dx and its β, image by image.
+  double* const sx = outs.Slack(dxo);
+  const std::int64_t per_slot = (2 * g.ckk + g.ci + 2) * g.ohw;
+  const int slots = side_by_side ? ItemSlots<RepopsMath>(ctx, g.n, per_slot) : 1;
+  ChunkScratch<double> dcols(slots, g.ckk * g.ohw), slack_cols(slots, g.ckk * g.ohw);
+  ChunkScratch<double> sums(slots, g.ci * g.ohw), dy_col_sq(slots, g.ohw), col_norm(slots, g.ohw);
+  ParallelForChunks(slots, g.n, [&](std::int64_t slot, std::int64_t n0, std::int64_t n1) {
+    for (std::int64_t n = n0; n < n1; ++n) {
+      const float* dyn = dya + n * g.co * g.ohw;
+      ConvGemm<M>(inner, gdcol, wa, dyn, dcols[slot]);
+      Col2Im(dcols[slot], g, params, 0, g.ci, dxo + n * x_image, sums[slot]);
+      double* const dy_sq = dy_col_sq[slot];
+      std::fill(dy_sq, dy_sq + g.ohw, 0.0);
+      GemmNormsSq(MakeGemm(0, g.ohw, g.co, false, 0, false, g.ohw, 0), nullptr, dyn, nullptr, dy_sq);
+      WriteGemmSlackInScratch(g.ckk, g.ohw, g.co * kk, w_col_sq.data(), dy_sq, col_norm[slot], slack_cols[slot],
+                              g.ohw);
+      Col2Im(slack_cols[slot], g, params, 0, g.ci, sx + n * x_image, sums[slot]);
+    }
+  });
 }
 
 }  // namespace
@@ -657,35 +713,29 @@ Status Conv2dForward(const OpContext& ctx, const Tensor& x, const Tensor& w, con
       }
       return outs.Commit(ctx);
     }
-    if constexpr (!M::kRounded) {
-      if (std::optional<PaddedRows> padded = PaddedRowsFor(ctx, g, params)) {
-        ConvForwardByRows(ctx, g, params, *padded, x.data(), wa, b, yo);
-        return outs.Commit(ctx);
-      }
-    }
-    std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
-    for (std::int64_t n = 0; n < g.n; ++n) {
-      const float* xn = x.data() + n * g.ci * g.h * g.w;
-      ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
-        Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
-      });
-      T* yn = yo + n * g.co * g.ohw;
-      const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
-      ConvGemm<M>(ctx.config(), gy, wa, col.data(), yn);
-      if constexpr (M::kRounded) {
-        // The bias is per row (channel) here: β = γ_{K+1}·(‖w row‖‖col column‖ + |b|),
-        // linear's expression (the element rule's: verify::RoundedLinearSlack).
-        GemmSlack<M>(gy, wa, col.data(), outs.Slack(yo) + n * g.co * g.ohw,
-                     b != nullptr ? b->data() : nullptr, BiasPer::kRow);
-      }
-      if (b != nullptr) {
-        ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
-          for (std::int64_t c = c0; c < c1; ++c) {
-            const T bias = static_cast<T>((*b)[c]);
-            T* row = yn + c * g.ohw;
-            for (std::int64_t p = 0; p < g.ohw; ++p) row[p] = row[p] + bias;
-          }
+    if constexpr (M::kRounded) {
+      ConvForwardRounded<M>(ctx, g, params, x.data(), wa, b, outs, yo);
+    } else if (std::optional<PaddedRows> padded = PaddedRowsFor(ctx, g, params)) {
+      ConvForwardByRows(ctx, g, params, *padded, x.data(), wa, b, yo);
+    } else {
+      std::vector<float> col(static_cast<std::size_t>(g.ckk * g.ohw));
+      for (std::int64_t n = 0; n < g.n; ++n) {
+        const float* xn = x.data() + n * g.ci * g.h * g.w;
+        ParallelFor(ctx.threads(), g.ci, [&](std::int64_t c0, std::int64_t c1) {
+          Im2Col(xn, g, params, c0, c1, col.data(), g.ohw);
         });
+        T* yn = yo + n * g.co * g.ohw;
+        const GemmArgs gy = MakeGemm(g.co, g.ohw, g.ckk, false, g.ckk, false, g.ohw, g.ohw);
+        ConvGemm<M>(ctx.config(), gy, wa, col.data(), yn);
+        if (b != nullptr) {
+          ParallelFor(ctx.threads(), g.co, [&](std::int64_t c0, std::int64_t c1) {
+            for (std::int64_t c = c0; c < c1; ++c) {
+              const T bias = static_cast<T>((*b)[c]);
+              T* row = yn + c * g.ohw;
+              for (std::int64_t p = 0; p < g.ohw; ++p) row[p] = row[p] + bias;
+            }
+          });
+        }
       }
     }
     if constexpr (M::kRounded) {

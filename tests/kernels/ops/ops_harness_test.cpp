@@ -721,6 +721,44 @@ TEST_P(OpRounded, GoldenHashes) {
   EXPECT_EQ(it->second, got) << "computed:\n      {\"" << c.name << "\", \"" << got << "\"},";
 }
 
+// Recording splits work by thread count (images side by side, chunks of
+// channels); the values, β and so the log must not move: forward and
+// backward recorded on 2 and 3 threads equal 1 thread's, on the trainer's
+// GEMM and on the reference, with a coarse grid so that logs hold entries.
+TEST_P(OpRounded, RecordAcrossThreads) {
+  const OpCase& c = FindCase(GetParam());
+  const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  for (const bool f64_reference : {false, true}) {
+    const auto record = [&](int threads) {
+      ExecConfig config = Config(Mode::kRounded, threads);
+      config.f64_reference = f64_reference;
+      config.rounding.bits = 24;
+      config.rounding.tau_q16 = 4096;
+      std::vector<RunResult> runs{RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng)};
+      if (c.grad && runs[0].status.ok()) {
+        const Tensor dy = MakeDy(c, vt::test::TestSeed(), runs[0].outputs);
+        runs.push_back(RunNode(config, c.grad->backward, c.grad->attrs,
+                               BackwardInputs(*c.grad, dy, inputs, runs[0].outputs), c.rng));
+      }
+      return runs;
+    };
+    const std::vector<RunResult> one = record(1);
+    for (const RunResult& r : one) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    for (const int threads : {2, 3}) {
+      SCOPED_TRACE(::testing::Message() << "f64_reference=" << f64_reference << " threads=" << threads);
+      const std::vector<RunResult> more = record(threads);
+      ASSERT_EQ(more.size(), one.size());
+      for (std::size_t k = 0; k < one.size(); ++k) {
+        ASSERT_TRUE(more[k].status.ok()) << more[k].status.ToString();
+        for (std::size_t o = 0; o < one[k].outputs.size(); ++o) {
+          EXPECT_TRUE(more[k].outputs[o].BitwiseEqual(one[k].outputs[o])) << "run " << k << " output " << o;
+        }
+        EXPECT_EQ(more[k].log, one[k].log) << "run " << k;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllOps, OpRounded, ::testing::ValuesIn(CaseNames()),
                          [](const auto& p) { return p.param; });
 
