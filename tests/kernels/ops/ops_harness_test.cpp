@@ -722,9 +722,11 @@ TEST_P(OpRounded, GoldenHashes) {
 }
 
 // Recording splits work by thread count (images side by side, chunks of
-// channels); the values, β and so the log must not move: forward and
-// backward recorded on 2 and 3 threads equal 1 thread's, on the trainer's
-// GEMM and on the reference, with a coarse grid so that logs hold entries.
+// channels); the values and the log must not move: forward and backward
+// recorded on 2 and 3 threads equal 1 thread's, on the trainer's GEMM and on
+// the reference, with a coarse grid so that logs hold entries. (Those entries
+// come from τ: in cases this small β rarely widens a region, so a wrong β
+// can pass here.)
 TEST_P(OpRounded, RecordAcrossThreads) {
   const OpCase& c = FindCase(GetParam());
   const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
