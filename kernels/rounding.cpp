@@ -360,6 +360,7 @@ VT_SIMD_CLONES std::uint32_t RecordBlockSlack(const FastGrid& grid, const double
 
 std::atomic<bool (*)(std::size_t)> g_reference_ask{nullptr};
 std::atomic<bool> g_references_ignored{false};
+std::atomic<void (*)(std::span<const double>)> g_slack_observer{nullptr};
 
 // The value-by-value pass over [i0, i1) (RecordRange): the counters,
 // entries in position order (steered ones re-rounded), the definition
@@ -437,6 +438,9 @@ void NodeRounding::Rollback(const Mark& mark) {
 
 void NodeRounding::SetReferenceAskForTesting(bool (*ask)(std::size_t)) { g_reference_ask.store(ask); }
 void NodeRounding::SetReferencesIgnoredForTesting(bool ignored) { g_references_ignored.store(ignored); }
+void NodeRounding::SetSlackObserverForTesting(void (*observe)(std::span<const double>)) {
+  g_slack_observer.store(observe);
+}
 
 Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, std::span<const double> slack,
                            int threads, const ReferenceFn* reference) {
@@ -449,6 +453,7 @@ Status NodeRounding::Round(std::span<const double> exact, std::span<float> out, 
   const std::size_t n = exact.size();
   const std::uint64_t base = m_position;
   if (g_references_ignored.load(std::memory_order_relaxed)) reference = nullptr;
+  if (auto* observe = g_slack_observer.load(std::memory_order_relaxed)) observe(slack);
   // Chunks are contiguous and run in order of position, so concatenating
   // their entries keeps the log sorted; values never depend on the split.
   const int chunks = RoundChunks(threads, n);

@@ -156,6 +156,11 @@ class NodeRounding {
   // TEST ONLY: Round ignores every reference function, as for an operator
   // without one (RunOp then records a node with capped values again).
   static void SetReferencesIgnoredForTesting(bool ignored);
+  // TEST ONLY: `observe` is shown every Round call's β (empty: β = 0), on
+  // the calling thread, before rounding — so a test can hold β itself to
+  // not depend on how an operator split its work: the log shows β only where
+  // it widens a region past τ·u, which small cases rarely reach. nullptr: off.
+  static void SetSlackObserverForTesting(void (*observe)(std::span<const double> slack));
 
   // Whether τ applies to the values rounded from now on (default: yes).
   // RunOp turns it off for operators whose fp64 result is bit-identical on

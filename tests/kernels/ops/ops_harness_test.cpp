@@ -17,14 +17,18 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <tuple>
+#include <vector>
 
 #include "common/philox.h"
 #include "kernels/ops/op_util.h"
 #include "kernels/ops/registry.h"
+#include "kernels/rounding.h"
 #include "tests/kernels/ops/ops_cases.h"
 #include "tests/kernels/supported_simds.h"
 #include "tests/kernels/values_hash.h"
@@ -721,42 +725,72 @@ TEST_P(OpRounded, GoldenHashes) {
   EXPECT_EQ(it->second, got) << "computed:\n      {\"" << c.name << "\", \"" << got << "\"},";
 }
 
+// β of every Round call since the last clear, as bit patterns, in call order
+// (OpRounded.RecordAcrossThreads).
+std::vector<std::vector<std::uint64_t>>& SeenSlack() {
+  static std::vector<std::vector<std::uint64_t>> seen;
+  return seen;
+}
+void KeepSlack(std::span<const double> slack) {
+  std::vector<std::uint64_t>& bits = SeenSlack().emplace_back();
+  for (const double b : slack) bits.push_back(std::bit_cast<std::uint64_t>(b));
+}
+
 // Recording splits work by thread count (images side by side, chunks of
-// channels); the values and the log must not move: forward and backward
+// channels); the values, β and the log must not move: forward and backward
 // recorded on 2 and 3 threads equal 1 thread's, on the trainer's GEMM and on
-// the reference, with a coarse grid so that logs hold entries. (Those entries
-// come from τ: in cases this small β rarely widens a region, so a wrong β
-// can pass here.)
+// the reference, with a coarse grid so that logs hold entries. β is compared
+// as handed to the rounding: in cases this small it rarely widens a region
+// past τ·u, so the log alone would let a wrong β pass.
 TEST_P(OpRounded, RecordAcrossThreads) {
   const OpCase& c = FindCase(GetParam());
   const std::vector<Tensor> inputs = MakeInputs(c, vt::test::TestSeed(), Salt(c.name));
+  struct Observing {
+    Observing() { NodeRounding::SetSlackObserverForTesting(KeepSlack); }
+    ~Observing() { NodeRounding::SetSlackObserverForTesting(nullptr); }
+  } observing;
   for (const bool f64_reference : {false, true}) {
+    struct Recorded {
+      std::vector<RunResult> runs;
+      std::vector<std::vector<std::uint64_t>> slack;
+    };
     const auto record = [&](int threads) {
       ExecConfig config = Config(Mode::kRounded, threads);
       config.f64_reference = f64_reference;
       config.rounding.bits = 24;
       config.rounding.tau_q16 = 4096;
-      std::vector<RunResult> runs{RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng)};
-      if (c.grad && runs[0].status.ok()) {
-        const Tensor dy = MakeDy(c, vt::test::TestSeed(), runs[0].outputs);
-        runs.push_back(RunNode(config, c.grad->backward, c.grad->attrs,
-                               BackwardInputs(*c.grad, dy, inputs, runs[0].outputs), c.rng));
+      SeenSlack().clear();
+      Recorded r{{RunNode(config, c.kind, c.attrs, Pointers(inputs), c.rng)}, {}};
+      if (c.grad && r.runs[0].status.ok()) {
+        const Tensor dy = MakeDy(c, vt::test::TestSeed(), r.runs[0].outputs);
+        r.runs.push_back(RunNode(config, c.grad->backward, c.grad->attrs,
+                                 BackwardInputs(*c.grad, dy, inputs, r.runs[0].outputs), c.rng));
       }
-      return runs;
+      r.slack = std::move(SeenSlack());
+      return r;
     };
-    const std::vector<RunResult> one = record(1);
-    for (const RunResult& r : one) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    const Recorded one = record(1);
+    for (const RunResult& r : one.runs) ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    // The GEMM operators' β is there to compare (a node without β hands an empty span).
+    const bool gemm = c.name.starts_with("conv2d") || c.name.starts_with("linear") || c.name.starts_with("matmul");
+    const auto nonzero = [](const std::vector<std::uint64_t>& b) {
+      return std::any_of(b.begin(), b.end(), [](std::uint64_t x) { return x != 0; });
+    };
+    if (gemm) {
+      EXPECT_TRUE(std::any_of(one.slack.begin(), one.slack.end(), nonzero)) << "no β seen";
+    }
     for (const int threads : {2, 3}) {
       SCOPED_TRACE(::testing::Message() << "f64_reference=" << f64_reference << " threads=" << threads);
-      const std::vector<RunResult> more = record(threads);
-      ASSERT_EQ(more.size(), one.size());
-      for (std::size_t k = 0; k < one.size(); ++k) {
-        ASSERT_TRUE(more[k].status.ok()) << more[k].status.ToString();
-        for (std::size_t o = 0; o < one[k].outputs.size(); ++o) {
-          EXPECT_TRUE(more[k].outputs[o].BitwiseEqual(one[k].outputs[o])) << "run " << k << " output " << o;
+      const Recorded more = record(threads);
+      ASSERT_EQ(more.runs.size(), one.runs.size());
+      for (std::size_t k = 0; k < one.runs.size(); ++k) {
+        ASSERT_TRUE(more.runs[k].status.ok()) << more.runs[k].status.ToString();
+        for (std::size_t o = 0; o < one.runs[k].outputs.size(); ++o) {
+          EXPECT_TRUE(more.runs[k].outputs[o].BitwiseEqual(one.runs[k].outputs[o])) << "run " << k << " output " << o;
         }
-        EXPECT_EQ(more[k].log, one[k].log) << "run " << k;
+        EXPECT_EQ(more.runs[k].log, one.runs[k].log) << "run " << k;
       }
+      EXPECT_TRUE(more.slack == one.slack) << "β differs";
     }
   }
 }
