@@ -677,14 +677,20 @@ EndToEnd RunWorkerTrain(const ModelCase& m, const char* mode, int steps, int int
 
 // Returns false when a run failed (the --quick smoke test then fails).
 //
-// Each model and mode runs twice, the second time with four times the steps:
-// what the longer run adds over the shorter, against the step time it adds,
-// is the steady-state cost of the loop (checkpoints, logs, hashing, per
-// step); what is left of the short run's wall time is paid once per process
-// (start, job and dataset, key, the last checkpoint, the commitment).
+// Each model and mode runs at two lengths, the second with four times the
+// steps: what the longer run adds over the shorter, against the step time
+// it adds, is the steady-state cost of the loop (checkpoints, logs,
+// hashing, per step); what is left of the short run's wall time is paid
+// once per process (start, job and dataset, key, the last checkpoint, the
+// commitment). Each length runs kEndToEndRuns times, the two in turn, and
+// the table takes each length's fastest run: on a shared 2-core VM one pair
+// of runs gave mlp repops a steady state anywhere from 0.87x to 1.42x.
+constexpr int kEndToEndRuns = 3;
+
 bool EndToEndTable(const std::vector<ModelCase>& models) {
-  std::printf("\n== vt-worker train end to end, %d thread(s): the whole process vs the sum of its step times ==\n",
-              g_threads);
+  std::printf("\n== vt-worker train end to end, %d thread(s): the whole process vs the sum of its step times "
+              "(each length's fastest of %d runs) ==\n",
+              g_threads, g_quick ? 1 : kEndToEndRuns);
   std::printf("%-11s %-10s %6s %6s %10s %10s %12s %8s %12s %10s\n", "model", "mode", "steps", "ckpts", "wall",
               "Σ steps", "checkpoints", "ratio", "steady state", "once");
   bool all_ok = true;
@@ -693,14 +699,24 @@ bool EndToEndTable(const std::vector<ModelCase>& models) {
     const int steps = g_quick ? 4 : m.name == "cnn" ? 40 : 100;
     const int interval = g_quick ? 2 : 10;
     for (const char* mode : {"repops", "rounded", "certified"}) {
-      const EndToEnd e = RunWorkerTrain(m, mode, steps, interval);
-      const EndToEnd longer = RunWorkerTrain(m, mode, 4 * steps, interval);
-      if (!e.ok || !longer.ok) {
-        std::printf("%-11s %-10s failed: %s\n", m.name.c_str(), mode, (e.ok ? longer : e).error.c_str());
+      EndToEnd e, longer;  // the fastest of each length
+      std::string failed;
+      for (int run = 0; run < (g_quick ? 1 : kEndToEndRuns) && failed.empty(); ++run) {
+        for (const auto& [best, length] : {std::pair{&e, steps}, std::pair{&longer, 4 * steps}}) {
+          const EndToEnd r = RunWorkerTrain(m, mode, length, interval);
+          if (!r.ok) {
+            failed = r.error;
+            break;
+          }
+          if (!best->ok || r.wall_s < best->wall_s) *best = r;
+        }
+      }
+      if (!failed.empty()) {
+        std::printf("%-11s %-10s failed: %s\n", m.name.c_str(), mode, failed.c_str());
         all_ok = false;
         continue;
       }
-      // wall ≈ once + steady · Σ steps, from the two runs.
+      // wall ≈ once + steady · Σ steps, from the two lengths.
       const double added_steps = longer.step_s - e.step_s;
       const double steady = added_steps > 0 ? (longer.wall_s - e.wall_s) / added_steps : 0.0;
       const double once_ms = (e.wall_s - steady * e.step_s) * 1e3;
