@@ -93,21 +93,36 @@ void BM_StateHash(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * StateBytes());
 }
 
-std::map<bool, double> g_ratio;  // byte_shuffle -> compression ratio
+std::map<bool, double> g_ratio;  // byte_shuffle -> compression ratio of a saved file
+std::map<std::pair<bool, int>, double> g_encode_ratio;  // (byte_shuffle, zstd level) -> compression ratio
+
+// zstd levels the encode rows compare; the store's default is one of them.
+constexpr int kLevels[] = {3, 1, -1, -4};
 
 // The file's bytes alone (state hash given): the CPU part of a save.
 void BM_Encode(benchmark::State& state) {
   const bool shuffle = state.range(0) != 0;
+  const int level = static_cast<int>(state.range(1));
   const vt::Hash256 hash = worker::StateHash(BenchState());
+  std::size_t size = 0;
   for (auto _ : state) {
-    benchmark::DoNotOptimize(worker::EncodeCheckpointFile(BenchState(), hash, {3, shuffle}).size());
+    size = worker::EncodeCheckpointFile(BenchState(), hash, {level, shuffle}).size();
+    benchmark::DoNotOptimize(size);
   }
+  g_encode_ratio[{shuffle, level}] = static_cast<double>(StateBytes()) / static_cast<double>(size);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * StateBytes());
+}
+
+// The store's defaults (its zstd level), with or without the byte shuffle.
+worker::CheckpointOptions Options(bool shuffle) {
+  worker::CheckpointOptions o;
+  o.byte_shuffle = shuffle;
+  return o;
 }
 
 void BM_Save(benchmark::State& state) {
   const bool shuffle = state.range(0) != 0;
-  auto store = worker::CheckpointStore::Open(BenchDir() / (shuffle ? "shuffle" : "plain"), {3, shuffle});
+  auto store = worker::CheckpointStore::Open(BenchDir() / (shuffle ? "shuffle" : "plain"), Options(shuffle));
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
@@ -129,7 +144,7 @@ void BM_Save(benchmark::State& state) {
 
 void BM_Load(benchmark::State& state) {
   const bool shuffle = state.range(0) != 0;
-  auto store = worker::CheckpointStore::Open(BenchDir() / (shuffle ? "shuffle" : "plain"), {3, shuffle});
+  auto store = worker::CheckpointStore::Open(BenchDir() / (shuffle ? "shuffle" : "plain"), Options(shuffle));
   if (!store.ok()) {
     state.SkipWithError(store.status().ToString().c_str());
     return;
@@ -154,7 +169,9 @@ void Register() {
   benchmark::RegisterBenchmark("RawSha256", BM_RawSha256)->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("StateHash", BM_StateHash)->Unit(benchmark::kMillisecond);
   for (int shuffle : {1, 0}) {
-    benchmark::RegisterBenchmark("Encode", BM_Encode)->Arg(shuffle)->Unit(benchmark::kMillisecond);
+    for (const int level : kLevels) {
+      benchmark::RegisterBenchmark("Encode", BM_Encode)->Args({shuffle, level})->Unit(benchmark::kMillisecond);
+    }
     // Real time: saving is fsync-bound, and that waiting is the cost.
     benchmark::RegisterBenchmark("Save", BM_Save)->Arg(shuffle)->Unit(benchmark::kMillisecond)->UseRealTime();
     benchmark::RegisterBenchmark("Load", BM_Load)->Arg(shuffle)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -165,28 +182,32 @@ void PrintSummary(const vt::bench::SecondsReporter& r) {
   const double mb = static_cast<double>(StateBytes()) / 1e6;
   auto mbs = [&](double s) { return s > 0 ? mb / s : 0.0; };
   const double sha = r.Seconds("RawSha256");
-  std::printf("\nSummary: %lld-parameter state (%.1f MB of fp32), zstd level 3\n",
-              static_cast<long long>(Parameters()), mb);
+  std::printf("\nSummary: %lld-parameter state (%.1f MB of fp32), saved at zstd level %d\n",
+              static_cast<long long>(Parameters()), mb, worker::CheckpointOptions{}.zstd_level);
   if (g_quick) std::printf("(--quick: one short pass on a small state; these numbers mean nothing)\n");
-  std::printf("%-52s %12s %14s %12s\n", "operation", "MB/s", "vs raw SHA-256", "compression");
-  std::printf("%-52s %12.1f %14s %12s\n", "raw SHA-256 of the tensor bytes (baseline)", mbs(sha), "1.00",
+  std::printf("%-62s %12s %14s %12s\n", "operation", "MB/s", "vs raw SHA-256", "compression");
+  std::printf("%-62s %12.1f %14s %12s\n", "raw SHA-256 of the tensor bytes (baseline)", mbs(sha), "1.00",
               "-");
   const double hash = r.Seconds("StateHash");
-  std::printf("%-52s %12.1f %14.2f %12s\n", "StateHash (tensor hashes + Merkle root)", mbs(hash),
+  std::printf("%-62s %12.1f %14.2f %12s\n", "StateHash (tensor hashes + Merkle root)", mbs(hash),
               hash > 0 ? sha / hash : 0.0, "-");
   for (int shuffle : {1, 0}) {
     const std::string suffix = "/" + std::to_string(shuffle) + "/real_time";
-    const double encode = r.Seconds("Encode/" + std::to_string(shuffle));
+    const std::string how = shuffle != 0 ? "byte-shuffled" : "plain";
+    for (const int level : kLevels) {
+      const double encode = r.Seconds("Encode/" + std::to_string(shuffle) + "/" + std::to_string(level));
+      const auto it = g_encode_ratio.find({shuffle != 0, level});
+      std::printf("%-62s %12.1f %14.2f %11.2fx\n",
+                  ("checkpoint file bytes, " + how + ", zstd " + std::to_string(level) + " (encode only)").c_str(),
+                  mbs(encode), encode > 0 ? sha / encode : 0.0, it == g_encode_ratio.end() ? 0.0 : it->second);
+    }
     const double save = r.Seconds("Save" + suffix);
     const double load = r.Seconds("Load" + suffix);
     const auto it = g_ratio.find(shuffle != 0);
     const double ratio = it == g_ratio.end() ? 0.0 : it->second;
-    const std::string how = shuffle != 0 ? "byte-shuffled" : "plain";
-    std::printf("%-52s %12.1f %14.2f %12s\n", ("checkpoint file bytes, " + how + " (encode only)").c_str(),
-                mbs(encode), encode > 0 ? sha / encode : 0.0, "");
-    std::printf("%-52s %12.1f %14.2f %11.2fx\n", ("checkpoint save, " + how + " (incl. hash, fsync)").c_str(),
+    std::printf("%-62s %12.1f %14.2f %11.2fx\n", ("checkpoint save, " + how + " (incl. hash, fsync)").c_str(),
                 mbs(save), save > 0 ? sha / save : 0.0, ratio);
-    std::printf("%-52s %12.1f %14.2f %12s\n", ("checkpoint load, " + how + " (incl. verify)").c_str(),
+    std::printf("%-62s %12.1f %14.2f %12s\n", ("checkpoint load, " + how + " (incl. verify)").c_str(),
                 mbs(load), load > 0 ? sha / load : 0.0, "");
   }
 }
