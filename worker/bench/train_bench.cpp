@@ -696,7 +696,7 @@ bool EndToEndTable(const std::vector<ModelCase>& models) {
   bool all_ok = true;
   for (const ModelCase& m : models) {
     if (m.name == "gpt2-small") continue;  // minutes per step: not here
-    const int steps = g_quick ? 4 : m.name == "cnn" ? 40 : 100;
+    const int steps = g_quick ? 4 : m.name == "cnn" ? 40 : m.name == "mlp" ? 400 : 100;
     const int interval = g_quick ? 2 : 10;
     for (const char* mode : {"repops", "rounded", "certified"}) {
       EndToEnd e, longer;  // the fastest of each length
