@@ -630,26 +630,25 @@ void ConvBackwardRounded(const OpContext& ctx, const ConvGeometry& g, const Conv
   std::vector<double> w_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
   GemmNormsSq(MakeGemm(g.ckk, 0, g.co, true, g.ckk, false, 0, 0), wa, nullptr, w_col_sq.data(), nullptr);
 
-  // dw, and its β's norms: dy's rows (every chunk adds the same, chunk 0's
-  // are used) and im2col's rows (each chunk its own).
+  // dw, and its β's norms: dy's rows (chunk 0 adds them; the other chunks'
+  // norms pass has no rows) and im2col's rows (each chunk its own).
   const std::int64_t chunks = ParallelChunks(threads, g.ci);
   ChunkScratch<float> cols(chunks, (g.ci + chunks - 1) / chunks * kk * g.ohw);
-  ChunkScratch<double> dw_row_sq(chunks, g.co);
-  std::vector<double> dw_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
+  std::vector<double> dw_row_sq(static_cast<std::size_t>(g.co), 0.0), dw_col_sq(static_cast<std::size_t>(g.ckk), 0.0);
   ParallelForChunks(threads, g.ci, [&](std::int64_t chunk, std::int64_t c0, std::int64_t c1) {
     float* const col = cols[chunk];
-    double* const row_sq = dw_row_sq[chunk];
-    std::fill(row_sq, row_sq + g.co, 0.0);
     const std::int64_t q0 = c0 * kk, q1 = c1 * kk;
     for (std::int64_t n = 0; n < g.n; ++n) {
       const float* dyn = dya + n * g.co * g.ohw;
       Im2Col(x + n * x_image + c0 * g.h * g.w, g, params, 0, c1 - c0, col, g.ohw);
       const GemmArgs gdw = MakeGemm(g.co, q1 - q0, g.ohw, false, g.ohw, true, g.ohw, g.ckk, n > 0);
       ConvGemm<M>(inner, gdw, dyn, col, dwo + q0);
-      GemmNormsSq(gdw, dyn, col, row_sq, dw_col_sq.data() + q0);
+      GemmArgs norms = gdw;
+      if (chunk > 0) norms.m = 0;
+      GemmNormsSq(norms, dyn, col, dw_row_sq.data(), dw_col_sq.data() + q0);
     }
   });
-  WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq[0], dw_col_sq.data(), outs.Slack(dwo), g.ckk);
+  WriteGemmSlack(g.co, g.ckk, g.n * g.ohw, dw_row_sq.data(), dw_col_sq.data(), outs.Slack(dwo), g.ckk);
 
   // dx and its β, image by image.
   double* const sx = outs.Slack(dxo);
