@@ -1,4 +1,4 @@
-// AVX-512 micro-kernels: the repops one (16-lane fp32 vectors, a 16×16 tile
+// AVX-512 micro-kernels: the repops one (16-lane fp32 vectors, an 8×32 tile
 // by default) and two fp64 ones (8-lane vectors, a 12×16 tile): with fma
 // (GemmWidenedF64, GemmF64) and with a multiply then an add
 // (GemmF64Reference). This translation unit alone is compiled with -mavx512f (F only:
@@ -16,11 +16,16 @@
 namespace vt::kernels::detail {
 namespace {
 
+// The repops tile: 8 rows × 2 vectors. Per step of p it loads two B vectors
+// and broadcasts 8 A values for 16 products, where 16 × 1 broadcasts 16 for
+// 16: on Zen 5 (separate multiply and add pipes) GPT-2-sized products ran
+// ~7 % faster and the small presets no slower (docs/kernels.md, seventeenth
+// pass). The tile changes no bits: each output still sums p = 0, 1, … in order.
 #ifndef VT_AVX512_MR
-#define VT_AVX512_MR 16
+#define VT_AVX512_MR 8
 #endif
 #ifndef VT_AVX512_V
-#define VT_AVX512_V 1
+#define VT_AVX512_V 2
 #endif
 
 #define VT_INLINE static inline __attribute__((always_inline))
