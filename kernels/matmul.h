@@ -121,6 +121,9 @@ void GemmF64ReferenceOnSimdForTesting(Simd simd, int threads, const GemmArgs& g,
 // SetReference). Evaluated with p outermost over groups of elements, so a
 // strided factor (a column of a row-major matrix) is read once per group
 // rather than one cache line per term per element; threads split groups.
+// Elements asking for a large share of one product's outputs (not
+// accumulating, no batch offsets) are computed as the whole product by
+// GemmF64Reference instead.
 struct GemmElement {
   std::int64_t i = 0, j = 0;
   std::int64_t a_offset = 0, b_offset = 0;

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -202,6 +203,49 @@ TEST(GemmF64Reference, IsTheSequentialDefinitionBitwise) {
         ASSERT_EQ(std::bit_cast<std::uint64_t>(got[k]), std::bit_cast<std::uint64_t>(expect[k]))
             << "trial " << trial << " threads " << threads << " element (" << elements[k].i << ", "
             << elements[k].j << ")" << (elements[k].a_offset != 0 ? " of item 1" : "");
+      }
+    }
+  }
+}
+
+// Many elements of one product (a share of its outputs large enough for the
+// whole product to be computed at once, see GemmF64ReferenceElements), a few
+// (one by one), and every share between, in any order and repeated: each is
+// still the sequential definition, bit for bit, on 1–3 threads.
+TEST(GemmF64Reference, ElementsAtEveryShareOfTheProduct) {
+  std::mt19937_64 rng(test::TestSeed() ^ 0xe1e);
+  for (int trial = 0; trial < 8; ++trial) {
+    GemmArgs g = RandomGemm(rng, 90, 70, 1, 300);
+    g.accumulate = false;
+    const Bits bits = trial % 2 == 0 ? Bits::kFp32 : Bits::kFp64;
+    const std::vector<double> a =
+        Random(rng, static_cast<std::size_t>((g.trans_a ? g.k : g.m) * g.lda), bits);
+    const std::vector<double> b =
+        Random(rng, static_cast<std::size_t>((g.trans_b ? g.n : g.k) * g.ldb), bits);
+    std::vector<double> want(static_cast<std::size_t>(g.m * g.ldc));
+    testing::SequentialGemm<double>(g, a.data(), b.data(), want.data());
+    for (const double share : {1.0, 0.5, 1.0 / 16, 1.0 / 64, 0.0}) {
+      std::vector<GemmElement> elements;
+      for (std::int64_t i = 0; i < g.m; ++i) {
+        for (std::int64_t j = 0; j < g.n; ++j) {
+          if (std::uniform_real_distribution<double>(0, 1)(rng) < share) elements.push_back(GemmElement{i, j});
+        }
+      }
+      // Out of order, one repeated, and at least one element.
+      elements.push_back(GemmElement{static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(g.m)),
+                                     static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(g.n))});
+      std::shuffle(elements.begin(), elements.end(), rng);
+      elements.push_back(elements.front());
+      for (int threads : {1, 2, 3}) {
+        std::vector<double> got(elements.size(), -1.0);
+        GemmF64ReferenceElements(threads, g, a.data(), b.data(), elements, got.data());
+        for (std::size_t e = 0; e < got.size(); ++e) {
+          const double expect = want[static_cast<std::size_t>(elements[e].i * g.ldc + elements[e].j)];
+          ASSERT_EQ(std::bit_cast<std::uint64_t>(got[e]), std::bit_cast<std::uint64_t>(expect))
+              << "trial " << trial << " share " << share << " threads " << threads << " element ("
+              << elements[e].i << ", " << elements[e].j << ") of " << g.m << "x" << g.k << "x" << g.n
+              << " ta=" << g.trans_a << " tb=" << g.trans_b;
+        }
       }
     }
   }
